@@ -1,0 +1,35 @@
+# Set-up and everyday commands. `make run` and `make test` work on a fresh clone.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_PIN := torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format baselines clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+
+# torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_PIN)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)  ## set up, then run the flagship experiment
+	$(BIN)/orderlab run experiments/dog_bites_man.yaml
+
+test: $(STAMP)  ## set up, then run the test suite
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,5 @@
+"""`python -m orderlab` runs the CLI."""
+
+from orderlab.cli import main
+
+main()

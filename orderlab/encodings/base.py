@@ -1,0 +1,90 @@
+"""The one protocol every positional encoding follows, whatever its kind.
+
+An encoding can act at three places in the stack, and overrides only the hook(s) it needs:
+  - `input_offsets(n)`   -> (n, d_model) added to the token vectors (absolute: sinusoidal, learned)
+  - `attention_bias(q, k)` -> broadcastable to (B, h, n, n), added to the scores (ALiBi, T5)
+  - `rotate(q, k)`       -> (q, k) transformed by slot before the scores (RoPE, xPos)
+The stack calls all three and never looks at an encoding's name.
+
+Encoding modules must not import torch at import time (the registry is read by fast commands
+such as `validate`); they import it inside the hooks, which only run during a computation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    import torch
+
+Kind = Literal["none", "additive", "bias", "rotary"]
+
+
+@dataclass(frozen=True)
+class EncodingContext:
+    """What an encoding may depend on: the stack's shape, the seed and where tensors live."""
+
+    d_model: int
+    n_heads: int
+    causal: bool
+    seed: int
+    dtype: str = "float64"
+    max_len: int = 512
+    device: str = "cpu"
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        import torch
+
+        return getattr(torch, self.dtype)
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PositionalEncoding:
+    """Base class: no position at all. Subclasses set the class attributes and override hooks."""
+
+    name: ClassVar[str]
+    kind: ClassVar[Kind]
+    relative: ClassVar[bool]  # True when attention scores depend on slot offsets i - j only
+    reference: ClassVar[str]  # the paper, for `orderlab encodings` and docs
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, context: EncodingContext, params: dict[str, Any] | None = None):
+        self.context = context
+        self.params: Any = self.parse_params(params or {})
+
+    @classmethod
+    def parse_params(cls, params: dict[str, Any]) -> Any:
+        try:
+            return cls.Params.model_validate(params)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(map(str, first["loc"])) or "params"
+            raise ValueError(f"{cls.name}: {field}: {first['msg']}") from None
+
+    @classmethod
+    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+        """Raise ValueError when this encoding cannot run in `context` with `params`."""
+        cls.parse_params(params)
+
+    def input_offsets(self, n: int) -> torch.Tensor | None:
+        """(n, d_model) vectors added to the token vectors at slots 0..n-1, or None."""
+        return None
+
+    def attention_bias(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+        """A bias broadcastable to the (B, h, n, n) scores, or None. q, k: (B, h, n, d_head)."""
+        return None
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """q and k transformed by slot before the scores are taken. q, k: (B, h, n, d_head)."""
+        return q, k

@@ -1,0 +1,12 @@
+"""No positional information: the stack sees a bag of words (plus a causal mask, if any)."""
+
+from orderlab.encodings.base import PositionalEncoding
+
+
+class NoEncoding(PositionalEncoding):
+    """Adds nothing; the control against which every other encoding is measured."""
+
+    name = "none"
+    kind = "none"
+    relative = False
+    reference = "-"

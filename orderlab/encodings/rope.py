@@ -1,0 +1,58 @@
+"""Rotary position embedding: rotates q and k by slot (Su et al., 2021, "RoFormer", arXiv:2104.09864)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orderlab.encodings.base import EncodingContext, PositionalEncoding
+
+if TYPE_CHECKING:
+    import torch
+
+
+class RotaryParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    base: float = Field(10000.0, gt=1, description="Frequency base: pair i turns by pos * base^(-2i/d_head).")
+
+
+def rotate_pairs(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """Rotate each (x[2i], x[2i+1]) pair of x (..., n, d) by angles (n, d/2)."""
+    import torch
+
+    even, odd = x[..., 0::2], x[..., 1::2]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+def rotary_angles(n: int, d_head: int, base: float, dtype: Any, device: Any) -> torch.Tensor:
+    """(n, d_head/2) angles pos * base^(-2i/d_head), computed in float64 then cast."""
+    import torch
+
+    slots = torch.arange(n, dtype=torch.float64)[:, None]
+    frequencies = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    return (slots * frequencies).to(dtype=dtype, device=device)
+
+
+class Rotary(PositionalEncoding):
+    """q_m . k_n after rotation depends on the content and on the offset m - n only."""
+
+    name = "rope"
+    kind = "rotary"
+    relative = True
+    reference = "Su et al. 2021, RoFormer (arXiv:2104.09864)"
+    Params = RotaryParams
+
+    @classmethod
+    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+        super().check(context, params)
+        if context.d_head % 2:
+            raise ValueError(
+                f"rope needs an even head size, got d_model / n_heads = {context.d_head}; "
+                "expected d_model / n_heads to be even"
+            )
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = rotary_angles(q.shape[-2], q.shape[-1], self.params.base, q.dtype, q.device)
+        return rotate_pairs(q, angles), rotate_pairs(k, angles)

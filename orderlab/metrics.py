@@ -1,0 +1,80 @@
+"""Pure functions of tensors that measure order sensitivity (definitions: docs/metrics.md).
+
+Conventions: X is (n, d); a batch of B permutations `perms` is a (B, n) long tensor where the
+permuted sentence holds at slot i the token from slot perms[b, i], so (P H)[b, i] = H[perms[b, i]].
+Norms are Frobenius; relative errors divide by the norm of the reference (unpermuted) side.
+"""
+
+from __future__ import annotations
+
+import torch
+
+POOLS = ("mean", "max", "first", "last")
+
+
+def ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
+    """numerator / denominator, with 0/0 = 0 (both sides vanish: no difference to report)."""
+    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+    quotient = numerator / safe
+    return torch.where(denominator > 0, quotient, torch.where(numerator > 0, torch.inf, 0.0).to(quotient))
+
+
+def permute_slots(h: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:
+    """P H for each permutation: (n, ...) and (B, n) -> (B, n, ...)."""
+    return h[perms]
+
+
+def equivariance_error(h_of_px: torch.Tensor, h_of_x: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:
+    """||H(PX) - P H(X)|| / ||H(X)||, per permutation: (B, n, d), (n, d), (B, n) -> (B,)."""
+    difference = (h_of_px - permute_slots(h_of_x, perms)).flatten(1).norm(dim=1)
+    return ratio(difference, h_of_x.norm().expand_as(difference))
+
+
+def pool(h: torch.Tensor, how: str) -> torch.Tensor:
+    """Pool token states over slots: (..., n, d) -> (..., d) by mean, max, first or last token."""
+    if how == "mean":
+        return h.mean(dim=-2)
+    if how == "max":
+        return h.amax(dim=-2)
+    if how == "first":
+        return h[..., 0, :]
+    if how == "last":
+        return h[..., -1, :]
+    raise ValueError(f"unknown pooling {how!r}; expected one of {', '.join(POOLS)}")
+
+
+def invariance_error(h_of_px: torch.Tensor, h_of_x: torch.Tensor, how: str) -> torch.Tensor:
+    """||pool H(PX) - pool H(X)|| / ||pool H(X)||: (B, n, d), (n, d) -> (B,)."""
+    reference = pool(h_of_x, how)  # (d,)
+    difference = (pool(h_of_px, how) - reference).norm(dim=-1)  # (B,)
+    return ratio(difference, reference.norm().expand_as(difference))
+
+
+def attention_equivariance_error(a_of_px: torch.Tensor, a_of_x: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:
+    """||A(PX) - P A(X) P^T|| / ||A(X)|| per permutation and head: (B, h, n, n), (h, n, n), (B, n) -> (B, h)."""
+    rows = perms[:, None, :, None]  # (B, 1, n, 1)
+    cols = perms[:, None, None, :]  # (B, 1, 1, n)
+    heads = torch.arange(a_of_x.shape[0], device=a_of_x.device)[None, :, None, None]  # (1, h, 1, 1)
+    expected = a_of_x[heads, rows, cols]  # (B, h, n, n): [b, h, i, j] = A[h, p_i, p_j]
+    difference = (a_of_px - expected).flatten(2).norm(dim=-1)  # (B, h)
+    return ratio(difference, a_of_x.flatten(1).norm(dim=-1).expand_as(difference))
+
+
+def token_shift(h_of_px: torch.Tensor, h_of_x: torch.Tensor, matching: torch.Tensor) -> torch.Tensor:
+    """Mean over slots i of ||H(PX)[i] - H(X)[m[i]]|| / ||H(X)[m[i]]||, m matching word occurrences.
+
+    (B, n, d), (n, d), (B, n) -> (B,). With m = the permutation this is a per-token equivariance
+    error; m differs where repeated words are matched by order of occurrence.
+    """
+    reference = h_of_x[matching]  # (B, n, d)
+    return ratio((h_of_px - reference).norm(dim=-1), reference.norm(dim=-1)).mean(dim=-1)
+
+
+def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """1 - cos(a, b) over the last axis; 0 for identical directions."""
+    return 1 - torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=0.0)
+
+
+def relative_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """||b - a|| / ||a|| over the last axis."""
+    return ratio((b - a).norm(dim=-1), a.norm(dim=-1))

@@ -1,0 +1,86 @@
+"""Permutations of a sentence's slots. Convention: the new sentence holds at slot i the word from slot p[i].
+
+So for "dog bites man", p = (2, 1, 0) gives "man bites dog". Must not import torch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+Permutation = tuple[int, ...]
+
+# `all` is refused past this many tokens (8! = 40,320 sequences); use {random: K} beyond it.
+MAX_TOKENS_FOR_ALL = 8
+
+
+def check_rule(rule: Any, n: int) -> None:
+    """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence."""
+    if rule == "all" and n > MAX_TOKENS_FOR_ALL:
+        raise ValueError(
+            f"'all' would be {n}! = {math.factorial(n):,} permutations, past the limit of "
+            f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected {{random: K}} instead"
+        )
+    if isinstance(rule, dict) or hasattr(rule, "random"):
+        k = rule["random"] if isinstance(rule, dict) else rule.random
+        available = math.factorial(n) - 1
+        if k > available:
+            raise ValueError(
+                f"random: {k} asks for more distinct non-identity permutations than the {available:,} "
+                f"that {n} tokens have; expected at most {available:,}"
+            )
+    if isinstance(rule, list):
+        for index, p in enumerate(rule):
+            if sorted(p) != list(range(n)):
+                raise ValueError(
+                    f"entry {index} {p} is not a permutation of the sentence's slots; expected each of "
+                    f"0..{n - 1} exactly once"
+                )
+
+
+def generate(rule: Any, n: int, seed: int = 0) -> list[Permutation]:
+    """The permutations `rule` names for an n-token sentence, identity first where it is included."""
+    if rule == "identity":
+        return [tuple(range(n))]
+    if rule == "reverse":
+        return [tuple(reversed(range(n)))]
+    if rule == "all":
+        return list(itertools.permutations(range(n)))
+    if rule == "swaps":
+        return [adjacent_swap(n, i) for i in range(n - 1)]
+    if rule == "shifts":
+        return [tuple((i + s) % n for i in range(n)) for s in range(1, n)]
+    if isinstance(rule, list):
+        return [tuple(p) for p in rule]
+    k = rule["random"] if isinstance(rule, dict) else rule.random
+    return list(random_distinct(n, k, seed))
+
+
+def adjacent_swap(n: int, i: int) -> Permutation:
+    p = list(range(n))
+    p[i], p[i + 1] = p[i + 1], p[i]
+    return tuple(p)
+
+
+def random_distinct(n: int, k: int, seed: int) -> Iterator[Permutation]:
+    """k distinct non-identity permutations, drawn uniformly with a seeded generator."""
+    generator = np.random.Generator(np.random.PCG64(seed))
+    identity = tuple(range(n))
+    seen = {identity}
+    while len(seen) < k + 1:
+        p = tuple(int(i) for i in generator.permutation(n))
+        if p not in seen:
+            seen.add(p)
+            yield p
+
+
+def apply(p: Permutation, words: list[str]) -> list[str]:
+    return [words[i] for i in p]
+
+
+def label(p: Permutation) -> str:
+    return " ".join(map(str, p))

@@ -1,0 +1,178 @@
+"""Spec -> forward passes -> tidy rows. Never prints: progress goes to an optional callback.
+
+For every encoding one stack is built with the same seeded weights, so encodings differ only in
+how they inject position. Each input sentence and all its permutations go through the stack as
+one batch; the reference f(X) is row 0 of that batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from orderlab import metrics as M
+from orderlab import permutations as perms
+from orderlab.encodings import build_encoding
+from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence
+from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput, explicit_weights, seeded_weights
+from orderlab.text import occurrence_matching, sentence_vectors, tokenize
+from orderlab.verdicts import verdicts
+
+KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
+COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
+
+Progress = Callable[[int, int], None]  # (done, total) units of work
+
+
+@dataclass(frozen=True)
+class RunResult:
+    metrics: pd.DataFrame  # tidy, sorted by KEY_COLUMNS
+    device: str
+    wall_seconds: float
+
+
+def stack_config(spec: Spec) -> StackConfig:
+    m = spec.model
+    return StackConfig(
+        d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers, residual=m.residual, norm=m.norm,
+        ffn=m.ffn, ffn_mult=m.ffn_mult, causal=m.causal, scale=m.scale, dtype=m.dtype,
+    )  # fmt: skip
+
+
+def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
+    w = spec.model.weights
+    if w is None:
+        return seeded_weights(config, spec.seed)
+    return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
+
+
+def run_spec(spec: Spec, device: str = "cpu", progress: Progress | None = None) -> RunResult:
+    """Measure every input and probe under every encoding; return tidy rows."""
+    started = time.perf_counter()
+    config = stack_config(spec)
+    weights = layer_weights(spec, config)
+    context = encoding_context(spec, longest_sentence(spec))
+    total, done = len(spec.encodings) * (len(spec.inputs) + len(spec.probes)), 0
+    frames = []
+    with torch.inference_mode():
+        for choice in spec.encodings:
+            encoding = build_encoding(choice.name, replace(context, device=device), choice.params)
+            stack = AttentionStack(config, encoding, weights, device)
+            for item in spec.inputs:
+                frames.append(measure_permutations(spec, stack, item.sentence, item.permutations, choice.label))
+                done += 1
+                if progress:
+                    progress(done, total)
+            for a, b in spec.probes:
+                frames.append(measure_probe(spec, stack, a, b, choice.label))
+                done += 1
+                if progress:
+                    progress(done, total)
+    table = pd.concat(frames, ignore_index=True)
+    table["verdict"] = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), config.dtype)
+    table = table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)
+    return RunResult(table[COLUMNS], device, time.perf_counter() - started)
+
+
+def _vectors(spec: Spec, words: list[str]) -> torch.Tensor:
+    explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
+    return torch.from_numpy(sentence_vectors(words, spec.model.d_model, spec.seed, explicit))
+
+
+class RowCollector:
+    """Columns of tidy rows for one (case, input, encoding) and a batch of B permutations."""
+
+    def __init__(self, case: str, sentence: str, encoding: str, permutations: list[str], permuted: list[str]):
+        self.fixed = {"case": case, "input": sentence, "encoding": encoding}
+        self.permutations, self.permuted = permutations, permuted
+        self.columns: dict[str, list] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric", "value")}
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
+        """values: (B,), one per permutation."""
+        count = len(self.permutations)
+        self.columns["permutation"] += self.permutations
+        self.columns["permuted"] += self.permuted
+        self.columns["layer"] += [layer] * count
+        self.columns["head"] += [head] * count
+        self.columns["metric"] += [metric] * count
+        self.columns["value"] += values.double().cpu().tolist()
+
+    def frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame(self.columns)
+        frame["head"] = frame["head"].astype("Int64")
+        for column, value in self.fixed.items():
+            frame[column] = value
+        return frame
+
+
+def measure_permutations(spec: Spec, stack: AttentionStack, sentence: str, rule, encoding: str) -> pd.DataFrame:
+    words = tokenize(sentence, spec.embeddings.lowercase)
+    chosen = perms.generate(rule, len(words), spec.seed)
+    reordered = [perms.apply(p, words) for p in chosen]
+    x = _vectors(spec, words)  # (n, d)
+    slots = torch.tensor(chosen, dtype=torch.long)  # (B, n)
+    matching = torch.tensor([occurrence_matching(words, r) for r in reordered], dtype=torch.long)  # (B, n)
+    output = stack(torch.cat([x[None], x[slots]]))  # batch row 0 is X itself
+    rows = RowCollector(
+        "permutation", sentence, encoding, [perms.label(p) for p in chosen], [" ".join(r) for r in reordered]
+    )
+    _record(spec, rows, output, stack.device, slots, matching)
+    return rows.frame()
+
+
+def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, matching) -> None:
+    wanted = set(spec.metrics)
+    slots, matching = slots.to(device), matching.to(device)
+    for layer, hidden in enumerate(output.hidden):
+        h_x, h_px = hidden[0], hidden[1:]
+        if "equivariance" in wanted:
+            rows.add("equivariance", layer, M.equivariance_error(h_px, h_x, slots))
+        if "invariance" in wanted:
+            for how in M.POOLS:
+                rows.add(f"invariance_{how}", layer, M.invariance_error(h_px, h_x, how))
+        if "token_shift" in wanted:
+            rows.add("token_shift", layer, M.token_shift(h_px, h_x, matching))
+    if "attention" in wanted:
+        for layer, attention in enumerate(output.attention, start=1):
+            errors = M.attention_equivariance_error(attention[1:], attention[0], slots)  # (B, h)
+            for head in range(errors.shape[1]):
+                rows.add("attention_equivariance", layer, errors[:, head], head)
+
+
+def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: str) -> pd.DataFrame:
+    """Pooled distance of two sentences per layer, plus token shift when b reorders a's words."""
+    words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
+    out_a, out_b = stack(_vectors(spec, words_a)[None]), stack(_vectors(spec, words_b)[None])
+    matching = occurrence_matching(words_a, words_b)
+    rows = RowCollector("probe", a, encoding, [perms.label(matching) if matching else ""], [b])
+    wanted = set(spec.metrics)
+    for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
+        if "pair_distance" in wanted:
+            pooled_a, pooled_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
+            rows.add("pair_cosine", layer, M.cosine_distance(pooled_a, pooled_b))
+            rows.add("pair_l2", layer, M.relative_l2(pooled_a, pooled_b))
+        if "token_shift" in wanted and matching is not None:
+            index = torch.tensor([matching], device=h_a.device)
+            rows.add("token_shift", layer, M.token_shift(h_b, h_a[0], index))
+    return rows.frame()
+
+
+def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """Wide view: per (case, subject, metric), the worst (largest) value under each encoding and its verdict."""
+    subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
+    worst = (
+        table.assign(subject=subject)
+        .sort_values("value", kind="mergesort", na_position="last")
+        .groupby(["case", "subject", "metric", "encoding"], sort=True)
+        .last()[["value", "verdict"]]
+        .reset_index()
+    )
+    wide = worst.pivot(index=["case", "subject", "metric"], columns="encoding", values=["value", "verdict"])
+    columns = {name: wide[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    return pd.DataFrame(columns).reset_index()

@@ -1,0 +1,330 @@
+"""The experiment spec: pydantic models of the YAML file and `load_spec`, the one loader.
+
+Every problem in a spec surfaces as one SpecError `file:line: field.path: what, expected what`.
+Structure is checked by pydantic; relations between fields (d_model vs n_heads, vectors vs words,
+permutations vs sentence length, encoding constraints) by `_check_relations`. Must not import
+torch or pandas: `orderlab validate` has to answer fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from orderlab import permutations as perms
+from orderlab.encodings import ENCODINGS, EncodingContext
+from orderlab.errors import OrderlabError
+from orderlab.registry import did_you_mean
+from orderlab.text import tokenize
+from orderlab.yamlsource import FieldPath, LocatedDocument, read_yaml
+
+METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
+Metric = Literal["equivariance", "invariance", "attention", "token_shift", "pair_distance"]
+Matrix = list[list[float]]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExplicitWeights(StrictModel):
+    """Projection matrices typed in by hand (row-vector convention: q = x @ W_Q), used in every layer."""
+
+    W_Q: Matrix = Field(description="d_model x d_model query projection; q = x @ W_Q.")
+    W_K: Matrix = Field(description="d_model x d_model key projection; k = x @ W_K.")
+    W_V: Matrix = Field(description="d_model x d_model value projection; v = x @ W_V.")
+    W_O: Matrix | None = Field(None, description="d_model x d_model output projection; identity if omitted.")
+
+
+class ModelSpec(StrictModel):
+    """The attention stack: every knob that changes what it can know about order."""
+
+    d_model: int = Field(64, ge=1, description="Width of token vectors and hidden states.")
+    n_heads: int = Field(4, ge=1, description="Attention heads per layer; must divide d_model.")
+    n_layers: int = Field(2, ge=1, description="Number of attention layers (blocks).")
+    residual: bool = Field(True, description="Add each sub-layer's input to its output (the residual stream).")
+    norm: Literal["pre", "post", "none"] = Field(
+        "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
+    )
+    ffn: bool = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
+    ffn_mult: int = Field(4, ge=1, description="FFN hidden width as a multiple of d_model.")
+    causal: bool = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
+    scale: Literal["sqrt", "none"] = Field(
+        "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
+    )
+    dtype: Literal["float32", "float64"] = Field(
+        "float64", description="Floating-point type of the whole computation; sets the verdict tolerance."
+    )
+    weights: ExplicitWeights | None = Field(
+        None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."
+    )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class RandomEmbeddings(StrictModel):
+    """Each distinct word gets a seeded random vector that depends only on word, seed and d_model."""
+
+    kind: Literal["random"] = Field("random", description="Seeded random vector per distinct word.")
+    lowercase: bool = Field(False, description="Lowercase words before looking up their vectors.")
+
+
+class ExplicitEmbeddings(StrictModel):
+    """Vectors typed in by hand, e.g. to reproduce a textbook's worked example."""
+
+    kind: Literal["explicit"] = Field(description="Use the vectors given here.")
+    lowercase: bool = Field(False, description="Lowercase words before looking up their vectors.")
+    vectors: dict[str, list[float]] = Field(description="word -> vector of length d_model, for every word used.")
+
+
+Embeddings = Annotated[RandomEmbeddings | ExplicitEmbeddings, Field(discriminator="kind")]
+
+
+class RandomPermutations(StrictModel):
+    random: int = Field(ge=1, description="How many distinct non-identity permutations to draw (seeded).")
+
+
+PermutationRule = Literal["identity", "reverse", "all", "swaps", "shifts"] | RandomPermutations | list[list[int]]
+
+
+class InputSpec(StrictModel):
+    """A sentence and the reorderings of it to measure."""
+
+    sentence: str = Field(description="Words separated by white space, e.g. 'dog bites man'.")
+    permutations: PermutationRule = Field(
+        "all",
+        description=(
+            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | {random: K} | explicit list like "
+            "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
+        ),
+    )
+
+    @field_validator("permutations", mode="before")
+    @classmethod
+    def _permutations_shape(cls, value: Any) -> Any:
+        named = ("identity", "reverse", "all", "swaps", "shifts")
+        if isinstance(value, str) and value not in named:
+            raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
+        if isinstance(value, dict) and set(value) != {"random"}:
+            raise ValueError("expected {random: K}")
+        if isinstance(value, list) and not all(isinstance(p, list) for p in value):
+            raise ValueError("expected a list of permutations, each a list of slots like [2, 1, 0]")
+        if not isinstance(value, str | dict | list):
+            raise ValueError("expected identity, reverse, all, swaps, shifts, {random: K} or [[2, 1, 0], ...]")
+        return value
+
+
+class EncodingChoice(StrictModel):
+    """A positional encoding by registry name (or `package.module:Class`) and its parameters."""
+
+    name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+
+
+class Spec(StrictModel):
+    """One experiment: sentences and probes, run through one stack per positional encoding."""
+
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
+    description: str = Field("", description="What the experiment asks, in a sentence.")
+    seed: int = Field(0, ge=0, description="Seed of word vectors, weights, encodings and random permutations.")
+    model: ModelSpec = Field(default_factory=ModelSpec, description="The attention stack.")
+    embeddings: Embeddings = Field(default_factory=RandomEmbeddings, description="How words become vectors.")
+    encodings: list[EncodingChoice] = Field(
+        default_factory=lambda: [EncodingChoice(name=n) for n in ("none", "sinusoidal", "rope")],
+        min_length=1,
+        description="Positional encodings to compare; each as a name or {name: ..., <param>: ...}.",
+    )
+    inputs: list[InputSpec] = Field(default_factory=list, description="Sentences and their permutations.")
+    probes: list[tuple[str, str]] = Field(
+        default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
+    )
+    metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), description="Which metrics to compute.")
+
+    @field_validator("encodings", mode="before")
+    @classmethod
+    def _encoding_entries(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        entries = []
+        for entry in value:
+            if isinstance(entry, dict) and "params" not in entry and "name" in entry:
+                entry = {"name": entry["name"], "params": {k: v for k, v in entry.items() if k != "name"}}
+            entries.append({"name": entry} if isinstance(entry, str) else entry)
+        return entries
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Read, parse and validate a spec file; raise SpecError (one line) on any problem."""
+    path = Path(path)
+    document = read_yaml(path)
+    if not isinstance(document.data, dict):
+        raise document.error((), "expected a YAML mapping with keys like name, model, inputs")
+    try:
+        spec = Spec.model_validate(document.data)
+    except ValidationError as error:
+        raise _first_error(error, document) from None
+    if not spec.name:
+        spec = spec.model_copy(update={"name": path.stem})
+    _check_relations(spec, document)
+    return LoadedSpec(spec=spec, path=path, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+class LoadedSpec(BaseModel):
+    """A validated spec with where it came from (for manifests and baselines)."""
+
+    model_config = ConfigDict(frozen=True)
+    spec: Spec
+    path: Path
+    sha256: str
+
+
+def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
+    m = spec.model
+    return EncodingContext(
+        d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=spec.seed, dtype=m.dtype, max_len=max_len
+    )
+
+
+def longest_sentence(spec: Spec) -> int:
+    sentences = [i.sentence for i in spec.inputs] + [s for pair in spec.probes for s in pair]
+    return max(len(tokenize(s)) for s in sentences)
+
+
+# --- relations between fields --------------------------------------------------------------------
+
+
+def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
+    m = spec.model
+    if not spec.inputs and not spec.probes:
+        raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
+    if m.d_model % m.n_heads:
+        raise doc.error(
+            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
+        )
+    if m.weights is not None:
+        for key in ("W_Q", "W_K", "W_V", "W_O"):
+            matrix = getattr(m.weights, key)
+            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
+                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
+    lowercase = spec.embeddings.lowercase
+    for index, item in enumerate(spec.inputs):
+        words = tokenize(item.sentence, lowercase)
+        if not words:
+            raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
+        try:
+            perms.check_rule(item.permutations, len(words))
+        except ValueError as error:
+            raise doc.error(("inputs", index, "permutations"), str(error)) from None
+    for index, pair in enumerate(spec.probes):
+        for side, sentence in enumerate(pair):
+            if not tokenize(sentence, lowercase):
+                raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+    if isinstance(spec.embeddings, ExplicitEmbeddings):
+        _check_vectors(spec, doc)
+    context = encoding_context(spec, longest_sentence(spec))
+    for index, choice in enumerate(spec.encodings):
+        try:
+            ENCODINGS.resolve(choice.name).check(context, choice.params)
+        except (OrderlabError, ValueError) as error:
+            raise doc.error(("encodings", index), str(error)) from None
+
+
+def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
+    assert isinstance(spec.embeddings, ExplicitEmbeddings)
+    vectors, d_model = spec.embeddings.vectors, spec.model.d_model
+    for word, vector in vectors.items():
+        if len(vector) != d_model:
+            raise doc.error(
+                ("embeddings", "vectors", word), f"vector of length {len(vector)}; expected d_model={d_model} numbers"
+            )
+    places: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.inputs)]
+    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
+    for path, sentence in places:
+        missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
+        if missing:
+            raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
+
+
+# --- pydantic errors -> one line -----------------------------------------------------------------
+
+
+def _first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
+    first = error.errors()[0]
+    path = _data_path(first["loc"], doc.data)
+    kind, message = first["type"], first["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        known = sorted(_known_fields(path[:-1], doc.data))
+        message = f"unknown key {path[-1]!r}. {did_you_mean(str(path[-1]), known)}"
+        return doc.error(path, message)
+    if kind == "missing":
+        return doc.error(path, "required field is missing")
+    message = message.replace("Input should be", "expected")
+    given = first.get("input")
+    if isinstance(given, str | int | float | bool):
+        message = f"got {given!r}; {message}"
+    return doc.error(path, message)
+
+
+def _data_path(loc: tuple[int | str, ...], data: Any) -> FieldPath:
+    """Drop pydantic's union-member tags from an error location, keeping the keys the user wrote."""
+    path: list[str | int] = []
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(data, dict):
+            if part in data or last:
+                path.append(part)
+                data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            path.append(part)
+            data = data[part]
+    return tuple(path)
+
+
+def _known_fields(path: FieldPath, data: Any) -> set[str]:
+    """Field names allowed at `path`, found by walking the models along the user's data."""
+    annotation: Any = Spec
+    for part in path:
+        data = data[part] if isinstance(data, dict | list) else None
+        model = _pick_model(annotation, data)
+        if model is not None and isinstance(part, str):
+            annotation = model.model_fields[part].annotation
+        else:
+            args = [a for a in typing.get_args(_strip(annotation)) if a is not type(None)]
+            annotation = args[0] if args else Any
+    model = _pick_model(annotation, data)
+    return set(model.model_fields) if model else set()
+
+
+def _strip(annotation: Any) -> Any:
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _pick_model(annotation: Any, data: Any) -> type[BaseModel] | None:
+    annotation = _strip(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        models = [
+            m for m in map(_strip, typing.get_args(annotation)) if isinstance(m, type) and issubclass(m, BaseModel)
+        ]
+        kind = data.get("kind") if isinstance(data, dict) else None
+        for model in models:
+            if "kind" in model.model_fields and typing.get_args(model.model_fields["kind"].annotation) == (kind,):
+                return model
+        return models[0] if models else None
+    return None

@@ -1,0 +1,138 @@
+"""The attention stack: plain torch, readable, batched. Knows nothing of specs, files or terminals.
+
+Row-vector convention throughout (q = x @ W_Q), as in textbooks, so explicit matrices typed into a
+spec mean what they mean on paper. Returns the hidden states after every layer and every
+attention map, for the metrics to read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from orderlab.encodings.base import PositionalEncoding
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    residual: bool = True  # add each sub-layer's input to its output
+    norm: str = "pre"  # "pre" | "post" | "none" (LayerNorm without learned affine)
+    ffn: bool = True  # position-wise feed-forward after attention
+    ffn_mult: int = 4  # FFN hidden width = ffn_mult * d_model
+    causal: bool = False  # token i attends to slots <= i only
+    scale: str = "sqrt"  # "sqrt": scores / sqrt(d_head); "none": raw scores
+    dtype: str = "float64"
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    w_q: torch.Tensor  # (d, d)
+    w_k: torch.Tensor  # (d, d)
+    w_v: torch.Tensor  # (d, d)
+    w_o: torch.Tensor  # (d, d)
+    w_in: torch.Tensor  # (d, ffn_mult * d)
+    w_out: torch.Tensor  # (ffn_mult * d, d)
+
+
+@dataclass(frozen=True)
+class StackOutput:
+    hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, n, d); hidden[0] is the input, encoding added
+    attention: list[torch.Tensor]  # n_layers tensors (B, h, n, n); row i: how slot i spreads its attention
+
+
+def seeded_weights(config: StackConfig, seed: int) -> list[LayerWeights]:
+    """Gaussian weights with variance 1/fan_in, drawn in float64 on the CPU (same on every machine)."""
+    generator = torch.Generator().manual_seed(seed)
+    d, f = config.d_model, config.ffn_mult * config.d_model
+
+    def draw(rows: int, cols: int) -> torch.Tensor:
+        return torch.randn(rows, cols, generator=generator, dtype=torch.float64) / math.sqrt(rows)
+
+    return [
+        LayerWeights(draw(d, d), draw(d, d), draw(d, d), draw(d, d), draw(d, f), draw(f, d))
+        for _ in range(config.n_layers)
+    ]
+
+
+def explicit_weights(config: StackConfig, seed: int, w_q, w_k, w_v, w_o=None) -> list[LayerWeights]:
+    """The given projections in every layer (W_O = identity if None); FFN weights stay seeded."""
+    as_tensor = lambda m: torch.tensor(m, dtype=torch.float64)  # noqa: E731
+    w_o = as_tensor(w_o) if w_o is not None else torch.eye(config.d_model, dtype=torch.float64)
+    return [
+        LayerWeights(as_tensor(w_q), as_tensor(w_k), as_tensor(w_v), w_o, seeded.w_in, seeded.w_out)
+        for seeded in seeded_weights(config, seed)
+    ]
+
+
+class AttentionStack:
+    """n_layers blocks of multi-head self-attention (+ FFN), with one positional encoding."""
+
+    def __init__(
+        self, config: StackConfig, encoding: PositionalEncoding, weights: list[LayerWeights], device: str = "cpu"
+    ):
+        self.config, self.encoding = config, encoding
+        dtype = getattr(torch, config.dtype)
+        self.layers = [
+            LayerWeights(*(getattr(w, f).to(device=device, dtype=dtype) for f in LayerWeights.__dataclass_fields__))
+            for w in weights
+        ]
+        self.device, self.dtype = torch.device(device), dtype
+
+    def __call__(self, x: torch.Tensor) -> StackOutput:
+        """x: (B, n, d) token vectors of B sentences of equal length n."""
+        x = x.to(device=self.device, dtype=self.dtype)
+        offsets = self.encoding.input_offsets(x.shape[1])
+        if offsets is not None:
+            x = x + offsets.to(x)  # (B, n, d)
+        hidden, attention = [x], []
+        for layer in self.layers:
+            x, weights = self.block(x, layer)
+            hidden.append(x)
+            attention.append(weights)
+        return StackOutput(hidden, attention)
+
+    def block(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor]:
+        c = self.config
+        attended, weights = self.attend(self.pre_norm(x), layer)
+        x = self.post_norm(x + attended if c.residual else attended)
+        if c.ffn:
+            transformed = F.gelu(self.pre_norm(x) @ layer.w_in) @ layer.w_out
+            x = self.post_norm(x + transformed if c.residual else transformed)
+        return x, weights
+
+    def attend(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor]:
+        """Multi-head attention; returns the output (B, n, d) and the weights (B, h, n, n)."""
+        B, n, d = x.shape
+        h, dh = self.config.n_heads, self.config.d_head
+        q = (x @ layer.w_q).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
+        k = (x @ layer.w_k).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
+        v = (x @ layer.w_v).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
+        q, k = self.encoding.rotate(q, k)
+        scores = q @ k.transpose(-2, -1)  # (B, h, n, n)
+        if self.config.scale == "sqrt":
+            scores = scores / math.sqrt(dh)
+        bias = self.encoding.attention_bias(q, k)
+        if bias is not None:
+            scores = scores + bias
+        if self.config.causal:
+            future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        weights = scores.softmax(dim=-1)  # (B, h, n, n)
+        out = (weights @ v).transpose(1, 2).reshape(B, n, d)  # (B, n, d)
+        return out @ layer.w_o, weights
+
+    def pre_norm(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, x.shape[-1:]) if self.config.norm == "pre" else x
+
+    def post_norm(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, x.shape[-1:]) if self.config.norm == "post" else x
