@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from stacks import make_stack
 
 FLOAT64_SLACK = 1e-12  # round-off of these stacks is ~1e-16 relative
