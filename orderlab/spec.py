@@ -262,13 +262,13 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def _first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
-    first = error.errors()[0]
-    path = _data_path(first["loc"], doc.data)
+    """The most useful of pydantic's errors: an unknown key first, else the one deepest in the user's data."""
+    located = [(_data_path(e["loc"], doc.data, e["type"]), e) for e in error.errors()]
+    path, first = max(located, key=lambda pair: (pair[1]["type"] == "extra_forbidden", len(pair[0])))
     kind, message = first["type"], first["msg"].removeprefix("Value error, ")
     if kind == "extra_forbidden":
         known = sorted(_known_fields(path[:-1], doc.data))
-        message = f"unknown key {path[-1]!r}. {did_you_mean(str(path[-1]), known)}"
-        return doc.error(path, message)
+        return doc.error(path, f"unknown key {path[-1]!r}. {did_you_mean(str(path[-1]), known)}")
     if kind == "missing":
         return doc.error(path, "required field is missing")
     message = message.replace("Input should be", "expected")
@@ -278,18 +278,22 @@ def _first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
     return doc.error(path, message)
 
 
-def _data_path(loc: tuple[int | str, ...], data: Any) -> FieldPath:
-    """Drop pydantic's union-member tags from an error location, keeping the keys the user wrote."""
+def _data_path(loc: tuple[int | str, ...], data: Any, kind: str) -> FieldPath:
+    """The part of an error location that names keys the user wrote (pydantic's union-member tags dropped).
+
+    A missing field is kept as the last part, since the user did not write it.
+    """
     path: list[str | int] = []
     for index, part in enumerate(loc):
-        last = index == len(loc) - 1
-        if isinstance(data, dict):
-            if part in data or last:
-                path.append(part)
-                data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            path.append(part)
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if in_dict or in_list:
             data = data[part]
+        elif kind == "missing" and index == len(loc) - 1 and isinstance(data, dict):
+            data = None
+        else:
+            continue
+        path.append(part)
     return tuple(path)
 
 

@@ -93,6 +93,21 @@ BAD_SPECS = {
     "not a mapping": ("- just\n- a list\n", ":1:", "expected a YAML mapping"),
     "not YAML": ("name: [unclosed\n", "not valid YAML", ":2"),
     "empty file": ("", "the file is empty", "YAML mapping"),
+    "unknown key inside a list item": (
+        GOOD.replace("- sentence:", "- sentenc:"),
+        ":8: inputs[0].sentenc: unknown key",
+        "Did you mean: sentence?",
+    ),
+    "unknown encoding parameter": (
+        GOOD.replace("[none, rope]", "[none, {name: rope, bse: 3}]"),
+        ":6: encodings[1]: rope: unknown parameter 'bse'",
+        "Did you mean: base?",
+    ),
+    "zero random permutations": (
+        GOOD.replace("permutations: all", "permutations: {random: 0}"),
+        ":9: inputs[0].permutations.random: got 0",
+        "greater than or equal to 1",
+    ),
     "bad weights shape": (
         GOOD.replace("n_layers: 1", "n_layers: 1\n  weights: {W_Q: [[1]], W_K: [[1]], W_V: [[1]]}"),
         ":6: model.weights.W_Q: expected a 8 x 8 matrix",

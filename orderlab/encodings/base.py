@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orderlab.registry import did_you_mean
+
 if TYPE_CHECKING:
     import torch
 
@@ -70,7 +72,12 @@ class PositionalEncoding:
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(map(str, first["loc"])) or "params"
-            raise ValueError(f"{cls.name}: {field}: {first['msg']}") from None
+            if first["type"] == "extra_forbidden":
+                hint = (
+                    did_you_mean(field, list(cls.Params.model_fields)) if cls.Params.model_fields else "It takes none."
+                )
+                raise ValueError(f"{cls.name}: unknown parameter {field!r}. {hint}") from None
+            raise ValueError(f"{cls.name}: {field}: {first['msg'].replace('Input should be', 'expected')}") from None
 
     @classmethod
     def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
