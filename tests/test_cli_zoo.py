@@ -211,3 +211,19 @@ def test_a_broken_plugin_in_a_spec_is_reported_at_its_line(plugins, small_spec):
         f"{small_spec}:4: encodings[1]: encoding 'plugin_encodings:WrongKind' does not fit the protocol"
         in result.output
     )
+
+
+def test_the_example_in_docs_encodings_md_is_a_working_plugin(tmp_path, monkeypatch):
+    docs = (TESTS.parent / "docs" / "encodings.md").read_text()
+    example = re.search(r"```python\n(.*?)```", docs, re.DOTALL).group(1)
+    assert len(example.strip().splitlines()) <= 22
+    (tmp_path / "my_encodings.py").write_text(example)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = tmp_path / "window.yaml"
+    spec.write_text(SMALL_SPEC.replace("[none, sinusoidal, rope]", '[none, {name: "my_encodings:Window", width: 3}]'))
+    result = invoke("run", str(spec), "--out", str(tmp_path), "-q")
+    assert result.exit_code == 0, result.output
+    result = invoke(
+        "properties", "-e", "my_encodings:Window", "--max-len", "16", "--d-model", "16", "--out", str(tmp_path)
+    )
+    assert result.exit_code == 0, result.output
