@@ -172,7 +172,7 @@ def compare(
 @user_errors
 def properties(
     encodings: EncodingsOption = "all",
-    max_len: Annotated[int, typer.Option("--max-len", help="N: the slots measured (and the length built for).")] = 256,
+    max_len: Annotated[int, typer.Option("--max-len", help="N: slots measured, length built for (4-1024).")] = 256,
     d_model: Annotated[int, typer.Option("--d-model", help="Width of codes and token vectors.")] = 64,
     n_heads: Annotated[int, typer.Option("--n-heads", help="Attention heads; must divide d_model.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")] = 0,

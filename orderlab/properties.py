@@ -34,6 +34,7 @@ ROUND_OFF = 1e-9  # relative changes below this are float64 round-off, not posit
 BOUNDED_GROWTH = 1.1  # codes may grow by 10% from the first half of the slots to all of them (random tables)
 SMOOTH_RATIO = 0.5  # neighbours must be at most half as far apart as distant slots
 CONTENT_TOKENS = 8  # tokens whose attention scores are shifted for "relative-aware"
+MAX_SLOTS = 1024  # 2N = 2048: CoPE's (h, 2N, 2N) intermediates stay near 1 GB
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,10 @@ def _shift_change(encoding: PositionalEncoding, context: EncodingContext) -> flo
 
 def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: int, seed: int = 0) -> pd.DataFrame:
     """Tidy table: one row per (encoding, property) with figure, limit, verdict (pass / fail) and a note."""
-    if max_len < 4:
-        raise OrderlabError(f"--max-len {max_len}: expected at least 4 slots")
+    if not 4 <= max_len <= MAX_SLOTS:
+        raise OrderlabError(
+            f"--max-len {max_len}: expected 4 to {MAX_SLOTS} slots (bias encodings build (h, 2N, 2N) score matrices)"
+        )
     if d_model % n_heads:
         raise OrderlabError(f"--d-model {d_model} is not divisible by --n-heads {n_heads}; expected a multiple")
     context = properties_context(d_model, n_heads, max_len, seed)

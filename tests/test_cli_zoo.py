@@ -149,6 +149,13 @@ def test_properties_help_defines_each_measurement():
         assert f"{prop}:" in result.output
 
 
+@pytest.mark.parametrize("max_len", ["2", "100000"])
+def test_properties_refuses_a_length_out_of_range(tmp_path, max_len):
+    result = invoke("properties", "--max-len", max_len, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"--max-len {max_len}: expected 4 to 1024 slots" in result.output
+
+
 def test_properties_refuses_a_width_the_heads_do_not_divide(tmp_path):
     result = invoke("properties", "--d-model", "10", "--out", str(tmp_path))
     assert result.exit_code == 2
