@@ -7,6 +7,7 @@ one spec x input x metric x layer under one encoding, with that value's verdict.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,8 +118,6 @@ def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str
 
 def compare(paths: list[Path], encodings: list[str], rows: list[str], device: str = "cpu", progress=None) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
-    import time
-
     from orderlab.runner import run_spec
 
     started = time.perf_counter()

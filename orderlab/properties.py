@@ -5,14 +5,14 @@ does at slot i, read from its hooks with the same content at every slot: its inp
 (additive), q and k after `rotate` (rotary), and the biases between slot i and slot 0 in both
 directions (bias; for relative encodings this is the code of the offset i). N = --max-len.
 
-  unique          min ||c_i - c_j|| over slots i != j < N                  pass: > 1e-9 * max ||c_i||
-  bounded         max ||c_i|| over slots < N                               pass: <= 1.1 * max over slots < N/2
-  deterministic   max |c_i - c'_i| between two freshly built encodings     pass: == 0
-  generalises     max ||c_i(2N) - c_i(N)|| / max ||c_i(N)||, slots < N,
-                  when the sentence grows to 2N slots (error: fail)          pass: <= 1e-9
-  smooth          mean ||c_i+1 - c_i|| / mean ||c_i - c_j|| over |i-j| >= N/2 pass: < 0.5
-  relative-aware  max change of the attention scores among 8 tokens when all
-                  of them move s slots on, relative to max |score|         pass: <= 1e-9
+  unique          min ||c_i - c_j|| over slots i != j < N                 pass: > 1e-9 * max ||c_i||
+  bounded         max ||c_i|| over slots < N                              pass: <= 1.1 * max over slots < N/2
+  deterministic   max |c_i - c'_i| between two freshly built encodings    pass: == 0
+  generalises     max ||c_i(2N) - c_i(N)|| / max ||c_i(N)|| over slots < N
+                  when the sentence grows to 2N slots (an error fails)    pass: <= 1e-9
+  smooth          mean ||c_i+1 - c_i|| / mean ||c_i - c_j||, |i-j| >= N/2  pass: < 0.5
+  relative-aware  max change of the attention scores among 8 tokens when
+                  all move s slots on, relative to max |score|            pass: <= 1e-9
 
 Everything runs in float64 on the CPU with seeded content and weights. Knows nothing of terminals.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -187,7 +188,7 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
     return frame[["encoding", "property", "figure", "limit", "verdict", "note"]]
 
 
-def write_properties(frame: pd.DataFrame, destination, settings: dict) -> None:
+def write_properties(frame: pd.DataFrame, destination: Path, settings: dict) -> None:
     """properties.csv and manifest.json (settings, versions) into `destination`, written whole or not at all."""
     import json
 
@@ -195,7 +196,7 @@ def write_properties(frame: pd.DataFrame, destination, settings: dict) -> None:
 
     manifest = {**settings, "versions": versions(), "rows": len(frame)}
 
-    def fill(folder) -> None:
+    def fill(folder: Path) -> None:
         write_csv(frame, folder / "properties.csv")
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 

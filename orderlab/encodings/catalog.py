@@ -16,11 +16,9 @@ class EncodingEntry:
     position: str  # absolute | relative | -
     params: list[tuple[str, str, str]]  # (name, default, description)
     reference: str
-    summary: str  # first line of the class docstring
 
 
 def describe(name: str, cls: type[PositionalEncoding]) -> EncodingEntry:
     params = [(field, repr(info.default), info.description or "") for field, info in cls.Params.model_fields.items()]
     position = "-" if cls.kind == "none" else ("relative" if cls.relative else "absolute")
-    summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-    return EncodingEntry(name, KIND_WORDS.get(cls.kind, cls.kind), position, params, cls.reference, summary)
+    return EncodingEntry(name, KIND_WORDS.get(cls.kind, cls.kind), position, params, cls.reference)
