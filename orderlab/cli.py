@@ -97,5 +97,123 @@ def schema() -> None:
     typer.echo(json.dumps(Spec.model_json_schema(), indent=2))
 
 
+# --- the encoding zoo: list, compare side by side, measure the six properties ----------------------
+
+EncodingsOption = Annotated[
+    str,
+    typer.Option(
+        "--encodings",
+        "-e",
+        help="Comma-separated encodings, e.g. sinusoidal,rope; 'all' = every built-in; "
+        "a user's own as package.module:Class.",
+    ),
+]
+OutOption = Annotated[Path, typer.Option(help="Results root; files go to OUT/<command>/.")]
+
+
+@app.command("encodings")
+@user_errors
+def list_encodings() -> None:
+    """List every built-in positional encoding: kind, absolute or relative, parameters with defaults, reference."""
+    from orderlab import report
+    from orderlab.encodings import ENCODINGS
+    from orderlab.encodings.catalog import describe
+
+    report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))
+
+
+@app.command()
+@user_errors
+def compare(
+    specs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Specs to run; default: every experiments/*.yaml.", show_default=False),
+    ] = None,
+    encodings: EncodingsOption = "all",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Rows to show, repeatable: a metric (equivariance, invariance_mean, attention_equivariance, "
+            "token_shift, pair_cosine, pair_l2, ...) or a spec family (invariance, attention, pair_distance). "
+            "Default: all.",
+            show_default=False,
+        ),
+    ] = None,
+    out: OutOption = Path("results"),
+    device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+) -> None:
+    """Run specs once per encoding and print one side-by-side table; write it to OUT/compare/compare.csv.
+
+    Rows: spec input x metric x layer; columns: encodings; a cell is the worst value over
+    permutations and heads, with its verdict (green ✓ within round-off, red ✗ order-sensitive).
+    """
+    from orderlab import compare as comparing
+    from orderlab import report
+    from orderlab.experiment import check_device
+
+    names = comparing.parse_encodings(encodings)
+    rows = comparing.parse_metrics(metric)
+    paths = specs or comparing.default_specs()
+    check_device(device.value)
+    with report.progress_bar("comparing encodings", quiet) as advance:
+        result = comparing.compare(paths, names, rows, device.value, advance)
+    folder = out / "compare"
+    comparing.write_comparison(result, folder, device.value)
+    if not quiet:
+        console = report.Console()
+        console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
+        console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json")
+
+
+@app.command()
+@user_errors
+def properties(
+    encodings: EncodingsOption = "all",
+    max_len: Annotated[int, typer.Option("--max-len", help="N: slots measured, length built for (4-1024).")] = 256,
+    d_model: Annotated[int, typer.Option("--d-model", help="Width of codes and token vectors.")] = 64,
+    n_heads: Annotated[int, typer.Option("--n-heads", help="Attention heads; must divide d_model.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")] = 0,
+    out: OutOption = Path("results"),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+) -> None:
+    """Measure six properties of each encoding; print pass/fail with the figure behind each; write properties.csv.
+
+    Code c_i of slot i: what the hooks do at slot i, same content everywhere (offset, rotated q and k, bias to slot 0).
+
+    N = --max-len. Encodings with a max_len parameter are built with max_len = N.
+
+    [b]unique[/b]: min ||c_i - c_j|| over slots i != j < N; pass when > 1e-9 * max ||c_i||.
+
+    [b]bounded[/b]: max ||c_i|| over slots < N; pass when <= 1.1 * the max over slots < N/2.
+
+    [b]deterministic[/b]: max |c_i - c'_i| between two freshly built encodings; pass when 0.
+
+    [b]generalises[/b]: max ||c_i(2N) - c_i(N)|| / max ||c_i(N)||, slots < N; pass when <= 1e-9; an error is a fail.
+
+    [b]smooth[/b]: mean ||c_i+1 - c_i|| / mean ||c_i - c_j|| over |i - j| >= N/2; pass when < 0.5.
+
+    [b]relative-aware[/b]: max change of the scores among 8 tokens all moved s slots on / max |score|; pass <= 1e-9.
+
+    Definitions and reasoning: docs/properties.md.
+    """
+    from orderlab import compare as comparing
+    from orderlab import report
+    from orderlab.properties import PROPERTIES, measure_properties, write_properties
+
+    names = comparing.parse_encodings(encodings)
+    frame = measure_properties(names, max_len, d_model, n_heads, seed)
+    folder = out / "properties"
+    settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
+    write_properties(frame, folder, settings)
+    if not quiet:
+        console = report.Console()
+        title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
+        console.print(report.properties_table(frame, PROPERTIES, title))
+        console.print(f"wrote {folder}/properties.csv ({len(frame):,} rows), manifest.json")
+
+
 def main() -> None:
     app()

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterator
 
 import pandas as pd
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -73,3 +74,91 @@ def progress_bar(description: str, quiet: bool) -> Iterator:
             bar.update(task, completed=done, total=total)
 
         yield advance
+
+
+# --- orderlab compare, properties, encodings -------------------------------------------------------
+
+
+def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str]) -> Table:
+    """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
+    within = ", ".join(f"{tolerance(dtype):.1e} ({dtype})" for dtype in sorted(set(dtypes)))
+    out = Table(
+        title=title,
+        caption=f"worst case over permutations and heads; ✓ = within {within}, ✗ = order-sensitive",
+        title_justify="left",
+    )
+    out.add_column("input", overflow="fold", max_width=30)
+    out.add_column("metric", no_wrap=True)
+    out.add_column("layer", justify="right")
+    for name in encodings:
+        out.add_column(name, justify="right", no_wrap=True)
+    several = table["spec"].nunique() > 1
+    previous, previous_metric = None, None
+    for _, row in table.iterrows():
+        subject = (f"{row['spec']}: " if several else "") + row["input"]
+        if previous is not None and subject != previous:
+            out.add_section()
+        new_metric = subject != previous or row["metric"] != previous_metric
+        cells = [verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings]
+        shown = Text(subject if subject != previous else "")
+        out.add_row(shown, row["metric"] if new_metric else "", str(row["layer"]), *cells)
+        previous, previous_metric = subject, row["metric"]
+    return out
+
+
+PROPERTY_PASS = "pass"
+PROPERTY_HEADERS = {
+    "deterministic": "deter-\nministic",
+    "generalises": "gener-\nalises",
+    "relative-aware": "relative-\naware",
+}
+
+
+def short_number(x: float) -> str:
+    """Two significant digits, as short as they go: 0.23, 93, 3e-16."""
+    return f"{x:.0e}" if 0 < abs(x) < 1e-3 else f"{x:.2g}"
+
+
+def property_cell(figure: float, verdict: str, note: str) -> Text:
+    """'✓ 1.5' in green for a pass, '✗ 0' in red for a fail ('✗ error' when it could not run)."""
+    shown = "error" if note.startswith("error") else ("n/a" if figure != figure else short_number(figure))
+    if verdict == PROPERTY_PASS:
+        return Text(f"✓ {shown}", style="green")
+    return Text(f"✗ {shown}", style="red")
+
+
+def properties_table(frame: pd.DataFrame, properties: tuple[str, ...], title: str) -> Table:
+    """Rows: encodings; columns: the six properties; cells: verdict and the measured figure."""
+    out = Table(
+        title=title,
+        title_justify="left",
+        caption="figures and pass rules: orderlab properties --help",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    out.add_column("encoding", no_wrap=True)
+    for name in properties:
+        out.add_column(PROPERTY_HEADERS.get(name, name), justify="right", no_wrap=True)
+    for encoding, rows in frame.groupby("encoding", sort=False):
+        by_property = {row["property"]: row for _, row in rows.iterrows()}
+        cells = [
+            property_cell(by_property[p]["figure"], by_property[p]["verdict"], str(by_property[p]["note"]))
+            for p in properties
+        ]
+        out.add_row(str(encoding), *cells)
+    return out
+
+
+def encodings_table(entries: list) -> Table:
+    """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference."""
+    out = Table(title="positional encodings", title_justify="left", show_lines=True)
+    out.add_column("name", no_wrap=True, style="bold")
+    out.add_column("kind", no_wrap=True)
+    out.add_column("position", no_wrap=True)
+    out.add_column("parameters (default)", overflow="fold")
+    out.add_column("reference", overflow="fold")
+    for entry in entries:
+        params = "\n".join(f"{name}={default}: {description}" for name, default, description in entry.params) or "-"
+        about = Text(entry.reference)
+        out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), about)  # Text: no markup in docs
+    return out

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import importlib
 
+from orderlab.encodings.alibi import Alibi
 from orderlab.encodings.base import EncodingContext, PositionalEncoding
+from orderlab.encodings.cope import Cope
+from orderlab.encodings.learned import Learned
 from orderlab.encodings.none import NoEncoding
+from orderlab.encodings.protocol import check_class, check_hooks
 from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
+from orderlab.encodings.t5 import T5Bias
+from orderlab.encodings.xpos import Xpos
 from orderlab.errors import OrderlabError
 from orderlab.registry import Registry
 
@@ -26,13 +32,9 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
         module_name, _, class_name = name.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError) as error:
-            raise OrderlabError(f"cannot load encoding {name!r}: {error}") from None
-        if not (isinstance(found, type) and issubclass(found, PositionalEncoding)):
-            raise OrderlabError(
-                f"{name!r} is not a positional encoding; expected a subclass of "
-                "orderlab.encodings.base.PositionalEncoding (see docs/encodings.md)"
-            )
+        except Exception as error:  # a user's module may fail to import in any way; say how, in one line
+            raise OrderlabError(f"cannot load encoding {name!r}: {type(error).__name__}: {error}") from None
+        check_class(name, found)
         return found
 
 
@@ -40,7 +42,15 @@ ENCODINGS = EncodingRegistry("encoding")
 ENCODINGS.add(NoEncoding)
 ENCODINGS.add(Sinusoidal)
 ENCODINGS.add(Rotary)
+ENCODINGS.add(Learned)
+ENCODINGS.add(Alibi)
+ENCODINGS.add(T5Bias)
+ENCODINGS.add(Xpos)
+ENCODINGS.add(Cope)
 
 
 def build_encoding(name: str, context: EncodingContext, params: dict | None = None) -> PositionalEncoding:
-    return ENCODINGS.resolve(name)(context, params)
+    encoding = ENCODINGS.resolve(name)(context, params)
+    if ":" in name:  # a user's class: try its hooks once before trusting them with a run
+        check_hooks(name, encoding)
+    return encoding

@@ -95,3 +95,19 @@ class PositionalEncoding:
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """q and k transformed by slot before the scores are taken. q, k: (B, h, n, d_head)."""
         return q, k
+
+
+def seeded_table(context: EncodingContext, salt: str, *shape: int, sigma: float = 1.0) -> torch.Tensor:
+    """A N(0, sigma^2) table drawn in float64 on the CPU from (seed, salt), then cast: the same on every machine.
+
+    The salt (the encoding's name) keeps tables of different encodings independent of each other
+    and of the stack's weights, which are drawn from the bare seed.
+    """
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256(f"{context.seed}\x00{salt}".encode()).digest()
+    generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+    table = torch.randn(*shape, generator=generator, dtype=torch.float64) * sigma
+    return table.to(dtype=context.torch_dtype, device=context.device)

@@ -1,0 +1,166 @@
+"""`orderlab compare`: run specs once per chosen encoding and line the results up side by side.
+
+Each spec keeps its sentences, probes, model and seed; only its encodings (and, with --metric,
+its metrics) are replaced. A cell is the worst (largest) value over permutations and heads for
+one spec x input x metric x layer under one encoding, with that value's verdict. Never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from orderlab.encodings import ENCODINGS
+from orderlab.errors import OrderlabError
+from orderlab.registry import did_you_mean
+from orderlab.spec import METRICS, EncodingChoice, LoadedSpec, encoding_context, load_spec, longest_sentence
+
+# Spec metric families and the table rows each one produces.
+ROWS_OF_FAMILY = {
+    "equivariance": ["equivariance"],
+    "invariance": ["invariance_mean", "invariance_max", "invariance_first", "invariance_last"],
+    "attention": ["attention_equivariance"],
+    "token_shift": ["token_shift"],
+    "pair_distance": ["pair_cosine", "pair_l2"],
+}
+ROW_METRICS = [row for rows in ROWS_OF_FAMILY.values() for row in rows]
+GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    table: pd.DataFrame  # GROUP_COLUMNS, then one value column per encoding, then '<encoding> verdict' columns
+    encodings: list[str]
+    specs: list[LoadedSpec]
+    dtypes: list[str]
+    wall_seconds: float
+
+
+def parse_encodings(text: str | None) -> list[str]:
+    """'a,b' -> ['a', 'b'], each resolved now (did-you-mean on a typo); None or 'all' -> every built-in."""
+    if text is None or text.strip() == "all":
+        return ENCODINGS.names()
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise OrderlabError("--encodings is empty; expected names like sinusoidal,rope")
+    if len(set(names)) != len(names):
+        raise OrderlabError(f"--encodings {text!r} names an encoding twice; expected each once")
+    for name in names:
+        ENCODINGS.resolve(name)
+    return names
+
+
+def parse_metrics(metrics: list[str] | None) -> list[str]:
+    """Row metrics to show: each --metric is a row name (pair_l2) or a spec family (invariance)."""
+    if not metrics:
+        return list(ROW_METRICS)
+    chosen: list[str] = []
+    for metric in metrics:
+        if metric in ROWS_OF_FAMILY:
+            chosen += ROWS_OF_FAMILY[metric]
+        elif metric in ROW_METRICS:
+            chosen.append(metric)
+        else:
+            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*METRICS, *ROW_METRICS])}")
+    return list(dict.fromkeys(chosen))
+
+
+def default_specs(root: Path = Path("experiments")) -> list[Path]:
+    found = sorted(root.glob("*.yaml"))
+    if not found:
+        raise OrderlabError(f"no specs given and none in {root}/*.yaml; expected SPEC paths")
+    return found
+
+
+def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
+    """The spec at `path` with its encodings replaced, checked against each encoding's constraints."""
+    loaded = load_spec(path)
+    spec = loaded.spec
+    context = encoding_context(spec, longest_sentence(spec))
+    for name in encodings:
+        try:
+            ENCODINGS.resolve(name).check(context, {})
+        except ValueError as error:
+            raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec: {error}") from None
+    families = [family for family, produced in ROWS_OF_FAMILY.items() if set(produced) & set(rows)]
+    update = {"encodings": [EncodingChoice(name=name) for name in encodings], "metrics": families}
+    return loaded.model_copy(update={"spec": spec.model_copy(update=update)})
+
+
+def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str]) -> pd.DataFrame:
+    """Tidy runner rows -> one row per (input, metric, layer, encoding): the largest value and its verdict."""
+    chosen = metrics[metrics["metric"].isin(rows)]
+    subject = np.where(chosen["case"] == "probe", chosen["input"] + " vs " + chosen["permuted"], chosen["input"])
+    return (
+        chosen.assign(spec=spec_name, input=subject)
+        .sort_values("value", kind="mergesort", na_position="last")
+        .groupby([*GROUP_COLUMNS, "encoding"], sort=False)
+        .last()[["value", "verdict"]]
+        .reset_index()
+    )
+
+
+def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str], rows: list[str]) -> pd.DataFrame:
+    """Pivot worst cells to one column per encoding (values) plus one per encoding (verdicts), in a fixed order."""
+    wide = cells.pivot(index=GROUP_COLUMNS, columns="encoding", values=["value", "verdict"])
+    columns = {name: wide[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    table = pd.DataFrame(columns).reset_index()
+    rank = {"spec": {n: i for i, n in enumerate(spec_order)}, "metric": {m: i for i, m in enumerate(rows)}}
+    return table.sort_values(
+        GROUP_COLUMNS, key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="mergesort", ignore_index=True
+    )
+
+
+def compare(paths: list[Path], encodings: list[str], rows: list[str], device: str = "cpu", progress=None) -> Comparison:
+    """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
+    from orderlab.runner import run_spec
+
+    started = time.perf_counter()
+    prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
+    names = [loaded.spec.name for loaded in prepared]
+    if len(set(names)) != len(names):
+        raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
+    cells = []
+    for done, loaded in enumerate(prepared, start=1):
+        result = run_spec(loaded.spec, device)
+        cells.append(worst_cells(result.metrics, loaded.spec.name, rows))
+        if progress:
+            progress(done, len(prepared))
+    found = pd.concat(cells, ignore_index=True)
+    if found.empty:
+        raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
+    table = side_by_side(found, encodings, names, rows)
+    dtypes = [loaded.spec.model.dtype for loaded in prepared]
+    return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
+
+
+def _first_repeat(names: list[str]) -> str:
+    return next(name for index, name in enumerate(names) if name in names[:index])
+
+
+def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
+    """compare.csv (the side-by-side table) and manifest.json into `destination`, written whole or not at all."""
+    import json
+
+    from orderlab.results import versions, write_csv, write_folder_atomically
+
+    manifest = {
+        "encodings": comparison.encodings,
+        "specs": [{"name": s.spec.name, "path": str(s.path), "sha256": s.sha256} for s in comparison.specs],
+        "dtypes": comparison.dtypes,
+        "device": device,
+        "versions": versions(),
+        "wall_seconds": round(comparison.wall_seconds, 3),
+        "rows": len(comparison.table),
+    }
+
+    def fill(folder: Path) -> None:
+        write_csv(comparison.table, folder / "compare.csv")
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    write_folder_atomically(destination, fill)

@@ -1,0 +1,83 @@
+"""Properties that theory decides, measured by orderlab.properties."""
+
+from __future__ import annotations
+
+import pytest
+
+from orderlab.encodings import ENCODINGS
+from orderlab.properties import PROPERTIES, measure_properties
+
+MAX_LEN, D_MODEL, HEADS = 32, 16, 4
+
+
+@pytest.fixture(scope="module")
+def measured():
+    table = measure_properties(ENCODINGS.names(), MAX_LEN, D_MODEL, HEADS)
+    return {(row.encoding, row.property): row for row in table.itertuples()}
+
+
+def passes(measured, encoding: str, prop: str) -> bool:
+    return measured[(encoding, prop)].verdict == "pass"
+
+
+def test_every_encoding_gets_all_six_properties(measured):
+    assert {p for (_, p) in measured} == set(PROPERTIES)
+    assert {e for (e, _) in measured} == set(ENCODINGS.names())
+
+
+@pytest.mark.parametrize("name", ["rope", "alibi", "t5", "xpos"])
+def test_relative_encodings_are_relative_aware(measured, name):
+    assert passes(measured, name, "relative-aware")
+    assert measured[(name, "relative-aware")].figure < 1e-12
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "learned"])
+def test_absolute_encodings_are_not_relative_aware(measured, name):
+    assert not passes(measured, name, "relative-aware")
+    assert measured[(name, "relative-aware")].figure > 1e-3
+
+
+@pytest.mark.parametrize("name", [n for n in ENCODINGS.names() if n != "none"])
+def test_the_relative_flag_in_the_listing_agrees_with_the_measurement(measured, name):
+    assert passes(measured, name, "relative-aware") == ENCODINGS.get(name).relative
+
+
+def test_sinusoidal_is_bounded_with_norm_sqrt_half_d(measured):
+    # every slot: sum over d/2 pairs of sin^2 + cos^2 = d/2, so ||PE[pos]|| = sqrt(16 / 2)
+    assert passes(measured, "sinusoidal", "bounded")
+    assert measured[("sinusoidal", "bounded")].figure == pytest.approx(8**0.5)
+
+
+def test_alibi_is_not_bounded(measured):
+    assert not passes(measured, "alibi", "bounded")
+
+
+def test_learned_does_not_generalise_past_max_len(measured):
+    row = measured[("learned", "generalises")]
+    assert row.verdict == "fail"
+    assert "longer than max_len=32" in row.note
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "rope", "alibi", "t5", "xpos"])
+def test_formula_encodings_generalise(measured, name):
+    assert passes(measured, name, "generalises")
+
+
+@pytest.mark.parametrize("name", ENCODINGS.names())
+def test_every_encoding_is_deterministic(measured, name):
+    assert passes(measured, name, "deterministic")
+    assert measured[(name, "deterministic")].figure == 0
+
+
+def test_no_encoding_gives_no_unique_codes(measured):
+    assert not passes(measured, "none", "unique")
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "rope", "learned", "alibi"])
+def test_slot_codes_are_unique(measured, name):
+    assert passes(measured, name, "unique")
+
+
+def test_untrained_learned_table_is_not_smooth_but_sinusoidal_is(measured):
+    assert not passes(measured, "learned", "smooth")
+    assert passes(measured, "sinusoidal", "smooth")
