@@ -59,14 +59,14 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv and manifest.json."""
+    from orderlab import report
     from orderlab.experiment import run_and_write
 
-    outcome = run_and_write(spec, out, device.value, quiet=quiet)
+    console = report.Console()
+    outcome = run_and_write(spec, out, device.value, quiet=quiet, width=console.width)
     if not quiet:
-        from orderlab import report
-
-        console = report.Console()
-        console.print(outcome.table)
+        for table in outcome.tables:
+            console.print(table)
         console.print(f"wrote {outcome.folder}/metrics.csv ({outcome.rows:,} rows), summary.csv, manifest.json")
 
 

@@ -21,7 +21,7 @@ from orderlab.spec import load_spec
 class Outcome:
     folder: Path
     rows: int
-    table: Table
+    tables: list[Table]
 
 
 def check_device(device: str) -> None:
@@ -31,7 +31,7 @@ def check_device(device: str) -> None:
         raise OrderlabError("--device cuda: no CUDA device is available here; expected --device cpu")
 
 
-def run_and_write(spec_path: Path, out_root: Path, device: str, quiet: bool = False) -> Outcome:
+def run_and_write(spec_path: Path, out_root: Path, device: str, quiet: bool = False, width: int = 80) -> Outcome:
     loaded = load_spec(spec_path)
     spec = loaded.spec
     check_device(device)
@@ -46,4 +46,5 @@ def run_and_write(spec_path: Path, out_root: Path, device: str, quiet: bool = Fa
     folder = out_root / spec.name
     write_results(folder, {"metrics": result.metrics, "summary": summary}, manifest)
     title = f"{spec.name}: {spec.description}" if spec.description else spec.name
-    return Outcome(folder, len(result.metrics), report.summary_table(summary, labels, title, spec.model.dtype))
+    tables = report.summary_tables(summary, labels, title, spec.model.dtype, width)
+    return Outcome(folder, len(result.metrics), tables)

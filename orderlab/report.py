@@ -27,30 +27,45 @@ def verdict_cell(value: float, verdict: str) -> Text:
     return Text(f"{value:.1e} ✓", style="green")
 
 
-def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str) -> Table:
-    """Rows: subject x metric; columns: encodings; cells: worst value over permutations, layers and heads."""
+# Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding).
+METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH = 26, 12
+
+
+def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
+    """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width`."""
+    per_table = max(1, (width - METRIC_COLUMN_WIDTH) // ENCODING_COLUMN_WIDTH)
+    groups = [encodings[i : i + per_table] for i in range(0, len(encodings), per_table)]
+    return [
+        summary_table(summary, group, title if index == 0 else "", dtype, caption=index == len(groups) - 1)
+        for index, group in enumerate(groups)
+    ]
+
+
+def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
+    """Cells: the worst value over permutations, layers and heads, with its verdict."""
     table = Table(
-        title=title,
+        title=title or None,
         caption=f"worst case over permutations, layers, heads; ✓ = within {tolerance(dtype):.1e} ({dtype}), "
-        "✗ = order-sensitive",
+        "✗ = order-sensitive"
+        if caption
+        else None,
         title_justify="left",
     )
-    table.add_column("input", overflow="fold", max_width=30)
-    table.add_column("metric", no_wrap=True)
+    table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
     rank = {m: i for i, m in enumerate(METRIC_ORDER)}
     ordered = summary.sort_values(
         ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
     )
-    previous = None
-    for _, row in ordered.iterrows():
-        subject = row["subject"] if row["subject"] != previous else ""
-        if previous is not None and subject:
+    for subject, rows in ordered.groupby(["case", "subject"], sort=False):
+        if table.row_count:
             table.add_section()
-        previous = row["subject"]
-        cells = [verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings]
-        table.add_row(subject, row["metric"], *cells)
+        table.add_row(Text(subject[1], style="bold"))
+        for _, row in rows.iterrows():
+            table.add_row(
+                "  " + row["metric"], *(verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings)
+            )
     return table
 
 
