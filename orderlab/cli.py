@@ -67,6 +67,8 @@ def run(
 
         console = report.Console()
         console.print(outcome.table)
+        if outcome.decodability is not None:
+            console.print(outcome.decodability)
         console.print(f"wrote {outcome.folder}/metrics.csv ({outcome.rows:,} rows), summary.csv, manifest.json")
 
 
@@ -99,3 +101,27 @@ def schema() -> None:
 
 def main() -> None:
     app()
+
+
+@app.command()
+@user_errors
+def trace(
+    spec: SpecArgument,
+    input_index: Annotated[int, typer.Option("--input", help="Which entry of the spec's inputs (0-based).")] = 0,
+    layer: Annotated[int, typer.Option(help="Which attention layer (1-based).")] = 1,
+    encoding: Annotated[str, typer.Option(help="Which of the spec's encodings; the first if empty.")] = "",
+    decimals: Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")] = 4,
+    out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
+) -> None:
+    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
+    from orderlab.trace import trace_and_write
+
+    outcome = trace_and_write(spec, input_index, layer, encoding, out)
+    from orderlab import report
+
+    console = report.Console()
+    if outcome.note:
+        console.print(outcome.note)
+    for table in report.trace_tables(outcome.trace, decimals):
+        console.print(table)
+    console.print(f"wrote {outcome.path}")
