@@ -57,11 +57,18 @@ def run(
     out: Annotated[Path, typer.Option(help="Results root; files go to OUT/<spec name>/.")] = Path("results"),
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv and manifest.json."""
     from orderlab.experiment import run_and_write
 
     outcome = run_and_write(spec, out, device.value, quiet=quiet)
+    if plot:
+        from orderlab.plots import plot_results
+
+        figures = plot_results(outcome.folder)
+        if not quiet:
+            typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if not quiet:
         from orderlab import report
 
@@ -125,3 +132,15 @@ def trace(
     for table in report.trace_tables(outcome.trace, decimals):
         console.print(table)
     console.print(f"wrote {outcome.path}")
+
+
+@app.command()
+@user_errors
+def plot(
+    results_dir: Annotated[Path, typer.Argument(help="A folder written by `orderlab run`.", show_default=False)],
+) -> None:
+    """Draw the figures of a results folder (metric vs layer, attention heatmaps, probe accuracy) as PNGs."""
+    from orderlab.plots import plot_results
+
+    for path in plot_results(results_dir):
+        typer.echo(f"wrote {path}")
