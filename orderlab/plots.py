@@ -66,11 +66,11 @@ def _by_configuration(frame: pd.DataFrame, swept: list[str]):
         yield {}, frame
         return
     for values, group in frame.groupby(swept, sort=True):
-        yield dict(zip(swept, values, strict=True)), group
+        yield dict(zip(swept, map(_plain, values), strict=True)), group
 
 
 def _lines(frame: pd.DataFrame, swept: list[str]):
-    """(label, colour index, style index, group) per encoding x configuration, encodings in file order."""
+    """(label, colour index, style index, group) per encoding x configuration, in file order."""
     encodings = list(dict.fromkeys(frame["encoding"]))
     configurations = list(dict.fromkeys(map(tuple, frame[swept].to_numpy()))) if swept else [()]
     for e, encoding in enumerate(encodings):
@@ -79,8 +79,9 @@ def _lines(frame: pd.DataFrame, swept: list[str]):
             for column, value in zip(swept, values, strict=True):
                 mask &= frame[column] == value
             if mask.any():
-                config = describe(dict(zip(swept, values, strict=True)))
-                yield (f"{encoding} · {config}" if config else encoding), e, c, frame[mask]
+                config = describe(dict(zip(swept, map(_plain, values), strict=True)))
+                colour = e if len(encodings) > 1 else c  # one encoding: colour tells configurations apart
+                yield (f"{encoding} · {config}" if config else encoding), colour, c, frame[mask]
 
 
 def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: str) -> Figure:
@@ -153,11 +154,18 @@ def attention_heatmaps(frame: pd.DataFrame, name: str, configuration: str) -> Fi
         figure.colorbar(image, ax=axes[row, :2].tolist(), label="attention weight", shrink=0.9)
         limit = max(float(np.abs(difference).max()), 1e-3)  # round-off stays white
         image = axes[row, 2].imshow(difference, vmin=-limit, vmax=limit, cmap="RdBu_r")
-        _label_axes(axes[row, 2], moved, f"{encoding}: A(PX) - P A(X) Pᵀ (max {np.abs(difference).max():.1e})")
-        figure.colorbar(image, ax=axes[row, 2], label="difference", shrink=0.9)
+        _label_axes(axes[row, 2], moved, f"{encoding}: A(PX) - P A(X) Pᵀ")
+        figure.colorbar(
+            image, ax=axes[row, 2], label=f"difference (max |Δ| = {np.abs(difference).max():.1e})", shrink=0.9
+        )
     where = f" ({configuration})" if configuration else ""
     figure.suptitle(f"{name}{where}: attention at layer {layer}, head 0 (rows: queries, columns: keys)")
     return figure
+
+
+def _plain(value):
+    """numpy scalars read back from CSV -> Python values, so booleans print as true/false."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _grid(rows: pd.DataFrame) -> np.ndarray:

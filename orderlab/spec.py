@@ -114,7 +114,9 @@ class RandomPermutations(StrictModel):
     random: int = Field(ge=1, description="How many distinct non-identity permutations to draw (seeded).")
 
 
-PermutationRule = Literal["identity", "reverse", "all", "swaps", "shifts"] | RandomPermutations | list[list[int]]
+PermutationRule = (
+    Literal["identity", "reverse", "all", "swaps", "shifts", "prefixes"] | RandomPermutations | list[list[int]]
+)
 
 
 class InputSpec(StrictModel):
@@ -124,7 +126,8 @@ class InputSpec(StrictModel):
     permutations: PermutationRule = Field(
         "all",
         description=(
-            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | {random: K} | explicit list like "
+            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | prefixes (all orders of the words "
+            "before the last, which stays put) | {random: K} | explicit list like "
             "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
         ),
     )
@@ -132,7 +135,7 @@ class InputSpec(StrictModel):
     @field_validator("permutations", mode="before")
     @classmethod
     def _permutations_shape(cls, value: Any) -> Any:
-        named = ("identity", "reverse", "all", "swaps", "shifts")
+        named = ("identity", "reverse", "all", "swaps", "shifts", "prefixes")
         if isinstance(value, str) and value not in named:
             raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
         if isinstance(value, dict) and set(value) != {"random"}:
