@@ -57,6 +57,7 @@ def run(
     out: Annotated[Path, typer.Option(help="Results root; files go to OUT/<spec name>/.")] = Path("results"),
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv and manifest.json."""
     from orderlab import report
@@ -64,9 +65,17 @@ def run(
 
     console = report.Console()
     outcome = run_and_write(spec, out, device.value, quiet=quiet, width=console.width)
+    if plot:
+        from orderlab.plots import plot_results
+
+        figures = plot_results(outcome.folder)
+        if not quiet:
+            typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if not quiet:
         for table in outcome.tables:
             console.print(table)
+        if outcome.decodability is not None:
+            console.print(outcome.decodability)
         console.print(f"wrote {outcome.folder}/metrics.csv ({outcome.rows:,} rows), summary.csv, manifest.json")
 
 
@@ -213,6 +222,42 @@ def properties(
         title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
         console.print(report.properties_table(frame, PROPERTIES, title))
         console.print(f"wrote {folder}/properties.csv ({len(frame):,} rows), manifest.json")
+
+
+@app.command()
+@user_errors
+def trace(
+    spec: SpecArgument,
+    input_index: Annotated[int, typer.Option("--input", help="Which entry of the spec's inputs (0-based).")] = 0,
+    layer: Annotated[int, typer.Option(help="Which attention layer (1-based).")] = 1,
+    encoding: Annotated[str, typer.Option(help="Which of the spec's encodings; the first if empty.")] = "",
+    decimals: Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")] = 4,
+    out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
+) -> None:
+    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
+    from orderlab.trace import trace_and_write
+
+    outcome = trace_and_write(spec, input_index, layer, encoding, out)
+    from orderlab import report
+
+    console = report.Console()
+    if outcome.note:
+        console.print(outcome.note)
+    for table in report.trace_tables(outcome.trace, decimals):
+        console.print(table)
+    console.print(f"wrote {outcome.path}")
+
+
+@app.command()
+@user_errors
+def plot(
+    results_dir: Annotated[Path, typer.Argument(help="A folder written by `orderlab run`.", show_default=False)],
+) -> None:
+    """Draw the figures of a results folder (metric vs layer, attention heatmaps, probe accuracy) as PNGs."""
+    from orderlab.plots import plot_results
+
+    for path in plot_results(results_dir):
+        typer.echo(f"wrote {path}")
 
 
 def main() -> None:

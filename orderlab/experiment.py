@@ -13,8 +13,9 @@ from rich.table import Table
 from orderlab import report
 from orderlab.errors import OrderlabError
 from orderlab.results import build_manifest, write_results
-from orderlab.runner import run_spec, summarize
 from orderlab.spec import load_spec
+from orderlab.sweep import run_sweep, summarize_sweep, swept_fields
+from orderlab.trace import attention_maps
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Outcome:
     folder: Path
     rows: int
     tables: list[Table]
+    decodability: Table | None = None  # position-probe accuracy per layer, when measured
 
 
 def check_device(device: str) -> None:
@@ -36,15 +38,20 @@ def run_and_write(spec_path: Path, out_root: Path, device: str, quiet: bool = Fa
     spec = loaded.spec
     check_device(device)
     with report.progress_bar(f"running {spec.name}", quiet) as advance:
-        result = run_spec(spec, device, progress=advance)
+        result = run_sweep(spec, device, progress=advance)
     labels = [choice.label for choice in spec.encodings]
-    summary = summarize(result.metrics, labels)
+    swept = swept_fields(spec)
+    summary = summarize_sweep(result.metrics, labels, list(swept))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
         dtype=spec.model.dtype, device=device, wall_seconds=result.wall_seconds, rows=len(result.metrics),
     )  # fmt: skip
+    manifest["sweep"] = swept
     folder = out_root / spec.name
-    write_results(folder, {"metrics": result.metrics, "summary": summary}, manifest)
+    tables = {"metrics": result.metrics, "summary": summary}
+    if "attention" in spec.metrics and spec.inputs:
+        tables["attention"] = attention_maps(spec, device)
+    write_results(folder, tables, manifest)
     title = f"{spec.name}: {spec.description}" if spec.description else spec.name
-    tables = report.summary_tables(summary, labels, title, spec.model.dtype, width)
-    return Outcome(folder, len(result.metrics), tables)
+    tables = report.summary_tables(report.sweep_subjects(summary, list(swept)), labels, title, spec.model.dtype, width)
+    return Outcome(folder, len(result.metrics), tables, report.decodability_table(result.metrics, labels, list(swept)))

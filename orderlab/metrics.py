@@ -78,3 +78,22 @@ def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def relative_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """||b - a|| / ||a|| over the last axis."""
     return ratio((b - a).norm(dim=-1), a.norm(dim=-1))
+
+
+def prefix_invariance_error(h_of_px: torch.Tensor, h_of_x: torch.Tensor) -> torch.Tensor:
+    """||H(PX)[-1] - H(X)[-1]|| / ||H(X)[-1]||, for P that keep the last slot: (B, n, d), (n, d) -> (B,)."""
+    reference = h_of_x[-1]  # (d,)
+    difference = (h_of_px[:, -1] - reference).norm(dim=-1)  # (B,)
+    return ratio(difference, reference.norm().expand_as(difference))
+
+
+def repeated_word_distance(h: torch.Tensor, pairs: torch.Tensor, cosine: bool = False) -> torch.Tensor:
+    """Mean over same-word slot pairs (i, j) of ||H[i] - H[j]|| / ||H[i]|| (or 1 - cos): (B, n, d), (B, m, 2) -> (B,).
+
+    0 means the stack cannot tell the two occurrences of a word apart at this layer.
+    """
+    batch = torch.arange(h.shape[0], device=h.device)[:, None]  # (B, 1)
+    first, second = h[batch, pairs[..., 0]], h[batch, pairs[..., 1]]  # (B, m, d)
+    if cosine:
+        return cosine_distance(first, second).mean(dim=-1)
+    return relative_l2(first, second).mean(dim=-1)

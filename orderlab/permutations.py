@@ -20,6 +20,12 @@ MAX_TOKENS_FOR_ALL = 8
 
 def check_rule(rule: Any, n: int) -> None:
     """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence."""
+    if rule == "prefixes" and n - 1 > MAX_TOKENS_FOR_ALL:
+        raise ValueError(
+            f"'prefixes' would be {n - 1}! = {math.factorial(n - 1):,} permutations, past the limit of "
+            f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected a sentence of at most "
+            f"{MAX_TOKENS_FOR_ALL + 1} words"
+        )
     if rule == "all" and n > MAX_TOKENS_FOR_ALL:
         raise ValueError(
             f"'all' would be {n}! = {math.factorial(n):,} permutations, past the limit of "
@@ -52,6 +58,8 @@ def generate(rule: Any, n: int, seed: int = 0) -> list[Permutation]:
         return list(itertools.permutations(range(n)))
     if rule == "swaps":
         return [adjacent_swap(n, i) for i in range(n - 1)]
+    if rule == "prefixes":
+        return [(*p, n - 1) for p in itertools.permutations(range(n - 1))]
     if rule == "shifts":
         return [tuple((i + s) % n for i in range(n)) for s in range(1, n)]
     if isinstance(rule, list):

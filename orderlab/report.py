@@ -177,3 +177,87 @@ def encodings_table(entries: list) -> Table:
         about = Text(entry.reference)
         out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), about)  # Text: no markup in docs
     return out
+
+
+# --- sweeps, position probe and traces (issue 5) -------------------------------------------------
+
+
+def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
+    """Fold the swept columns into the subject ('dog bites man · n_layers=2 causal=true') for summary_table."""
+    if not swept or summary.empty:
+        return summary
+    from orderlab.sweep import describe
+
+    labels = [describe(dict(zip(swept, values, strict=True))) for values in summary[swept].itertuples(index=False)]
+    return summary.assign(subject=summary["subject"] + " · " + pd.Series(labels, index=summary.index))
+
+
+def decodability_table(metrics: pd.DataFrame, encodings: list[str], swept: list[str]) -> Table | None:
+    """Held-out position-probe accuracy per (configuration, layer) and encoding; None if not measured."""
+    rows = metrics[metrics["metric"] == "position_accuracy"]
+    if rows.empty:
+        return None
+    chance = metrics.loc[metrics["metric"] == "position_chance", "value"].iloc[0]
+    table = Table(
+        title=f"position decodability: {rows['input'].iloc[0]}",
+        caption=f"held-out accuracy of a linear slot probe; chance = {chance:.3f}; bold = above chance",
+        title_justify="left",
+    )
+    for name in [*swept, "layer"]:
+        table.add_column(name, justify="right")
+    for name in encodings:
+        table.add_column(name, justify="right")
+    wide = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="value", aggfunc="first")
+    verdict = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="verdict", aggfunc="first")
+    for (key, values), (_, marks) in zip(wide.iterrows(), verdict.iterrows(), strict=True):
+        key = key if isinstance(key, tuple) else (key,)
+        cells = [Text(f"{values[n]:.3f}", style="bold" if marks[n] == "above chance" else "") for n in encodings]
+        table.add_row(*[str(k).lower() if isinstance(k, bool) else str(k) for k in key], *cells)
+    return table
+
+
+def vector_text(values: list[float], decimals: int) -> str:
+    """[1.0000, -0.5000] with a fixed number of decimals."""
+    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
+
+
+def trace_tables(trace, decimals: int = 4) -> list[Table]:
+    """Rich tables of a LayerTrace: per-token vectors, then per head Q/K/V and the score matrices."""
+    words, n = trace.words, len(trace.words)
+    vec = lambda t, i: vector_text(t[i].tolist(), decimals)  # noqa: E731
+    title = f"layer {trace.layer}, encoding {trace.encoding}"
+    tokens = Table(title=f"{title}: input per token", title_justify="left")
+    columns = [("token vector", trace.tokens), ("+ position", trace.position), ("layer input x", trace.x),
+               ("LayerNorm(x)", trace.normed)]  # fmt: skip
+    if trace.layer > 1:
+        columns = [("layer input x", trace.x), ("LayerNorm(x)", trace.normed)]
+    columns = [(name, t) for name, t in columns if t is not None]
+    for name in ["slot", "word", *[name for name, _ in columns]]:
+        tokens.add_column(name, justify="right" if name == "slot" else "left")
+    for i in range(n):
+        tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in columns])
+    tables = [tokens]
+    for head in range(trace.q.shape[0]):
+        rotated = " (rotated by slot)" if trace.encoding.startswith("rope") else ""
+        qkv = Table(title=f"{title}, head {head}: Q{rotated}, K{rotated}, V and head output", title_justify="left")
+        for name in ("slot", "word", "Q", "K", "V", "weights @ V"):
+            qkv.add_column(name, justify="right" if name == "slot" else "left")
+        for i in range(n):
+            qkv.add_row(str(i), words[i], *[vec(t[head], i) for t in (trace.q, trace.k, trace.v, trace.heads)])
+        tables.append(qkv)
+        for name, matrix in (("raw scores q·k", trace.raw), ("scaled scores", trace.scaled),
+                             ("softmax weights", trace.weights)):  # fmt: skip
+            grid = Table(title=f"head {head}: {name}", caption="row: query, column: key", title_justify="left")
+            grid.add_column("query", justify="left")
+            for j in range(n):
+                grid.add_column(f"{j} {words[j]}", justify="right")
+            for i in range(n):
+                grid.add_row(f"{i} {words[i]}", *[f"{v:.{decimals}f}" for v in matrix[head, i].tolist()])
+            tables.append(grid)
+    out = Table(title=f"{title}: output per token", title_justify="left")
+    for name in ("slot", "word", "attention output (heads @ W_O)", "layer output"):
+        out.add_column(name, justify="right" if name == "slot" else "left")
+    for i in range(n):
+        out.add_row(str(i), words[i], vec(trace.attended, i), vec(trace.output, i))
+    tables.append(out)
+    return tables

@@ -20,7 +20,7 @@ from orderlab import permutations as perms
 from orderlab.encodings import build_encoding
 from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence
 from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput, explicit_weights, seeded_weights
-from orderlab.text import occurrence_matching, sentence_vectors, tokenize
+from orderlab.text import occurrence_matching, repeated_pairs, sentence_vectors, tokenize
 from orderlab.verdicts import verdicts
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
@@ -102,6 +102,17 @@ class RowCollector:
         self.columns["metric"] += [metric] * count
         self.columns["value"] += values.double().cpu().tolist()
 
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
+        """Rows only for the permutations where keep (B,) is True; values: (B,)."""
+        chosen = keep.cpu().tolist()
+        count = sum(chosen)
+        self.columns["permutation"] += [p for p, k in zip(self.permutations, chosen, strict=True) if k]
+        self.columns["permuted"] += [p for p, k in zip(self.permuted, chosen, strict=True) if k]
+        self.columns["layer"] += [layer] * count
+        self.columns["head"] += [None] * count
+        self.columns["metric"] += [metric] * count
+        self.columns["value"] += values[keep].double().cpu().tolist()
+
     def frame(self) -> pd.DataFrame:
         frame = pd.DataFrame(self.columns)
         frame["head"] = frame["head"].astype("Int64")
@@ -128,6 +139,7 @@ def measure_permutations(spec: Spec, stack: AttentionStack, sentence: str, rule,
 def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, matching) -> None:
     wanted = set(spec.metrics)
     slots, matching = slots.to(device), matching.to(device)
+    repeats = _repeat_slots(spec, rows.fixed["input"], matching)  # (B, m, 2) or None
     for layer, hidden in enumerate(output.hidden):
         h_x, h_px = hidden[0], hidden[1:]
         if "equivariance" in wanted:
@@ -137,11 +149,26 @@ def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, 
                 rows.add(f"invariance_{how}", layer, M.invariance_error(h_px, h_x, how))
         if "token_shift" in wanted:
             rows.add("token_shift", layer, M.token_shift(h_px, h_x, matching))
+        if "prefix_invariance" in wanted:
+            keeps_last = slots[:, -1] == slots.shape[1] - 1  # (B,): only the words before the last one move
+            rows.add_where(keeps_last, "prefix_invariance", layer, M.prefix_invariance_error(h_px, h_x))
+        if "repeated_words" in wanted and repeats is not None:
+            rows.add("repeat_distance", layer, M.repeated_word_distance(h_px, repeats))
+            rows.add("repeat_cosine", layer, M.repeated_word_distance(h_px, repeats, cosine=True))
     if "attention" in wanted:
         for layer, attention in enumerate(output.attention, start=1):
             errors = M.attention_equivariance_error(attention[1:], attention[0], slots)  # (B, h)
             for head in range(errors.shape[1]):
                 rows.add("attention_equivariance", layer, errors[:, head], head)
+
+
+def _repeat_slots(spec: Spec, sentence: str, matching: torch.Tensor) -> torch.Tensor | None:
+    """Where each pair of same-word occurrences of `sentence` sits in every reordering: (B, m, 2), or None."""
+    pairs = repeated_pairs(tokenize(sentence, spec.embeddings.lowercase))
+    if not pairs:
+        return None
+    where = matching.argsort(dim=1)  # (B, n): where[b, s] = slot that X's occurrence s moved to
+    return where[:, torch.tensor(pairs, device=matching.device)]  # (B, m, 2)
 
 
 def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: str) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from orderlab import permutations as perms
 from orderlab.encodings import ENCODINGS, EncodingContext
@@ -23,9 +23,26 @@ from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
 from orderlab.yamlsource import FieldPath, LocatedDocument, read_yaml
 
-METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
-Metric = Literal["equivariance", "invariance", "attention", "token_shift", "pair_distance"]
+METRICS = (
+    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
+    "prefix_invariance", "repeated_words", "decodability",
+)  # fmt: skip
+Metric = Literal[
+    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
+    "prefix_invariance", "repeated_words", "decodability",
+]  # fmt: skip
+# What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
+DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
 Matrix = list[list[float]]
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+def Sweepable(scalar: Any) -> Any:
+    """One value, or a non-empty list of values to sweep over (the runner takes the product of all lists)."""
+    return Annotated[
+        Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
+        Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
+    ]
 
 
 class StrictModel(BaseModel):
@@ -42,19 +59,25 @@ class ExplicitWeights(StrictModel):
 
 
 class ModelSpec(StrictModel):
-    """The attention stack: every knob that changes what it can know about order."""
+    """The attention stack: every knob that changes what it can know about order.
 
-    d_model: int = Field(64, ge=1, description="Width of token vectors and hidden states.")
-    n_heads: int = Field(4, ge=1, description="Attention heads per layer; must divide d_model.")
-    n_layers: int = Field(2, ge=1, description="Number of attention layers (blocks).")
-    residual: bool = Field(True, description="Add each sub-layer's input to its output (the residual stream).")
-    norm: Literal["pre", "post", "none"] = Field(
+    Every field but `dtype` and `weights` may also be a list: the run sweeps over the product of all lists
+    (see orderlab/sweep.py), and each output row names its combination.
+    """
+
+    d_model: Sweepable(PositiveInt) = Field(64, description="Width of token vectors and hidden states.")
+    n_heads: Sweepable(PositiveInt) = Field(4, description="Attention heads per layer; must divide d_model.")
+    n_layers: Sweepable(PositiveInt) = Field(2, description="Number of attention layers (blocks).")
+    residual: Sweepable(bool) = Field(
+        True, description="Add each sub-layer's input to its output (the residual stream)."
+    )
+    norm: Sweepable(Literal["pre", "post", "none"]) = Field(
         "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
     )
-    ffn: bool = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
-    ffn_mult: int = Field(4, ge=1, description="FFN hidden width as a multiple of d_model.")
-    causal: bool = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
-    scale: Literal["sqrt", "none"] = Field(
+    ffn: Sweepable(bool) = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
+    ffn_mult: Sweepable(PositiveInt) = Field(4, description="FFN hidden width as a multiple of d_model.")
+    causal: Sweepable(bool) = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
+    scale: Sweepable(Literal["sqrt", "none"]) = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
     dtype: Literal["float32", "float64"] = Field(
@@ -91,7 +114,9 @@ class RandomPermutations(StrictModel):
     random: int = Field(ge=1, description="How many distinct non-identity permutations to draw (seeded).")
 
 
-PermutationRule = Literal["identity", "reverse", "all", "swaps", "shifts"] | RandomPermutations | list[list[int]]
+PermutationRule = (
+    Literal["identity", "reverse", "all", "swaps", "shifts", "prefixes"] | RandomPermutations | list[list[int]]
+)
 
 
 class InputSpec(StrictModel):
@@ -101,7 +126,8 @@ class InputSpec(StrictModel):
     permutations: PermutationRule = Field(
         "all",
         description=(
-            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | {random: K} | explicit list like "
+            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | prefixes (all orders of the words "
+            "before the last, which stays put) | {random: K} | explicit list like "
             "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
         ),
     )
@@ -109,7 +135,7 @@ class InputSpec(StrictModel):
     @field_validator("permutations", mode="before")
     @classmethod
     def _permutations_shape(cls, value: Any) -> Any:
-        named = ("identity", "reverse", "all", "swaps", "shifts")
+        named = ("identity", "reverse", "all", "swaps", "shifts", "prefixes")
         if isinstance(value, str) and value not in named:
             raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
         if isinstance(value, dict) and set(value) != {"random"}:
@@ -134,6 +160,15 @@ class EncodingChoice(StrictModel):
         return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
 
 
+class DecodabilitySpec(StrictModel):
+    """Position probe: a linear classifier predicts each token's slot from its hidden state, per layer."""
+
+    sentences: int = Field(512, ge=8, description="Seeded random sentences the probe is trained and scored on.")
+    length: int = Field(8, ge=2, description="Words per random sentence; chance accuracy is 1/length.")
+    vocabulary: int = Field(64, ge=2, description="Distinct random words the sentences are drawn from.")
+    held_out: float = Field(0.25, gt=0, lt=1, description="Fraction of sentences kept out of training for scoring.")
+
+
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
@@ -151,7 +186,12 @@ class Spec(StrictModel):
     probes: list[tuple[str, str]] = Field(
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
-    metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), description="Which metrics to compute.")
+    metrics: list[Metric] = Field(
+        default_factory=lambda: list(DEFAULT_METRICS), description="Which metrics to compute."
+    )
+    decodability: DecodabilitySpec = Field(
+        default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
+    )
 
     @field_validator("encodings", mode="before")
     @classmethod
@@ -178,7 +218,9 @@ def load_spec(path: str | Path) -> LoadedSpec:
         raise _first_error(error, document) from None
     if not spec.name:
         spec = spec.model_copy(update={"name": path.stem})
-    _check_relations(spec, document)
+    from orderlab.sweep import check_sweep  # sweep.py builds on this module
+
+    check_sweep(spec, document, _check_relations)
     return LoadedSpec(spec=spec, path=path, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 

@@ -53,3 +53,8 @@ def occurrence_matching(original: Sequence[str], reordered: Sequence[str]) -> li
         matching.append(slots[word][k])
         taken[word] = k + 1
     return matching
+
+
+def repeated_pairs(words: Sequence[str]) -> list[tuple[int, int]]:
+    """Slot pairs (i, j), i < j, holding the same word: 'the cat saw the dog' -> [(0, 3)]."""
+    return [(i, j) for i in range(len(words)) for j in range(i + 1, len(words)) if words[i] == words[j]]

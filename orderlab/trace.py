@@ -1,0 +1,199 @@
+"""One attention layer step by step, for checking a worked example number for number.
+
+`trace_layer` runs the stack, takes the input of layer L and redoes that layer's attention one
+step at a time (Q, K, V, raw scores, scaled scores, weights, output), keeping every
+intermediate. The stack stays the one source of truth: the final step of the trace is the stack's
+own output, and tests check that the recomputed steps agree with it. `attention_maps` keeps the
+attention of an input and one reordering of it, for the heatmap figures. Never prints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from orderlab import permutations as perms
+from orderlab.encodings import build_encoding
+from orderlab.errors import OrderlabError
+from orderlab.results import write_csv
+from orderlab.runner import layer_weights, stack_config
+from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, load_spec, longest_sentence
+from orderlab.stack import AttentionStack
+from orderlab.sweep import plan, swept_fields
+from orderlab.text import sentence_vectors, tokenize
+
+
+@dataclass(frozen=True)
+class LayerTrace:
+    words: list[str]
+    layer: int  # 1-based: the layer whose attention is traced
+    encoding: str
+    tokens: torch.Tensor  # (n, d) word vectors
+    position: torch.Tensor | None  # (n, d) what an additive encoding adds (layer 1 only), else None
+    x: torch.Tensor  # (n, d) the layer's input (tokens + position at layer 1)
+    normed: torch.Tensor | None  # (n, d) LayerNorm(x) fed to attention when norm = pre, else None
+    q: torch.Tensor  # (h, n, dh) queries (rotated by slot for rotary encodings)
+    k: torch.Tensor  # (h, n, dh) keys (rotated likewise)
+    v: torch.Tensor  # (h, n, dh) values
+    raw: torch.Tensor  # (h, n, n) q . k
+    scaled: torch.Tensor  # (h, n, n) raw / sqrt(dh), plus any encoding bias; -inf where masked
+    weights: torch.Tensor  # (h, n, n) softmax over keys
+    heads: torch.Tensor  # (h, n, dh) weights @ v
+    attended: torch.Tensor  # (n, d) heads concatenated @ W_O
+    output: torch.Tensor  # (n, d) the layer's output (after residual, norm, FFN as configured)
+
+
+def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
+    """(n, d) float64 vectors of a tokenized sentence, as the runner makes them."""
+    explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
+    return torch.from_numpy(sentence_vectors(words, spec.model.d_model, spec.seed, explicit))
+
+
+def build_stack(spec: Spec, encoding_index: int, device: str = "cpu") -> AttentionStack:
+    config = stack_config(spec)
+    context = replace(encoding_context(spec, longest_sentence(spec)), device=device)
+    choice = spec.encodings[encoding_index]
+    encoding = build_encoding(choice.name, context, choice.params)
+    return AttentionStack(config, encoding, layer_weights(spec, config), device)
+
+
+def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) -> LayerTrace:
+    """Every intermediate of layer `layer` (1-based) of the spec's stack on one sentence; spec is concrete."""
+    stack = build_stack(spec, encoding_index)
+    words = tokenize(sentence, spec.embeddings.lowercase)
+    tokens = word_vectors(spec, words).to(stack.dtype)  # (n, d)
+    with torch.inference_mode():
+        output = stack(tokens[None])
+        x = output.hidden[layer - 1]  # (1, n, d)
+        weights = stack.layers[layer - 1]
+        normed = stack.pre_norm(x)  # (1, n, d)
+        B, n, d = normed.shape
+        h, dh = stack.config.n_heads, stack.config.d_head
+        q = (normed @ weights.w_q).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
+        k = (normed @ weights.w_k).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
+        v = (normed @ weights.w_v).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
+        q, k = stack.encoding.rotate(q, k)
+        raw = q @ k.transpose(-2, -1)  # (1, h, n, n)
+        scaled = raw / math.sqrt(dh) if stack.config.scale == "sqrt" else raw
+        bias = stack.encoding.attention_bias(q, k)
+        if bias is not None:
+            scaled = scaled + bias
+        if stack.config.causal:
+            scaled = scaled.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        attention = scaled.softmax(dim=-1)  # (1, h, n, n)
+        heads = attention @ v  # (1, h, n, dh)
+        attended = heads.transpose(1, 2).reshape(B, n, d) @ weights.w_o  # (1, n, d)
+    offsets = stack.encoding.input_offsets(n) if layer == 1 else None
+    choice = spec.encodings[encoding_index]
+    return LayerTrace(
+        words=words, layer=layer, encoding=choice.label, tokens=tokens,
+        position=None if offsets is None else offsets.to(stack.dtype), x=x[0],
+        normed=normed[0] if stack.config.norm == "pre" else None, q=q[0], k=k[0], v=v[0], raw=raw[0],
+        scaled=scaled[0], weights=attention[0], heads=heads[0], attended=attended[0], output=output.hidden[layer][0],
+    )  # fmt: skip
+
+
+def trace_frame(trace: LayerTrace) -> pd.DataFrame:
+    """Tidy rows: quantity, head (empty for whole-vector quantities), slot, word, index, value."""
+    rows = []
+
+    def add(quantity: str, matrix: torch.Tensor | None, head: int | None = None) -> None:
+        if matrix is None:
+            return
+        for slot, vector in enumerate(matrix.double().tolist()):
+            for index, value in enumerate(vector):
+                rows.append((trace.encoding, trace.layer, quantity, head, slot, trace.words[slot], index, value))
+
+    add("token", trace.tokens)
+    add("position", trace.position)
+    add("input", trace.x)
+    add("normed_input", trace.normed)
+    for head in range(trace.q.shape[0]):
+        for quantity in ("q", "k", "v", "raw", "scaled", "weights", "heads"):
+            name = {"raw": "raw_score", "scaled": "scaled_score", "heads": "head_output"}.get(quantity, quantity)
+            add(name, getattr(trace, quantity)[head], head)
+    add("attention_output", trace.attended)
+    add("layer_output", trace.output)
+    columns = ["encoding", "layer", "quantity", "head", "slot", "word", "index", "value"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["head"] = frame["head"].astype("Int64")
+    return frame
+
+
+def attention_maps(spec: Spec, device: str = "cpu") -> pd.DataFrame:
+    """Attention of the first input and its first non-identity reordering, per configuration, encoding, layer, head."""
+    item = spec.inputs[0]
+    words = tokenize(item.sentence, spec.embeddings.lowercase)
+    identity = tuple(range(len(words)))
+    moved = [p for p in perms.generate(item.permutations, len(words), spec.seed) if p != identity]
+    permutation = moved[0] if moved else tuple(reversed(identity))
+    swept = list(swept_fields(spec))
+    frames = []
+    for configuration in plan(spec):
+        concrete = configuration.spec
+        x = word_vectors(concrete, words)  # (n, d)
+        for index, choice in enumerate(concrete.encodings):
+            stack = build_stack(concrete, index, device)
+            with torch.inference_mode():
+                maps = stack(torch.stack([x, x[list(permutation)]])).attention  # L x (2, h, n, n)
+            for layer, attention in enumerate(maps, start=1):
+                grid = attention.double().cpu()
+                for which, label in enumerate(("original", "permuted")):
+                    shown = words if which == 0 else perms.apply(permutation, words)
+                    h, n, _ = grid[which].shape
+                    frame = pd.DataFrame({
+                        "encoding": choice.label, "sentence": label, "words": " ".join(shown),
+                        "permutation": perms.label(permutation if which else identity), "layer": layer,
+                        "head": torch.arange(h).repeat_interleave(n * n).tolist(),
+                        "query": torch.arange(n).repeat_interleave(n).repeat(h).tolist(),
+                        "key": torch.arange(n).repeat(h * n).tolist(), "value": grid[which].flatten().tolist(),
+                    })  # fmt: skip
+                    for position, name in enumerate(swept):
+                        frame.insert(position, name, configuration.columns[name])
+                    frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class TraceOutcome:
+    trace: LayerTrace
+    path: Path  # the CSV written
+    note: str  # e.g. which sweep combination was traced; empty if nothing to say
+
+
+def trace_and_write(spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path) -> TraceOutcome:
+    """`orderlab trace`: check the choices, trace the layer, write the tidy CSV (atomically)."""
+    spec = load_spec(spec_path).spec
+    configurations = plan(spec)
+    concrete, note = configurations[0].spec, ""
+    if configurations[0].columns:
+        note = f"the spec sweeps {', '.join(configurations[0].columns)}; tracing {configurations[0].label}"
+    if not 0 <= input_index < len(spec.inputs):
+        raise OrderlabError(
+            f"--input {input_index}: the spec has {len(spec.inputs)} input(s); expected 0..{len(spec.inputs) - 1}"
+        )
+    n_layers = concrete.model.n_layers
+    if not 1 <= layer <= n_layers:
+        raise OrderlabError(f"--layer {layer}: the stack has {n_layers} layer(s); expected 1..{n_layers}")
+    labels = [choice.label for choice in spec.encodings]
+    names = [choice.name for choice in spec.encodings]
+    if encoding and encoding not in labels + names:
+        raise OrderlabError(f"--encoding {encoding!r} is not in the spec; expected one of {', '.join(labels)}")
+    index = labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0
+    traced = trace_layer(concrete, spec.inputs[input_index].sentence, layer, index)
+    folder = out_root / f"{spec.name}_trace"
+    path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{labels[index]}") + ".csv")
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.tmp")
+    try:
+        write_csv(trace_frame(traced), staging)
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
+    return TraceOutcome(traced, path, note)

@@ -1,0 +1,138 @@
+"""`orderlab trace` against numbers worked out by hand; `plot` and `run --plot` through the CLI;
+the shipped issue-5 experiments against their committed baselines."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from orderlab.cli import app
+from orderlab.spec import Spec, load_spec
+from orderlab.trace import build_stack, trace_layer, word_vectors
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKED = ROOT / "experiments" / "worked_example.yaml"
+E, SQRT_E = math.e, math.exp(0.5)  # e^1 = 2.7183, e^0.5 = 1.6487
+
+
+def test_trace_matches_the_worked_example_by_hand():
+    t = trace_layer(load_spec(WORKED).spec, "cats chase mice", layer=1)
+    # X rows: cats [1,0,1,0], chase [0,1,0,1], mice [1,1,0,0]; W_Q = I so Q = X
+    assert t.q[0].tolist() == [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+    # W_K swaps coordinates 0<->1 and 2<->3: k(cats) = [0,1,0,1], k(chase) = [1,0,1,0], k(mice) = [1,1,0,0]
+    assert t.k[0].tolist() == [[0, 1, 0, 1], [1, 0, 1, 0], [1, 1, 0, 0]]
+    # W_V keeps coordinates 0 and 1
+    assert t.v[0].tolist() == [[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0]]
+    # raw q_i . k_j: cats . k(chase) = 1*1 + 1*1 = 2, cats . k(mice) = 1; chase mirrors cats; mice . k(mice) = 2
+    assert t.raw[0].tolist() == [[0, 2, 1], [2, 0, 1], [1, 1, 2]]
+    # d_head = 4, so scaled = raw / sqrt(4) = raw / 2
+    assert t.scaled[0].tolist() == [[0, 1, 0.5], [1, 0, 0.5], [0.5, 0.5, 1]]
+    # softmax: cats [e^0, e^1, e^0.5] / (1 + 2.7183 + 1.6487 = 5.3670) = [0.1863, 0.5065, 0.3072]
+    #          mice [e^0.5, e^0.5, e^1] / (1.6487 + 1.6487 + 2.7183 = 6.0157) = [0.2741, 0.2741, 0.4519]
+    cats = [1 / (1 + E + SQRT_E), E / (1 + E + SQRT_E), SQRT_E / (1 + E + SQRT_E)]
+    mice = [SQRT_E / (2 * SQRT_E + E), SQRT_E / (2 * SQRT_E + E), E / (2 * SQRT_E + E)]
+    expected = torch.tensor([cats, [cats[1], cats[0], cats[2]], mice], dtype=torch.float64)
+    assert torch.allclose(t.weights[0], expected, rtol=0, atol=1e-15)
+    assert [round(w, 4) for w in t.weights[0, 0].tolist()] == [0.1863, 0.5065, 0.3072]
+    assert [round(w, 4) for w in t.weights[0, 2].tolist()] == [0.2741, 0.2741, 0.4519]
+    # output(cats) = 0.1863 v(cats) + 0.5065 v(chase) + 0.3072 v(mice) = [0.4935, 0.8137, 0, 0];
+    # no residual, norm or FFN, W_O = I: the layer output is the attention output
+    assert [round(v, 4) for v in t.output[0].tolist()] == [0.4935, 0.8137, 0.0, 0.0]
+    assert [round(v, 4) for v in t.output[2].tolist()] == [0.7259, 0.7259, 0.0, 0.0]
+    assert torch.equal(t.output, t.attended)
+
+
+def test_trace_shows_the_sinusoidal_part_added_at_each_slot():
+    t = trace_layer(load_spec(WORKED).spec, "cats chase mice", layer=1, encoding_index=1)
+    # slot 1: [sin 1, cos 1, sin(1/100), cos(1/100)] (d = 4: frequencies 1 and 10000^(-2/4) = 1/100)
+    assert torch.allclose(
+        t.position[1], torch.tensor([math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]).double()
+    )
+    assert torch.equal(t.x, t.tokens + t.position)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    encoding=st.sampled_from(["none", "sinusoidal", "rope"]),
+    norm=st.sampled_from(["pre", "post", "none"]),
+    causal=st.booleans(),
+    residual=st.booleans(),
+    layer=st.integers(1, 3),
+)
+def test_trace_steps_reproduce_the_stack_output(encoding, norm, causal, residual, layer):
+    spec = Spec.model_validate({
+        "model": {"d_model": 8, "n_heads": 2, "n_layers": 3, "norm": norm, "causal": causal, "residual": residual},
+        "encodings": [encoding], "inputs": [{"sentence": "a b c a"}],
+    })  # fmt: skip
+    t = trace_layer(spec, "a b c a", layer)
+    stack = build_stack(spec, 0)
+    output = stack(word_vectors(spec, t.words)[None])
+    assert torch.allclose(t.weights, output.attention[layer - 1][0], rtol=0, atol=1e-14)
+    attended, _ = stack.attend(stack.pre_norm(output.hidden[layer - 1]), stack.layers[layer - 1])
+    assert torch.allclose(t.attended, attended[0], rtol=0, atol=1e-13)
+
+
+def test_trace_cli_prints_tables_and_writes_csv(tmp_path):
+    result = CliRunner().invoke(app, ["trace", str(WORKED), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "0.5065" in result.output and "softmax weights" in result.output
+    table = pd.read_csv(tmp_path / "worked_example_trace" / "input0-layer1-none.csv")
+    weights = table[(table["quantity"] == "weights") & (table["slot"] == 0)]["value"].round(4).tolist()
+    assert weights == [0.1863, 0.5065, 0.3072]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--layer", "2"], "--layer 2: the stack has 1 layer(s); expected 1..1"),
+        (["--input", "1"], "--input 1: the spec has 1 input(s); expected 0..0"),
+        (["--encoding", "rpoe"], "--encoding 'rpoe' is not in the spec; expected one of none, sinusoidal"),
+    ],
+)
+def test_trace_cli_refuses_bad_choices_in_one_line(tmp_path, args, message):
+    result = CliRunner().invoke(app, ["trace", str(WORKED), "--out", str(tmp_path), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_run_with_plot_writes_non_empty_figures(tmp_path):
+    spec = tmp_path / "figs.yaml"
+    spec.write_text(
+        "model: {d_model: 16, n_heads: 2, n_layers: 2, causal: [false, true]}\n"
+        "encodings: [none, sinusoidal]\n"
+        "inputs: [{sentence: the cat saw the dog, permutations: prefixes}]\n"
+        "metrics: [equivariance, prefix_invariance, repeated_words, attention, decodability]\n"
+        "decodability: {sentences: 32, length: 4}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--plot", "--quiet"])
+    assert result.exit_code == 0, result.output
+    figures = sorted(p.name for p in (tmp_path / "figs" / "figures").iterdir())
+    assert figures == ["attention_causal-false.png", "attention_causal-true.png", "decodability.png",
+                       "metrics_by_layer.png"]  # fmt: skip
+    for name in figures:
+        assert (tmp_path / "figs" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = CliRunner().invoke(app, ["plot", str(tmp_path / "figs")])
+    assert again.exit_code == 0 and again.output.count("wrote") == 4
+
+
+def test_plot_refuses_a_folder_without_results(tmp_path):
+    result = CliRunner().invoke(app, ["plot", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not a results folder" in result.output
+
+
+@pytest.mark.parametrize("name", ["causal_prefix", "residual_position", "repeated_words", "worked_example"])
+def test_shipped_experiment_reproduces_its_baseline(tmp_path, name):
+    result = CliRunner().invoke(app, ["run", str(ROOT / "experiments" / f"{name}.yaml"), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    for table in ("metrics", "summary"):
+        fresh = pd.read_csv(tmp_path / name / f"{table}.csv", keep_default_na=False)
+        baseline = pd.read_csv(ROOT / "results" / name / f"{table}.csv", keep_default_na=False)
+        pd.testing.assert_frame_equal(fresh, baseline, check_exact=False, rtol=1e-6, atol=1e-12)
