@@ -97,5 +97,32 @@ def schema() -> None:
     typer.echo(json.dumps(Spec.model_json_schema(), indent=2))
 
 
+@app.command()
+@user_errors
+def check(
+    targets: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Spec files or folders of specs; default: every spec in experiments/ with a baseline.",
+            metavar="SPEC_OR_DIR...",
+            show_default=False,
+        ),
+    ] = None,
+    rtol: Annotated[
+        float | None, typer.Option(min=0, help="Relative tolerance; default from the spec's check: or its dtype.")
+    ] = None,
+    atol: Annotated[
+        float | None, typer.Option(min=0, help="Absolute tolerance; default from the spec's check: or its dtype.")
+    ] = None,
+    update: Annotated[bool, typer.Option("--update", help="Rewrite baselines atomically; say what changed.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Also write a JUnit XML report, one test case per spec.")] = None,
+    results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/metrics.csv.")] = Path("results"),
+) -> None:
+    """Re-run specs and compare with their committed results; exit 0 clean, 1 drift, 2 on a spec error."""
+    from orderlab.check_command import run_check
+
+    raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit))
+
+
 def main() -> None:
     app()

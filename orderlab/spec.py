@@ -134,6 +134,17 @@ class EncodingChoice(StrictModel):
         return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
 
 
+class CheckTolerances(StrictModel):
+    """How far `orderlab check` lets a value move from its baseline before calling it drift."""
+
+    rtol: float | None = Field(
+        None, ge=0, description="Relative tolerance; default max(1000 * eps of the dtype, 2e-6, the CSV's precision)."
+    )
+    atol: float | None = Field(
+        None, ge=0, description="Absolute tolerance for values near zero; default 1000 * eps of the dtype."
+    )
+
+
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
@@ -152,6 +163,10 @@ class Spec(StrictModel):
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
     metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), description="Which metrics to compute.")
+    check: CheckTolerances = Field(
+        default_factory=CheckTolerances,
+        description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
+    )
 
     @field_validator("encodings", mode="before")
     @classmethod
