@@ -91,7 +91,11 @@ def test_missing_extra_and_changed_rows_are_all_drift():
     baseline = {("a",): row(1.0, key=("a",)), ("b",): row(2.0, key=("b",))}
     fresh = {("a",): row(1.5, key=("a",)), ("c",): row(3.0, key=("c",))}
     comparison = compare(baseline, fresh, default_tolerances("float64"))
-    assert [(d.key, d.kind) for d in comparison.drifted] == [(("a",), "changed"), (("b",), "missing"), (("c",), "extra")]
+    assert [(d.key, d.kind) for d in comparison.drifted] == [
+        (("a",), "changed"),
+        (("b",), "missing"),
+        (("c",), "extra"),
+    ]
     assert comparison.drifted[0].abs_diff == 0.5
     assert comparison.drifted[0].rel_diff == 0.5
 
