@@ -21,8 +21,9 @@ MAX_TOKENS_FOR_ALL = 8
 def check_rule(rule: Any, n: int) -> None:
     """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence."""
     if rule == "all" and n > MAX_TOKENS_FOR_ALL:
+        count = f"{n}! = {math.factorial(n):,}" if n <= 20 else f"{n}!"  # 1,000! has 2,568 digits
         raise ValueError(
-            f"'all' would be {n}! = {math.factorial(n):,} permutations, past the limit of "
+            f"'all' would be {count} permutations, past the limit of "
             f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected {{random: K}} instead"
         )
     if isinstance(rule, dict) or hasattr(rule, "random"):

@@ -26,8 +26,9 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
         module_name, _, class_name = name.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError) as error:
-            raise OrderlabError(f"cannot load encoding {name!r}: {error}") from None
+        except Exception as error:  # a user's module can fail to import in any way: report it, never a traceback
+            reason = " ".join(str(error).split())
+            raise OrderlabError(f"cannot load encoding {name!r}: {reason}") from None
         if not (isinstance(found, type) and issubclass(found, PositionalEncoding)):
             raise OrderlabError(
                 f"{name!r} is not a positional encoding; expected a subclass of "
