@@ -308,3 +308,11 @@ def test_check_shows_in_help():
     assert result.exit_code == 0
     for option in ("--rtol", "--atol", "--update", "--junit", "--results"):
         assert option in result.output
+
+
+def test_ci_example_runs_check_with_a_junit_report():
+    import yaml
+
+    job = yaml.safe_load((ROOT / "docs" / "ci-example.yml").read_text())
+    commands = [step.get("run", "") for step in job["jobs"]["check"]["steps"]]
+    assert any(command.startswith("orderlab check --junit") for command in commands)
