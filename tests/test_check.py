@@ -218,11 +218,13 @@ def test_update_creates_a_missing_baseline_and_replaces_an_unreadable_one(projec
 def test_truncated_baseline_exits_2_naming_the_file(project: Path):
     csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
     csv_path.write_bytes(csv_path.read_bytes()[:5000])
-    result = check()
+    result = check("--junit", "check.xml")
     assert result.exit_code == 2
     assert "error: results/dog_bites_man/metrics.csv: truncated" in result.output
     assert "cat_chased_dog: ok:" in result.output  # the other spec is still checked
     assert "Traceback" not in result.output
+    suite = ET.parse(project / "check.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("failures"), suite.get("errors")) == ("0", "1")
 
 
 def test_baseline_folder_without_metrics_csv_exits_2_naming_the_file(project: Path):
@@ -297,6 +299,8 @@ def test_junit_report_has_one_case_per_spec_with_the_drift_as_failure(project: P
 
 
 def test_manifest_records_what_a_rerun_needs(project: Path):
+    shutil.rmtree(project / "results" / "dog_bites_man")
+    assert check("--update", "experiments/dog_bites_man.yaml").exit_code == 0
     manifest = json.loads((project / "results" / "dog_bites_man" / "manifest.json").read_text())
     assert set(manifest["versions"]) >= {"orderlab", "torch", "python", "numpy"}
     assert {"seed", "dtype", "device", "torch_threads", "wall_seconds"} <= set(manifest)
