@@ -214,10 +214,6 @@ class SpecCheck:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    @property
-    def failed(self) -> bool:
-        return self.status in ("drift", "error")
-
 
 def check_spec(
     path: Path,

@@ -31,13 +31,27 @@ EDITED_ROW = "permutation,dog bites man,rope,2 1 0,man bites dog,2,,invariance_m
 runner = CliRunner()
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary copy of the shipped experiments and their baselines, as the working directory."""
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The core's shipped specs with baselines made by `check --update`, once per module.
+
+    Made fresh rather than copied from results/, so these tests prove the tool whatever state the
+    committed baselines are in; the committed ones are checked by `orderlab check` in `make test`.
+    """
+    root = tmp_path_factory.mktemp("baselines")
+    (root / "experiments").mkdir()
     for name in SHIPPED:
-        (tmp_path / "experiments").mkdir(exist_ok=True)
-        shutil.copy(ROOT / "experiments" / f"{name}.yaml", tmp_path / "experiments")
-        shutil.copytree(ROOT / "results" / name, tmp_path / "results" / name)
+        shutil.copy(ROOT / "experiments" / f"{name}.yaml", root / "experiments")
+    result = runner.invoke(app, ["check", "--update", str(root / "experiments"), "--results", str(root / "results")])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture
+def project(baselines: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary copy of the specs and their baselines, as the working directory."""
+    for folder in ("experiments", "results"):
+        shutil.copytree(baselines / folder, tmp_path / folder)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -151,7 +165,7 @@ def test_empty_value_cell_reads_as_nan():
     assert math.isnan(next(iter(rows.values())).value)
 
 
-# --- the command, end to end on a copy of the shipped baselines -------------------------------------
+# --- the command, end to end on a temporary project ----------------------------------------------
 
 
 def test_shipped_baselines_check_clean(project: Path):
