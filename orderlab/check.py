@@ -86,7 +86,10 @@ def parse_metrics(text: str, file: str) -> dict[tuple[str, ...], Row]:
     try:
         header = next(reader)
         if header != COLUMNS:
-            raise BaselineError(f"{file}:1: header {','.join(header)!r}; expected {','.join(COLUMNS)!r}")
+            raise BaselineError(
+                f"{file}:1: header {','.join(header)!r}; expected {','.join(COLUMNS)!r} "
+                "(a baseline from another orderlab version? regenerate it with `orderlab check --update`)"
+            )
         for cells in reader:
             line = reader.line_num
             if len(cells) != len(COLUMNS):
