@@ -20,8 +20,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 run: $(STAMP)  ## set up, then run the flagship experiment
 	$(BIN)/orderlab run experiments/dog_bites_man.yaml
 
-test: $(STAMP)  ## set up, then run the test suite
+test: $(STAMP)  ## set up, then run the test suite, then check every shipped experiment against its baseline
 	$(BIN)/pytest
+	$(BIN)/orderlab check
+
+baselines: $(STAMP)  ## re-run every shipped experiment and rewrite its committed baseline under results/
+	$(BIN)/orderlab check --update
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -59,7 +59,7 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
 ) -> None:
-    """Run a spec: print the summary table and write metrics.csv, summary.csv and manifest.json."""
+    """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json."""
     from orderlab import report
     from orderlab.experiment import run_and_write
 
@@ -72,11 +72,10 @@ def run(
         if not quiet:
             typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if not quiet:
-        for table in outcome.tables:
-            console.print(table)
-        if outcome.decodability is not None:
-            console.print(outcome.decodability)
-        console.print(f"wrote {outcome.folder}/metrics.csv ({outcome.rows:,} rows), summary.csv, manifest.json")
+        for renderable in outcome.renderables:
+            console.print(renderable)
+        first, *others = outcome.files
+        console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)}")
 
 
 @app.command()
@@ -258,6 +257,33 @@ def plot(
 
     for path in plot_results(results_dir):
         typer.echo(f"wrote {path}")
+
+
+@app.command()
+@user_errors
+def check(
+    targets: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Spec files or folders of specs; default: every spec in experiments/ with a baseline.",
+            metavar="SPEC_OR_DIR...",
+            show_default=False,
+        ),
+    ] = None,
+    rtol: Annotated[
+        float | None, typer.Option(min=0, help="Relative tolerance; default from the spec's check: or its dtype.")
+    ] = None,
+    atol: Annotated[
+        float | None, typer.Option(min=0, help="Absolute tolerance; default from the spec's check: or its dtype.")
+    ] = None,
+    update: Annotated[bool, typer.Option("--update", help="Rewrite baselines atomically; say what changed.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Also write a JUnit XML report, one test case per spec.")] = None,
+    results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/metrics.csv.")] = Path("results"),
+) -> None:
+    """Re-run specs and compare with their committed results; exit 0 clean, 1 drift, 2 on a spec error."""
+    from orderlab.check_command import run_check
+
+    raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit))
 
 
 def main() -> None:

@@ -27,8 +27,9 @@ def check_rule(rule: Any, n: int) -> None:
             f"{MAX_TOKENS_FOR_ALL + 1} words"
         )
     if rule == "all" and n > MAX_TOKENS_FOR_ALL:
+        count = f"{n}! = {math.factorial(n):,}" if n <= 20 else f"{n}!"  # 1,000! has 2,568 digits
         raise ValueError(
-            f"'all' would be {n}! = {math.factorial(n):,} permutations, past the limit of "
+            f"'all' would be {count} permutations, past the limit of "
             f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected {{random: K}} instead"
         )
     if isinstance(rule, dict) or hasattr(rule, "random"):

@@ -261,3 +261,63 @@ def trace_tables(trace, decimals: int = 4) -> list[Table]:
         out.add_row(str(i), words[i], vec(trace.attended, i), vec(trace.output, i))
     tables.append(out)
     return tables
+
+
+# --- orderlab check --------------------------------------------------------------------------------
+
+DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the rows left out
+
+
+def drift_table(comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
+    """Drifted rows of a check.Comparison: the key, the baseline and new cells, abs and rel difference."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
+    table.add_column("row (key columns)", overflow="fold", ratio=1)
+    for column in ("baseline", "new", "abs diff", "rel diff"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for drift in comparison.drifted[:limit]:
+        verdict_changed = drift.kind == "changed" and drift.baseline.verdict != drift.new.verdict
+        cells = [_drift_cell(drift.baseline, verdict_changed), _drift_cell(drift.new, verdict_changed)]
+        if drift.kind == "changed":
+            cells += [f"{drift.abs_diff:.2e}", f"{drift.rel_diff:.2e}"]
+        else:
+            cells += [Text(drift.kind, style="red"), ""]
+        table.add_row(drift_key(drift.key), *cells)
+    left_out = len(comparison.drifted) - limit
+    if left_out > 0:
+        table.caption = f"... and {left_out:,} more drifted rows"
+    return table
+
+
+def drift_key(key: tuple[str, ...]) -> str:
+    """'dog bites man -> man bites dog [2 1 0]' over 'rope, layer 1, head 0, attention_equivariance'."""
+    case, sentence, encoding, permutation, permuted, layer, head, metric = key
+    joiner = " vs " if case == "probe" else " -> "
+    where = ", ".join([encoding, f"layer {layer}", *([f"head {head}"] if head else []), metric])
+    return f"{sentence}{joiner}{permuted} [{permutation}]\n{where}"
+
+
+def _drift_cell(row, with_verdict: bool) -> str:
+    if row is None:
+        return "-"
+    return f"{row.text} {row.verdict}" if with_verdict else row.text
+
+
+def log_console(min_width: int = 120) -> Console:
+    """The stdout console, at least min_width wide when writing to a log rather than a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, min_width))
+
+
+def check_line(outcome) -> Text:
+    """One summary line per spec, red when it failed."""
+    style = {"clean": "green", "unchanged": "green", "created": "cyan", "updated": "cyan"}.get(outcome.status, "red")
+    return Text(outcome.summary, style=style)
+
+
+def plain_text(renderable, width: int = 160) -> str:
+    """Render a table without colour, e.g. for a JUnit report."""
+    import io
+
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()

@@ -169,6 +169,17 @@ class DecodabilitySpec(StrictModel):
     held_out: float = Field(0.25, gt=0, lt=1, description="Fraction of sentences kept out of training for scoring.")
 
 
+class CheckTolerances(StrictModel):
+    """How far `orderlab check` lets a value move from its baseline before calling it drift."""
+
+    rtol: float | None = Field(
+        None, ge=0, description="Relative tolerance; default max(1000 * eps of the dtype, 2e-6, the CSV's precision)."
+    )
+    atol: float | None = Field(
+        None, ge=0, description="Absolute tolerance for values near zero; default 1000 * eps of the dtype."
+    )
+
+
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
@@ -191,6 +202,10 @@ class Spec(StrictModel):
     )
     decodability: DecodabilitySpec = Field(
         default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
+    )
+    check: CheckTolerances = Field(
+        default_factory=CheckTolerances,
+        description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
     )
 
     @field_validator("encodings", mode="before")

@@ -16,6 +16,8 @@ from orderlab.errors import SpecError
 
 # A spec expanded past this many YAML nodes is refused: real specs have a few hundred.
 MAX_EXPANDED_NODES = 200_000
+# Deeper nesting is refused: a spec is a few levels deep, and PyYAML's composer recurses per level.
+MAX_DEPTH = 100
 
 FieldPath = tuple[str | int, ...]
 
@@ -41,8 +43,15 @@ def format_path(path: FieldPath) -> str:
     """('inputs', 0, 'sentence') -> 'inputs[0].sentence'."""
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        if isinstance(part, int) or not _plain(part):
+            text += f"[{part!r}]"  # a key with spaces or line breaks is quoted, keeping the message on one line
+        else:
+            text += f".{part}" if text else part
     return text
+
+
+def _plain(key: str) -> bool:
+    return bool(key) and key.isprintable() and not any(c.isspace() for c in key)
 
 
 def read_yaml(path: Path) -> LocatedDocument:
@@ -61,6 +70,7 @@ def read_yaml(path: Path) -> LocatedDocument:
 
 def parse_yaml(text: str, file: str = "<string>") -> LocatedDocument:
     try:
+        _refuse_deep_nesting(text, file)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
@@ -105,13 +115,25 @@ def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], file: s
             _walk(item, (*path, index), lines, file)
 
 
+def _refuse_deep_nesting(text: str, file: str) -> None:
+    """Refuse nesting past MAX_DEPTH from the event stream, before the recursive composer overflows the stack."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpecError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=event.start_mark.line + 1)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def _refuse_alias_bombs(root: yaml.Node, file: str) -> None:
     """Count nodes as if every alias were expanded (memoised, so linear in the document)."""
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node, depth: int) -> int:
-        if depth > 100:
-            raise SpecError("nested more than 100 levels deep", file=file, line=node.start_mark.line + 1)
+        if depth > MAX_DEPTH:
+            raise SpecError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=node.start_mark.line + 1)
         if id(node) in sizes:
             return sizes[id(node)]
         sizes[id(node)] = MAX_EXPANDED_NODES + 1  # a node that contains itself is unbounded

@@ -32,8 +32,9 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
         module_name, _, class_name = name.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), class_name)
-        except Exception as error:  # a user's module may fail to import in any way; say how, in one line
-            raise OrderlabError(f"cannot load encoding {name!r}: {type(error).__name__}: {error}") from None
+        except Exception as error:  # a user's module can fail to import in any way: report it, never a traceback
+            reason = " ".join(str(error).split())
+            raise OrderlabError(f"cannot load encoding {name!r}: {type(error).__name__}: {reason}") from None
         check_class(name, found)
         return found
 
