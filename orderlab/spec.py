@@ -152,6 +152,14 @@ class Spec(StrictModel):
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
     metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), description="Which metrics to compute.")
+    rows: Literal["per_permutation", "summary"] = Field(
+        "per_permutation",
+        description=(
+            "metrics.csv holds one row per permutation x layer x head x metric (per_permutation), or per "
+            "layer x head x metric the max over permutations (with the permutation that attains it) and the "
+            "mean, reduced while the sweep streams (summary; needed past 8! = 40,320 permutations)."
+        ),
+    )
 
     @field_validator("encodings", mode="before")
     @classmethod
@@ -228,6 +236,13 @@ def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
             perms.check_rule(item.permutations, len(words))
         except ValueError as error:
             raise doc.error(("inputs", index, "permutations"), str(error)) from None
+        many = perms.count(item.permutations, len(words))
+        if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
+            raise doc.error(
+                ("inputs", index, "permutations"),
+                f"{many:,} permutations would write that many rows per layer and metric; expected "
+                f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
+            )
     for index, pair in enumerate(spec.probes):
         for side, sentence in enumerate(pair):
             if not tokenize(sentence, lowercase):
