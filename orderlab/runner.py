@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,11 +17,9 @@ import torch
 
 from orderlab import metrics as M
 from orderlab import permutations as perms
-from orderlab.encodings import build_encoding
-from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence
+from orderlab.spec import ExplicitEmbeddings, Spec
 from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput, explicit_weights, seeded_weights
 from orderlab.text import occurrence_matching, sentence_vectors, tokenize
-from orderlab.verdicts import verdicts
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
 COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
@@ -51,32 +49,20 @@ def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
     return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
 
 
-def run_spec(spec: Spec, device: str = "cpu", progress: Progress | None = None) -> RunResult:
-    """Measure every input and probe under every encoding; return tidy rows."""
+def run_spec(
+    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Measure every input and probe under every encoding; return tidy rows, all in memory.
+
+    The work streams through orderlab.sweep; a caller that writes files can take `Sweep.frames()`
+    one chunk at a time instead, keeping memory flat however many permutations there are.
+    """
+    from orderlab.sweep import Sweep  # sweep builds on this module's RowCollector and _record
+
     started = time.perf_counter()
-    config = stack_config(spec)
-    weights = layer_weights(spec, config)
-    context = encoding_context(spec, longest_sentence(spec))
-    total, done = len(spec.encodings) * (len(spec.inputs) + len(spec.probes)), 0
-    frames = []
-    with torch.inference_mode():
-        for choice in spec.encodings:
-            encoding = build_encoding(choice.name, replace(context, device=device), choice.params)
-            stack = AttentionStack(config, encoding, weights, device)
-            for item in spec.inputs:
-                frames.append(measure_permutations(spec, stack, item.sentence, item.permutations, choice.label))
-                done += 1
-                if progress:
-                    progress(done, total)
-            for a, b in spec.probes:
-                frames.append(measure_probe(spec, stack, a, b, choice.label))
-                done += 1
-                if progress:
-                    progress(done, total)
-    table = pd.concat(frames, ignore_index=True)
-    table["verdict"] = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), config.dtype)
-    table = table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)
-    return RunResult(table[COLUMNS], device, time.perf_counter() - started)
+    sweep = Sweep(spec, device, chunk_size, progress)
+    table = pd.concat(list(sweep.frames()), ignore_index=True)
+    return RunResult(table, device, time.perf_counter() - started)
 
 
 def _vectors(spec: Spec, words: list[str]) -> torch.Tensor:
@@ -110,26 +96,14 @@ class RowCollector:
         return frame
 
 
-def measure_permutations(spec: Spec, stack: AttentionStack, sentence: str, rule, encoding: str) -> pd.DataFrame:
-    words = tokenize(sentence, spec.embeddings.lowercase)
-    chosen = perms.generate(rule, len(words), spec.seed)
-    reordered = [perms.apply(p, words) for p in chosen]
-    x = _vectors(spec, words)  # (n, d)
-    slots = torch.tensor(chosen, dtype=torch.long)  # (B, n)
-    matching = torch.tensor([occurrence_matching(words, r) for r in reordered], dtype=torch.long)  # (B, n)
-    output = stack(torch.cat([x[None], x[slots]]))  # batch row 0 is X itself
-    rows = RowCollector(
-        "permutation", sentence, encoding, [perms.label(p) for p in chosen], [" ".join(r) for r in reordered]
-    )
-    _record(spec, rows, output, stack.device, slots, matching)
-    return rows.frame()
-
-
-def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, matching) -> None:
+def _record(
+    spec: Spec, rows: RowCollector, reference: StackOutput, output: StackOutput, device, slots, matching
+) -> None:
+    """Per-permutation metrics of one chunk: reference is f(X) (batch of 1), output f(PX) for the chunk."""
     wanted = set(spec.metrics)
     slots, matching = slots.to(device), matching.to(device)
     for layer, hidden in enumerate(output.hidden):
-        h_x, h_px = hidden[0], hidden[1:]
+        h_x, h_px = reference.hidden[layer][0], hidden
         if "equivariance" in wanted:
             rows.add("equivariance", layer, M.equivariance_error(h_px, h_x, slots))
         if "invariance" in wanted:
@@ -139,7 +113,7 @@ def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, 
             rows.add("token_shift", layer, M.token_shift(h_px, h_x, matching))
     if "attention" in wanted:
         for layer, attention in enumerate(output.attention, start=1):
-            errors = M.attention_equivariance_error(attention[1:], attention[0], slots)  # (B, h)
+            errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], slots)  # (B, h)
             for head in range(errors.shape[1]):
                 rows.add("attention_equivariance", layer, errors[:, head], head)
 
