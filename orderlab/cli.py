@@ -57,11 +57,15 @@ def run(
     out: Annotated[Path, typer.Option(help="Results root; files go to OUT/<spec name>/.")] = Path("results"),
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
+    ] = None,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv and manifest.json."""
     from orderlab.experiment import run_and_write
 
-    outcome = run_and_write(spec, out, device.value, quiet=quiet)
+    outcome = run_and_write(spec, out, device.value, quiet=quiet, chunk_size=chunk_size)
     if not quiet:
         from orderlab import report
 

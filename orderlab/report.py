@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -57,19 +67,35 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
+class RateColumn(ProgressColumn):
+    """Sequences per second, from rich's running estimate."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
+
+
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool) -> Iterator:
-    """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal; silent otherwise."""
+def progress_bar(description: str, quiet: bool, delay: float = 1.0) -> Iterator:
+    """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal.
+
+    The bar appears only once a run has lasted `delay` seconds, so quick runs print nothing
+    extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
+    """
     console = stderr_console()
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
         disable=quiet or not console.is_terminal,
     )  # fmt: skip
-    with bar:
-        task = bar.add_task(description, total=None)
+    task = bar.add_task(description, total=None)
+    started = time.monotonic()
 
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        if not bar.live.is_started and time.monotonic() - started >= delay:
+            bar.start()
 
+    try:
         yield advance
+    finally:
+        bar.stop()
