@@ -67,6 +67,10 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
+# A run must last this long before its progress bar appears (quick runs print no bar at all).
+PROGRESS_DELAY_SECONDS = 1.0
+
+
 class RateColumn(ProgressColumn):
     """Sequences per second, from rich's running estimate."""
 
@@ -75,10 +79,10 @@ class RateColumn(ProgressColumn):
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool, delay: float = 1.0) -> Iterator:
+def progress_bar(description: str, quiet: bool) -> Iterator:
     """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal.
 
-    The bar appears only once a run has lasted `delay` seconds, so quick runs print nothing
+    The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
     extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
     """
     console = stderr_console()
@@ -92,7 +96,7 @@ def progress_bar(description: str, quiet: bool, delay: float = 1.0) -> Iterator:
 
     def advance(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total)
-        if not bar.live.is_started and time.monotonic() - started >= delay:
+        if not bar.live.is_started and time.monotonic() - started >= PROGRESS_DELAY_SECONDS:
             bar.start()
 
     try:
