@@ -185,19 +185,19 @@ class Sweep:
         weights = layer_weights(spec, self.config)
         context = encoding_context(spec, longest_sentence(spec))
         choices = sorted(spec.encodings, key=lambda c: c.label)
-        with torch.inference_mode():
-            stacks = [(c.label, self.build_stack(c, context, weights)) for c in choices]
-            rules: dict[str, list] = {}
-            for item in spec.inputs:
-                rules.setdefault(item.sentence, []).append(item.permutations)
-            for sentence in sorted(rules):
-                for label, stack in stacks:
-                    yield from self.sweep_sentence(stack, sentence, rules[sentence], label)
-            probes = []
+        stacks = [(c.label, self.build_stack(c, context, weights)) for c in choices]
+        rules: dict[str, list] = {}
+        for item in spec.inputs:
+            rules.setdefault(item.sentence, []).append(item.permutations)
+        for sentence in sorted(rules):
             for label, stack in stacks:
-                for a, b in spec.probes:
+                yield from self.sweep_sentence(stack, sentence, rules[sentence], label)
+        probes = []
+        for label, stack in stacks:
+            for a, b in spec.probes:
+                with torch.inference_mode():
                     probes.append(measure_probe(spec, stack, a, b, label))
-                    self.advance(1)
+                self.advance(1)
         if probes:
             table = self.with_verdicts(pd.concat(probes, ignore_index=True))
             self.worst_frames.append(table)
@@ -217,35 +217,42 @@ class Sweep:
         spec, device = self.spec, stack.device
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
-        x = _vectors(spec, words).to(device=device, dtype=stack.dtype)  # (n, d)
-        reference = aligned_forward(stack, x[None], self.attention_maps)  # f(X): once per input and encoding
-        repeated = len(set(words)) < n
+        with torch.inference_mode():
+            x = _vectors(spec, words).to(device=device, dtype=stack.dtype)  # (n, d)
+            reference = aligned_forward(stack, x[None], self.attention_maps)  # f(X): once per input and encoding
         ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
         stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
         size = self.chunk_size or auto_chunk_size(self.config, n, self.attention_maps, device)
         summary = SummaryCollector("permutation", sentence, label, words)
         for chunk in perms.chunks(stream, size):
-            slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
-            matching = slots  # without repeated words, occurrence matching is the permutation itself
-            if repeated:
-                matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
-                matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
-            output = aligned_forward(stack, x[slots], self.attention_maps)  # hidden: (B, n, d) each
             summary.start(chunk)
-            if self.per_permutation:
-                reordered = [" ".join(perms.apply(p, words)) for p in chunk]
-                rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
-                _record(spec, FanOut(rows, summary), reference, output, device, slots, matching)
-                table = self.with_verdicts(rows.frame())
-                yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-            else:
-                _record(spec, summary, reference, output, device, slots, matching)
+            if not self.per_permutation:
+                self.measure_chunk(stack, x, reference, chunk, words, summary)
+                self.advance(len(chunk))
+                continue
+            reordered = [" ".join(perms.apply(p, words)) for p in chunk]
+            rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
+            self.measure_chunk(stack, x, reference, chunk, words, FanOut(rows, summary))
             self.advance(len(chunk))
+            table = self.with_verdicts(rows.frame())
+            yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
         table = self.with_verdicts(summary.frame())
         self.worst_frames.append(table[table["statistic"] == "max"])
         if not self.per_permutation:
             order = ["layer", "head", "metric", "statistic"]
             yield table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+
+    @torch.inference_mode()
+    def measure_chunk(self, stack, x, reference, chunk, words, collector) -> None:
+        """Forward one chunk of permutations of x (n, d) and pass its metrics to the collector."""
+        device = stack.device
+        slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
+        matching = slots  # without repeated words, occurrence matching is the permutation itself
+        if len(set(words)) < len(words):
+            matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
+            matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
+        output = aligned_forward(stack, x[slots], self.attention_maps)  # hidden: (B, n, d) each
+        _record(self.spec, collector, reference, output, device, slots, matching)
 
     def worst(self) -> pd.DataFrame:
         """Per group, layer, head and metric the max over permutations (probes as they are), for `summarize`."""
