@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -197,24 +198,21 @@ def compare(baseline: dict[tuple[str, ...], Row], fresh: dict[tuple[str, ...], R
 
 @dataclass(frozen=True)
 class Fresh:
-    """A spec's results computed now, as the exact text `orderlab run` would write."""
+    """A spec's results computed now, as the exact files `orderlab run` writes."""
 
-    tables: dict  # name -> DataFrame
-    texts: dict[str, str]  # name -> CSV text
+    texts: dict[str, str]  # CSV file stem -> its text
     manifest: dict
 
 
 def run_fresh(loaded: LoadedSpec, progress: Callable[[int, int], None] | None = None) -> Fresh:
-    from orderlab.experiment import compute
-    from orderlab.results import write_csv
+    """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
+    from orderlab.experiment import write_experiment
 
-    computed = compute(loaded, "cpu", progress)
-    texts = {}
-    for name, frame in computed.tables.items():
-        buffer = io.StringIO()
-        write_csv(frame, buffer)  # type: ignore[arg-type]  # pandas writes to any text buffer
-        texts[name] = buffer.getvalue()
-    return Fresh(computed.tables, texts, computed.manifest)
+    with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
+        folder = Path(scratch) / loaded.spec.name
+        write_experiment(loaded, "cpu", folder, progress)
+        texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
+        return Fresh(texts, json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
 
 
 @dataclass
@@ -272,8 +270,6 @@ def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
 
 
 def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
-    from orderlab.results import write_results
-
     name, csv_path = loaded.spec.name, folder / METRICS_FILE
     fresh = run_fresh(loaded, progress)
     baseline, replaced = None, ""
@@ -291,8 +287,8 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
     )
     if unchanged:
         return SpecCheck(loaded.path, name, "unchanged", f"{name}: unchanged: {folder} kept as it was")
-    write_results(folder, fresh.tables, fresh.manifest)
-    rows = len(fresh.tables["metrics"])
+    write_fresh(folder, fresh)
+    rows = fresh.texts["metrics"].count("\n") - 1
     if baseline is None:
         return SpecCheck(loaded.path, name, "created", f"{name}: wrote {folder} ({rows:,} rows){replaced}")
     fresh_rows = parse_metrics(fresh.texts["metrics"], "<fresh run>")
@@ -304,6 +300,18 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
     if not comparison.drifted:
         summary += "; values identical, manifest or summary refreshed"
     return SpecCheck(loaded.path, name, "updated", summary, comparison)
+
+
+def write_fresh(folder: Path, fresh: Fresh) -> None:
+    """Replace `folder` with the fresh files, atomically."""
+    from orderlab.results import write_folder_atomically, write_manifest
+
+    def fill(staging: Path) -> None:
+        for name, text in fresh.texts.items():
+            (staging / f"{name}.csv").write_text(text, encoding="utf-8")
+        write_manifest(staging, fresh.manifest)
+
+    write_folder_atomically(folder, fill)
 
 
 def _read_or_none(path: Path) -> str | None:

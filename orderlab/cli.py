@@ -58,13 +58,17 @@ def run(
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
+    ] = None,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json."""
     from orderlab import report
     from orderlab.experiment import run_and_write
 
     console = report.Console()
-    outcome = run_and_write(spec, out, device.value, quiet=quiet, width=console.width)
+    outcome = run_and_write(spec, out, device.value, quiet=quiet, width=console.width, chunk_size=chunk_size)
     if plot:
         from orderlab.plots import plot_results
 

@@ -18,6 +18,7 @@ from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.registry import did_you_mean
 from orderlab.spec import METRICS, EncodingChoice, LoadedSpec, encoding_context, load_spec, longest_sentence
+from orderlab.sweep import describe, run_sweep, swept_fields
 
 # Spec metric families and the table rows each one produces.
 ROWS_OF_FAMILY = {
@@ -91,10 +92,16 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     return loaded.model_copy(update={"spec": spec.model_copy(update=update)})
 
 
-def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str]) -> pd.DataFrame:
-    """Tidy runner rows -> one row per (input, metric, layer, encoding): the largest value and its verdict."""
+def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str], swept: list[str]) -> pd.DataFrame:
+    """Tidy runner rows -> one row per (input, metric, layer, encoding): the largest value and its verdict.
+
+    In a sweep the input is followed by its combination, e.g. "dog bites man [n_layers=2 causal=true]".
+    """
     chosen = metrics[metrics["metric"].isin(rows)]
     subject = np.where(chosen["case"] == "probe", chosen["input"] + " vs " + chosen["permuted"], chosen["input"])
+    if swept:
+        combination = chosen[swept].apply(lambda row: describe(row.to_dict()), axis=1)
+        subject = subject + " [" + combination + "]"
     return (
         chosen.assign(spec=spec_name, input=subject)
         .sort_values("value", kind="mergesort", na_position="last")
@@ -118,8 +125,6 @@ def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str
 
 def compare(paths: list[Path], encodings: list[str], rows: list[str], device: str = "cpu", progress=None) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
-    from orderlab.runner import run_spec
-
     started = time.perf_counter()
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
     names = [loaded.spec.name for loaded in prepared]
@@ -127,8 +132,8 @@ def compare(paths: list[Path], encodings: list[str], rows: list[str], device: st
         raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
     cells = []
     for done, loaded in enumerate(prepared, start=1):
-        result = run_spec(loaded.spec, device)
-        cells.append(worst_cells(result.metrics, loaded.spec.name, rows))
+        result = run_sweep(loaded.spec, device)
+        cells.append(worst_cells(result.metrics, loaded.spec.name, rows, list(swept_fields(loaded.spec))))
         if progress:
             progress(done, len(prepared))
     found = pd.concat(cells, ignore_index=True)
@@ -145,9 +150,8 @@ def _first_repeat(names: list[str]) -> str:
 
 def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
     """compare.csv (the side-by-side table) and manifest.json into `destination`, written whole or not at all."""
-    import json
 
-    from orderlab.results import versions, write_csv, write_folder_atomically
+    from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
 
     manifest = {
         "encodings": comparison.encodings,
@@ -161,6 +165,6 @@ def write_comparison(comparison: Comparison, destination: Path, device: str) -> 
 
     def fill(folder: Path) -> None:
         write_csv(comparison.table, folder / "compare.csv")
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        write_manifest(folder, manifest)
 
     write_folder_atomically(destination, fill)

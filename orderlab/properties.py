@@ -190,14 +190,13 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
 
 def write_properties(frame: pd.DataFrame, destination: Path, settings: dict) -> None:
     """properties.csv and manifest.json (settings, versions) into `destination`, written whole or not at all."""
-    import json
 
-    from orderlab.results import versions, write_csv, write_folder_atomically
+    from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
 
     manifest = {**settings, "versions": versions(), "rows": len(frame)}
 
     def fill(folder: Path) -> None:
         write_csv(frame, folder / "properties.csv")
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        write_manifest(folder, manifest)
 
     write_folder_atomically(destination, fill)

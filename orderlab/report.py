@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 import pandas as pd
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -73,22 +83,42 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
+# A run must last this long before its progress bar appears (quick runs print no bar at all).
+PROGRESS_DELAY_SECONDS = 1.0
+
+
+class RateColumn(ProgressColumn):
+    """Sequences per second, from rich's running estimate."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
+
+
 @contextlib.contextmanager
 def progress_bar(description: str, quiet: bool) -> Iterator:
-    """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal; silent otherwise."""
+    """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal.
+
+    The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
+    extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
+    """
     console = stderr_console()
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
         disable=quiet or not console.is_terminal,
     )  # fmt: skip
-    with bar:
-        task = bar.add_task(description, total=None)
+    task = bar.add_task(description, total=None)
+    started = time.monotonic()
 
-        def advance(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        if not bar.live.is_started and time.monotonic() - started >= PROGRESS_DELAY_SECONDS:
+            bar.start()
 
+    try:
         yield advance
+    finally:
+        bar.stop()
 
 
 # --- orderlab compare, properties, encodings -------------------------------------------------------

@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -81,12 +81,46 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
     }
 
 
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """manifest.json with sorted keys, so that reruns differ only where the run did."""
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
 def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: dict) -> None:
     """Write each table as <name>.csv plus manifest.json into `destination`, atomically."""
 
     def fill(folder: Path) -> None:
         for name, frame in tables.items():
             write_csv(frame, folder / f"{name}.csv")
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        write_manifest(folder, manifest)
+
+    write_folder_atomically(destination, fill)
+
+
+def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
+    """Write frames one after another as one CSV, as `write_csv` would write their concatenation; return rows."""
+    rows = 0
+    with path.open("w", newline="") as file:
+        for index, frame in enumerate(frames):
+            frame.to_csv(file, index=False, header=index == 0, float_format=FLOAT_FORMAT, lineterminator="\n")
+            rows += len(frame)
+    return rows
+
+
+def write_streamed_results(
+    destination: Path, name: str, frames: Iterable[pd.DataFrame], finish: Callable[[int], tuple[dict, dict]]
+) -> None:
+    """Like write_results, with <name>.csv written frame by frame as `frames` yields them.
+
+    finish(rows) runs once the stream is spent and returns the other tables and the manifest. The
+    whole folder is still swapped into place atomically, so an interrupted sweep leaves no half CSV.
+    """
+
+    def fill(folder: Path) -> None:
+        rows = write_csv_chunks(frames, folder / f"{name}.csv")
+        tables, manifest = finish(rows)
+        for table_name, frame in tables.items():
+            write_csv(frame, folder / f"{table_name}.csv")
+        write_manifest(folder, manifest)
 
     write_folder_atomically(destination, fill)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,11 +17,9 @@ import torch
 
 from orderlab import metrics as M
 from orderlab import permutations as perms
-from orderlab.encodings import build_encoding
-from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence
+from orderlab.spec import ExplicitEmbeddings, Spec
 from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput, explicit_weights, seeded_weights
 from orderlab.text import occurrence_matching, repeated_pairs, sentence_vectors, tokenize
-from orderlab.verdicts import verdicts
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
 COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
@@ -51,35 +49,25 @@ def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
     return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
 
 
-def run_spec(spec: Spec, device: str = "cpu", progress: Progress | None = None) -> RunResult:
-    """Measure every input and probe under every encoding; return tidy rows."""
+def run_spec(
+    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Measure every input and probe under every encoding; return tidy rows, all in memory.
+
+    `spec` must be concrete (no swept model fields; sweep.run_sweep takes those). The work streams
+    through orderlab.streaming; a caller that writes files takes `Sweep.frames()` one chunk at a
+    time instead, keeping memory flat however many permutations there are.
+    """
+    from orderlab.streaming import Sweep  # streaming builds on this module's RowCollector and record_metrics
+
     started = time.perf_counter()
-    config = stack_config(spec)
-    weights = layer_weights(spec, config)
-    context = encoding_context(spec, longest_sentence(spec))
-    total, done = len(spec.encodings) * (len(spec.inputs) + len(spec.probes)), 0
-    frames = []
-    with torch.inference_mode():
-        for choice in spec.encodings:
-            encoding = build_encoding(choice.name, replace(context, device=device), choice.params)
-            stack = AttentionStack(config, encoding, weights, device)
-            for item in spec.inputs:
-                frames.append(measure_permutations(spec, stack, item.sentence, item.permutations, choice.label))
-                done += 1
-                if progress:
-                    progress(done, total)
-            for a, b in spec.probes:
-                frames.append(measure_probe(spec, stack, a, b, choice.label))
-                done += 1
-                if progress:
-                    progress(done, total)
-    table = pd.concat(frames, ignore_index=True)
-    table["verdict"] = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), config.dtype)
-    table = table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)
-    return RunResult(table[COLUMNS], device, time.perf_counter() - started)
+    sweep = Sweep(spec, device, chunk_size, progress)
+    table = pd.concat(list(sweep.frames()), ignore_index=True)
+    return RunResult(table, device, time.perf_counter() - started)
 
 
-def _vectors(spec: Spec, words: list[str]) -> torch.Tensor:
+def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
+    """(n, d) float64 vectors of a tokenized sentence: seeded per word, or the spec's explicit ones."""
     explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
     return torch.from_numpy(sentence_vectors(words, spec.model.d_model, spec.seed, explicit))
 
@@ -121,27 +109,18 @@ class RowCollector:
         return frame
 
 
-def measure_permutations(spec: Spec, stack: AttentionStack, sentence: str, rule, encoding: str) -> pd.DataFrame:
-    words = tokenize(sentence, spec.embeddings.lowercase)
-    chosen = perms.generate(rule, len(words), spec.seed)
-    reordered = [perms.apply(p, words) for p in chosen]
-    x = _vectors(spec, words)  # (n, d)
-    slots = torch.tensor(chosen, dtype=torch.long)  # (B, n)
-    matching = torch.tensor([occurrence_matching(words, r) for r in reordered], dtype=torch.long)  # (B, n)
-    output = stack(torch.cat([x[None], x[slots]]))  # batch row 0 is X itself
-    rows = RowCollector(
-        "permutation", sentence, encoding, [perms.label(p) for p in chosen], [" ".join(r) for r in reordered]
-    )
-    _record(spec, rows, output, stack.device, slots, matching)
-    return rows.frame()
+def record_metrics(
+    spec: Spec, rows: RowCollector, reference: StackOutput, output: StackOutput, device, slots, matching, words
+) -> None:
+    """Per-permutation metrics of one chunk: reference is f(X) (batch of 1), output f(PX) for the chunk.
 
-
-def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, matching) -> None:
+    rows: anything with RowCollector's add and add_where; words: the input sentence's tokens.
+    """
     wanted = set(spec.metrics)
     slots, matching = slots.to(device), matching.to(device)
-    repeats = _repeat_slots(spec, rows.fixed["input"], matching)  # (B, m, 2) or None
+    repeats = _repeat_slots(words, matching)  # (B, m, 2) or None
     for layer, hidden in enumerate(output.hidden):
-        h_x, h_px = hidden[0], hidden[1:]
+        h_x, h_px = reference.hidden[layer][0], hidden
         if "equivariance" in wanted:
             rows.add("equivariance", layer, M.equivariance_error(h_px, h_x, slots))
         if "invariance" in wanted:
@@ -157,14 +136,14 @@ def _record(spec: Spec, rows: RowCollector, output: StackOutput, device, slots, 
             rows.add("repeat_cosine", layer, M.repeated_word_distance(h_px, repeats, cosine=True))
     if "attention" in wanted:
         for layer, attention in enumerate(output.attention, start=1):
-            errors = M.attention_equivariance_error(attention[1:], attention[0], slots)  # (B, h)
+            errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], slots)  # (B, h)
             for head in range(errors.shape[1]):
                 rows.add("attention_equivariance", layer, errors[:, head], head)
 
 
-def _repeat_slots(spec: Spec, sentence: str, matching: torch.Tensor) -> torch.Tensor | None:
-    """Where each pair of same-word occurrences of `sentence` sits in every reordering: (B, m, 2), or None."""
-    pairs = repeated_pairs(tokenize(sentence, spec.embeddings.lowercase))
+def _repeat_slots(words: list[str], matching: torch.Tensor) -> torch.Tensor | None:
+    """Where each pair of same-word occurrences of `words` sits in every reordering: (B, m, 2), or None."""
+    pairs = repeated_pairs(words)
     if not pairs:
         return None
     where = matching.argsort(dim=1)  # (B, n): where[b, s] = slot that X's occurrence s moved to
@@ -174,7 +153,7 @@ def _repeat_slots(spec: Spec, sentence: str, matching: torch.Tensor) -> torch.Te
 def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: str) -> pd.DataFrame:
     """Pooled distance of two sentences per layer, plus token shift when b reorders a's words."""
     words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
-    out_a, out_b = stack(_vectors(spec, words_a)[None]), stack(_vectors(spec, words_b)[None])
+    out_a, out_b = stack(word_vectors(spec, words_a)[None]), stack(word_vectors(spec, words_b)[None])
     matching = occurrence_matching(words_a, words_b)
     rows = RowCollector("probe", a, encoding, [perms.label(matching) if matching else ""], [b])
     wanted = set(spec.metrics)

@@ -200,6 +200,14 @@ class Spec(StrictModel):
     metrics: list[Metric] = Field(
         default_factory=lambda: list(DEFAULT_METRICS), description="Which metrics to compute."
     )
+    rows: Literal["per_permutation", "summary"] = Field(
+        "per_permutation",
+        description=(
+            "metrics.csv holds one row per permutation x layer x head x metric (per_permutation), or per "
+            "layer x head x metric the max over permutations (with the permutation that attains it) and the "
+            "mean, reduced while the sweep streams (summary; needed past 8! = 40,320 permutations)."
+        ),
+    )
     decodability: DecodabilitySpec = Field(
         default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
     )
@@ -285,6 +293,13 @@ def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
             perms.check_rule(item.permutations, len(words))
         except ValueError as error:
             raise doc.error(("inputs", index, "permutations"), str(error)) from None
+        many = perms.count(item.permutations, len(words))
+        if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
+            raise doc.error(
+                ("inputs", index, "permutations"),
+                f"{many:,} permutations would write that many rows per layer and metric; expected "
+                f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
+            )
     for index, pair in enumerate(spec.probes):
         for side, sentence in enumerate(pair):
             if not tokenize(sentence, lowercase):

@@ -3,17 +3,18 @@
 `plan(spec)` expands it into concrete specs (every model field one value), each with the
 columns that name its combination. Only swept fields become columns, so a spec without lists
 writes exactly the columns it always did; with `n_layers: [1, 2]` and `causal: [false, true]`
-every row gains `n_layers` and `causal` columns, placed just before `encoding`.
+every row gains `n_layers` and `causal` columns, placed first: rows read "in this stack, this
+input, this encoding", and the file streams out one combination at a time.
 
-Planning is pure and torch-free (spec validation uses it); `run_sweep` imports the runner
-lazily and runs each combination with the ordinary `run_spec`.
+Planning is pure and torch-free (spec validation uses it); `SweepRun` imports the streaming
+runner lazily and runs each combination through it.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,40 +88,75 @@ def check_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, Located
             raise SpecError(detail, file=error.file, line=error.line, field=error.field) from None
 
 
-def key_columns(base: list[str], swept: list[str]) -> list[str]:
-    """Insert the swept fields just before `encoding`: which stack a row measures reads left to right."""
-    at = base.index("encoding")
-    return [*base[:at], *swept, *base[at:]]
+class SweepRun:
+    """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
+
+    Rows are grouped by combination (its columns come first and lead the sort), so each
+    combination streams through `streaming.Sweep` on its own and memory stays one chunk's worth.
+    Iterate `frames()` once; afterwards `digest()` holds the small part every summary needs.
+    """
+
+    def __init__(
+        self, spec: Spec, device: str = "cpu", chunk_size: int | None = None, progress: Progress | None = None
+    ):
+        from orderlab.streaming import Sweep
+
+        self.spec, self.device, self.progress = spec, device, progress
+        self.swept = list(swept_fields(spec))
+        self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
+        self.sweeps = [Sweep(c.spec, device, chunk_size) for c in self.configurations]
+        self.total = sum(sweep.total for sweep in self.sweeps)
+        self.digests: list[pd.DataFrame] = []
+
+    @property
+    def columns(self) -> list[str]:
+        from orderlab.runner import COLUMNS
+        from orderlab.streaming import SUMMARY_COLUMNS
+
+        return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        from orderlab import probing
+        from orderlab.runner import KEY_COLUMNS
+
+        done = 0
+        for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
+            sweep.progress = lambda part, _, before=done: self._advance(before + part)
+            if "decodability" in self.spec.metrics:
+                probe = probing.measure_decodability(configuration.spec, self.device)
+                probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
+                self.digests.append(probe)
+                yield probe.reindex(columns=self.columns)
+            for frame in sweep.frames():
+                yield self._tag(frame, configuration)[self.columns]
+            self.digests.append(self._tag(sweep.worst(), configuration))
+            done += sweep.total
+
+    def digest(self) -> pd.DataFrame:
+        """Per combination, group, layer, head and metric the max over permutations; probe rows as they are."""
+        import pandas as pd
+
+        return pd.concat(self.digests, ignore_index=True)
+
+    def _tag(self, frame: pd.DataFrame, configuration: Configuration) -> pd.DataFrame:
+        return frame.assign(**configuration.columns)
+
+    def _advance(self, done: int) -> None:
+        if self.progress:
+            self.progress(done, self.total)
 
 
-def run_sweep(spec: Spec, device: str = "cpu", progress: Progress | None = None) -> RunResult:
-    """Run every combination with `run_spec` (plus the position probe), tag rows with the combination, sort."""
+def run_sweep(
+    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Every combination's rows in memory: for tests, `compare` and other small runs."""
     import pandas as pd
 
-    from orderlab import probing
-    from orderlab.runner import COLUMNS, KEY_COLUMNS, RunResult, run_spec
+    from orderlab.runner import RunResult
 
     started = time.perf_counter()
-    configurations = plan(spec)
-    swept = list(swept_fields(spec))
-    frames = []
-    for index, configuration in enumerate(configurations):
-
-        def advance(done: int, total: int, index: int = index) -> None:
-            if progress:
-                progress(index * total + done, len(configurations) * total)
-
-        tables = [run_spec(configuration.spec, device, advance).metrics]
-        if "decodability" in spec.metrics:
-            tables.append(probing.measure_decodability(configuration.spec, device))
-        frame = pd.concat(tables, ignore_index=True)
-        for name, value in configuration.columns.items():
-            frame[name] = value
-        frames.append(frame)
-    keys = key_columns(KEY_COLUMNS, swept)
-    table = pd.concat(frames, ignore_index=True)
-    table = table.sort_values(keys, kind="mergesort", na_position="first", ignore_index=True)
-    return RunResult(table[key_columns(COLUMNS, swept)], device, time.perf_counter() - started)
+    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)
+    return RunResult(table, device, time.perf_counter() - started)
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:

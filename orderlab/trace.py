@@ -22,11 +22,11 @@ from orderlab import permutations as perms
 from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.results import write_csv
-from orderlab.runner import layer_weights, stack_config
-from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, load_spec, longest_sentence
+from orderlab.runner import layer_weights, stack_config, word_vectors
+from orderlab.spec import Spec, encoding_context, load_spec, longest_sentence
 from orderlab.stack import AttentionStack
 from orderlab.sweep import plan, swept_fields
-from orderlab.text import sentence_vectors, tokenize
+from orderlab.text import tokenize
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,6 @@ class LayerTrace:
     heads: torch.Tensor  # (h, n, dh) weights @ v
     attended: torch.Tensor  # (n, d) heads concatenated @ W_O
     output: torch.Tensor  # (n, d) the layer's output (after residual, norm, FFN as configured)
-
-
-def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
-    """(n, d) float64 vectors of a tokenized sentence, as the runner makes them."""
-    explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
-    return torch.from_numpy(sentence_vectors(words, spec.model.d_model, spec.seed, explicit))
 
 
 def build_stack(spec: Spec, encoding_index: int, device: str = "cpu") -> AttentionStack:

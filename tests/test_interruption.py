@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from orderlab import results, runner
+from orderlab import results, streaming
 from orderlab.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,12 +94,18 @@ def run_small() -> object:
 def test_exception_while_computing_leaves_previous_results_byte_identical(project: Path, monkeypatch):
     before = previous_results(project / "results", "small")
 
-    def fail(*args, **kwargs):
-        raise RuntimeError("boom in the middle of the run")
+    record = streaming.record_metrics
+    calls = []
 
-    monkeypatch.setattr(runner, "measure_permutations", fail)
+    def fail_on_the_second_chunk(*args, **kwargs):  # the first chunk's rows are in the staging CSV by then
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("boom in the middle of the run")
+        record(*args, **kwargs)
+
+    monkeypatch.setattr(streaming, "record_metrics", fail_on_the_second_chunk)
     result = run_small()
-    assert isinstance(result.exception, RuntimeError)
+    assert isinstance(result.exception, RuntimeError) and len(calls) == 2
     assert snapshot(project / "results") == before
 
 

@@ -63,8 +63,8 @@ BAD_SPECS = {
         "Did you mean: reverse?",
     ),
     "'all' past the limit": (
-        GOOD.replace("dog bites man", "a b c d e f g h i"),
-        ":9: inputs[0].permutations: 'all' would be 9!",
+        GOOD.replace("dog bites man", "a b c d e f g h i j"),
+        ":9: inputs[0].permutations: 'all' would be 10!",
         "{random: K}",
     ),
     "too many random permutations": (

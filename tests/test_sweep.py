@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.runner import COLUMNS
+from orderlab.runner import COLUMNS, KEY_COLUMNS
 from orderlab.spec import load_spec
 from orderlab.sweep import plan, run_sweep
 
@@ -38,10 +38,11 @@ def test_plan_is_the_product_of_the_lists_in_declaration_order(tmp_path):
     }
 
 
-def test_sweep_rows_carry_the_swept_columns_before_encoding(tmp_path):
+def test_sweep_rows_lead_with_the_swept_columns_and_are_sorted_by_them(tmp_path):
     table = run_sweep(load_spec(write(tmp_path, SWEEP)).spec).metrics
-    at = COLUMNS.index("encoding")
-    assert list(table.columns) == [*COLUMNS[:at], "n_layers", "residual", "causal", *COLUMNS[at:]]
+    assert list(table.columns) == ["n_layers", "residual", "causal", *COLUMNS]
+    keys = ["n_layers", "residual", "causal", *KEY_COLUMNS]
+    assert table.equals(table.sort_values(keys, kind="mergesort", na_position="first", ignore_index=True))
     # one reversal per configuration, one equivariance row per layer 0..n_layers
     assert len(table) == 2 * 2 * sum(n + 1 for n in (1, 2, 3))
     assert table.groupby(["n_layers", "residual", "causal"]).size().to_dict()[(3, True, False)] == 4

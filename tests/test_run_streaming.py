@@ -1,0 +1,67 @@
+"""`orderlab run` end to end: streamed CSVs equal the committed baselines; --quiet prints no progress."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+from typer.testing import CliRunner
+
+from orderlab import report
+from orderlab.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRESS_MARKS = ("━", "seq/s", "eta", "\x1b[")
+
+
+@pytest.mark.parametrize("name", ["dog_bites_man", "cat_chased_dog"])
+def test_streamed_run_reproduces_committed_baseline(name, tmp_path):
+    result = CliRunner().invoke(app, ["run", str(ROOT / f"experiments/{name}.yaml"), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    for table in ("metrics.csv", "summary.csv"):
+        assert (tmp_path / name / table).read_text() == (ROOT / "results" / name / table).read_text()
+
+
+def run_with_terminal(tmp_path, monkeypatch, *options) -> tuple[str, str]:
+    """Run with stderr looking like a terminal and the bar due at once; return (CLI output, bar output)."""
+    terminal = io.StringIO()
+    monkeypatch.setattr(report, "stderr_console", lambda: Console(file=terminal, force_terminal=True, width=100))
+    monkeypatch.setattr(report, "PROGRESS_DELAY_SECONDS", 0.0)
+    spec = ROOT / "experiments/dog_bites_man.yaml"
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--chunk-size", "2", *options])
+    assert result.exit_code == 0, result.output
+    return result.output, terminal.getvalue()
+
+
+def test_progress_bar_draws_on_a_terminal(tmp_path, monkeypatch):
+    _, bar = run_with_terminal(tmp_path, monkeypatch)
+    assert "━" in bar and "running dog_bites_man" in bar
+
+
+def test_quiet_output_has_no_progress_characters(tmp_path, monkeypatch):
+    output, bar = run_with_terminal(tmp_path, monkeypatch, "--quiet")
+    assert bar == ""
+    assert not any(mark in output for mark in PROGRESS_MARKS)
+    assert not any(mark in (tmp_path / "dog_bites_man/metrics.csv").read_text() for mark in PROGRESS_MARKS)
+
+
+def test_chunk_size_must_be_positive(tmp_path):
+    result = CliRunner().invoke(app, ["run", str(ROOT / "experiments/dog_bites_man.yaml"), "--chunk-size", "0"])
+    assert result.exit_code == 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none in this session)")
+def test_cuda_run_matches_cpu_run(tmp_path):
+    from orderlab.runner import run_spec
+    from orderlab.spec import load_spec
+
+    spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
+    cpu, cuda = run_spec(spec, "cpu").metrics, run_spec(spec, "cuda").metrics
+    assert cuda[["case", "permutation", "layer", "metric"]].equals(cpu[["case", "permutation", "layer", "metric"]])
+    assert ((cuda["value"] - cpu["value"]).abs() <= 1e-9 + 1e-6 * cpu["value"].abs()).all()
+    result = CliRunner().invoke(app, ["run", str(ROOT / "experiments/dog_bites_man.yaml"), "--out", str(tmp_path),
+                                      "--device", "cuda", "-q"])  # fmt: skip
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,125 @@
+"""The streaming sweep: results do not depend on the chunk size; summary rows reduce the per-permutation rows."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pandas as pd
+import pytest
+import torch
+
+from orderlab.runner import run_spec
+from orderlab.spec import Spec
+
+DEFAULT_THREADS = torch.get_num_threads()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny matmuls on a loaded 2-core machine are 40x slower with 2 OpenMP threads; the exact
+    equalities hold either way (test_chunking_holds_with_all_threads runs with the default)."""
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(DEFAULT_THREADS)
+
+
+def sweep_spec(**changes) -> Spec:
+    """5 words with a repeated one (occurrence matching matters), 120 permutations, 3 encodings."""
+    fields = {
+        "model": {"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": "float64"},
+        "inputs": [{"sentence": "the cat saw the dog", "permutations": "all"}],
+        "probes": [["the cat saw the dog", "the dog saw the cat"]],
+    }
+    return Spec.model_validate(fields | changes)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("metrics", [["equivariance", "invariance", "attention", "token_shift"], ["equivariance"]])
+@pytest.mark.parametrize("rows", ["per_permutation", "summary"])
+def test_chunked_results_equal_unchunked_exactly(dtype, metrics, rows):
+    spec = sweep_spec(model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype}, metrics=metrics, rows=rows)
+    whole = run_spec(spec, chunk_size=10_000).metrics  # every permutation in one forward pass
+    for chunk_size in (7, 32, 119):
+        chunked = run_spec(spec, chunk_size=chunk_size).metrics
+        pd.testing.assert_frame_equal(chunked, whole, check_exact=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_chunking_holds_with_all_threads(dtype):
+    torch.set_num_threads(DEFAULT_THREADS)
+    spec = sweep_spec(encodings=["rope"], model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype})
+    pd.testing.assert_frame_equal(
+        run_spec(spec, chunk_size=9).metrics, run_spec(spec, chunk_size=120).metrics, check_exact=True
+    )
+
+
+def test_default_rows_are_one_per_permutation_layer_head_and_metric():
+    table = run_spec(sweep_spec(metrics=["equivariance", "attention"])).metrics
+    permutations = table[table["case"] == "permutation"]
+    per_encoding = 120 * (3 + 2 * 2)  # equivariance at layers 0..2, attention at layers 1..2 x 2 heads
+    assert len(permutations) == 3 * per_encoding
+    assert permutations["permutation"].nunique() == 120
+
+
+def test_summary_rows_are_the_max_and_exact_mean_over_permutations():
+    per_permutation = run_spec(sweep_spec(encodings=["rope"])).metrics
+    summary = run_spec(sweep_spec(encodings=["rope"], rows="summary")).metrics
+    groups = per_permutation[per_permutation["case"] == "permutation"].groupby(
+        ["layer", "head", "metric"], dropna=False, sort=False
+    )
+    summary = summary[summary["case"] == "permutation"].set_index(["layer", "head", "metric", "statistic"])
+    for (layer, head, metric), group in groups:
+        top = summary.loc[(layer, head, metric, "max")]
+        assert top["value"] == group["value"].max()
+        assert top["permutation"] == group.loc[group["value"].idxmax(), "permutation"]  # first one, in CSV order
+        exact = float(sum(map(Fraction, group["value"])) / len(group))
+        assert summary.loc[(layer, head, metric, "mean"), "value"] == exact
+
+
+def test_summary_csv_is_the_same_whichever_rows_are_kept(tmp_path):
+    from orderlab.streaming import Sweep
+
+    worst = []
+    for rows in ("per_permutation", "summary"):
+        sweep = Sweep(sweep_spec(rows=rows))
+        for _ in sweep.frames():
+            pass
+        worst.append(sweep.worst().reset_index(drop=True))
+    pd.testing.assert_frame_equal(worst[0][worst[1].columns.drop("statistic")], worst[1].drop(columns="statistic"))
+
+
+def test_progress_reports_every_chunk_up_to_the_total():
+    calls = []
+    run_spec(sweep_spec(encodings=["none"]), progress=lambda done, total: calls.append((done, total)), chunk_size=50)
+    assert calls == [(50, 121), (100, 121), (120, 121), (121, 121)]  # 120 permutations in 3 chunks, then the probe
+
+
+def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
+    from orderlab.errors import SpecError
+    from orderlab.spec import load_spec
+
+    path = tmp_path / "nine.yaml"
+    path.write_text("inputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")
+    with pytest.raises(SpecError, match=r"362,880 permutations .* expected rows: summary"):
+        load_spec(path)
+    path.write_text("rows: summary\ninputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")
+    assert load_spec(path).spec.rows == "summary"
+    path.write_text("rows: summary\ninputs:\n  - sentence: a b c d e f g h i j\n    permutations: all\n")
+    with pytest.raises(SpecError, match=r"past the limit of 9!"):
+        load_spec(path)
+
+
+def test_chunk_size_is_chosen_from_width_length_and_dtype():
+    from orderlab.stack import StackConfig
+    from orderlab.streaming import auto_chunk_size
+
+    cpu = torch.device("cpu")
+    bench = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float32")
+    assert 500 <= auto_chunk_size(bench, 8, False, cpu) <= 4096
+    wider = StackConfig(d_model=512, n_heads=4, n_layers=4, dtype="float32")
+    assert auto_chunk_size(wider, 8, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
+    assert auto_chunk_size(bench, 16, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
+    doubled = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float64")
+    assert auto_chunk_size(doubled, 8, False, cpu) == pytest.approx(auto_chunk_size(bench, 8, False, cpu) / 2, abs=1)
+    assert math.isfinite(auto_chunk_size(bench, 9, True, cpu))
