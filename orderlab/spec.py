@@ -14,9 +14,11 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from orderlab import permutations as perms
+from orderlab.backends.checks import check_backend, uses_backend
+from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
 from orderlab.registry import did_you_mean
@@ -44,6 +46,7 @@ class ExplicitWeights(StrictModel):
 class ModelSpec(StrictModel):
     """The attention stack: every knob that changes what it can know about order."""
 
+    kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")
     d_model: int = Field(64, ge=1, description="Width of token vectors and hidden states.")
     n_heads: int = Field(4, ge=1, description="Attention heads per layer; must divide d_model.")
     n_layers: int = Field(2, ge=1, description="Number of attention layers (blocks).")
@@ -134,24 +137,61 @@ class EncodingChoice(StrictModel):
         return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
 
 
+MODEL_KINDS = ("stack", "pretrained", "hf")
+
+
+def _model_kind(value: Any) -> str:
+    return value.get("kind", "stack") if isinstance(value, dict) else getattr(value, "kind", "stack")
+
+
+def _inputs_kind(value: Any) -> str:
+    return "corpus" if isinstance(value, dict | CorpusInputs) else "sentences"
+
+
+# `kind` may be left out: a model without one is the attention stack, as before pretrained backends.
+ModelChoice = Annotated[
+    Annotated[ModelSpec, Tag("stack")]
+    | Annotated[PretrainedModelSpec, Tag("pretrained")]
+    | Annotated[HFModelSpec, Tag("hf")],
+    Discriminator(_model_kind),
+]
+# A list of sentences, or {file: corpus.txt, shuffles: K} for corpus mode.
+Inputs = Annotated[
+    Annotated[list[InputSpec], Tag("sentences")] | Annotated[CorpusInputs, Tag("corpus")], Discriminator(_inputs_kind)
+]
+
+
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
     name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
     description: str = Field("", description="What the experiment asks, in a sentence.")
     seed: int = Field(0, ge=0, description="Seed of word vectors, weights, encodings and random permutations.")
-    model: ModelSpec = Field(default_factory=ModelSpec, description="The attention stack.")
+    model: ModelChoice = Field(
+        default_factory=ModelSpec, description="The attention stack, or a pretrained model (kind: pretrained | hf)."
+    )
     embeddings: Embeddings = Field(default_factory=RandomEmbeddings, description="How words become vectors.")
     encodings: list[EncodingChoice] = Field(
         default_factory=lambda: [EncodingChoice(name=n) for n in ("none", "sinusoidal", "rope")],
         min_length=1,
         description="Positional encodings to compare; each as a name or {name: ..., <param>: ...}.",
     )
-    inputs: list[InputSpec] = Field(default_factory=list, description="Sentences and their permutations.")
+    inputs: Inputs = Field(
+        default_factory=list,
+        description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only).",
+    )
     probes: list[tuple[str, str]] = Field(
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
     metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), description="Which metrics to compute.")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_kind_known(cls, value: Any) -> Any:
+        kind = _model_kind(value)
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"unknown model kind {kind!r}. {did_you_mean(str(kind), list(MODEL_KINDS))}")
+        return value
 
     @field_validator("encodings", mode="before")
     @classmethod
@@ -207,6 +247,9 @@ def longest_sentence(spec: Spec) -> int:
 
 
 def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
+    if uses_backend(spec):
+        check_backend(spec, doc)
+        return
     m = spec.model
     if not spec.inputs and not spec.probes:
         raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
