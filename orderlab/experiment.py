@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from orderlab import report
+from orderlab.backends.checks import uses_backend
 from orderlab.errors import OrderlabError
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import run_spec, summarize
@@ -34,6 +35,10 @@ def check_device(device: str) -> None:
 def run_and_write(spec_path: Path, out_root: Path, device: str, quiet: bool = False) -> Outcome:
     loaded = load_spec(spec_path)
     spec = loaded.spec
+    if uses_backend(spec):  # a pretrained model (optional extra): its own loop and outputs
+        from orderlab.backends.experiment import run_backend_and_write
+
+        return run_backend_and_write(loaded, out_root, device, quiet)
     check_device(device)
     with report.progress_bar(f"running {spec.name}", quiet) as advance:
         result = run_spec(spec, device, progress=advance)
