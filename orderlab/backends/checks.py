@@ -45,7 +45,8 @@ def check_backend(spec: Spec, doc: LocatedDocument) -> None:
                 f"{field} apply to the synthetic attention stack; a pretrained model uses its own tokenizer and "
                 "positions (expected model.position_embeddings for ablations)",
             )
-    if "attention" in spec.metrics and isinstance(spec.inputs, CorpusInputs):
+    corpus_mode = isinstance(spec.inputs, CorpusInputs)
+    if corpus_mode and "metrics" in spec.model_fields_set and "attention" in spec.metrics:
         raise doc.error(("metrics",), "corpus mode measures pooled sentences; expected no 'attention' metric")
     try:
         if isinstance(spec.model, PretrainedModelSpec):
