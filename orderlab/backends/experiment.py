@@ -45,7 +45,7 @@ def run_backend_and_write(loaded: LoadedSpec, out_root: Path, device: str, quiet
         dtype=spec.model.dtype, device=device, wall_seconds=time.perf_counter() - started,
         rows=len(tables["metrics"]),
     )  # fmt: skip
-    manifest["model"] = {"kind": spec.model.kind, "folder": folder.name, "ablations": spec.model.position_embeddings}
+    manifest["model"] = spec.model.model_dump()
     manifest["versions"]["transformers"] = import_transformers().__version__
     if isinstance(spec.inputs, CorpusInputs):
         corpus_file = loaded.path.parent / spec.inputs.file
