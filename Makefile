@@ -15,6 +15,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf]"  # pretrained backends; the pin keeps pip off other torches
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment
@@ -40,3 +41,8 @@ bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop -> 
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+.PHONY: bench-pretrained
+bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
+	$(BIN)/python benchmarks/bench_pretrained.py

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orderlab import report
+from orderlab.backends.checks import uses_backend
 from orderlab.errors import OrderlabError
 from orderlab.results import build_manifest, write_streamed_results
 from orderlab.spec import LoadedSpec, load_spec
@@ -53,6 +54,10 @@ def write_experiment(
     from orderlab.trace import attention_maps
 
     spec = loaded.spec
+    if uses_backend(spec):  # a pretrained model (optional extra): its own loop and outputs
+        from orderlab.backends.experiment import write_backend_experiment
+
+        return write_backend_experiment(loaded, device, folder, progress, width)
     check_device(device)
     tune_allocator()
     started = time.perf_counter()

@@ -351,3 +351,28 @@ def plain_text(renderable, width: int = 160) -> str:
     console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(renderable)
     return console.file.getvalue()
+
+
+def corpus_table(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float) -> Table:
+    """Rows: sentence-length groups; columns: position ablations; cells: mean / median similarity, share above."""
+    table = Table(
+        title=title,
+        caption=f"cosine similarity of a sentence's mean-pooled vector with its word shuffles: mean / median, "
+        f"and the share of shuffles above {threshold:g}; sentences.csv has every sentence",
+        title_justify="left",
+    )
+    table.add_column("words", no_wrap=True)
+    table.add_column("n", justify="right")  # sentences
+    for name in encodings:
+        table.add_column(name, justify="right", no_wrap=True)
+    for length, rows in summary.groupby("length", sort=False):
+        if length == "all":
+            table.add_section()
+        cells = []
+        for name in encodings:
+            row = rows[rows["encoding"] == name].iloc[0]
+            cells.append(
+                f"{row['mean_similarity']:.3f} / {row['median_similarity']:.3f}\n{row['share_above']:.0%} above"
+            )
+        table.add_row(str(length), str(rows["sentences"].iloc[0]), *cells)
+    return table

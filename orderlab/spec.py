@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
 
 from orderlab import permutations as perms
+from orderlab.backends.checks import check_backend, uses_backend
+from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
 from orderlab.registry import did_you_mean
@@ -65,6 +67,7 @@ class ModelSpec(StrictModel):
     (see orderlab/sweep.py), and each output row names its combination.
     """
 
+    kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")
     d_model: Sweepable(PositiveInt) = Field(64, description="Width of token vectors and hidden states.")
     n_heads: Sweepable(PositiveInt) = Field(4, description="Attention heads per layer; must divide d_model.")
     n_layers: Sweepable(PositiveInt) = Field(2, description="Number of attention layers (blocks).")
@@ -180,20 +183,49 @@ class CheckTolerances(StrictModel):
     )
 
 
+MODEL_KINDS = ("stack", "pretrained", "hf")
+
+
+def _model_kind(value: Any) -> str:
+    return value.get("kind", "stack") if isinstance(value, dict) else getattr(value, "kind", "stack")
+
+
+def _inputs_kind(value: Any) -> str:
+    return "corpus" if isinstance(value, dict | CorpusInputs) else "sentences"
+
+
+# `kind` may be left out: a model without one is the attention stack, as before pretrained backends.
+ModelChoice = Annotated[
+    Annotated[ModelSpec, Tag("stack")]
+    | Annotated[PretrainedModelSpec, Tag("pretrained")]
+    | Annotated[HFModelSpec, Tag("hf")],
+    Discriminator(_model_kind),
+]
+# A list of sentences, or {file: corpus.txt, shuffles: K} for corpus mode.
+Inputs = Annotated[
+    Annotated[list[InputSpec], Tag("sentences")] | Annotated[CorpusInputs, Tag("corpus")], Discriminator(_inputs_kind)
+]
+
+
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
     name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
     description: str = Field("", description="What the experiment asks, in a sentence.")
     seed: int = Field(0, ge=0, description="Seed of word vectors, weights, encodings and random permutations.")
-    model: ModelSpec = Field(default_factory=ModelSpec, description="The attention stack.")
+    model: ModelChoice = Field(
+        default_factory=ModelSpec, description="The attention stack, or a pretrained model (kind: pretrained | hf)."
+    )
     embeddings: Embeddings = Field(default_factory=RandomEmbeddings, description="How words become vectors.")
     encodings: list[EncodingChoice] = Field(
         default_factory=lambda: [EncodingChoice(name=n) for n in ("none", "sinusoidal", "rope")],
         min_length=1,
         description="Positional encodings to compare; each as a name or {name: ..., <param>: ...}.",
     )
-    inputs: list[InputSpec] = Field(default_factory=list, description="Sentences and their permutations.")
+    inputs: Inputs = Field(
+        default_factory=list,
+        description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only).",
+    )
     probes: list[tuple[str, str]] = Field(
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
@@ -215,6 +247,14 @@ class Spec(StrictModel):
         default_factory=CheckTolerances,
         description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
     )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_kind_known(cls, value: Any) -> Any:
+        kind = _model_kind(value)
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"unknown model kind {kind!r}. {did_you_mean(str(kind), list(MODEL_KINDS))}")
+        return value
 
     @field_validator("encodings", mode="before")
     @classmethod
@@ -272,6 +312,9 @@ def longest_sentence(spec: Spec) -> int:
 
 
 def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
+    if uses_backend(spec):
+        check_backend(spec, doc)
+        return
     m = spec.model
     if not spec.inputs and not spec.probes:
         raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
@@ -377,11 +420,23 @@ def _known_fields(path: FieldPath, data: Any) -> set[str]:
         model = _pick_model(annotation, data)
         if model is not None and isinstance(part, str):
             annotation = model.model_fields[part].annotation
+        elif isinstance(part, int):
+            annotation = _item_type(annotation)
         else:
             args = [a for a in typing.get_args(_strip(annotation)) if a is not type(None)]
             annotation = args[0] if args else Any
     model = _pick_model(annotation, data)
     return set(model.model_fields) if model else set()
+
+
+def _item_type(annotation: Any) -> Any:
+    """The item type of a list annotation, looking through Annotated and unions (as in `Inputs`)."""
+    annotation = _strip(annotation)
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    for member in map(_strip, typing.get_args(annotation) if union else (annotation,)):
+        if typing.get_origin(member) is list:
+            return typing.get_args(member)[0]
+    return Any
 
 
 def _strip(annotation: Any) -> Any:

@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 
 from orderlab import permutations as perms
+from orderlab.batching import aligned_batch
 from orderlab.encodings import build_encoding
 from orderlab.exactsum import ExactSum
 from orderlab.runner import (
@@ -43,11 +44,6 @@ from orderlab.verdicts import verdicts
 SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
-# Rows of every matmul are padded to a multiple of this: CPU GEMM kernels work on row tiles, and a
-# last, partial tile takes another code path whose results can differ in the last bit (measured:
-# float64 rows differ unless the row count is a multiple of 4). In full tiles a sequence's numbers
-# are the same whatever else is in its chunk.
-ROW_ALIGNMENT = 16
 
 # One chunk's working set on the CPU: about 1,000 sequences of the 4-layer, d_model 128 benchmark
 # stack in float32. Throughput was flat from there up to 4x more, while peak memory doubled.
@@ -102,12 +98,9 @@ def _available_memory() -> int:
 
 
 def aligned_forward(stack: AttentionStack, x: torch.Tensor, attention_maps: bool) -> StackOutput:
-    """stack(x) for x (B, n, d), computed with the batch padded so B * n is a multiple of ROW_ALIGNMENT."""
-    B, n = x.shape[:2]
-    pad = -B % (ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT))
-    if not pad:
-        return stack(x, attention_maps)
-    output = stack(torch.cat([x, x[:1].expand(pad, -1, -1)]), attention_maps)  # (B + pad, n, d)
+    """stack(x) for x (B, n, d), computed on aligned_batch(x) and cut back to B sequences."""
+    B = x.shape[0]
+    output = stack(aligned_batch(x), attention_maps)
     return StackOutput([h[:B] for h in output.hidden], [a[:B] for a in output.attention])
 
 

@@ -49,7 +49,9 @@ def describe(columns: dict[str, Any]) -> str:
 
 
 def swept_fields(spec: Spec) -> dict[str, list]:
-    """The model fields given as lists, in the order ModelSpec declares them."""
+    """The model fields given as lists, in the order ModelSpec declares them (none for pretrained models)."""
+    if not isinstance(spec.model, ModelSpec):
+        return {}
     return {name: getattr(spec.model, name) for name in SWEEPABLE if isinstance(getattr(spec.model, name), list)}
 
 

@@ -1,4 +1,4 @@
-"""Shared test helpers: paths, a CLI runner, and a small-stack factory."""
+"""Shared fixtures: a CLI runner and a spec writer."""
 
 from __future__ import annotations
 
@@ -6,10 +6,6 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
-
-ROOT = Path(__file__).resolve().parent.parent
-EXPERIMENTS = ROOT / "experiments"
-RESULTS = ROOT / "results"
 
 
 @pytest.fixture

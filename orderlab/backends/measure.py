@@ -1,0 +1,101 @@
+"""Single sentences through a pretrained model: tidy rows in the runner's columns, one per ablation.
+
+The `encoding` column holds the position ablation (trained, zero, shuffled, sinusoidal). Metrics:
+  equivariance, token_shift: per word (sub-token states pooled per word), from orderlab.metrics
+  invariance_mean, invariance_cls: relative change of the mean-pooled / [CLS] sentence vector
+  cosine_mean, cosine_cls: 1 - cos between the sentence's and the permutation's pooled vectors
+  attention_equivariance: per head, on sub-token slots (whole words moved)
+  pair_cosine, pair_cosine_cls, pair_l2: for probes, as in the runner
+Permutations go through the model in chunks, each compared with one reference pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from orderlab import metrics as M
+from orderlab import permutations as perms
+from orderlab.backends.grouping import WordTokens
+from orderlab.backends.pooling import cls, word_states
+from orderlab.backends.pretrained import Forward, PretrainedBackend
+from orderlab.runner import RowCollector
+from orderlab.spec import Spec
+from orderlab.text import occurrence_matching, tokenize
+
+CHUNK = 256  # permutations per forward pass
+
+
+def _ids(tokens: list[WordTokens]) -> torch.Tensor:
+    return torch.tensor([t.ids for t in tokens], dtype=torch.long)  # (B, T), all of one length
+
+
+def _pooling(tokens: list[WordTokens]) -> torch.Tensor:
+    return torch.from_numpy(np.stack([t.pooling() for t in tokens]))  # (B, n_words, T)
+
+
+def measure_sentence(spec: Spec, backend: PretrainedBackend, sentence: str, rule, label: str) -> list[pd.DataFrame]:
+    """Rows for one sentence and its word permutations under the backend's current position table."""
+    wanted = set(spec.metrics)
+    words = tokenize(sentence)
+    original = backend.word_tokens(words)
+    reference = backend.forward(_ids([original]), attention="attention" in wanted)
+    ref_words = [word_states(h, _pooling([original]))[0] for h in reference.hidden]  # L+1 x (n, d)
+    frames = []
+    chosen = perms.generate(rule, len(words), spec.seed)
+    for start in range(0, len(chosen), CHUNK):
+        chunk = chosen[start : start + CHUNK]
+        moved = [original.permuted(p) for p in chunk]
+        output = backend.forward(_ids(moved), attention="attention" in wanted)
+        reordered = [perms.apply(p, words) for p in chunk]
+        rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk],
+                            [" ".join(r) for r in reordered])  # fmt: skip
+        slots = torch.tensor(chunk, dtype=torch.long, device=backend.device)  # (B, n)
+        matching = torch.tensor([occurrence_matching(words, r) for r in reordered], device=backend.device)  # (B, n)
+        _record(wanted, rows, reference, output, ref_words, _pooling(moved), slots, matching, original, chunk)
+        frames.append(rows.frame())
+    return frames
+
+
+def _record(wanted, rows, reference: Forward, output: Forward, ref_words, pooling, slots, matching, original, chunk):
+    for layer, (h_x, h_px) in enumerate(zip(reference.hidden, output.hidden, strict=True)):
+        h_x = h_x[0]  # (T, d)
+        if "equivariance" in wanted or "token_shift" in wanted:
+            w_px = word_states(h_px, pooling)  # (B, n, d)
+            if "equivariance" in wanted:
+                rows.add("equivariance", layer, M.equivariance_error(w_px, ref_words[layer], slots))
+            if "token_shift" in wanted:
+                rows.add("token_shift", layer, M.token_shift(w_px, ref_words[layer], matching))
+        if "invariance" in wanted:
+            rows.add("invariance_mean", layer, M.invariance_error(h_px, h_x, "mean"))
+            rows.add("invariance_cls", layer, M.invariance_error(h_px, h_x, "first"))
+            rows.add("cosine_mean", layer, M.cosine_distance(M.pool(h_px, "mean"), M.pool(h_x, "mean")[None]))
+            rows.add("cosine_cls", layer, M.cosine_distance(cls(h_px), h_x[0][None]))
+    if "attention" in wanted:
+        token_slots = torch.tensor([original.token_permutation(p) for p in chunk], device=slots.device)  # (B, T)
+        for layer, (a_x, a_px) in enumerate(zip(reference.attention, output.attention, strict=True), start=1):
+            errors = M.attention_equivariance_error(a_px, a_x[0], token_slots)  # (B, h)
+            for head in range(errors.shape[1]):
+                rows.add("attention_equivariance", layer, errors[:, head], head)
+
+
+def measure_pair(spec: Spec, backend: PretrainedBackend, a: str, b: str, label: str) -> pd.DataFrame:
+    """Pooled distances of two sentences per layer, plus per-word token shift when b reorders a's words."""
+    wanted = set(spec.metrics)
+    words_a, words_b = tokenize(a), tokenize(b)
+    tokens_a, tokens_b = backend.word_tokens(words_a), backend.word_tokens(words_b)
+    out_a, out_b = backend.forward(_ids([tokens_a])), backend.forward(_ids([tokens_b]))
+    matching = occurrence_matching(words_a, words_b)
+    rows = RowCollector("probe", a, label, [perms.label(matching) if matching else ""], [b])
+    for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
+        if "pair_distance" in wanted:
+            mean_a, mean_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
+            rows.add("pair_cosine", layer, M.cosine_distance(mean_a, mean_b))
+            rows.add("pair_cosine_cls", layer, M.cosine_distance(cls(h_a), cls(h_b)))
+            rows.add("pair_l2", layer, M.relative_l2(mean_a, mean_b))
+        if "token_shift" in wanted and matching is not None:
+            w_a, w_b = word_states(h_a, _pooling([tokens_a])), word_states(h_b, _pooling([tokens_b]))
+            index = torch.tensor([matching], device=h_a.device)
+            rows.add("token_shift", layer, M.token_shift(w_b, w_a[0], index))
+    return rows.frame()

@@ -1,0 +1,72 @@
+"""Spec rules of pretrained models and corpus inputs; stack specs without `kind` keep working."""
+
+from __future__ import annotations
+
+import pytest
+
+from orderlab.backends.specs import HFModelSpec, PretrainedModelSpec
+from orderlab.errors import SpecError
+from orderlab.spec import ModelSpec, load_spec
+
+STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"
+
+
+def test_a_model_without_kind_is_the_attention_stack(write_spec):
+    spec = load_spec(write_spec(STACK)).spec
+    assert isinstance(spec.model, ModelSpec) and spec.model.kind == "stack" and spec.model.d_model == 8
+
+
+def test_pretrained_and_hf_kinds_select_their_models(write_spec, tmp_path):
+    pretrained = load_spec(write_spec("model: {kind: pretrained, name: minilm, position_embeddings: zero}\n"
+                                      "inputs: [{sentence: dog bites man}]\n")).spec  # fmt: skip
+    assert isinstance(pretrained.model, PretrainedModelSpec)
+    assert pretrained.model.position_embeddings == ["zero"]
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    hf = load_spec(write_spec("model: {kind: hf, path: m}\ninputs: [{sentence: a b}]\n")).spec
+    assert isinstance(hf.model, HFModelSpec)
+
+
+def test_unknown_model_kind_suggests_the_close_one(write_spec):
+    with pytest.raises(
+        SpecError, match=r"spec.yaml:1: model: unknown model kind 'pretrianed'. Did you mean: pretrained\?"
+    ):
+        load_spec(write_spec("model: {kind: pretrianed, name: minilm}\ninputs: [{sentence: a b}]\n"))
+
+
+def test_unknown_ablation_is_one_line_with_the_choices(write_spec):
+    with pytest.raises(SpecError, match=r"model.position_embeddings\[0\]: got 'zeroed'; expected 'trained', 'zero'"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm, position_embeddings: [zeroed]}\n"
+                             "inputs: [{sentence: a b}]\n"))  # fmt: skip
+
+
+def test_encodings_are_refused_for_a_pretrained_model(write_spec):
+    with pytest.raises(SpecError, match=r"spec.yaml:2: encodings: .*expected model.position_embeddings"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm}\nencodings: [rope]\ninputs: [{sentence: a b}]\n"))
+
+
+def test_corpus_inputs_need_a_pretrained_model(write_spec, tmp_path):
+    (tmp_path / "c.txt").write_text("dog bites man\n")
+    with pytest.raises(SpecError, match=r"inputs.file: corpus inputs need a pretrained model"):
+        load_spec(write_spec("inputs: {file: c.txt}\n"))
+
+
+def test_corpus_line_with_one_word_is_reported_by_line(write_spec, tmp_path):
+    (tmp_path / "c.txt").write_text("# comment\ndog bites man\n\nHello\n")
+    with pytest.raises(SpecError, match=r"c.txt:4: 'Hello' has one word; expected at least two"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: c.txt}\n"))
+
+
+def test_corpus_key_typo_is_named(write_spec):
+    with pytest.raises(SpecError, match=r"inputs.shufles: unknown key 'shufles'. Did you mean: shuffles\?"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: c.txt, shufles: 3}\n"))
+
+
+def test_missing_corpus_file_is_named(write_spec):
+    with pytest.raises(SpecError, match=r"inputs.file: .*nope.txt: corpus file not found"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: nope.txt}\n"))
+
+
+def test_hf_folder_without_config_is_refused(write_spec):
+    with pytest.raises(SpecError, match=r"model.path: .* has no config.json"):
+        load_spec(write_spec("model: {kind: hf, path: missing}\ninputs: [{sentence: a b}]\n"))
