@@ -14,11 +14,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from orderlab.backends.checks import uses_backend
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.registry import did_you_mean
-from orderlab.spec import METRICS, EncodingChoice, LoadedSpec, encoding_context, load_spec, longest_sentence
-from orderlab.sweep import describe, run_sweep, swept_fields
+from orderlab.spec import (
+    METRICS,
+    EncodingChoice,
+    LoadedSpec,
+    encoding_context,
+    is_stack_spec,
+    load_spec,
+    longest_sentence,
+)
+from orderlab.sweep import describe, plan, run_sweep, swept_fields
 
 # Spec metric families and the table rows each one produces.
 ROWS_OF_FAMILY = {
@@ -71,9 +80,10 @@ def parse_metrics(metrics: list[str] | None) -> list[str]:
 
 
 def default_specs(root: Path = Path("experiments")) -> list[Path]:
-    found = sorted(root.glob("*.yaml"))
+    """Every attention-stack spec in `root` (pretrained-model specs have no encodings to swap)."""
+    found = [path for path in sorted(root.glob("*.yaml")) if is_stack_spec(path)]
     if not found:
-        raise OrderlabError(f"no specs given and none in {root}/*.yaml; expected SPEC paths")
+        raise OrderlabError(f"no specs given and no attention-stack spec in {root}/*.yaml; expected SPEC paths")
     return found
 
 
@@ -81,12 +91,19 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     """The spec at `path` with its encodings replaced, checked against each encoding's constraints."""
     loaded = load_spec(path)
     spec = loaded.spec
-    context = encoding_context(spec, longest_sentence(spec))
-    for name in encodings:
-        try:
-            ENCODINGS.resolve(name).check(context, {})
-        except ValueError as error:
-            raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec: {error}") from None
+    if uses_backend(spec):
+        raise OrderlabError(
+            f"{path}: a pretrained model brings its own positions, so compare cannot swap its encodings; "
+            "expected an attention-stack spec (ablate a pretrained model with model.position_embeddings)"
+        )
+    for configuration in plan(spec):  # every combination of a sweep must suit every encoding
+        context = encoding_context(configuration.spec, longest_sentence(spec))
+        for name in encodings:
+            try:
+                ENCODINGS.resolve(name).check(context, {})
+            except ValueError as error:
+                where = f" (in the sweep combination {configuration.label})" if configuration.columns else ""
+                raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec{where}: {error}") from None
     families = [family for family, produced in ROWS_OF_FAMILY.items() if set(produced) & set(rows)]
     update = {"encodings": [EncodingChoice(name=name) for name in encodings], "metrics": families}
     return loaded.model_copy(update={"spec": spec.model_copy(update=update)})

@@ -32,7 +32,13 @@ def read_results(folder: Path) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]
         raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
     read = lambda name: pd.read_csv(folder / name, keep_default_na=False, na_values=[""])  # noqa: E731
     attention = read("attention.csv") if (folder / "attention.csv").is_file() else None
-    return read("metrics.csv"), json.loads((folder / "manifest.json").read_text()), attention
+    metrics = read("metrics.csv")
+    if not {"case", "layer", "metric", "value"} <= set(metrics.columns):
+        raise OrderlabError(
+            f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
+            "run over sentences and their permutations"
+        )
+    return metrics, json.loads((folder / "manifest.json").read_text()), attention
 
 
 def plot_results(folder: Path) -> list[Path]:

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from orderlab import permutations as perms
+from orderlab.backends.checks import uses_backend
 from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.results import write_csv
@@ -164,6 +165,11 @@ class TraceOutcome:
 def trace_and_write(spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path) -> TraceOutcome:
     """`orderlab trace`: check the choices, trace the layer, write the tidy CSV (atomically)."""
     spec = load_spec(spec_path).spec
+    if uses_backend(spec):
+        raise OrderlabError(
+            f"{spec_path}: trace follows the synthetic attention stack step by step; a pretrained model is not "
+            "traced; expected a spec without model.kind"
+        )
     configurations = plan(spec)
     concrete, note = configurations[0].spec, ""
     if configurations[0].columns:

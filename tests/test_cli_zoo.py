@@ -100,6 +100,29 @@ def test_compare_runs_every_shipped_experiment_by_default(small_spec, tmp_path, 
     assert set(pd.read_csv(tmp_path / "results" / "compare" / "compare.csv").spec) == {"small"}
 
 
+def test_compare_names_the_combination_of_a_sweep_and_skips_pretrained_specs(small_spec, tmp_path, monkeypatch):
+    (tmp_path / "experiments").mkdir()
+    swept = (
+        SMALL_SPEC.replace("name: small", "name: swept")
+        .replace("causal: false", "")
+        .replace("n_layers: 2}", "n_layers: 2, causal: [false, true]}")
+    )
+    (tmp_path / "experiments" / "swept.yaml").write_text(swept)
+    pretrained = "model: {kind: pretrained, name: minilm}\ninputs: [{sentence: dog bites man}]\n"
+    (tmp_path / "experiments" / "minilm.yaml").write_text(pretrained)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("compare", "-e", "none", "-m", "equivariance", "-q")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "results" / "compare" / "compare.csv")
+    assert set(table.spec) == {"swept"}
+    causal = table[table.input == "dog bites man [causal=true]"]
+    bidirectional = table[table.input == "dog bites man [causal=false]"]
+    assert (bidirectional["none verdict"] == "equivariant").all()
+    assert (causal[causal.layer > 0]["none verdict"] == "order-sensitive").all()  # the mask alone breaks it
+    refused = invoke("compare", "-e", "none", "experiments/minilm.yaml")
+    assert refused.exit_code == 2 and "a pretrained model brings its own positions" in refused.output
+
+
 def test_compare_without_specs_or_experiments_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("compare", "-e", "rope")

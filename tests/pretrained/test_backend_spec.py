@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orderlab.backends.specs import HFModelSpec, PretrainedModelSpec
+from orderlab.cli import app
 from orderlab.errors import SpecError
 from orderlab.spec import ModelSpec, load_spec
 
@@ -70,3 +71,17 @@ def test_missing_corpus_file_is_named(write_spec):
 def test_hf_folder_without_config_is_refused(write_spec):
     with pytest.raises(SpecError, match=r"model.path: .* has no config.json"):
         load_spec(write_spec("model: {kind: hf, path: missing}\ninputs: [{sentence: a b}]\n"))
+
+
+def test_stack_only_commands_refuse_pretrained_specs_and_corpus_results_in_one_line(
+    write_spec, tmp_path, cli, minilm_folder
+):
+    spec = write_spec("model: {kind: pretrained, name: minilm}\ninputs: [{sentence: dog bites man}]\n")
+    traced = cli.invoke(app, ["trace", str(spec)])
+    assert traced.exit_code == 2 and "a pretrained model is not traced" in traced.output
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "metrics.csv").write_text("sentence_id,words,encoding,shuffle,permutation,metric,value\n")
+    (corpus / "manifest.json").write_text("{}")
+    plotted = cli.invoke(app, ["plot", str(corpus)])
+    assert plotted.exit_code == 2 and "no per-layer metrics to plot" in plotted.output
