@@ -318,23 +318,10 @@ def longest_sentence(spec: Spec) -> int:
 # --- relations between fields --------------------------------------------------------------------
 
 
-def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
-    if uses_backend(spec):
-        check_backend(spec, doc)
-        return
-    m = spec.model
+def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+    """There is something to measure, every input and probe has words, every permutation rule fits."""
     if not spec.inputs and not spec.probes:
         raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
-    if m.d_model % m.n_heads:
-        raise doc.error(
-            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
-        )
-    if m.weights is not None:
-        for key in ("W_Q", "W_K", "W_V", "W_O"):
-            matrix = getattr(m.weights, key)
-            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
-                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
-    lowercase = spec.embeddings.lowercase
     for index, item in enumerate(spec.inputs):
         words = tokenize(item.sentence, lowercase)
         if not words:
@@ -354,6 +341,23 @@ def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
         for side, sentence in enumerate(pair):
             if not tokenize(sentence, lowercase):
                 raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+
+
+def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
+    if uses_backend(spec):
+        check_backend(spec, doc)
+        return
+    m = spec.model
+    if m.d_model % m.n_heads:
+        raise doc.error(
+            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
+        )
+    if m.weights is not None:
+        for key in ("W_Q", "W_K", "W_V", "W_O"):
+            matrix = getattr(m.weights, key)
+            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
+                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
+    check_sentences(spec, doc, spec.embeddings.lowercase)
     if isinstance(spec.embeddings, ExplicitEmbeddings):
         _check_vectors(spec, doc)
     context = encoding_context(spec, longest_sentence(spec))

@@ -9,12 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orderlab import permutations as perms
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.errors import OrderlabError
-from orderlab.text import tokenize
 
 if TYPE_CHECKING:
     from orderlab.spec import Spec
@@ -65,17 +63,6 @@ def check_backend(spec: Spec, doc: LocatedDocument) -> None:
         except OrderlabError as error:
             raise doc.error(("inputs", "file"), str(error)) from None
         return
-    if not spec.inputs and not spec.probes:
-        raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
-    for index, item in enumerate(spec.inputs):
-        words = tokenize(item.sentence)
-        if not words:
-            raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
-        try:
-            perms.check_rule(item.permutations, len(words))
-        except ValueError as error:
-            raise doc.error(("inputs", index, "permutations"), str(error)) from None
-    for index, pair in enumerate(spec.probes):
-        for side, sentence in enumerate(pair):
-            if not tokenize(sentence):
-                raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+    from orderlab.spec import check_sentences  # spec.py imports this module
+
+    check_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written
