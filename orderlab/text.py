@@ -1,4 +1,5 @@
-"""Sentences to tokens, tokens to vectors. Must not import torch: vectors are plain numpy arrays.
+"""Sentences to tokens, tokens to vectors. Must not import torch: vectors are plain numpy arrays,
+and numpy is imported only where vectors are made (spec validation only tokenizes).
 
 A random word vector depends only on (word, seed, d_model): it is drawn from a generator seeded
 by a hash of those three, so it is the same on every run and machine, whatever else the spec
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def tokenize(sentence: str, lowercase: bool = False) -> list[str]:
@@ -20,6 +23,8 @@ def tokenize(sentence: str, lowercase: bool = False) -> list[str]:
 
 def random_word_vector(word: str, seed: int, d_model: int) -> np.ndarray:
     """A standard-normal vector of length d_model seeded by sha256(seed, d_model, word)."""
+    import numpy as np
+
     digest = hashlib.sha256(f"{seed}\x00{d_model}\x00{word}".encode()).digest()
     generator = np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
     return generator.standard_normal(d_model)
@@ -29,6 +34,8 @@ def sentence_vectors(
     words: Sequence[str], d_model: int, seed: int, explicit: Mapping[str, Sequence[float]] | None = None
 ) -> np.ndarray:
     """(n, d_model) float64 matrix X of a tokenized sentence."""
+    import numpy as np
+
     if explicit is not None:
         return np.array([explicit[w] for w in words], dtype=np.float64).reshape(len(words), d_model)
     return np.stack([random_word_vector(w, seed, d_model) for w in words])
