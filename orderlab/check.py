@@ -80,6 +80,10 @@ class Baseline:
     header: list[str]
     rows: dict[tuple[str, ...], Row]
 
+    @property
+    def key_columns(self) -> list[str]:
+        return [name for name in self.header if name not in VALUE_COLUMNS]
+
 
 def parse_metrics(text: str, file: str) -> Baseline:
     """A metrics.csv keyed by every column but value and verdict; BaselineError naming file and line if malformed.
@@ -172,6 +176,7 @@ class Comparison:
     rows: int  # rows in the baseline
     drifted: list[DriftedRow]
     tolerances: Tolerances
+    key_columns: list[str]  # names of the cells of each DriftedRow.key
 
     def count(self, kind: str) -> int:
         return sum(d.kind == kind for d in self.drifted)
@@ -182,15 +187,15 @@ class Comparison:
         return f"{kinds} of {self.rows:,} rows"
 
 
-def compare(baseline: dict[tuple[str, ...], Row], fresh: dict[tuple[str, ...], Row], tol: Tolerances) -> Comparison:
+def compare(baseline: Baseline, fresh: Baseline, tol: Tolerances) -> Comparison:
     """Rows whose value leaves the tolerance or whose verdict word changes, plus missing and extra rows."""
     drifted = []
-    for key, old in baseline.items():
-        new = fresh.get(key)
+    for key, old in baseline.rows.items():
+        new = fresh.rows.get(key)
         if new is None or not tol.allows(old.value, new.value) or old.verdict != new.verdict:
             drifted.append(DriftedRow(key, old, new))
-    drifted += [DriftedRow(key, None, new) for key, new in fresh.items() if key not in baseline]
-    return Comparison(len(baseline), drifted, tol)
+    drifted += [DriftedRow(key, None, new) for key, new in fresh.rows.items() if key not in baseline.rows]
+    return Comparison(len(baseline.rows), drifted, tol, baseline.key_columns)
 
 
 # --- one spec end to end ---------------------------------------------------------------------------
@@ -259,7 +264,7 @@ def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
     fresh = parse_metrics(run_fresh(loaded, progress).texts["metrics"], "<fresh run>")
     same_header(baseline, fresh, str(csv_path))
     tol = tolerances_for(loaded.spec, rtol, atol)
-    comparison = compare(baseline.rows, fresh.rows, tol)
+    comparison = compare(baseline, fresh, tol)
     limits = f"rtol={tol.rtol:.1e}, atol={tol.atol:.1e} ({loaded.spec.model.dtype})"
     name = loaded.spec.name
     if comparison.drifted:
@@ -295,7 +300,7 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
     if baseline.header != fresh_rows.header:
         summary = f"{name}: updated {folder}: columns changed to {','.join(fresh_rows.header)}"
         return SpecCheck(loaded.path, name, "updated", summary)
-    comparison = compare(baseline.rows, fresh_rows.rows, EXACT)
+    comparison = compare(baseline, fresh_rows, EXACT)
     summary = f"{name}: updated {folder}: {comparison.describe()}"
     if not comparison.drifted:
         summary += "; values identical, manifest or summary refreshed"

@@ -311,19 +311,29 @@ def drift_table(comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
             cells += [f"{drift.abs_diff:.2e}", f"{drift.rel_diff:.2e}"]
         else:
             cells += [Text(drift.kind, style="red"), ""]
-        table.add_row(drift_key(drift.key), *cells)
+        table.add_row(drift_key(drift.key, comparison.key_columns), *cells)
     left_out = len(comparison.drifted) - limit
     if left_out > 0:
         table.caption = f"... and {left_out:,} more drifted rows"
     return table
 
 
-def drift_key(key: tuple[str, ...]) -> str:
-    """'dog bites man -> man bites dog [2 1 0]' over 'rope, layer 1, head 0, attention_equivariance'."""
-    case, sentence, encoding, permutation, permuted, layer, head, metric = key
-    joiner = " vs " if case == "probe" else " -> "
-    where = ", ".join([encoding, f"layer {layer}", *([f"head {head}"] if head else []), metric])
-    return f"{sentence}{joiner}{permuted} [{permutation}]\n{where}"
+STACK_KEY = ("case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric")
+
+
+def drift_key(key: tuple[str, ...], names: list[str]) -> str:
+    """'dog bites man -> man bites dog [2 1 0]' over 'causal=true, rope, layer 1, head 0, attention_equivariance'.
+
+    Tables without the stack's key columns (corpus runs) read as 'name=value, ...'.
+    """
+    cells = dict(zip(names, key, strict=True))
+    if not set(STACK_KEY) <= cells.keys():
+        return ", ".join(f"{name}={value}" for name, value in cells.items() if value != "")
+    swept = [f"{name}={value}" for name, value in cells.items() if name not in STACK_KEY]
+    layer, head = f"layer {cells['layer']}", [f"head {cells['head']}"] if cells["head"] else []
+    joiner = " vs " if cells["case"] == "probe" else " -> "
+    where = ", ".join([*swept, cells["encoding"], layer, *head, cells["metric"]])
+    return f"{cells['input']}{joiner}{cells['permuted']} [{cells['permutation']}]\n{where}"
 
 
 def _drift_cell(row, with_verdict: bool) -> str:

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.check import (
+    Baseline,
     BaselineError,
     Row,
     Tolerances,
@@ -21,6 +22,7 @@ from orderlab.check import (
     tolerances_for,
 )
 from orderlab.cli import app
+from orderlab.report import STACK_KEY, drift_key
 from orderlab.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,9 +103,13 @@ def test_nan_matches_only_nan_and_infinity_only_itself():
     assert not tol.allows(math.inf, 1e300)
 
 
+def table(rows: dict) -> Baseline:
+    return Baseline(["key", "value", "verdict"], rows)
+
+
 def test_missing_extra_and_changed_rows_are_all_drift():
-    baseline = {("a",): row(1.0, key=("a",)), ("b",): row(2.0, key=("b",))}
-    fresh = {("a",): row(1.5, key=("a",)), ("c",): row(3.0, key=("c",))}
+    baseline = table({("a",): row(1.0, key=("a",)), ("b",): row(2.0, key=("b",))})
+    fresh = table({("a",): row(1.5, key=("a",)), ("c",): row(3.0, key=("c",))})
     comparison = compare(baseline, fresh, default_tolerances("float64"))
     assert [(d.key, d.kind) for d in comparison.drifted] == [
         (("a",), "changed"),
@@ -115,9 +121,20 @@ def test_missing_extra_and_changed_rows_are_all_drift():
 
 
 def test_a_verdict_flip_within_tolerance_is_drift():
-    baseline = {("k",): row(2.0e-13, "equivariant")}
-    fresh = {("k",): row(2.3e-13, "order-sensitive")}
+    baseline = table({("k",): row(2.0e-13, "equivariant")})
+    fresh = table({("k",): row(2.3e-13, "order-sensitive")})
     assert compare(baseline, fresh, default_tolerances("float64")).drifted
+
+
+def test_drift_keys_name_swept_columns_and_read_any_table():
+    stack = ("permutation", "dog bites man", "rope", "2 1 0", "man bites dog", "1", "0", "attention_equivariance")
+    names = ["causal", *STACK_KEY]
+    assert drift_key(("True", *stack), names) == (
+        "dog bites man -> man bites dog [2 1 0]\ncausal=True, rope, layer 1, head 0, attention_equivariance"
+    )
+    assert drift_key(
+        ("3", "2", "zero", "1", "similarity_cls"), ["sentence_id", "words", "encoding", "shuffle", "metric"]
+    ) == ("sentence_id=3, words=2, encoding=zero, shuffle=1, metric=similarity_cls")
 
 
 def test_spec_check_section_sets_tolerances_and_the_command_line_wins(tmp_path: Path):

@@ -78,7 +78,7 @@ def test_shipped_spec_runs_and_matches_its_committed_baseline(spec, cli, tmp_pat
     fresh = parse_metrics((tmp_path / name / "metrics.csv").read_text(), "fresh")
     baseline = parse_metrics((RESULTS / name / "metrics.csv").read_text(), "baseline")
     assert fresh.header == baseline.header
-    assert compare(baseline.rows, fresh.rows, tolerances_for(load_spec(EXPERIMENTS / spec).spec)).drifted == []
+    assert compare(baseline, fresh, tolerances_for(load_spec(EXPERIMENTS / spec).spec)).drifted == []
 
 
 def test_two_runs_write_byte_identical_csvs(cli, tmp_path):
