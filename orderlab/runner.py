@@ -1,8 +1,9 @@
-"""Spec -> forward passes -> tidy rows. Never prints: progress goes to an optional callback.
+"""The runner's parts: stack set-up from a spec, the tidy columns, the per-permutation metrics
+(`record_metrics`, the one place they are defined), probes and the wide summary. Never prints.
 
 For every encoding one stack is built with the same seeded weights, so encodings differ only in
-how they inject position. Each input sentence and all its permutations go through the stack as
-one batch; the reference f(X) is row 0 of that batch.
+how they inject position. orderlab/streaming.py drives these parts chunk by chunk; `run_spec`
+collects its stream in memory for small runs and tests.
 """
 
 from __future__ import annotations
