@@ -66,7 +66,8 @@ def write_experiment(
     finished: dict = {}
 
     def finish(rows: int) -> tuple[dict[str, pd.DataFrame], dict]:
-        tables = {"summary": summarize_sweep(run.digest(), labels, run.swept)}
+        digest = run.digest()
+        tables = {"summary": summarize_sweep(digest, labels, run.swept)}
         if "attention" in spec.metrics and spec.inputs:
             tables["attention"] = attention_maps(spec, device)
         manifest = build_manifest(
@@ -74,11 +75,11 @@ def write_experiment(
             dtype=spec.model.dtype, device=device, wall_seconds=time.perf_counter() - started, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
-        finished.update(rows=rows, summary=tables["summary"], files=[f"{name}.csv" for name in tables])
+        finished.update(rows=rows, digest=digest, summary=tables["summary"], files=[f"{name}.csv" for name in tables])
         return tables, manifest
 
     write_streamed_results(folder, "metrics", run.frames(), finish)
-    renderables = render(loaded, finished["summary"], run.digest(), run.swept, width)
+    renderables = render(loaded, finished["summary"], finished["digest"], run.swept, width)
     files = ["metrics.csv", *finished["files"], "manifest.json"]
     return Outcome(folder, finished["rows"], files, renderables)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from orderlab.runner import Progress, RunResult
 
 # dtype stays one value per spec: it sets the verdict tolerance of the whole results folder.
-SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("dtype", "weights"))
+SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "weights"))
 MAX_CONFIGURATIONS = 256  # past this a sweep is more likely a typo than a plan
 
 
