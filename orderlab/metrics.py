@@ -13,10 +13,12 @@ POOLS = ("mean", "max", "first", "last")
 
 
 def ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
-    """numerator / denominator, with 0/0 = 0 (both sides vanish: no difference to report)."""
-    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
-    quotient = numerator / safe
-    return torch.where(denominator > 0, quotient, torch.where(numerator > 0, torch.inf, 0.0).to(quotient))
+    """numerator / denominator, with 0/0 = 0 (both sides vanish: no difference to report).
+
+    x/0 is inf and NaN stays NaN: a non-finite number is reported as such, never as 0.
+    """
+    both_zero = (numerator == 0) & (denominator == 0)
+    return torch.where(both_zero, torch.zeros_like(numerator), numerator / denominator)
 
 
 def permute_slots(h: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:

@@ -157,6 +157,12 @@ def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: s
     out_a, out_b = stack(word_vectors(spec, words_a)[None]), stack(word_vectors(spec, words_b)[None])
     matching = occurrence_matching(words_a, words_b)
     rows = RowCollector("probe", a, encoding, [perms.label(matching) if matching else ""], [b])
+    record_pair(spec, rows, out_a, out_b, matching)
+    return rows.frame()
+
+
+def record_pair(spec: Spec, rows, out_a: StackOutput, out_b: StackOutput, matching: list[int] | None) -> None:
+    """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
     wanted = set(spec.metrics)
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
         if "pair_distance" in wanted:
@@ -166,7 +172,6 @@ def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: s
         if "token_shift" in wanted and matching is not None:
             index = torch.tensor([matching], device=h_a.device)
             rows.add("token_shift", layer, M.token_shift(h_b, h_a[0], index))
-    return rows.frame()
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:

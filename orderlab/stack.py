@@ -129,7 +129,7 @@ class AttentionStack:
             scores = scores / math.sqrt(self.config.d_head)
         bias = self.encoding.attention_bias(q, k)
         if bias is not None:
-            scores = scores + bias
+            scores = scores + bias.to(scores)  # in the stack's dtype, whatever the encoding computed in
         if self.config.causal:
             future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
             scores = scores.masked_fill(future, float("-inf"))
@@ -145,7 +145,7 @@ class AttentionStack:
         k = (x @ layer.w_k).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
         v = (x @ layer.w_v).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
         q, k = self.encoding.rotate(q, k)
-        return q, k, v
+        return q.to(v), k.to(v), v  # in the stack's dtype, whatever the encoding computed in
 
     def attend_fused(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, None]:
         """The same attention through torch's fused kernel: output (B, n, d), no weights."""

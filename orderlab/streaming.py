@@ -26,20 +26,21 @@ from orderlab import permutations as perms
 from orderlab.batching import aligned_batch
 from orderlab.encodings import build_encoding
 from orderlab.exactsum import ExactSum
+from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.runner import (
     COLUMNS,
     KEY_COLUMNS,
     RowCollector,
     layer_weights,
-    measure_probe,
     record_metrics,
+    record_pair,
     stack_config,
     word_vectors,
 )
 from orderlab.spec import Spec, encoding_context, longest_sentence
 from orderlab.stack import AttentionStack, StackConfig, StackOutput
 from orderlab.text import occurrence_matching, tokenize
-from orderlab.verdicts import verdicts
+from orderlab.verdicts import twin_dtype
 
 SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
@@ -186,28 +187,31 @@ class Sweep:
         sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.inputs)
         self.total = len(spec.encodings) * (sequences + len(spec.probes))
         self.done = 0
+        self.non_finite = 0  # rows whose value (or round-off) came out NaN or inf
         self.worst_frames: list[pd.DataFrame] = []
+        # The round-off pass also measures token_shift: repeated-word metrics take their noise from it.
+        noise_metrics = [*spec.metrics, "token_shift"] if "repeated_words" in spec.metrics else spec.metrics
+        self.noise_spec = spec.model_copy(update={"metrics": noise_metrics})
 
     def frames(self) -> Iterator[pd.DataFrame]:
         spec = self.spec
         weights = layer_weights(spec, self.config)
         context = encoding_context(spec, longest_sentence(spec))
         choices = sorted(spec.encodings, key=lambda c: c.label)
-        stacks = [(c.label, self.build_stack(c, context, weights)) for c in choices]
+        stacks = [(c.label, *self.build_stacks(c, context, weights)) for c in choices]
         rules: dict[str, list] = {}
         for item in spec.inputs:
             rules.setdefault(item.sentence, []).append(item.permutations)
         for sentence in sorted(rules):
-            for label, stack in stacks:
-                yield from self.sweep_sentence(stack, sentence, rules[sentence], label)
+            for label, stack, twin in stacks:
+                yield from self.sweep_sentence(stack, twin, sentence, rules[sentence], label)
         probes = []
-        for label, stack in stacks:
+        for label, stack, twin in stacks:
             for a, b in spec.probes:
-                with torch.inference_mode():
-                    probes.append(measure_probe(spec, stack, a, b, label))
+                probes.append(self.measure_probe(stack, twin, a, b, label))
                 self.advance(1)
         if probes:
-            table = self.with_verdicts(pd.concat(probes, ignore_index=True))
+            table = pd.concat(probes, ignore_index=True)
             self.worst_frames.append(table)
             if not self.per_permutation:
                 both = [table.assign(statistic=s) for s in STATISTICS]
@@ -216,11 +220,48 @@ class Sweep:
             else:
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
 
-    def build_stack(self, choice, context, weights) -> AttentionStack:
+    def build_stacks(self, choice, context, weights) -> tuple[AttentionStack, AttentionStack]:
+        """The stack of this encoding, and its twin in the other precision (same weights, same encoding object)."""
         encoding = build_encoding(choice.name, replace(context, device=str(self.device)), choice.params)
-        return AttentionStack(self.config, encoding, weights, str(self.device))
+        twin_config = replace(self.config, dtype=twin_dtype(self.config.dtype))
+        return (
+            AttentionStack(self.config, encoding, weights, str(self.device)),
+            AttentionStack(twin_config, encoding, weights, str(self.device)),
+        )
 
-    def sweep_sentence(self, stack: AttentionStack, sentence: str, rules: list, label: str) -> Iterator[pd.DataFrame]:
+    def measure_noise(self, twin: AttentionStack, x: torch.Tensor, reference: StackOutput, words) -> NoiseCollector:
+        """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
+        dtype = x.dtype
+        other = aligned_forward(twin, x[None], self.attention_maps)
+        other = StackOutput([h.to(dtype) for h in other.hidden], [a.to(dtype) for a in other.attention])
+        identity = torch.arange(len(words), device=x.device)[None]  # (1, n)
+        noise = NoiseCollector()
+        record_metrics(self.noise_spec, noise, other, reference, x.device, identity, identity, words)
+        return noise
+
+    @torch.inference_mode()
+    def measure_probe(self, stack: AttentionStack, twin: AttentionStack, a: str, b: str, label: str) -> pd.DataFrame:
+        """A probe's rows with verdicts: pair metrics of a and b, judged by the round-off of each side's pass."""
+        spec = self.spec
+        words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
+        x_a, x_b = (word_vectors(spec, words)[None].to(stack.dtype) for words in (words_a, words_b))
+        out_a, out_b = stack(x_a), stack(x_b)
+        matching = occurrence_matching(words_a, words_b)
+        rows = RowCollector("probe", a, label, [perms.label(matching) if matching else ""], [b])
+        record_pair(spec, rows, out_a, out_b, matching)
+        sides = []
+        for x, out, words in ((x_a, out_a, words_a), (x_b, out_b, words_b)):
+            other = twin(x)
+            other = StackOutput([h.to(stack.dtype) for h in other.hidden], [])
+            sides.append(NoiseCollector())
+            record_pair(self.noise_spec, sides[-1], other, out, list(range(len(words))))
+        table = rows.frame()
+        self.non_finite += judge(table, merge(*sides), self.config.dtype)
+        return table
+
+    def sweep_sentence(
+        self, stack: AttentionStack, twin: AttentionStack, sentence: str, rules: list, label: str
+    ) -> Iterator[pd.DataFrame]:
         """All permutations of one sentence under one encoding, chunk by chunk."""
         spec, device = self.spec, stack.device
         words = tokenize(sentence, spec.embeddings.lowercase)
@@ -228,6 +269,7 @@ class Sweep:
         with torch.inference_mode():
             x = word_vectors(spec, words).to(device=device, dtype=stack.dtype)  # (n, d)
             reference = aligned_forward(stack, x[None], self.attention_maps)  # f(X): once per input and encoding
+            noise = self.measure_noise(twin, x, reference, words).figures
         ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
         stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
         size = self.chunk_size or auto_chunk_size(self.config, n, self.attention_maps, device)
@@ -242,9 +284,9 @@ class Sweep:
             rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
             self.measure_chunk(stack, x, reference, chunk, words, FanOut(rows, summary))
             self.advance(len(chunk))
-            table = self.with_verdicts(rows.frame())
+            table = self.with_verdicts(rows.frame(), noise)
             yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        table = self.with_verdicts(summary.frame())
+        table = self.with_verdicts(summary.frame(), noise, count=not self.per_permutation)
         self.worst_frames.append(table[table["statistic"] == "max"])
         if not self.per_permutation:
             order = ["layer", "head", "metric", "statistic"]
@@ -266,8 +308,10 @@ class Sweep:
         """Per group, layer, head and metric the max over permutations (probes as they are), for `summarize`."""
         return pd.concat(self.worst_frames, ignore_index=True)
 
-    def with_verdicts(self, table: pd.DataFrame) -> pd.DataFrame:
-        table["verdict"] = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), self.config.dtype)
+    def with_verdicts(self, table: pd.DataFrame, noise: dict[NoiseKey, float], count: bool = True) -> pd.DataFrame:
+        """Verdicts from the measured round-off; `count` adds the table's non-finite rows to the run's tally."""
+        non_finite = judge(table, noise, self.config.dtype)
+        self.non_finite += non_finite if count else 0
         return table
 
     def advance(self, sequences: int) -> None:

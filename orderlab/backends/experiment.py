@@ -24,7 +24,7 @@ from orderlab.experiment import Outcome, check_device
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
 from orderlab.spec import LoadedSpec, Spec
-from orderlab.verdicts import verdicts
+from orderlab.verdicts import twin_dtype
 
 
 def write_backend_experiment(
@@ -63,19 +63,20 @@ def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress, tit
     ablations = spec.model.position_embeddings
     assert isinstance(spec.inputs, list)
     total, done, frames = len(ablations) * (len(spec.inputs) + len(spec.probes)), 0, []
+    twin = backend.twin(twin_dtype(spec.model.dtype))
     for ablation in ablations:
         backend.set_positions(ablation, spec.seed)
+        twin.set_positions(ablation, spec.seed)
         with torch.inference_mode():
             for item in spec.inputs:
-                frames += measure_sentence(spec, backend, item.sentence, item.permutations, ablation)
+                frames += measure_sentence(spec, backend, twin, item.sentence, item.permutations, ablation)
                 done += 1
                 advance(done, total)
             for a, b in spec.probes:
-                frames.append(measure_pair(spec, backend, a, b, ablation))
+                frames.append(measure_pair(spec, backend, twin, a, b, ablation))
                 done += 1
                 advance(done, total)
     metrics = pd.concat(frames, ignore_index=True)
-    metrics["verdict"] = verdicts(metrics["metric"].to_numpy(), metrics["value"].to_numpy(), spec.model.dtype)
     metrics = metrics.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)[COLUMNS]
     summary = summarize(metrics, list(ablations))
     tables = report.summary_tables(summary, list(ablations), title, spec.model.dtype, width)

@@ -20,6 +20,7 @@ from orderlab import permutations as perms
 from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
 from orderlab.backends.pretrained import Forward, PretrainedBackend
+from orderlab.noise import NoiseCollector, judge, merge
 from orderlab.runner import RowCollector
 from orderlab.spec import Spec
 from orderlab.text import occurrence_matching, tokenize
@@ -35,13 +36,19 @@ def _pooling(tokens: list[WordTokens]) -> torch.Tensor:
     return torch.from_numpy(np.stack([t.pooling() for t in tokens]))  # (B, n_words, T)
 
 
-def measure_sentence(spec: Spec, backend: PretrainedBackend, sentence: str, rule, label: str) -> list[pd.DataFrame]:
-    """Rows for one sentence and its word permutations under the backend's current position table."""
+def measure_sentence(
+    spec: Spec, backend: PretrainedBackend, twin: PretrainedBackend, sentence: str, rule, label: str
+) -> list[pd.DataFrame]:
+    """Rows for one sentence and its word permutations under the backend's current position table, with verdicts.
+
+    twin: the same model in the other precision with the same positions; its pass measures the round-off.
+    """
     wanted = set(spec.metrics)
     words = tokenize(sentence)
     original = backend.word_tokens(words)
     reference = backend.forward(_ids([original]), attention="attention" in wanted)
     ref_words = [word_states(h, _pooling([original]))[0] for h in reference.hidden]  # L+1 x (n, d)
+    noise = _noise(wanted, backend, twin, original, reference)
     frames = []
     chosen = perms.generate(rule, len(words), spec.seed)
     for start in range(0, len(chosen), CHUNK):
@@ -55,7 +62,23 @@ def measure_sentence(spec: Spec, backend: PretrainedBackend, sentence: str, rule
         matching = torch.tensor([occurrence_matching(words, r) for r in reordered], device=backend.device)  # (B, n)
         _record(wanted, rows, reference, output, ref_words, _pooling(moved), slots, matching, original, chunk)
         frames.append(rows.frame())
+        judge(frames[-1], noise.figures, spec.model.dtype)
     return frames
+
+
+def _noise(wanted, backend: PretrainedBackend, twin: PretrainedBackend, tokens: WordTokens, reference: Forward):
+    """Every metric between the twin's pass and this one's over the same tokens (identity permutation)."""
+    other = _cast(twin.forward(_ids([tokens]), attention="attention" in wanted), backend.dtype)
+    identity = tuple(range(len(tokens.spans)))
+    other_words = [word_states(h, _pooling([tokens]))[0] for h in other.hidden]
+    slots = torch.tensor([identity], device=backend.device)  # (1, n)
+    noise = NoiseCollector()
+    _record(wanted, noise, other, reference, other_words, _pooling([tokens]), slots, slots, tokens, [identity])
+    return noise
+
+
+def _cast(forward: Forward, dtype: torch.dtype) -> Forward:
+    return Forward([h.to(dtype) for h in forward.hidden], [a.to(dtype) for a in forward.attention])
 
 
 def _record(wanted, rows, reference: Forward, output: Forward, ref_words, pooling, slots, matching, original, chunk):
@@ -80,14 +103,28 @@ def _record(wanted, rows, reference: Forward, output: Forward, ref_words, poolin
                 rows.add("attention_equivariance", layer, errors[:, head], head)
 
 
-def measure_pair(spec: Spec, backend: PretrainedBackend, a: str, b: str, label: str) -> pd.DataFrame:
-    """Pooled distances of two sentences per layer, plus per-word token shift when b reorders a's words."""
+def measure_pair(
+    spec: Spec, backend: PretrainedBackend, twin: PretrainedBackend, a: str, b: str, label: str
+) -> pd.DataFrame:
+    """Pooled distances of two sentences per layer, plus per-word token shift when b reorders a's words; judged."""
     wanted = set(spec.metrics)
     words_a, words_b = tokenize(a), tokenize(b)
     tokens_a, tokens_b = backend.word_tokens(words_a), backend.word_tokens(words_b)
     out_a, out_b = backend.forward(_ids([tokens_a])), backend.forward(_ids([tokens_b]))
     matching = occurrence_matching(words_a, words_b)
     rows = RowCollector("probe", a, label, [perms.label(matching) if matching else ""], [b])
+    _record_pair(wanted, rows, out_a, out_b, tokens_a, tokens_b, matching)
+    sides = []
+    for tokens, out in ((tokens_a, out_a), (tokens_b, out_b)):
+        other = _cast(twin.forward(_ids([tokens])), backend.dtype)
+        sides.append(NoiseCollector())
+        _record_pair(wanted | {"token_shift"}, sides[-1], other, out, tokens, tokens, list(range(len(tokens.spans))))
+    table = rows.frame()
+    judge(table, merge(*sides), spec.model.dtype)
+    return table
+
+
+def _record_pair(wanted, rows, out_a: Forward, out_b: Forward, tokens_a, tokens_b, matching) -> None:
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
         if "pair_distance" in wanted:
             mean_a, mean_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
@@ -98,4 +135,3 @@ def measure_pair(spec: Spec, backend: PretrainedBackend, a: str, b: str, label: 
             w_a, w_b = word_states(h_a, _pooling([tokens_a])), word_states(h_b, _pooling([tokens_b]))
             index = torch.tensor([matching], device=h_a.device)
             rows.add("token_shift", layer, M.token_shift(w_b, w_a[0], index))
-    return rows.frame()

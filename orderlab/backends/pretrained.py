@@ -8,6 +8,7 @@ sub-tokens the tokenizer would give it, and words can be moved as groups of sub-
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,15 @@ class PretrainedBackend:
         self.table = table
         self.trained = table.weight.detach().clone()  # (max_positions, d)
         self.ablation = "trained"
+
+    def twin(self, dtype: str) -> PretrainedBackend:
+        """The same model in another precision, sharing the tokenizer: its passes measure the round-off of this one's."""
+        other = copy.copy(self)
+        other.dtype = getattr(torch, dtype)
+        other.model = copy.deepcopy(self.model).to(dtype=other.dtype)
+        other.table = other.model.embeddings.position_embeddings
+        other.trained = self.trained.to(other.dtype)
+        return other
 
     @property
     def max_tokens(self) -> int:
