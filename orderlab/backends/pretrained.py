@@ -70,7 +70,7 @@ class PretrainedBackend:
         self.ablation = "trained"
 
     def twin(self, dtype: str) -> PretrainedBackend:
-        """The same model in another precision, sharing the tokenizer: its passes measure the round-off of this one's."""
+        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
         other = copy.copy(self)
         other.dtype = getattr(torch, dtype)
         other.model = copy.deepcopy(self.model).to(dtype=other.dtype)
