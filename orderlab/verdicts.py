@@ -66,7 +66,7 @@ def passing_word(metric: str) -> str:
 
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN or inf."""
+    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
     passing = np.array([passing_word(m) for m in metrics], dtype=object)
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
