@@ -47,6 +47,9 @@ def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+# `orderlab run` exit code when some values came out NaN or inf: written, shown in red, never a verdict.
+NON_FINITE_EXIT = 1
+
 SpecArgument = Annotated[Path, typer.Argument(help="Experiment spec (YAML).", show_default=False)]
 
 
@@ -63,7 +66,11 @@ def run(
         typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
     ] = None,
 ) -> None:
-    """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json."""
+    """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json.
+
+    Exit 0 when every value is finite, 1 when some came out NaN or inf (written as nan, verdict non-finite), 2 on
+    bad input.
+    """
     from orderlab import report
     from orderlab.experiment import run_and_write
 
@@ -80,6 +87,9 @@ def run(
             console.print(renderable)
         first, *others = outcome.files
         console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)}")
+    if outcome.non_finite:
+        report.non_finite_line(outcome.non_finite, outcome.folder)
+        raise typer.Exit(NON_FINITE_EXIT)
 
 
 @app.command()

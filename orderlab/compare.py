@@ -119,13 +119,10 @@ def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str], swept: l
     if swept:
         combination = chosen[swept].apply(lambda row: describe(row.to_dict()), axis=1)
         subject = subject + " [" + combination + "]"
-    return (
-        chosen.assign(spec=spec_name, input=subject)
-        .sort_values("value", kind="mergesort", na_position="last")
-        .groupby([*GROUP_COLUMNS, "encoding"], sort=False)
-        .last()[["value", "verdict"]]
-        .reset_index()
-    )
+    keys = [*GROUP_COLUMNS, "encoding"]
+    ordered = chosen.assign(spec=spec_name, input=subject).sort_values("value", kind="mergesort", na_position="last")
+    # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
+    return ordered.groupby(keys, sort=False).tail(1)[[*keys, "value", "verdict"]].reset_index(drop=True)
 
 
 def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str], rows: list[str]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ class Outcome:
     rows: int  # rows of metrics.csv
     files: list[str]  # file names written into folder, metrics.csv first
     renderables: list[RenderableType]  # tables for the console, in order
+    non_finite: int = 0  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
 
 
 def check_device(device: str) -> None:
@@ -81,7 +82,7 @@ def write_experiment(
     write_streamed_results(folder, "metrics", run.frames(), finish)
     renderables = render(loaded, finished["summary"], finished["digest"], run.swept, width)
     files = ["metrics.csv", *finished["files"], "manifest.json"]
-    return Outcome(folder, finished["rows"], files, renderables)
+    return Outcome(folder, finished["rows"], files, renderables, run.non_finite)
 
 
 def render(

@@ -18,9 +18,8 @@ from matplotlib.figure import Figure
 from orderlab.errors import OrderlabError
 from orderlab.results import write_folder_atomically
 from orderlab.sweep import describe
-from orderlab.verdicts import tolerance
 
-FLOOR = 1e-17  # zeros are drawn here on log axes (exact zeros happen: identity permutations, layer 0)
+FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
@@ -103,7 +102,6 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
             worst = group.groupby("layer")["value"].max()
             ax.plot(worst.index, np.maximum(worst.to_numpy(), FLOOR), label=label, color=colours[e % len(colours)],
                     linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)], markersize=4)  # fmt: skip
-        ax.axhline(tolerance(dtype), color="grey", linewidth=0.8, linestyle=(0, (2, 2)))
         ax.set_yscale("log")
         ax.set_title(metric)
         ax.set_xlabel("layer (0 = input)")
@@ -113,8 +111,9 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize="small")
-    figure.suptitle(f"{name}: order sensitivity by layer (dotted: round-off tolerance {tolerance(dtype):.1e}; "
-                    f"zeros drawn at {FLOOR:.0e})")  # fmt: skip
+    figure.suptitle(
+        f"{name}: order sensitivity by layer ({dtype}; values within round-off are 0, drawn at {FLOOR:.0e})"
+    )
     return figure
 
 

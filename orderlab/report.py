@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from orderlab.verdicts import ORDER_SENSITIVE, tolerance
+from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE
 
 METRIC_ORDER = [
     "equivariance", "invariance_mean", "invariance_max", "invariance_first", "invariance_last",
@@ -30,11 +30,17 @@ METRIC_ORDER = [
 ]  # fmt: skip
 
 
+# Caption of every table of verdicts: what the marks mean (the rule: orderlab/verdicts.py, docs/metrics.md).
+VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
+
+
 def verdict_cell(value: float, verdict: str) -> Text:
-    """'3.5e-16 ✓' in green when within tolerance, '6.9e-02 ✗' in red when order-sensitive."""
+    """'≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in bold red if non-finite."""
+    if verdict == NON_FINITE:
+        return Text(f"{value} !", style="bold red")
     if verdict == ORDER_SENSITIVE:
         return Text(f"{value:.1e} ✗", style="red")
-    return Text(f"{value:.1e} ✓", style="green")
+    return Text("≈0 ✓", style="green")
 
 
 # Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding).
@@ -55,10 +61,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     """Cells: the worst value over permutations, layers and heads, with its verdict."""
     table = Table(
         title=title or None,
-        caption=f"worst case over permutations, layers, heads; ✓ = within {tolerance(dtype):.1e} ({dtype}), "
-        "✗ = order-sensitive"
-        if caption
-        else None,
+        caption=f"worst case over permutations, layers, heads ({dtype}); {VERDICT_LEGEND}" if caption else None,
         title_justify="left",
     )
     table.add_column("metric", overflow="fold", min_width=22)
@@ -81,6 +84,14 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
 
 def stderr_console() -> Console:
     return Console(stderr=True)
+
+
+def non_finite_line(count: int, folder: object) -> None:
+    """One red line on stderr: how many values could not be measured, and where to find them."""
+    stderr_console().print(
+        f"error: {count:,} value(s) came out NaN or inf: written as nan/inf with verdict non-finite in {folder}/",
+        style="bold red", markup=False, highlight=False, soft_wrap=True,
+    )  # fmt: skip
 
 
 # A run must last this long before its progress bar appears (quick runs print no bar at all).
@@ -126,10 +137,9 @@ def progress_bar(description: str, quiet: bool) -> Iterator:
 
 def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str]) -> Table:
     """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
-    within = ", ".join(f"{tolerance(dtype):.1e} ({dtype})" for dtype in sorted(set(dtypes)))
     out = Table(
         title=title,
-        caption=f"worst case over permutations and heads; ✓ = within {within}, ✗ = order-sensitive",
+        caption=f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))}); {VERDICT_LEGEND}",
         title_justify="left",
     )
     out.add_column("input", overflow="fold", max_width=30)

@@ -18,10 +18,22 @@ import pandas as pd
 
 # Seven significant digits: what float32 carries, and plenty for float64 regression checks.
 FLOAT_FORMAT = "%.6e"
+# A value that could not be measured is written as nan (or inf), never as an empty cell or 0.
+NAN = "nan"
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    _with_blanks(frame).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN)
+
+
+def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
+    """Missing cells of non-float columns (a metric without heads) as blanks, so that `nan` means a number alone."""
+    blanks = {
+        name: column.astype(object).where(column.notna(), "")
+        for name, column in frame.items()
+        if not pd.api.types.is_float_dtype(column) and column.hasnans
+    }
+    return frame.assign(**blanks) if blanks else frame
 
 
 def write_folder_atomically(destination: Path, fill: Callable[[Path], None]) -> None:
@@ -102,7 +114,9 @@ def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
     rows = 0
     with path.open("w", newline="") as file:
         for index, frame in enumerate(frames):
-            frame.to_csv(file, index=False, header=index == 0, float_format=FLOAT_FORMAT, lineterminator="\n")
+            _with_blanks(frame).to_csv(
+                file, index=False, header=index == 0, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
+            )
             rows += len(frame)
     return rows
 

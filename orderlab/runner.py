@@ -177,13 +177,10 @@ def record_pair(spec: Spec, rows, out_a: StackOutput, out_b: StackOutput, matchi
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Wide view: per (case, subject, metric), the worst (largest) value under each encoding and its verdict."""
     subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
-    worst = (
-        table.assign(subject=subject)
-        .sort_values("value", kind="mergesort", na_position="last")
-        .groupby(["case", "subject", "metric", "encoding"], sort=True)
-        .last()[["value", "verdict"]]
-        .reset_index()
-    )
+    keys = ["case", "subject", "metric", "encoding"]
+    ordered = table.assign(subject=subject).sort_values("value", kind="mergesort", na_position="last")
+    # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
+    worst = ordered.groupby(keys).tail(1)[[*keys, "value", "verdict"]]
     wide = worst.pivot(index=["case", "subject", "metric"], columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}

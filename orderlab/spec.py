@@ -9,6 +9,7 @@ torch or pandas: `orderlab validate` has to answer fast.
 from __future__ import annotations
 
 import hashlib
+import math
 import types
 import typing
 from pathlib import Path
@@ -48,7 +49,8 @@ def Sweepable(scalar: Any) -> Any:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and inf are refused wherever a number is read: a non-finite input can only give non-finite results.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ExplicitWeights(StrictModel):
@@ -156,6 +158,14 @@ class EncodingChoice(StrictModel):
     name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
 
+    @field_validator("params")
+    @classmethod
+    def _finite_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        for key, value in params.items():
+            if not all(math.isfinite(number) for number in _numbers(value)):
+                raise ValueError(f"{key}: {value!r} is not finite; expected finite numbers")
+        return params
+
     @property
     def label(self) -> str:
         if not self.params:
@@ -184,6 +194,15 @@ class CheckTolerances(StrictModel):
 
 
 MODEL_KINDS = ("stack", "pretrained", "hf")
+
+
+def _numbers(value: Any) -> list[float]:
+    """Every float in a parameter value, however nested in lists and mappings (YAML's .nan and .inf are floats)."""
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [n for item in value for n in _numbers(item)] if isinstance(value, list) else []
 
 
 def _model_kind(value: Any) -> str:

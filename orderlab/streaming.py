@@ -114,6 +114,7 @@ class SummaryCollector:
         self.words = words
         self.chunk: list[perms.Permutation] = []
         self.worst: dict[tuple, tuple[float, perms.Permutation]] = {}  # (layer, head, metric) -> max, where
+        self.first: dict[tuple, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
         self.sums: dict[tuple, ExactSum] = {}
         self.counts: dict[tuple, int] = {}
 
@@ -132,6 +133,7 @@ class SummaryCollector:
 
     def _fold(self, key: tuple, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
+        self.first.setdefault(key, chunk[0])
         top_value = float(top)
         known = self.worst.get(key)
         if known is None or top_value > known[0] or (math.isnan(top_value) and not math.isnan(known[0])):
@@ -153,6 +155,17 @@ class SummaryCollector:
         frame = pd.DataFrame(columns)
         frame["head"] = frame["head"].astype("Int64")
         return frame.assign(**self.fixed)
+
+    def name_first_where_round_off(self, table: pd.DataFrame) -> None:
+        """A judged max within round-off is 0 for every permutation: name the first one, as per-permutation rows do.
+
+        Otherwise the permutation named would be wherever this CPU's round-off happened to peak.
+        """
+        zero = (table["statistic"] == "max") & (table["value"] == 0)
+        for index in table.index[zero]:
+            row = table.loc[index]
+            first = self.first[(row["layer"], None if pd.isna(row["head"]) else row["head"], row["metric"])]
+            table.loc[index, ["permutation", "permuted"]] = perms.label(first), " ".join(perms.apply(first, self.words))
 
 
 class FanOut:
@@ -287,6 +300,7 @@ class Sweep:
             table = self.with_verdicts(rows.frame(), noise)
             yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
         table = self.with_verdicts(summary.frame(), noise, count=not self.per_permutation)
+        summary.name_first_where_round_off(table)
         self.worst_frames.append(table[table["statistic"] == "max"])
         if not self.per_permutation:
             order = ["layer", "head", "metric", "statistic"]

@@ -111,6 +111,11 @@ class SweepRun:
         self.digests: list[pd.DataFrame] = []
 
     @property
+    def non_finite(self) -> int:
+        """Rows so far whose value came out NaN or inf, over every combination."""
+        return sum(sweep.non_finite for sweep in self.sweeps)
+
+    @property
     def columns(self) -> list[str]:
         from orderlab.runner import COLUMNS
         from orderlab.streaming import SUMMARY_COLUMNS

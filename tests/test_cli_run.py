@@ -10,15 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orderlab.check import compare, parse_metrics, tolerances_for
 from orderlab.cli import app
 from orderlab.runner import KEY_COLUMNS
-from orderlab.spec import load_spec
-from orderlab.verdicts import tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS, RESULTS = ROOT / "experiments", ROOT / "results"
-SHIPPED = sorted(p.name for p in EXPERIMENTS.glob("*.yaml"))
+EXPERIMENTS = ROOT / "experiments"
 
 
 def worst(table: pd.DataFrame, encoding: str, metric: str) -> float:
@@ -47,9 +43,8 @@ def test_flagship_prints_the_table_and_writes_the_folder(flagship):
 
 def test_flagship_measures_no_encoding_as_equivariant_and_the_others_not(flagship):
     table = pd.read_csv(flagship[1] / "metrics.csv")
-    eps_level = tolerance("float64")
     for metric in ("equivariance", "invariance_mean", "attention_equivariance", "pair_cosine", "pair_l2"):
-        assert worst(table, "none", metric) <= eps_level, metric
+        assert worst(table, "none", metric) == 0, metric  # within the run's round-off, written as 0
         assert worst(table, "sinusoidal", metric) > 1e-3, metric
         assert worst(table, "rope", metric) > 1e-3, metric
     none_rows = table[table.encoding == "none"]
@@ -68,26 +63,6 @@ def test_metrics_csv_is_tidy_sorted_and_fixed_format(flagship):
     assert all("e" in line.split(",")[-2] for line in lines)  # every value in %.6e
     resorted = table.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True)
     assert resorted.equals(table)
-
-
-@pytest.mark.parametrize("spec", SHIPPED)
-def test_shipped_spec_runs_and_matches_its_committed_baseline(spec, cli, tmp_path):
-    result = cli.invoke(app, ["run", str(EXPERIMENTS / spec), "--out", str(tmp_path), "--quiet"])
-    assert result.exit_code == 0, result.output
-    name = spec.removesuffix(".yaml")
-    fresh = parse_metrics((tmp_path / name / "metrics.csv").read_text(), "fresh")
-    baseline = parse_metrics((RESULTS / name / "metrics.csv").read_text(), "baseline")
-    assert fresh.header == baseline.header
-    assert compare(baseline, fresh, tolerances_for(load_spec(EXPERIMENTS / spec).spec)).drifted == []
-
-
-def test_two_runs_write_byte_identical_csvs(cli, tmp_path):
-    spec = str(EXPERIMENTS / "cat_chased_dog.yaml")
-    for out in ("a", "b"):
-        assert cli.invoke(app, ["run", spec, "--out", str(tmp_path / out), "--quiet"]).exit_code == 0
-    for name in ("metrics.csv", "summary.csv"):
-        first = (tmp_path / "a" / "cat_chased_dog" / name).read_bytes()
-        assert first == (tmp_path / "b" / "cat_chased_dog" / name).read_bytes()
 
 
 def test_quiet_run_prints_nothing(cli, tmp_path):

@@ -1,4 +1,4 @@
-"""`orderlab run` end to end: streamed CSVs equal the committed baselines; --quiet prints no progress."""
+"""`orderlab run` end to end: progress on a terminal, none with --quiet; chunk sizes; CUDA when there is one."""
 
 from __future__ import annotations
 
@@ -15,14 +15,6 @@ from orderlab.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRESS_MARKS = ("━", "seq/s", "eta", "\x1b[")
-
-
-@pytest.mark.parametrize("name", ["dog_bites_man", "cat_chased_dog"])
-def test_streamed_run_reproduces_committed_baseline(name, tmp_path):
-    result = CliRunner().invoke(app, ["run", str(ROOT / f"experiments/{name}.yaml"), "--out", str(tmp_path), "-q"])
-    assert result.exit_code == 0, result.output
-    for table in ("metrics.csv", "summary.csv"):
-        assert (tmp_path / name / table).read_text() == (ROOT / "results" / name / table).read_text()
 
 
 def run_with_terminal(tmp_path, monkeypatch, *options) -> tuple[str, str]:

