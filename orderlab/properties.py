@@ -35,6 +35,7 @@ ROUND_OFF = 1e-9  # relative changes below this are float64 round-off, not posit
 BOUNDED_GROWTH = 1.1  # codes may grow by 10% from the first half of the slots to all of them (random tables)
 SMOOTH_RATIO = 0.5  # neighbours must be at most half as far apart as distant slots
 CONTENT_TOKENS = 8  # tokens whose attention scores are shifted for "relative-aware"
+EXACT_DISTANCES = "donot_use_mm_for_euclid_dist"  # ||a||^2 + ||b||^2 - 2ab leaves ~1e-8 between equal codes
 MAX_SLOTS = 1024  # 2N = 2048: CoPE's (h, 2N, 2N) intermediates stay near 1 GB
 
 
@@ -120,7 +121,7 @@ def measure_encoding(name: str, context: EncodingContext) -> list[Measurement]:
     encoding = build(name, context)
     codes = slot_codes(encoding, n, content)  # (N, c)
     norms = codes.norm(dim=-1)  # (N,)
-    distances = torch.cdist(codes, codes)  # (N, N)
+    distances = torch.cdist(codes, codes, compute_mode=EXACT_DISTANCES)  # (N, N)
     slots = torch.arange(n)
     offset = (slots[:, None] - slots[None, :]).abs()  # (N, N)
     found = []
