@@ -58,7 +58,7 @@ def build(name: str, context: EncodingContext) -> PositionalEncoding:
     cls = ENCODINGS.resolve(name)
     params = {"max_len": context.max_len} if "max_len" in cls.Params.model_fields else {}
     try:
-        cls.check(context, params)
+        ENCODINGS.check(name, context, params)
     except ValueError as error:
         raise OrderlabError(f"encoding {name!r} cannot run at d_model={context.d_model}: {error}") from None
     return build_encoding(name, context, params)
@@ -150,7 +150,7 @@ def _generalises(name: str, context: EncodingContext, codes: torch.Tensor, conte
     n = context.max_len
     try:
         longer = slot_codes(build(name, context), 2 * n, content)[:n]  # (N, c): the first N of 2N slots
-    except ValueError as error:
+    except (ValueError, OrderlabError) as error:  # a user's encoding that fails at 2N slots only fails this one
         return "generalises", math.nan, ROUND_OFF, False, f"error at {2 * n} slots: {error}"
     if not bool(longer.isfinite().all()):
         return "generalises", math.inf, ROUND_OFF, False, f"non-finite codes at {2 * n} slots"
