@@ -90,7 +90,7 @@ class CheckedEncoding(PositionalEncoding):
         if offsets is None:
             return None
         shape = (n, self.context.d_model)  # any real dtype and device: callers move offsets onto the token vectors
-        found = _misfit(offsets, lambda found: found == shape)
+        found = _misfit(offsets, lambda got: got == shape)
         if found:
             raise self.wrong(f"input_offsets({n})", found, f"None or a real tensor of shape {shape}")
         return offsets
@@ -112,7 +112,7 @@ class CheckedEncoding(PositionalEncoding):
         if bias is None:
             return None
         scores = (*q.shape[:-1], k.shape[-2])  # (B, h, n, n)
-        found = _misfit(bias, lambda found: _broadcasts(found, scores), q.device)
+        found = _misfit(bias, lambda got: _broadcasts(got, scores), q.device)
         if found:
             expected = f"None or a real tensor broadcastable to {scores} on {q.device}"
             raise self.wrong("attention_bias(q, k)", found, expected)
@@ -129,7 +129,8 @@ def check_hooks(encoding: CheckedEncoding) -> None:
 
     context: EncodingContext = encoding.context
     shape = (2, context.n_heads, 3, context.d_head)
-    q, k = (torch.randn(*shape, dtype=context.torch_dtype, device=context.device) for _ in range(2))
+    generator = torch.Generator().manual_seed(0)  # its own: trying a plugin must not move torch's global RNG
+    q, k = (torch.randn(*shape, generator=generator, dtype=context.torch_dtype).to(context.device) for _ in range(2))
     encoding.input_offsets(shape[2])
     encoding.attention_bias(*encoding.rotate(q, k))
 
