@@ -382,7 +382,7 @@ def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
     context = encoding_context(spec, longest_sentence(spec))
     for index, choice in enumerate(spec.encodings):
         try:
-            ENCODINGS.resolve(choice.name).check(context, choice.params)
+            ENCODINGS.check(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             raise doc.error(("encodings", index), str(error)) from None
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: a CLI runner and a spec writer."""
+"""Shared fixtures: a CLI runner, a spec writer and the test plugins on sys.path."""
 
 from __future__ import annotations
 
@@ -23,3 +23,9 @@ def write_spec(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    """Make tests/plugin_*.py importable, as a user's own encodings would be, for `package.module:Class` names."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
 from orderlab.encodings import ENCODINGS
 from orderlab.properties import PROPERTIES, measure_properties
 
 MAX_LEN, D_MODEL, HEADS = 32, 16, 4
+BASELINE = Path(__file__).parent.parent / "results" / "properties"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +81,25 @@ def test_no_encoding_gives_no_unique_codes(measured):
 @pytest.mark.parametrize("name", ["sinusoidal", "rope", "learned", "alibi"])
 def test_slot_codes_are_unique(measured, name):
     assert passes(measured, name, "unique")
+
+
+def test_codes_equal_in_exact_arithmetic_are_not_unique():
+    # CoPE clamps its counts at npos_max - 1 = 63, so distant slots share one code; distances taken
+    # as ||a||^2 + ||b||^2 - 2ab (cdist's matmul mode) put them 2.98e-8 apart here, and "unique" passed
+    row = measure_properties(["cope"], 80, 32, HEADS, seed=1).set_index("property").loc["unique"]
+    assert row.figure == 0
+    assert row.verdict == "fail"
+
+
+def test_the_committed_properties_baseline_is_reproduced():
+    settings = json.loads((BASELINE / "manifest.json").read_text())
+    committed = pd.read_csv(BASELINE / "properties.csv")
+    table = measure_properties(
+        settings["encodings"], settings["max_len"], settings["d_model"], settings["n_heads"], settings["seed"]
+    )
+    assert table[["encoding", "property", "verdict"]].equals(committed[["encoding", "property", "verdict"]])
+    # the CSV keeps 7 digits; figures at round-off level (1e-16) may differ in their last bits between machines
+    pd.testing.assert_series_equal(table.figure, committed.figure, rtol=1e-6, atol=1e-12)
 
 
 def test_untrained_learned_table_is_not_smooth_but_sinusoidal_is(measured):

@@ -9,12 +9,11 @@ from orderlab.encodings.base import EncodingContext, PositionalEncoding
 from orderlab.encodings.cope import Cope
 from orderlab.encodings.learned import Learned
 from orderlab.encodings.none import NoEncoding
-from orderlab.encodings.protocol import check_class, check_hooks
+from orderlab.encodings.protocol import CheckedEncoding, check_class, check_hooks, guarded
 from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
 from orderlab.encodings.t5 import T5Bias
 from orderlab.encodings.xpos import Xpos
-from orderlab.errors import OrderlabError
 from orderlab.registry import Registry
 
 __all__ = ["ENCODINGS", "EncodingContext", "PositionalEncoding", "build_encoding"]
@@ -30,13 +29,20 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
         if ":" not in name:
             return self.get(name)
         module_name, _, class_name = name.partition(":")
-        try:
-            found = getattr(importlib.import_module(module_name), class_name)
-        except Exception as error:  # a user's module can fail to import in any way: report it, never a traceback
-            reason = " ".join(str(error).split())
-            raise OrderlabError(f"cannot load encoding {name!r}: {type(error).__name__}: {reason}") from None
+        found = guarded(name, "at import", lambda: getattr(importlib.import_module(module_name), class_name))
         check_class(name, found)
         return found
+
+    def check(self, name: str, context: EncodingContext, params: dict) -> None:
+        """Raise ValueError when encoding `name` cannot run in `context` with `params` (its classmethod `check`).
+
+        A user's `check` that fails in any other way is an OrderlabError naming the class.
+        """
+        found = self.resolve(name)
+        if ":" in name:
+            guarded(name, "in check", found.check, context, params, passing=(ValueError,))
+        else:
+            found.check(context, params)
 
 
 ENCODINGS = EncodingRegistry("encoding")
@@ -51,7 +57,10 @@ ENCODINGS.add(Cope)
 
 
 def build_encoding(name: str, context: EncodingContext, params: dict | None = None) -> PositionalEncoding:
-    encoding = ENCODINGS.resolve(name)(context, params)
-    if ":" in name:  # a user's class: try its hooks once before trusting them with a run
-        check_hooks(name, encoding)
+    """The encoding `name` built for `context`; a user's class comes wrapped in CheckedEncoding, hooks tried once."""
+    found = ENCODINGS.resolve(name)
+    if ":" not in name:  # built-ins are trusted: no wrapper on the hot path
+        return found(context, params)
+    encoding = guarded(name, "in __init__", lambda: CheckedEncoding(name, found(context, params)))
+    check_hooks(encoding)
     return encoding

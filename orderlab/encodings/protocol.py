@@ -1,19 +1,29 @@
-"""Checks that a user's `package.module:Class` fits the PositionalEncoding protocol, with one clear line if not.
+"""Guards around a user's `package.module:Class`: whatever it does wrong is one clear line, never a traceback.
 
-`check_class` looks at the class only (no torch: spec validation must stay fast); `check_hooks`
-calls the hooks once on a tiny batch and checks the shapes they return, before any real run.
+`check_class` looks at the class only (no torch: spec validation must stay fast). `guarded` runs
+one step of the user's code (import, __init__, check) and turns any exception or sys.exit into an
+OrderlabError naming the class and the step. `CheckedEncoding` wraps a built user encoding so that
+every hook call, at run time too, is guarded and its result checked against what the caller
+expects; `check_hooks` calls the hooks once on a tiny batch before any real run. Built-in
+encodings are trusted and never wrapped. Non-finite values are the metrics' business, not this
+module's. KeyboardInterrupt always passes through.
 """
 
 from __future__ import annotations
 
 import typing
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from orderlab.encodings.base import EncodingContext, Kind, PositionalEncoding
 from orderlab.errors import OrderlabError
 
+if TYPE_CHECKING:
+    import torch
+
+T = TypeVar("T")
 KINDS = typing.get_args(Kind)
 PROTOCOL_HELP = "see docs/encodings.md"
 
@@ -39,37 +49,117 @@ def check_class(name: str, found: Any) -> None:
         raise misfit(name, f"parameter {required[0]!r} has no default; every parameter needs one")
 
 
-def check_hooks(name: str, encoding: PositionalEncoding) -> None:
-    """Call each hook on a (B=2, h, n=3, d_head) batch and check what it returns."""
+def guarded(
+    name: str, step: str, function: Callable[..., T], *args: Any, passing: tuple[type[Exception], ...] = ()
+) -> T:
+    """function(*args), with any exception (but those `passing`) or sys.exit in it an OrderlabError naming the step."""
+    try:
+        return function(*args)
+    except passing:
+        raise
+    except (Exception, SystemExit) as error:
+        raise misbehaved(name, step, error) from None
+
+
+def misbehaved(name: str, step: str, error: BaseException) -> OrderlabError:
+    """'encoding 'm:C' raised ZeroDivisionError in __init__: division by zero' or '... called sys.exit(3) at import'."""
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        return OrderlabError(f"encoding {name!r} called sys.exit({code}) {step}")
+    reason = " ".join(str(error).split())
+    return OrderlabError(f"encoding {name!r} raised {type(error).__name__} {step}" + (f": {reason}" if reason else ""))
+
+
+class CheckedEncoding(PositionalEncoding):
+    """A user's encoding whose every hook call is guarded and whose results are checked against the protocol.
+
+    Anything but a real tensor of the expected shape (on q's device, for rotate and attention_bias)
+    is an OrderlabError naming the class and the call. Tensors from rotate and attention_bias are
+    cast to q's dtype, so that a float64 table does not promote a float32 run. The checks cost a
+    few attribute reads per call; messages are only built for a misfit.
+    """
+
+    def __init__(self, name: str, inner: PositionalEncoding):
+        self.spec_name, self.inner = name, inner
+        self.context, self.params = inner.context, inner.params
+        for attribute in ("name", "kind", "relative", "reference", "Params"):
+            setattr(self, attribute, getattr(inner, attribute))
+
+    def input_offsets(self, n: int) -> torch.Tensor | None:
+        offsets = guarded(self.spec_name, f"in input_offsets({n})", self.inner.input_offsets, n)
+        if offsets is None:
+            return None
+        shape = (n, self.context.d_model)  # any real dtype and device: callers move offsets onto the token vectors
+        found = _misfit(offsets, lambda got: got == shape)
+        if found:
+            raise self.wrong(f"input_offsets({n})", found, f"None or a real tensor of shape {shape}")
+        return offsets
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        rotated = guarded(self.spec_name, "in rotate(q, k)", self.inner.rotate, q, k)
+        if isinstance(rotated, tuple | list) and len(rotated) == 2:
+            like_q = q.shape.__eq__
+            found = _misfit(rotated[0], like_q, q.device) or _misfit(rotated[1], like_q, q.device)
+        else:
+            found = _describe(rotated)
+        if found:
+            expected = f"a pair of real tensors shaped like q {tuple(q.shape)} on {q.device}"
+            raise self.wrong("rotate(q, k)", found, expected)
+        return _cast(rotated[0], q.dtype), _cast(rotated[1], q.dtype)
+
+    def attention_bias(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+        bias = guarded(self.spec_name, "in attention_bias(q, k)", self.inner.attention_bias, q, k)
+        if bias is None:
+            return None
+        scores = (*q.shape[:-1], k.shape[-2])  # (B, h, n, n)
+        found = _misfit(bias, lambda got: _broadcasts(got, scores), q.device)
+        if found:
+            expected = f"None or a real tensor broadcastable to {scores} on {q.device}"
+            raise self.wrong("attention_bias(q, k)", found, expected)
+        return _cast(bias, q.dtype)
+
+    def wrong(self, call: str, found: str, expected: str) -> OrderlabError:
+        problem = f"{call} returned {found}; expected {expected} ({PROTOCOL_HELP})"
+        return OrderlabError(f"encoding {self.spec_name!r}: {problem}")
+
+
+def check_hooks(encoding: CheckedEncoding) -> None:
+    """Call each hook once, as the stack does, on a (B=2, h, n=3, d_head) batch: a misfit fails before any run."""
     import torch
 
     context: EncodingContext = encoding.context
-    B, h, n, d_head = 2, context.n_heads, 3, context.d_head
-    q = torch.randn(B, h, n, d_head, dtype=context.torch_dtype)
-    k = torch.randn(B, h, n, d_head, dtype=context.torch_dtype)
-    try:
-        offsets = encoding.input_offsets(n)
-        bias = encoding.attention_bias(q, k)
-        rotated = encoding.rotate(q, k)
-    except Exception as error:
-        raise misfit(name, f"a hook raised {type(error).__name__}: {error}") from None
-    if offsets is not None and tuple(getattr(offsets, "shape", ())) != (n, context.d_model):
-        raise misfit(name, f"input_offsets({n}) must return None or a ({n}, {context.d_model}) tensor")
-    if bias is not None and not _broadcasts(bias, (B, h, n, n)):
-        raise misfit(name, f"attention_bias must return None or a tensor broadcastable to {(B, h, n, n)}")
-    shapes_kept = isinstance(rotated, tuple) and len(rotated) == 2 and all(_shape(t) == q.shape for t in rotated)
-    if not shapes_kept:
-        raise misfit(name, f"rotate(q, k) must return a pair of tensors shaped like q {tuple(q.shape)}")
+    shape = (2, context.n_heads, 3, context.d_head)
+    generator = torch.Generator().manual_seed(0)  # its own: trying a plugin must not move torch's global RNG
+    q, k = (torch.randn(*shape, generator=generator, dtype=context.torch_dtype).to(context.device) for _ in range(2))
+    encoding.input_offsets(shape[2])
+    encoding.attention_bias(*encoding.rotate(q, k))
 
 
-def _shape(tensor: Any) -> tuple[int, ...]:
-    return tuple(getattr(tensor, "shape", ()))
-
-
-def _broadcasts(tensor: Any, shape: tuple[int, ...]) -> bool:
+def _misfit(value: Any, fits: Callable[[tuple[int, ...]], bool], device: Any = None) -> str:
+    """What is wrong with a hook's result ('a list', 'shape (3, 16)', ...); '' for a real tensor whose shape fits."""
     import torch
 
-    try:
-        return torch.broadcast_shapes(_shape(tensor), shape) == shape
-    except RuntimeError:
+    if not isinstance(value, torch.Tensor):
+        return _describe(value)
+    if value.dtype.is_complex:
+        return f"a {str(value.dtype).removeprefix('torch.')} tensor"
+    if not fits(tuple(value.shape)):
+        return f"shape {tuple(value.shape)}"
+    if device is not None and value.device != device:
+        return f"a tensor on {value.device}"
+    return ""
+
+
+def _describe(value: Any) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _broadcasts(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True when a tensor of `shape` broadcasts to exactly `target` (torch's rules, without a torch call)."""
+    if len(shape) > len(target):
         return False
+    return all(size in (1, wanted) for size, wanted in zip(shape, target[len(target) - len(shape) :], strict=True))
+
+
+def _cast(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
