@@ -1,14 +1,17 @@
-"""`orderlab check`: re-run specs and compare their tidy CSVs with the committed baselines.
+"""`orderlab check`: re-run specs and compare every CSV they write with the committed baselines.
 
-A baseline is results/<name>/ as written by `orderlab run` or `orderlab check --update`. Fresh and
-baseline rows are matched on the key columns exactly (a missing or extra row is drift); values may
-move by atol + rtol * |baseline|, with defaults derived from the dtype so that round-off near
-machine epsilon never reads as drift. Never prints: the CLI renders the outcomes through report.
+A baseline is results/<name>/ as written by `orderlab run` or `orderlab check --update`. Each CSV
+the fresh run writes must be in the baseline, and each baseline CSV must still be written. Within
+a CSV, rows are matched on their key columns exactly (a missing or extra row is drift); numeric
+cells may move by atol + rtol * |baseline|, with defaults derived from the dtype so that round-off
+near machine epsilon never reads as drift; verdict words must match. Never prints: the CLI renders
+the outcomes through report.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -25,9 +28,8 @@ from orderlab.verdicts import tolerance
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
 CSV_RESOLUTION = 1e-6
-METRICS_FILE = "metrics.csv"
-VALUE_COLUMNS = ("value", "verdict")  # every other column is part of a row's key
-Status = Literal["clean", "drift", "created", "updated", "unchanged", "error"]
+# missing: the spec has no baseline folder at all; like drift, it fails the check (exit 1).
+Status = Literal["clean", "drift", "missing", "created", "updated", "unchanged", "error"]
 
 
 class BaselineError(OrderlabError):
@@ -40,11 +42,11 @@ class Tolerances:
     atol: float
 
     def allows(self, baseline: float, new: float) -> bool:
-        """|new - baseline| <= atol + rtol * |baseline|; NaN matches NaN and an infinity itself."""
-        if math.isnan(baseline) or math.isnan(new):
-            return math.isnan(baseline) and math.isnan(new)
-        if math.isinf(baseline) or math.isinf(new):
-            return baseline == new
+        """|new - baseline| <= atol + rtol * |baseline|; equal values always, NaN matches NaN, infinities themselves."""
+        if new == baseline or (math.isnan(baseline) and math.isnan(new)):
+            return True
+        if not (math.isfinite(baseline) and math.isfinite(new)):
+            return False
         return abs(new - baseline) <= self.atol + self.rtol * abs(baseline)
 
 
@@ -64,76 +66,160 @@ def tolerances_for(spec: Spec, rtol: float | None = None, atol: float | None = N
     return Tolerances(pick(rtol, spec.check.rtol, default.rtol), pick(atol, spec.check.atol, default.atol))
 
 
+def require_tolerance(option: str, value: float | None) -> None:
+    """A tolerance must be finite and >= 0: an infinite one would pass any change, NaN none."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise OrderlabError(f"{option}: got {value:g}; expected a finite number >= 0")
+
+
 # --- reading CSVs ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Row:
-    key: tuple[str, ...]  # every cell but value and verdict, as written
-    text: str  # the value cell as written, e.g. "1.209642e+00"
-    value: float
-    verdict: str  # "" in tables without a verdict column
+class Csv:
+    """A CSV as written: its header and data lines, each line with its number in the file."""
+
+    file: str
+    header: tuple[str, ...]
+    lines: list[tuple[int, list[str]]]
+
+    def column(self, name: str) -> list[str]:
+        at = self.header.index(name)
+        return [cells[at] for _, cells in self.lines]
 
 
-@dataclass(frozen=True)
-class Baseline:
-    header: list[str]
-    rows: dict[tuple[str, ...], Row]
-
-    @property
-    def key_columns(self) -> list[str]:
-        return [name for name in self.header if name not in VALUE_COLUMNS]
-
-
-def parse_metrics(text: str, file: str) -> Baseline:
-    """A metrics.csv keyed by every column but value and verdict; BaselineError naming file and line if malformed.
-
-    The header is read, not assumed: sweeps add configuration columns and pretrained corpus runs
-    have their own, so any tidy table with a `value` column can be a baseline.
-    """
+def read_csv(text: str, file: str) -> Csv:
+    """Split a CSV into header and lines; BaselineError naming file and line if it is not one table."""
     if not text:
-        raise BaselineError(f"{file}: empty file; expected a metrics CSV with a header line and a value column")
+        raise BaselineError(f"{file}: empty file; expected a CSV with a header line")
     if not text.endswith("\n"):
         raise BaselineError(f"{file}: truncated: the last line has no line ending; regenerate it (check --update)")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: dict[tuple[str, ...], Row] = {}
+    lines = []
     try:
-        header = next(reader)
-        if "value" not in header or len(set(header)) != len(header):
-            raise BaselineError(f"{file}:1: header {','.join(header)!r}; expected distinct column names with 'value'")
-        keys = [i for i, name in enumerate(header) if name not in VALUE_COLUMNS]
-        at_value = header.index("value")
-        at_verdict = header.index("verdict") if "verdict" in header else None
+        header = tuple(next(reader))
+        if len(set(header)) != len(header):
+            raise BaselineError(f"{file}:1: header {','.join(header)!r}; expected distinct column names")
         for cells in reader:
-            line = reader.line_num
             if len(cells) != len(header):
-                raise BaselineError(f"{file}:{line}: {len(cells)} fields; expected {len(header)}")
-            key = tuple(cells[i] for i in keys)
-            if key in rows:
-                raise BaselineError(f"{file}:{line}: the same key columns appear on an earlier line")
-            verdict = "" if at_verdict is None else cells[at_verdict]
-            rows[key] = Row(key, cells[at_value], _number(cells[at_value], file, line), verdict)
+                raise BaselineError(f"{file}:{reader.line_num}: {len(cells)} fields; expected {len(header)}")
+            lines.append((reader.line_num, cells))
     except csv.Error as error:
         raise BaselineError(f"{file}:{reader.line_num}: not valid CSV: {error}") from None
-    return Baseline(header, rows)
+    return Csv(file, header, lines)
 
 
-def same_header(baseline: Baseline, fresh: Baseline, file: str) -> None:
+def same_header(baseline: Csv, fresh: Csv) -> None:
     """Columns that differ make rows incomparable: say so, and how to move on."""
     if baseline.header != fresh.header:
         raise BaselineError(
-            f"{file}:1: header {','.join(baseline.header)!r}; this orderlab writes {','.join(fresh.header)!r} "
-            "(a baseline from another orderlab version? regenerate it with `orderlab check --update`)"
+            f"{baseline.file}:1: header {','.join(baseline.header)!r}; this orderlab writes "
+            f"{','.join(fresh.header)!r} (a baseline from another orderlab version? regenerate it with "
+            "`orderlab check --update`)"
         )
 
 
-def _number(cell: str, file: str, line: int) -> float:
+def is_verdict_column(name: str) -> bool:
+    """'verdict' in tidy tables, '<encoding> verdict' in wide summaries: words, compared exactly."""
+    return name == "verdict" or name.endswith(" verdict")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What each column of a table is for: matching rows (key), comparing within tolerance (numeric), or as words."""
+
+    header: tuple[str, ...]
+    key: tuple[str, ...]
+    numeric: frozenset[str]
+
+    @functools.cached_property
+    def compared(self) -> tuple[tuple[str, int], ...]:
+        """(name, position) of the compared columns, in header order: numeric ones and verdicts."""
+        return tuple((name, at) for at, name in enumerate(self.header) if name not in self.key)
+
+
+def layout_of(fresh: Csv, baseline: Csv) -> Layout:
+    """Numeric: columns written as floats; verdicts compared as words; every other column (text, integers) is key.
+
+    Read from the fresh run (what this orderlab writes), or from the baseline where the fresh run
+    leaves a column empty. Should the key not tell the fresh rows apart (a swept float setting, say),
+    numeric columns join the key from the left until it does.
+    """
+    floats = [name for name in fresh.header if not is_verdict_column(name) and _float_column(name, fresh, baseline)]
+    key = [name for name in fresh.header if name not in floats and not is_verdict_column(name)]
+    while floats and not _unique(fresh, key):
+        joined = floats.pop(0)
+        key = [name for name in fresh.header if name in key or name == joined]
+    return Layout(fresh.header, tuple(key), frozenset(floats))
+
+
+def _float_column(name: str, fresh: Csv, baseline: Csv) -> bool:
+    cells = [c for c in fresh.column(name) if c] or [c for c in baseline.column(name) if c]
+    return bool(cells) and all(map(_is_float, cells)) and not all(c.lstrip("+-").isdigit() for c in cells)
+
+
+def _is_float(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _unique(table: Csv, key: list[str]) -> bool:
+    at = [table.header.index(name) for name in key]
+    keys = {tuple(cells[i] for i in at) for _, cells in table.lines}
+    return len(keys) == len(table.lines)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a table as the drift report shows it."""
+
+    key: tuple[str, ...]  # the key cells, as written
+    cells: dict[str, str]  # compared column -> its cell as written, e.g. "1.209642e+00" or "order-sensitive"
+    numbers: dict[str, float]  # numeric column -> its cell as a number (NaN for an empty cell)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A CSV's rows by key, each with its line number and cells, ready to compare with another laid out the same."""
+
+    file: str
+    layout: Layout
+    rows: dict[tuple[str, ...], tuple[int, list[str]]]
+
+    def number(self, key: tuple[str, ...], column: str, at: int) -> float:
+        line, cells = self.rows[key]
+        return _number(cells[at], column, self.file, line)
+
+    def row(self, key: tuple[str, ...]) -> Row:
+        cells = {name: self.rows[key][1][at] for name, at in self.layout.compared}
+        numbers = {name: self.number(key, name, at) for name, at in self.layout.compared if name in self.layout.numeric}
+        return Row(key, cells, numbers)
+
+
+def index(table: Csv, layout: Layout) -> Table:
+    """Rows by key; BaselineError naming the line where a key repeats."""
+    at = [table.header.index(name) for name in layout.key]
+    rows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
+    for line, cells in table.lines:
+        key = tuple(cells[i] for i in at)
+        if key in rows:
+            raise BaselineError(
+                f"{table.file}:{line}: the same key columns ({','.join(layout.key)}) appear on an earlier line"
+            )
+        rows[key] = (line, cells)
+    return Table(table.file, layout, rows)
+
+
+def _number(cell: str, column: str, file: str, line: int) -> float:
     if cell == "":
         return math.nan  # pandas writes NaN as an empty cell
     try:
         return float(cell)
     except ValueError:
-        raise BaselineError(f"{file}:{line}: value {cell!r} is not a number") from None
+        raise BaselineError(f"{file}:{line}: {column} {cell!r} is not a number") from None
 
 
 def read_text(path: Path) -> str:
@@ -153,26 +239,29 @@ class DriftedRow:
     key: tuple[str, ...]
     baseline: Row | None  # None: a row the baseline lacks (extra)
     new: Row | None  # None: a baseline row the fresh run lacks (missing)
+    columns: tuple[str, ...] = ()  # of a changed row: the value columns that moved
 
     @property
     def kind(self) -> str:
         return "missing" if self.new is None else "extra" if self.baseline is None else "changed"
 
-    @property
-    def abs_diff(self) -> float:
-        if self.baseline is None or self.new is None:
+    def abs_diff(self, column: str) -> float:
+        """|new - baseline| in a numeric column; NaN for a text column or a row on one side only."""
+        if self.baseline is None or self.new is None or column not in self.baseline.numbers:
             return math.nan
-        return abs(self.new.value - self.baseline.value)
+        return abs(self.new.numbers[column] - self.baseline.numbers[column])
 
-    @property
-    def rel_diff(self) -> float:
-        if self.baseline is None or self.baseline.value == 0:
-            return math.inf if self.abs_diff else 0.0
-        return self.abs_diff / abs(self.baseline.value)
+    def rel_diff(self, column: str) -> float:
+        diff = self.abs_diff(column)
+        if math.isnan(diff):
+            return diff
+        scale = abs(self.baseline.numbers[column])
+        return diff / scale if scale else (math.inf if diff else 0.0)
 
 
 @dataclass(frozen=True)
 class Comparison:
+    file: str  # the baseline CSV
     rows: int  # rows in the baseline
     drifted: list[DriftedRow]
     tolerances: Tolerances
@@ -182,20 +271,81 @@ class Comparison:
         return sum(d.kind == kind for d in self.drifted)
 
     def describe(self) -> str:
-        """'2 changed, 0 missing, 1 extra of 495 rows'."""
+        """'summary.csv: 2 changed, 0 missing, 1 extra of 495 rows'."""
         kinds = ", ".join(f"{self.count(k)} {k}" for k in ("changed", "missing", "extra"))
-        return f"{kinds} of {self.rows:,} rows"
+        return f"{Path(self.file).name}: {kinds} of {self.rows:,} rows"
 
 
-def compare(baseline: Baseline, fresh: Baseline, tol: Tolerances) -> Comparison:
-    """Rows whose value leaves the tolerance or whose verdict word changes, plus missing and extra rows."""
+def compare(baseline: Table, fresh: Table, tol: Tolerances) -> Comparison:
+    """Rows with a number outside the tolerance or a verdict changed, plus missing and extra rows."""
     drifted = []
-    for key, old in baseline.rows.items():
-        new = fresh.rows.get(key)
-        if new is None or not tol.allows(old.value, new.value) or old.verdict != new.verdict:
-            drifted.append(DriftedRow(key, old, new))
-    drifted += [DriftedRow(key, None, new) for key, new in fresh.rows.items() if key not in baseline.rows]
-    return Comparison(len(baseline.rows), drifted, tol, baseline.key_columns)
+    for key in baseline.rows:
+        if key not in fresh.rows:
+            drifted.append(DriftedRow(key, baseline.row(key), None))
+        elif moved := _moved(baseline, fresh, key, tol):
+            drifted.append(DriftedRow(key, baseline.row(key), fresh.row(key), moved))
+    drifted += [DriftedRow(key, None, fresh.row(key)) for key in fresh.rows if key not in baseline.rows]
+    return Comparison(baseline.file, len(baseline.rows), drifted, tol, list(baseline.layout.key))
+
+
+def _moved(baseline: Table, fresh: Table, key: tuple[str, ...], tol: Tolerances) -> tuple[str, ...]:
+    """The compared columns where the row moved: numbers beyond the tolerance, words that differ.
+
+    A cell written the same is the same number, so only differing cells are read as numbers (a
+    baseline cell that is not one is a BaselineError naming its line).
+    """
+    old, new = baseline.rows[key][1], fresh.rows[key][1]
+    return tuple(
+        name
+        for name, at in baseline.layout.compared
+        if old[at] != new[at]
+        and not (
+            name in baseline.layout.numeric and tol.allows(baseline.number(key, name, at), fresh.number(key, name, at))
+        )
+    )
+
+
+def compare_csv(baseline_text: str, fresh_text: str, file: str, tol: Tolerances) -> Comparison:
+    """Compare a baseline CSV (named file in messages) with the fresh run's text of it."""
+    fresh = read_csv(fresh_text, f"<fresh run> {Path(file).name}")
+    baseline = read_csv(baseline_text, file)
+    same_header(baseline, fresh)
+    layout = layout_of(fresh, baseline)
+    return compare(index(baseline, layout), index(fresh, layout), tol)
+
+
+@dataclass(frozen=True)
+class UnmatchedFile:
+    """A CSV on one side only: the baseline lacks it, or the fresh run no longer writes it."""
+
+    path: Path
+    in_baseline: bool
+
+    def brief(self) -> str:
+        return f"{self.path.name}: {'no longer written' if self.in_baseline else 'not in the baseline'}"
+
+    def line(self) -> str:
+        if self.in_baseline:
+            return f"{self.path}: the fresh run no longer writes this file; if intended, run `orderlab check --update`"
+        return f"{self.path}: no baseline file, but the fresh run writes one; create it with `orderlab check --update`"
+
+
+def csv_names(folder: Path) -> set[str]:
+    return {path.name for path in folder.glob("*.csv")}
+
+
+def compare_folder(
+    folder: Path, files: dict[str, str], tol: Tolerances
+) -> tuple[list[Comparison], list[UnmatchedFile]]:
+    """Each fresh CSV (file name -> text) against its namesake in folder; CSVs on one side only are listed."""
+    on_disk = csv_names(folder)
+    comparisons = [
+        compare_csv(read_text(folder / name), text, str(folder / name), tol)
+        for name, text in files.items()
+        if name in on_disk
+    ]
+    unmatched = [UnmatchedFile(folder / name, name in on_disk) for name in sorted(on_disk ^ files.keys())]
+    return comparisons, unmatched
 
 
 # --- one spec end to end ---------------------------------------------------------------------------
@@ -207,6 +357,11 @@ class Fresh:
 
     texts: dict[str, str]  # CSV file stem -> its text
     manifest: dict
+
+    @property
+    def files(self) -> dict[str, str]:
+        """CSV file name -> its text."""
+        return {f"{stem}.csv": text for stem, text in self.texts.items()}
 
 
 def run_fresh(loaded: LoadedSpec, progress: Callable[[int, int], None] | None = None) -> Fresh:
@@ -228,9 +383,14 @@ class SpecCheck:
     name: str
     status: Status
     summary: str
-    comparison: Comparison | None = None
+    comparisons: list[Comparison] = field(default_factory=list)  # one per CSV on both sides
+    unmatched: list[UnmatchedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+    @property
+    def drifted(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.drifted]
 
 
 def check_spec(
@@ -258,53 +418,69 @@ def check_spec(
 
 
 def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
-    csv_path = folder / METRICS_FILE
-    baseline = parse_metrics(read_text(csv_path), str(csv_path))
-    warnings = manifest_warnings(folder, loaded)
-    fresh = parse_metrics(run_fresh(loaded, progress).texts["metrics"], "<fresh run>")
-    same_header(baseline, fresh, str(csv_path))
-    tol = tolerances_for(loaded.spec, rtol, atol)
-    comparison = compare(baseline, fresh, tol)
-    limits = f"rtol={tol.rtol:.1e}, atol={tol.atol:.1e} ({loaded.spec.model.dtype})"
     name = loaded.spec.name
-    if comparison.drifted:
-        summary = f"{name}: DRIFT: {comparison.describe()} outside {limits} vs {csv_path}"
-        return SpecCheck(loaded.path, name, "drift", summary, comparison, warnings)
-    summary = f"{name}: ok: {comparison.rows:,} rows within {limits}"
-    return SpecCheck(loaded.path, name, "clean", summary, comparison, warnings)
+    if not folder.is_dir():
+        summary = f"{name}: no baseline: {folder}/ does not exist; run `orderlab check --update {loaded.path}`"
+        return SpecCheck(loaded.path, name, "missing", summary)
+    warnings = manifest_warnings(folder, loaded)
+    tol = tolerances_for(loaded.spec, rtol, atol)
+    comparisons, unmatched = compare_folder(folder, run_fresh(loaded, progress).files, tol)
+    limits = f"rtol={tol.rtol:.1e}, atol={tol.atol:.1e} ({loaded.spec.model.dtype})"
+    drifted = [c.describe() for c in comparisons if c.drifted] + [u.brief() for u in unmatched]
+    if drifted:
+        summary = f"{name}: DRIFT vs {folder}/ ({limits}): {'; '.join(drifted)}"
+        return SpecCheck(loaded.path, name, "drift", summary, comparisons, unmatched, warnings)
+    rows = sum(c.rows for c in comparisons)
+    summary = f"{name}: ok: {len(comparisons)} CSVs, {rows:,} rows within {limits}"
+    return SpecCheck(loaded.path, name, "clean", summary, comparisons, warnings=warnings)
 
 
 def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
-    name, csv_path = loaded.spec.name, folder / METRICS_FILE
+    name = loaded.spec.name
     fresh = run_fresh(loaded, progress)
-    baseline, replaced = None, ""
-    if csv_path.exists():
-        try:
-            baseline = parse_metrics(read_text(csv_path), str(csv_path))
-        except BaselineError as error:
-            replaced = f" (replacing an unreadable baseline: {error})"
-    old_manifest = _read_manifest(folder)
-    unchanged = (
-        baseline is not None
-        and all(_read_or_none(folder / f"{n}.csv") == text for n, text in fresh.texts.items())
-        and old_manifest.get("spec", {}).get("sha256") == loaded.sha256
-        and old_manifest.get("versions") == fresh.manifest["versions"]
-    )
-    if unchanged:
+    if not folder.is_dir():
+        write_fresh(folder, fresh)
+        counts = ", ".join(f"{file} ({_data_rows(text):,} rows)" for file, text in fresh.files.items())
+        return SpecCheck(loaded.path, name, "created", f"{name}: wrote {folder}: {counts}")
+    if _unchanged(folder, loaded, fresh):
         return SpecCheck(loaded.path, name, "unchanged", f"{name}: unchanged: {folder} kept as it was")
+    changes, comparisons = _changes(folder, fresh.files)
     write_fresh(folder, fresh)
-    rows = fresh.texts["metrics"].count("\n") - 1
-    if baseline is None:
-        return SpecCheck(loaded.path, name, "created", f"{name}: wrote {folder} ({rows:,} rows){replaced}")
-    fresh_rows = parse_metrics(fresh.texts["metrics"], "<fresh run>")
-    if baseline.header != fresh_rows.header:
-        summary = f"{name}: updated {folder}: columns changed to {','.join(fresh_rows.header)}"
-        return SpecCheck(loaded.path, name, "updated", summary)
-    comparison = compare(baseline, fresh_rows, EXACT)
-    summary = f"{name}: updated {folder}: {comparison.describe()}"
-    if not comparison.drifted:
-        summary += "; values identical, manifest or summary refreshed"
-    return SpecCheck(loaded.path, name, "updated", summary, comparison)
+    summary = f"{name}: updated {folder}: {'; '.join(changes) or 'CSVs identical, manifest refreshed'}"
+    return SpecCheck(loaded.path, name, "updated", summary, comparisons)
+
+
+def _data_rows(text: str) -> int:
+    return text.count("\n") - 1  # orderlab's CSVs have no line breaks inside cells
+
+
+def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh) -> bool:
+    """Every CSV byte-identical, none stale, and the manifest records this spec and these library versions."""
+    manifest = _read_manifest(folder)
+    spec_record = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+    return (
+        csv_names(folder) == fresh.files.keys()
+        and all(_read_or_none(folder / file) == text for file, text in fresh.files.items())
+        and spec_record.get("sha256") == loaded.sha256
+        and manifest.get("versions") == fresh.manifest["versions"]
+    )
+
+
+def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Comparison]]:
+    """What --update is about to change in folder: one phrase per CSV that differs, and the row comparisons."""
+    phrases, comparisons = [], []
+    on_disk = csv_names(folder)
+    for file, text in files.items():
+        path = folder / file
+        if file not in on_disk:
+            phrases.append(f"{file}: added")
+        elif _read_or_none(path) != text:
+            try:
+                comparisons.append(compare_csv(read_text(path), text, str(path), EXACT))
+                phrases.append(comparisons[-1].describe())
+            except BaselineError as error:
+                phrases.append(f"{file}: replaced an unreadable baseline ({error})")
+    return phrases + [f"{file}: removed" for file in sorted(on_disk - files.keys())], comparisons
 
 
 def write_fresh(folder: Path, fresh: Fresh) -> None:
@@ -361,39 +537,35 @@ def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
 # --- which specs -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Plan:
-    specs: list[Path]
-    skipped: list[str]  # notes on specs left out because they have no baseline
+def plan(targets: list[Path], experiments: Path) -> list[Path]:
+    """Spec files to check: named files as given; folders (default: experiments/) for their *.yaml and *.yml.
 
-
-def plan(targets: list[Path], experiments: Path, results_root: Path, update: bool) -> Plan:
-    """Spec files to check: named files as given; folders (default: experiments/) for their *.yaml.
-
-    From a folder, only specs with a baseline folder are checked (with --update: all of them), so a
-    new experiment without a baseline is noted, not failed. A named file must have a baseline.
+    Every spec found is checked, baseline or not, so a new experiment fails until its baseline is
+    made. A file named twice is checked once; two files with one spec name are refused, since they
+    would share one baseline folder.
     """
-    specs: list[Path] = []
-    skipped: list[str] = []
+    found: dict[Path, Path] = {}
     for target in targets or [experiments]:
-        if not target.is_dir():
-            specs.append(target)
+        paths = sorted([*target.glob("*.yaml"), *target.glob("*.yml")]) if target.is_dir() else [target]
+        for path in paths:
+            found.setdefault(path.resolve(), path)
+    specs = list(found.values())
+    refuse_shared_names(specs)
+    return specs
+
+
+def refuse_shared_names(specs: list[Path]) -> None:
+    first: dict[str, Path] = {}
+    for path in specs:
+        name = _spec_name(path)
+        if name is None:
             continue
-        for path in sorted([*target.glob("*.yaml"), *target.glob("*.yml")]):
-            name = _spec_name(path)
-            if update or name is None or (results_root / name).is_dir():
-                specs.append(path)
-            else:
-                skipped.append(
-                    f"skipped {path}: no baseline {results_root / name}/ (create it: orderlab check --update {path})"
-                )
-    if not specs:
-        where = ", ".join(map(str, targets or [experiments]))
-        raise OrderlabError(
-            f"nothing to check: no spec under {where} has a baseline in {results_root}/; "
-            "expected spec files, or create baselines with `orderlab check --update`"
-        )
-    return Plan(specs, skipped)
+        if name in first:
+            raise OrderlabError(
+                f"{first[name]} and {path} both have the spec name {name!r}, so they would share one baseline "
+                "folder; give one of them another `name:`"
+            )
+        first[name] = path
 
 
 def _spec_name(path: Path) -> str | None:

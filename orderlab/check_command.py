@@ -9,30 +9,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from orderlab import report
-from orderlab.check import SpecCheck, check_spec, plan
-from orderlab.junit import Case, write_junit
+from orderlab.check import Comparison, SpecCheck, check_spec, plan, require_tolerance
+from orderlab.errors import OrderlabError
+from orderlab.junit import Case, check_destination, write_junit
 
 EXPERIMENTS = Path("experiments")
 CLEAN, DRIFT, ERROR = 0, 1, 2
+FAILED = ("drift", "missing")  # statuses that fail the check with exit code 1
 
 
 def run_check(
     targets: list[Path], results: Path, rtol: float | None, atol: float | None, update: bool, junit: Path | None
 ) -> int:
-    """Check (or update) every planned spec; return 0 clean, 1 drift, 2 if any spec could not be checked."""
-    chosen = plan(targets, EXPERIMENTS, results, update)
+    """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
+
+    Arguments (tolerances, the JUnit path, spec names) are refused before any spec runs.
+    """
+    require_tolerance("--rtol", rtol)
+    require_tolerance("--atol", atol)
+    if junit is not None:
+        check_destination(junit)
+    specs = plan(targets, EXPERIMENTS)
+    if not specs:
+        if junit is not None:
+            write_junit(junit, [])
+        where = ", ".join(map(str, targets or [EXPERIMENTS]))
+        raise OrderlabError(f"nothing to check: no spec files (*.yaml, *.yml) in {where}")
     console, errors = report.log_console(), report.stderr_console()
-    for note in chosen.skipped:
-        errors.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     outcomes: list[SpecCheck] = []
-    for path in chosen.specs:
+    for path in specs:
         with report.progress_bar(f"checking {path}", quiet=False) as advance:
             outcome = check_spec(path, results, rtol, atol, update, advance)
         outcomes.append(outcome)
         for warning in outcome.warnings:
             errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-        if outcome.comparison is not None and outcome.comparison.drifted:
-            console.print(drift_table(outcome))
+        for comparison in outcome.drifted:
+            console.print(drift_table(outcome, comparison))
+        for unmatched in outcome.unmatched:
+            console.print(unmatched.line(), style="red", markup=False, highlight=False, soft_wrap=True)
         if outcome.status == "error":
             errors.print(f"error: {outcome.summary}", markup=False, highlight=False, soft_wrap=True)
         else:
@@ -41,21 +55,22 @@ def run_check(
         write_junit(junit, [junit_case(o) for o in outcomes])
     if any(o.status == "error" for o in outcomes):
         return ERROR
-    return DRIFT if any(o.status == "drift" for o in outcomes) else CLEAN
+    return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN
 
 
-def drift_table(outcome: SpecCheck):
+def drift_table(outcome: SpecCheck, comparison: Comparison):
     what = "changed rows" if outcome.status == "updated" else "drifted rows"
-    return report.drift_table(outcome.comparison, f"{outcome.name}: {what} ({outcome.path})")
+    return report.drift_table(comparison, f"{outcome.name}: {what} of {comparison.file} ({outcome.path})")
 
 
 def junit_case(outcome: SpecCheck) -> Case:
-    details = report.plain_text(drift_table(outcome)) if outcome.status == "drift" else ""
+    failed = outcome.status in FAILED
+    tables = [report.plain_text(drift_table(outcome, c)) for c in outcome.drifted] if failed else []
     return Case(
         name=outcome.name,
         file=str(outcome.path),
         seconds=outcome.seconds,
-        failure=outcome.summary if outcome.status == "drift" else None,
+        failure=outcome.summary if failed else None,
         error=outcome.summary if outcome.status == "error" else None,
-        details=details,
+        details="".join(tables) + "".join(f"{u.line()}\n" for u in outcome.unmatched),
     )

@@ -279,22 +279,26 @@ def check(
     targets: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Spec files or folders of specs; default: every spec in experiments/ with a baseline.",
+            help="Spec files or folders of specs; default: every spec in experiments/. A spec without a "
+            "baseline folder fails (exit 1) until `orderlab check --update` makes one.",
             metavar="SPEC_OR_DIR...",
             show_default=False,
         ),
     ] = None,
     rtol: Annotated[
-        float | None, typer.Option(min=0, help="Relative tolerance; default from the spec's check: or its dtype.")
+        float | None, typer.Option(help="Relative tolerance (finite, >= 0); default from the spec's check: or dtype.")
     ] = None,
     atol: Annotated[
-        float | None, typer.Option(min=0, help="Absolute tolerance; default from the spec's check: or its dtype.")
+        float | None, typer.Option(help="Absolute tolerance (finite, >= 0); default from the spec's check: or dtype.")
     ] = None,
     update: Annotated[bool, typer.Option("--update", help="Rewrite baselines atomically; say what changed.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Also write a JUnit XML report, one test case per spec.")] = None,
-    results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/metrics.csv.")] = Path("results"),
+    results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/*.csv.")] = Path("results"),
 ) -> None:
-    """Re-run specs and compare with their committed results; exit 0 clean, 1 drift, 2 on a spec error."""
+    """Re-run specs and compare every CSV with the committed results.
+
+    Exit 0 clean; 1 drift (a value, row or CSV differs) or a spec without a baseline; 2 on a spec or baseline error.
+    """
     from orderlab.check_command import run_check
 
     raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit))

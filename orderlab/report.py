@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator
 
@@ -305,27 +306,40 @@ def trace_tables(trace, decimals: int = 4) -> list[Table]:
 
 # --- orderlab check --------------------------------------------------------------------------------
 
-DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the rows left out
+DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the lines left out
 
 
 def drift_table(comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
-    """Drifted rows of a check.Comparison: the key, the baseline and new cells, abs and rel difference."""
+    """A check.Comparison's drift, one line per moved cell: the row's key, the column, baseline and new cell, diffs.
+
+    A missing or extra row is one line with its compared cells; lines past `limit` are counted, not shown.
+    """
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
     table.add_column("row (key columns)", overflow="fold", ratio=1)
-    for column in ("baseline", "new", "abs diff", "rel diff"):
+    table.add_column("column", overflow="fold")
+    for column in ("baseline", "new"):
+        table.add_column(column, justify="right", overflow="fold")
+    for column in ("abs diff", "rel diff"):
         table.add_column(column, justify="right", no_wrap=True)
-    for drift in comparison.drifted[:limit]:
-        verdict_changed = drift.kind == "changed" and drift.baseline.verdict != drift.new.verdict
-        cells = [_drift_cell(drift.baseline, verdict_changed), _drift_cell(drift.new, verdict_changed)]
-        if drift.kind == "changed":
-            cells += [f"{drift.abs_diff:.2e}", f"{drift.rel_diff:.2e}"]
-        else:
-            cells += [Text(drift.kind, style="red"), ""]
-        table.add_row(drift_key(drift.key, comparison.key_columns), *cells)
-    left_out = len(comparison.drifted) - limit
+    lines = (line for drift in comparison.drifted for line in _drift_lines(drift, comparison.key_columns))
+    for line in itertools.islice(lines, limit):
+        table.add_row(*line)
+    left_out = sum(len(drift.columns) or 1 for drift in comparison.drifted) - limit
     if left_out > 0:
-        table.caption = f"... and {left_out:,} more drifted rows"
+        table.caption = f"... and {left_out:,} more drifted cells"
     return table
+
+
+def _drift_lines(drift, key_columns: list[str]) -> Iterator[tuple]:
+    key = drift_key(drift.key, key_columns)
+    if drift.kind != "changed":
+        yield key, "", _row_cells(drift.baseline), _row_cells(drift.new), Text(drift.kind, style="red"), ""
+        return
+    for index, column in enumerate(drift.columns):
+        old, new = drift.baseline.cells[column] or "(empty)", drift.new.cells[column] or "(empty)"
+        numeric = column in drift.baseline.numbers
+        diffs = (f"{drift.abs_diff(column):.2e}", f"{drift.rel_diff(column):.2e}") if numeric else ("", "")
+        yield key if index == 0 else "", column, old, new, *diffs
 
 
 STACK_KEY = ("case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric")
@@ -334,7 +348,7 @@ STACK_KEY = ("case", "input", "encoding", "permutation", "permuted", "layer", "h
 def drift_key(key: tuple[str, ...], names: list[str]) -> str:
     """'dog bites man -> man bites dog [2 1 0]' over 'causal=true, rope, layer 1, head 0, attention_equivariance'.
 
-    Tables without the stack's key columns (corpus runs) read as 'name=value, ...'.
+    Tables without the stack's key columns (summaries, attention, corpus runs) read as 'name=value, ...'.
     """
     cells = dict(zip(names, key, strict=True))
     if not set(STACK_KEY) <= cells.keys():
@@ -346,10 +360,8 @@ def drift_key(key: tuple[str, ...], names: list[str]) -> str:
     return f"{cells['input']}{joiner}{cells['permuted']} [{cells['permutation']}]\n{where}"
 
 
-def _drift_cell(row, with_verdict: bool) -> str:
-    if row is None:
-        return "-"
-    return f"{row.text} {row.verdict}" if with_verdict else row.text
+def _row_cells(row) -> str:
+    return "-" if row is None else " ".join(cell or "(empty)" for cell in row.cells.values())
 
 
 def log_console(min_width: int = 120) -> Console:

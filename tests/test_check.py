@@ -12,16 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.check import (
-    Baseline,
     BaselineError,
-    Row,
     Tolerances,
-    compare,
+    compare_csv,
     default_tolerances,
-    parse_metrics,
+    layout_of,
+    read_csv,
     tolerances_for,
 )
 from orderlab.cli import app
+from orderlab.junit import Case, junit_xml
 from orderlab.report import STACK_KEY, drift_key
 from orderlab.spec import load_spec
 
@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("dog_bites_man", "cat_chased_dog")  # the core's experiments; others may be added beside them
 # A row of dog_bites_man that is far from zero, so an edit in its third digit is drift under any tolerance.
 EDITED_ROW = "permutation,dog bites man,rope,2 1 0,man bites dog,2,,invariance_mean,"
+SUMMARY_ROW = "permutation,dog bites man,invariance_first,"  # its sinusoidal cell is 1.216679e+00
+ATTENTION_ROW = "rope,original,dog bites man,0 1 2,1,0,0,1,"  # one attention weight
 
 runner = CliRunner()
 
@@ -62,18 +64,20 @@ def check(*args: str):
     return runner.invoke(app, ["check", *args])
 
 
-def edit_value(path: Path, row_prefix: str, new_value: str) -> str:
-    """Replace the value of the one row starting with row_prefix; return the old value text."""
+def edit_cell(path: Path, row_prefix: str, column: str, new_value: str) -> str:
+    """Replace one cell of the one row starting with row_prefix; return the old cell text."""
     lines = path.read_text().splitlines(keepends=True)
+    at = lines[0].rstrip("\n").split(",").index(column)
     (index,) = [i for i, line in enumerate(lines) if line.startswith(row_prefix)]
-    old = lines[index][len(row_prefix) :].split(",")[0]
-    lines[index] = lines[index].replace(f",{old},", f",{new_value},")
+    cells = lines[index].rstrip("\n").split(",")
+    old, cells[at] = cells[at], new_value
+    lines[index] = ",".join(cells) + "\n"
     path.write_text("".join(lines))
     return old
 
 
-def row(value: float, verdict: str = "order-sensitive", key: tuple[str, ...] = ("k",)) -> Row:
-    return Row(key, f"{value:.6e}", value, verdict)
+def csv_text(*rows: str, header: str = "key,value,verdict") -> str:
+    return "\n".join([header, *rows]) + "\n"
 
 
 # --- the comparison --------------------------------------------------------------------------------
@@ -103,27 +107,77 @@ def test_nan_matches_only_nan_and_infinity_only_itself():
     assert not tol.allows(math.inf, 1e300)
 
 
-def table(rows: dict) -> Baseline:
-    return Baseline(["key", "value", "verdict"], rows)
+def test_identical_values_match_under_any_tolerance():
+    assert Tolerances(rtol=math.inf, atol=0.0).allows(0.0, 0.0)  # inf * 0 is NaN; equal is still equal
+    assert Tolerances(rtol=0.0, atol=0.0).allows(1.5, 1.5)
 
 
 def test_missing_extra_and_changed_rows_are_all_drift():
-    baseline = table({("a",): row(1.0, key=("a",)), ("b",): row(2.0, key=("b",))})
-    fresh = table({("a",): row(1.5, key=("a",)), ("c",): row(3.0, key=("c",))})
-    comparison = compare(baseline, fresh, default_tolerances("float64"))
+    baseline = csv_text("a,1.000000e+00,x", "b,2.000000e+00,x")
+    fresh = csv_text("a,1.500000e+00,x", "c,3.000000e+00,x")
+    comparison = compare_csv(baseline, fresh, "results/t/t.csv", default_tolerances("float64"))
     assert [(d.key, d.kind) for d in comparison.drifted] == [
         (("a",), "changed"),
         (("b",), "missing"),
         (("c",), "extra"),
     ]
-    assert comparison.drifted[0].abs_diff == 0.5
-    assert comparison.drifted[0].rel_diff == 0.5
+    assert comparison.drifted[0].columns == ("value",)
+    assert comparison.drifted[0].abs_diff("value") == 0.5
+    assert comparison.drifted[0].rel_diff("value") == 0.5
+    assert comparison.describe() == "t.csv: 1 changed, 1 missing, 1 extra of 2 rows"
 
 
 def test_a_verdict_flip_within_tolerance_is_drift():
-    baseline = table({("k",): row(2.0e-13, "equivariant")})
-    fresh = table({("k",): row(2.3e-13, "order-sensitive")})
-    assert compare(baseline, fresh, default_tolerances("float64")).drifted
+    baseline = csv_text("k,2.000000e-13,equivariant")
+    fresh = csv_text("k,2.300000e-13,order-sensitive")
+    (drift,) = compare_csv(baseline, fresh, "t.csv", default_tolerances("float64")).drifted
+    assert drift.columns == ("verdict",)
+
+
+def test_empty_value_cell_reads_as_nan_and_matches_only_an_empty_cell():
+    tol = default_tolerances("float64")
+    assert not compare_csv(csv_text("k,,x"), csv_text("k,,x"), "t.csv", tol).drifted
+    (drift,) = compare_csv(csv_text("k,,x"), csv_text("k,0.000000e+00,x"), "t.csv", tol).drifted
+    assert drift.columns == ("value",)
+
+
+SUMMARY_HEADER = "case,subject,metric,none,rope,none verdict,rope verdict"
+
+
+def test_wide_summary_is_keyed_on_its_text_columns_and_compares_every_encoding():
+    baseline = csv_text(
+        "permutation,dog bites man,equivariance,4.121314e-16,1.747729e-01,equivariant,order-sensitive",
+        "permutation,dog bites man,invariance_first,1.464257e+00,1.464257e+00,order-sensitive,order-sensitive",
+        header=SUMMARY_HEADER,
+    )
+    fresh = csv_text(
+        "permutation,dog bites man,equivariance,1.000000e-16,1.747729e-01,equivariant,invariant",  # round-off; a word
+        "permutation,dog bites man,invariance_first,1.464257e+00,1.500000e+00,order-sensitive,order-sensitive",
+        header=SUMMARY_HEADER,
+    )
+    comparison = compare_csv(baseline, fresh, "results/d/summary.csv", default_tolerances("float64"))
+    assert comparison.key_columns == ["case", "subject", "metric"]
+    assert [(d.key[-1], d.columns) for d in comparison.drifted] == [
+        ("equivariance", ("rope verdict",)),
+        ("invariance_first", ("rope",)),
+    ]
+
+
+def test_integer_and_text_columns_form_the_key_and_float_columns_are_values():
+    header = "encoding,sentence_id,sentence,words,mean_similarity,share_above"
+    text = csv_text("trained,3,Dogs bark.,2,8.313592e-01,0.000000e+00", header=header)
+    layout = layout_of(read_csv(text, "fresh"), read_csv(text, "baseline"))
+    assert layout.key == ("encoding", "sentence_id", "sentence", "words")
+    assert layout.numeric == {"mean_similarity", "share_above"}
+
+
+def test_a_float_column_joins_the_key_when_the_rows_need_it_to_be_told_apart():
+    header = "encoding,base,value"
+    baseline = csv_text("rope,1.000000e+04,1.000000e+00", "rope,5.000000e+05,2.000000e+00", header=header)
+    fresh = csv_text("rope,1.000000e+04,1.000000e+00", "rope,5.000000e+05,3.000000e+00", header=header)
+    comparison = compare_csv(baseline, fresh, "t.csv", default_tolerances("float64"))
+    assert comparison.key_columns == ["encoding", "base"]
+    assert [d.key for d in comparison.drifted] == [("rope", "5.000000e+05")]
 
 
 def test_drift_keys_name_swept_columns_and_read_any_table():
@@ -162,26 +216,30 @@ GOOD_ROW = "permutation,a b,none,1 0,b a,0,,equivariance,0.000000e+00,equivarian
     [
         ("", "empty file"),
         (HEADER + GOOD_ROW[:-20], "truncated"),
-        ("case,input\n" + GOOD_ROW, ":1: header"),
+        ("case,input\na,b\n", ":1: header 'case,input'; this orderlab writes 'case,input,encoding"),
         ("case,case,value\n", ":1: header"),
         (HEADER + "permutation,a b,none\n", ":2: 3 fields; expected 10"),
-        ("case,input\na,b\n", "expected distinct column names with 'value'"),
+        ("case,case\na,b\n", "expected distinct column names"),
         (HEADER + GOOD_ROW.replace("0.000000e+00", "zero"), ":2: value 'zero' is not a number"),
-        (HEADER + GOOD_ROW + GOOD_ROW, ":3: the same key columns appear on an earlier line"),
+        (HEADER + GOOD_ROW + GOOD_ROW, ":3: the same key columns (case,input,"),
         (HEADER + 'permutation,"a b\n', "not valid CSV"),
     ],
 )
 def test_malformed_baseline_is_a_one_line_error_naming_the_file(text: str, message: str):
     with pytest.raises(BaselineError) as caught:
-        parse_metrics(text, "results/x/metrics.csv")
+        compare_csv(text, HEADER + GOOD_ROW, "results/x/metrics.csv", default_tolerances("float64"))
     assert str(caught.value).startswith("results/x/metrics.csv")
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
-def test_empty_value_cell_reads_as_nan():
-    rows = parse_metrics(HEADER + GOOD_ROW.replace("0.000000e+00", ""), "f").rows
-    assert math.isnan(next(iter(rows.values())).value)
+def test_junit_drops_characters_xml_cannot_carry():
+    nasty = "dog\x00\x01\x1b bites\ud800 man\ufffe\uffff\x7f\tok\n"
+    case = Case(name=nasty, file=nasty, seconds=1.0, failure=nasty, details=nasty)
+    (element,) = ET.fromstring(junit_xml([case])).iter("testcase")
+    failure = element.find("failure")
+    assert element.get("name") == element.get("file") == "dog bites man\x7f\tok\n"  # DEL, tab, newline are legal
+    assert failure is not None and failure.text == failure.get("message") == "dog bites man\x7f\tok\n"
 
 
 # --- the command, end to end on a temporary project ----------------------------------------------
@@ -191,24 +249,57 @@ def test_shipped_baselines_check_clean(project: Path):
     result = check()
     assert result.exit_code == 0, result.output
     for name in SHIPPED:
-        assert f"{name}: ok:" in result.output
+        assert f"{name}: ok: 3 CSVs" in result.output
 
 
 def test_editing_one_number_is_drift_naming_that_row_and_reverting_passes(project: Path):
     csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
     original = csv_path.read_bytes()
-    old = edit_value(csv_path, EDITED_ROW, "9.999999e-01")
+    old = edit_cell(csv_path, EDITED_ROW, "value", "9.999999e-01")
 
     result = check()
     assert result.exit_code == 1, result.output
-    assert "dog_bites_man: DRIFT: 1 changed, 0 missing, 0 extra of 495 rows" in result.output
+    assert "dog_bites_man: DRIFT vs results/dog_bites_man/" in result.output
+    assert "metrics.csv: 1 changed, 0 missing, 0 extra of 495 rows" in result.output
+    assert "drifted rows of results/dog_bites_man/metrics.csv" in result.output
     assert "dog bites man -> man bites dog [2 1 0]" in result.output  # the row's key...
     assert "rope, layer 2, invariance_mean" in result.output
     assert "9.999999e-01" in result.output and old in result.output  # ...its baseline and new value
+    assert "summary.csv" not in result.output  # only the edited file drifted
     assert "cat_chased_dog: ok:" in result.output  # the other spec is still reported
 
     csv_path.write_bytes(original)
     assert check().exit_code == 0
+
+
+def test_editing_summary_csv_is_drift_naming_the_file_and_the_encoding_column(project: Path):
+    summary = project / "results" / "dog_bites_man" / "summary.csv"
+    old = edit_cell(summary, SUMMARY_ROW, "sinusoidal", "9.999999e-01")
+    result = check("experiments/dog_bites_man.yaml")
+    assert result.exit_code == 1, result.output
+    assert "summary.csv: 1 changed, 0 missing, 0 extra of 10 rows" in result.output
+    assert "drifted rows of results/dog_bites_man/summary.csv" in result.output
+    assert "subject=dog bites man," in result.output and "metric=invariance_first" in result.output  # the row
+    assert "sinusoidal" in result.output and old in result.output and "9.999999e-01" in result.output
+    assert "metrics.csv:" not in result.output
+
+
+def test_editing_a_summary_verdict_word_is_drift(project: Path):
+    summary = project / "results" / "dog_bites_man" / "summary.csv"
+    edit_cell(summary, SUMMARY_ROW, "rope verdict", "invariant")
+    result = check("experiments/dog_bites_man.yaml")
+    assert result.exit_code == 1, result.output
+    assert "summary.csv: 1 changed" in result.output
+    assert "rope verdict" in result.output
+
+
+def test_editing_attention_csv_is_drift(project: Path):
+    attention = project / "results" / "dog_bites_man" / "attention.csv"
+    edit_cell(attention, ATTENTION_ROW, "value", "-1.000000e+00")  # weights are never negative
+    result = check("experiments/dog_bites_man.yaml")
+    assert result.exit_code == 1, result.output
+    assert "attention.csv: 1 changed, 0 missing, 0 extra of 432 rows" in result.output
+    assert "drifted rows of results/dog_bites_man/attention.csv" in result.output
 
 
 def test_missing_and_extra_rows_are_drift(project: Path):
@@ -225,16 +316,45 @@ def test_missing_and_extra_rows_are_drift(project: Path):
     assert "1 missing" in result.output
 
 
-def test_update_regenerates_baselines_that_then_check_clean(project: Path):
-    csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
-    original = csv_path.read_bytes()
-    edit_value(csv_path, EDITED_ROW, "9.999999e-01")
+def test_a_baseline_csv_the_run_no_longer_writes_is_drift_and_update_removes_it(project: Path):
+    stale = project / "results" / "dog_bites_man" / "old.csv"
+    stale.write_text("a,value\nx,1.000000e+00\n")
+    result = check("experiments/dog_bites_man.yaml")
+    assert result.exit_code == 1, result.output
+    assert "results/dog_bites_man/old.csv: the fresh run no longer writes this file" in result.output
+    assert "old.csv: no longer written" in result.output  # in the summary line
+
+    result = check("--update", "experiments/dog_bites_man.yaml")
+    assert result.exit_code == 0, result.output
+    assert "dog_bites_man: updated results/dog_bites_man: old.csv: removed" in result.output
+    assert not stale.exists()
+
+
+def test_a_csv_missing_from_the_baseline_is_drift_with_the_update_hint(project: Path):
+    (project / "results" / "dog_bites_man" / "attention.csv").unlink()
+    result = check("experiments/dog_bites_man.yaml")
+    assert result.exit_code == 1, result.output
+    assert (
+        "results/dog_bites_man/attention.csv: no baseline file, but the fresh run writes one; "
+        "create it with `orderlab check --update`" in result.output
+    )
+
+
+def test_update_regenerates_every_csv_and_says_what_changed(project: Path):
+    folder = project / "results" / "dog_bites_man"
+    originals = {path: path.read_bytes() for path in folder.glob("*.csv")}
+    edit_cell(folder / "metrics.csv", EDITED_ROW, "value", "9.999999e-01")
+    edit_cell(folder / "summary.csv", SUMMARY_ROW, "sinusoidal", "9.999999e-01")
 
     result = check("--update")
     assert result.exit_code == 0, result.output
-    assert "dog_bites_man: updated results/dog_bites_man: 1 changed, 0 missing, 0 extra of 495 rows" in result.output
+    assert (
+        "dog_bites_man: updated results/dog_bites_man: metrics.csv: 1 changed, 0 missing, 0 extra of 495 rows; "
+        "summary.csv: 1 changed, 0 missing, 0 extra of 10 rows" in result.output
+    )
+    assert "changed rows of results/dog_bites_man/summary.csv" in result.output
     assert "cat_chased_dog: unchanged" in result.output
-    assert csv_path.read_bytes() == original
+    assert {path: path.read_bytes() for path in folder.glob("*.csv")} == originals
     assert check().exit_code == 0
 
 
@@ -243,8 +363,10 @@ def test_update_creates_a_missing_baseline_and_replaces_an_unreadable_one(projec
     (project / "results" / "dog_bites_man" / "metrics.csv").write_text("garbage")
     result = check("--update")
     assert result.exit_code == 0, result.output
-    assert "cat_chased_dog: wrote results/cat_chased_dog (360 rows)" in result.output
-    assert "replacing an unreadable baseline" in result.output
+    assert "cat_chased_dog: wrote results/cat_chased_dog: attention.csv (1,800 rows), metrics.csv (360 rows)" in (
+        result.output
+    )
+    assert "metrics.csv: replaced an unreadable baseline" in result.output
     assert check().exit_code == 0
 
 
@@ -260,13 +382,6 @@ def test_truncated_baseline_exits_2_naming_the_file(project: Path):
     assert suite is not None and (suite.get("failures"), suite.get("errors")) == ("0", "1")
 
 
-def test_baseline_folder_without_metrics_csv_exits_2_naming_the_file(project: Path):
-    (project / "results" / "dog_bites_man" / "metrics.csv").unlink()
-    result = check()
-    assert result.exit_code == 2
-    assert "results/dog_bites_man/metrics.csv: no baseline file" in result.output
-
-
 def test_broken_spec_exits_2_with_its_one_line_error(project: Path):
     (project / "experiments" / "dog_bites_man.yaml").write_text("model: {d_model: 63}\ninputs: [{sentence: a}]\n")
     result = check()
@@ -274,36 +389,62 @@ def test_broken_spec_exits_2_with_its_one_line_error(project: Path):
     assert "error: experiments/dog_bites_man.yaml:1: model.d_model: 63 is not divisible" in result.output
 
 
-def test_named_spec_without_baseline_exits_2_and_says_how_to_create_it(project: Path):
+@pytest.mark.parametrize("targets", [(), ("experiments/cat_chased_dog.yaml",)])
+def test_spec_without_a_baseline_folder_fails_with_the_update_hint(project: Path, targets: tuple[str, ...]):
     shutil.rmtree(project / "results" / "cat_chased_dog")
-    result = check("experiments/cat_chased_dog.yaml")
+    result = check(*targets, "--junit", "check.xml")
+    assert result.exit_code == 1, result.output
+    assert (
+        "cat_chased_dog: no baseline: results/cat_chased_dog/ does not exist; "
+        "run `orderlab check --update experiments/cat_chased_dog.yaml`" in result.output
+    )
+    suite = ET.parse(project / "check.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+
+
+def test_nothing_to_check_exits_2_and_still_writes_an_empty_junit_report(project: Path):
+    for spec in (project / "experiments").glob("*.yaml"):
+        spec.unlink()
+    result = check("--junit", "reports/check.xml")
     assert result.exit_code == 2
-    assert "no baseline file; create it with `orderlab check --update`" in result.output
+    assert result.output == "error: nothing to check: no spec files (*.yaml, *.yml) in experiments\n"
+    suite = ET.parse(project / "reports" / "check.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("0", "0", "0")
 
 
-def test_experiment_without_baseline_is_noted_not_failed(project: Path):
-    shutil.rmtree(project / "results" / "cat_chased_dog")
-    result = check()
-    assert result.exit_code == 0
-    assert "note: skipped experiments/cat_chased_dog.yaml: no baseline" in result.output
-
-
-def test_nothing_to_check_exits_2(project: Path):
-    shutil.rmtree(project / "results")
-    result = check()
-    assert result.exit_code == 2
-    assert "nothing to check" in result.output
-
-
-def test_tolerance_options_decide_drift_and_refuse_negatives(project: Path):
+def test_tolerance_options_decide_drift(project: Path):
     csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
-    old = float(edit_value(csv_path, EDITED_ROW, "PLACEHOLDER"))
+    old = float(edit_cell(csv_path, EDITED_ROW, "value", "PLACEHOLDER"))
     csv_path.write_text(csv_path.read_text().replace("PLACEHOLDER", f"{old * 1.01:.6e}"))  # 1% off
     assert check("experiments/dog_bites_man.yaml").exit_code == 1
     assert check("experiments/dog_bites_man.yaml", "--rtol", "0.02").exit_code == 0
-    result = check("--rtol", "-1")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--rtol", "inf"), ("--rtol", "nan"), ("--rtol", "-1"), ("--atol", "-inf")]
+)
+def test_tolerance_options_must_be_finite_and_not_negative(project: Path, option: str, value: str):
+    result = check(option, value)
     assert result.exit_code == 2
-    assert "Invalid value for '--rtol'" in result.output
+    assert result.output == f"error: {option}: got {float(value):g}; expected a finite number >= 0\n"
+
+
+def test_two_specs_with_one_name_are_refused_before_any_run(project: Path):
+    shutil.copy(project / "experiments" / "dog_bites_man.yaml", project / "experiments" / "copy.yaml")
+    shutil.rmtree(project / "results")
+    result = check("--update")
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: experiments/copy.yaml and experiments/dog_bites_man.yaml both have the spec name 'dog_bites_man', "
+        "so they would share one baseline folder; give one of them another `name:`\n"
+    )
+    assert not (project / "results").exists()  # nothing ran, nothing was written
+
+
+def test_one_spec_named_twice_is_checked_once(project: Path):
+    result = check("experiments/dog_bites_man.yaml", "./experiments/dog_bites_man.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("dog_bites_man: ok:") == 1
 
 
 def test_version_differences_warn_but_do_not_fail(project: Path):
@@ -317,7 +458,7 @@ def test_version_differences_warn_but_do_not_fail(project: Path):
 
 
 def test_junit_report_has_one_case_per_spec_with_the_drift_as_failure(project: Path):
-    edit_value(project / "results" / "dog_bites_man" / "metrics.csv", EDITED_ROW, "9.999999e-01")
+    edit_cell(project / "results" / "dog_bites_man" / "metrics.csv", EDITED_ROW, "value", "9.999999e-01")
     result = check("--junit", "reports/check.xml")
     assert result.exit_code == 1
     suite = ET.parse(project / "reports" / "check.xml").getroot().find("testsuite")
@@ -326,9 +467,37 @@ def test_junit_report_has_one_case_per_spec_with_the_drift_as_failure(project: P
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert set(cases) == set(SHIPPED)
     failure = cases["dog_bites_man"].find("failure")
-    assert failure is not None and "1 changed" in failure.get("message", "")
+    assert failure is not None and "metrics.csv: 1 changed" in failure.get("message", "")
+    assert "drifted rows of results/dog_bites_man/metrics.csv" in (failure.text or "")
     assert "rope, layer 2, invariance_mean" in (failure.text or "")
     assert cases["cat_chased_dog"].find("failure") is None
+
+
+def test_junit_report_parses_when_a_drifted_row_has_control_characters(project: Path):
+    csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
+    csv_path.write_text(csv_path.read_text().replace("dog bites man,none,0 1 2", "dog\x01bites\x1b[31m man,none,0 1 2"))
+    result = check("experiments/dog_bites_man.yaml", "--junit", "check.xml")
+    assert result.exit_code == 1, result.output
+    (case,) = ET.parse(project / "check.xml").getroot().iter("testcase")
+    failure = case.find("failure")
+    assert failure is not None and "dogbites[31m man" in (failure.text or "")  # the drifted key, minus controls
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("reports", "error: --junit reports: is a folder; expected a file path such as reports/check.xml"),
+        ("notes.txt/check.xml", "error: --junit notes.txt/check.xml: cannot write there: notes.txt is a file, not"),
+        ("x" * 300 + ".xml", "error: --junit " + "x" * 300 + ".xml: file name too long (304 bytes; at most 255)"),
+    ],
+)
+def test_junit_path_that_cannot_take_the_report_is_one_line_before_any_run(project: Path, target: str, message: str):
+    (project / "reports").mkdir()
+    (project / "notes.txt").write_text("a regular file, so that even root cannot make a folder here")
+    result = check("--junit", target)
+    assert result.exit_code == 2
+    assert result.output.startswith(message)
+    assert result.output.count("\n") == 1  # one line: no traceback, and no spec ran
 
 
 def test_manifest_records_what_a_rerun_needs(project: Path):
