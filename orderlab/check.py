@@ -442,8 +442,9 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
         write_fresh(folder, fresh)
         counts = ", ".join(f"{file} ({_data_rows(text):,} rows)" for file, text in fresh.files.items())
         return SpecCheck(loaded.path, name, "created", f"{name}: wrote {folder}: {counts}")
-    if _unchanged(folder, loaded, fresh):
-        return SpecCheck(loaded.path, name, "unchanged", f"{name}: unchanged: {folder} kept as it was")
+    if _unchanged(folder, loaded, fresh, tolerances_for(loaded.spec, rtol, atol)):
+        summary = f"{name}: unchanged: {folder} kept as it was (every CSV within tolerance, same spec and versions)"
+        return SpecCheck(loaded.path, name, "unchanged", summary)
     changes, comparisons = _changes(folder, fresh.files)
     write_fresh(folder, fresh)
     summary = f"{name}: updated {folder}: {'; '.join(changes) or 'CSVs identical, manifest refreshed'}"
@@ -454,16 +455,22 @@ def _data_rows(text: str) -> int:
     return text.count("\n") - 1  # orderlab's CSVs have no line breaks inside cells
 
 
-def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh) -> bool:
-    """Every CSV byte-identical, none stale, and the manifest records this spec and these library versions."""
+def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) -> bool:
+    """Every CSV within `check`'s tolerances (so a clean check), none stale, and the manifest records this spec and
+    these library versions. Round-off that differs between CPUs then never rewrites a baseline."""
     manifest = _read_manifest(folder)
     spec_record = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
-    return (
+    if not (
         csv_names(folder) == fresh.files.keys()
-        and all(_read_or_none(folder / file) == text for file, text in fresh.files.items())
         and spec_record.get("sha256") == loaded.sha256
         and manifest.get("versions") == fresh.manifest["versions"]
-    )
+    ):
+        return False
+    try:
+        comparisons, _ = compare_folder(folder, fresh.files, tol)
+    except BaselineError:
+        return False
+    return not any(comparison.drifted for comparison in comparisons)
 
 
 def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Comparison]]:

@@ -522,3 +522,18 @@ def test_ci_example_runs_check_with_a_junit_report():
     job = yaml.safe_load((ROOT / "docs" / "ci-example.yml").read_text())
     commands = [step.get("run", "") for step in job["jobs"]["check"]["steps"]]
     assert any(command.startswith("orderlab check --junit") for command in commands)
+
+
+def test_update_keeps_a_baseline_whose_values_moved_only_within_tolerance(project: Path):
+    """What round-off on another CPU does to float values: --update must not rewrite (churn) the baseline for it."""
+    path = project / "results" / "dog_bites_man" / "metrics.csv"
+    old = edit_cell(path, EDITED_ROW, "value", "0")  # read the cell, then write it back one ulp of the CSV away
+    nudged = f"{float(old) * (1 + 1e-6):.6e}"
+    edit_cell(path, EDITED_ROW, "value", nudged)
+    result = check("--update", "experiments/dog_bites_man.yaml")
+    assert result.exit_code == 0, result.output
+    assert "dog_bites_man: unchanged" in result.output
+    assert nudged in path.read_text() and nudged != old
+    edit_cell(path, EDITED_ROW, "value", f"{float(old) * 1.01:.6e}")  # beyond tolerance: rewritten
+    assert "dog_bites_man: updated" in check("--update", "experiments/dog_bites_man.yaml").output
+    assert f",{old}," in path.read_text()
