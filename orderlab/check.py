@@ -24,7 +24,7 @@ from typing import Literal
 
 from orderlab.errors import OrderlabError
 from orderlab.spec import LoadedSpec, Spec, load_spec
-from orderlab.verdicts import tolerance
+from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
 CSV_RESOLUTION = 1e-6
@@ -295,13 +295,34 @@ def _moved(baseline: Table, fresh: Table, key: tuple[str, ...], tol: Tolerances)
     baseline cell that is not one is a BaselineError naming its line).
     """
     old, new = baseline.rows[key][1], fresh.rows[key][1]
-    return tuple(
+    moved = tuple(
         name
         for name, at in baseline.layout.compared
         if old[at] != new[at]
         and not (
             name in baseline.layout.numeric and tol.allows(baseline.number(key, name, at), fresh.number(key, name, at))
         )
+    )
+    words = dict(zip(baseline.layout.header, zip(old, new, strict=True), strict=True))
+    return tuple(name for name in moved if not _at_the_line(name, words, moved, baseline.layout))
+
+
+def _at_the_line(column: str, words: dict[str, tuple[str, str]], moved: tuple[str, ...], layout: Layout) -> bool:
+    """A verdict that flipped between round-off (written 0) and order-sensitive while its value stayed within tolerance.
+
+    Such a value sits at its measured round-off line, which CPUs and thread counts move by their own
+    round-off: the flip is that noise, not drift. Any other verdict change, or one with a moved value, is drift.
+    """
+    value = "value" if column == "verdict" else column.removesuffix(" verdict")
+    if not is_verdict_column(column) or value not in layout.numeric or value in moved:
+        return False
+    (old_word, new_word), (old_value, new_value) = words[column], words[value]
+    passing_value = new_value if old_word == ORDER_SENSITIVE else old_value
+    return (
+        ORDER_SENSITIVE in (old_word, new_word)
+        and {old_word, new_word} - {ORDER_SENSITIVE} <= set(PASSING_WORDS)
+        and _is_float(passing_value)
+        and float(passing_value) == 0  # round-off is written as 0
     )
 
 

@@ -59,6 +59,9 @@ def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(np.isfinite(noise), line, np.nan)
 
 
+PASSING_WORDS = ("equivariant", "invariant", "indistinguishable")
+
+
 def passing_word(metric: str) -> str:
     if metric in INDISTINGUISHABLE_METRICS:
         return "indistinguishable"

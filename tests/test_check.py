@@ -127,11 +127,31 @@ def test_missing_extra_and_changed_rows_are_all_drift():
     assert comparison.describe() == "t.csv: 1 changed, 1 missing, 1 extra of 2 rows"
 
 
-def test_a_verdict_flip_within_tolerance_is_drift():
-    baseline = csv_text("k,2.000000e-13,equivariant")
-    fresh = csv_text("k,2.300000e-13,order-sensitive")
-    (drift,) = compare_csv(baseline, fresh, "t.csv", default_tolerances("float64")).drifted
-    assert drift.columns == ("verdict",)
+def test_a_flip_at_the_round_off_line_within_tolerance_is_not_drift():
+    """Round-off (written 0) on one CPU, just above the measured line on another: the value moved by noise."""
+    baseline = csv_text("k,0.000000e+00,equivariant")
+    assert not compare_csv(baseline, csv_text("k,2.300000e-15,order-sensitive"), "t.csv", TIGHT).drifted
+    wide = "case,s,rope,rope verdict"
+    baseline = csv_text("permutation,k,0.000000e+00,invariant", header=wide)
+    fresh = csv_text("permutation,k,1.000000e-15,order-sensitive", header=wide)
+    assert not compare_csv(baseline, fresh, "t.csv", TIGHT).drifted
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "columns"),
+    [
+        ("0.000000e+00,equivariant", "2.500000e-01,order-sensitive", ("value", "verdict")),  # a real effect appeared
+        ("0.000000e+00,equivariant", "nan,non-finite", ("value", "verdict")),
+        ("0.000000e+00,equivariant", "0.000000e+00,non-finite", ("verdict",)),
+        ("1.000000e-15,order-sensitive", "1.000000e-15,non-finite", ("verdict",)),
+    ],
+)
+def test_any_other_verdict_change_is_drift(old, new, columns):
+    (drift,) = compare_csv(csv_text(f"k,{old}"), csv_text(f"k,{new}"), "t.csv", TIGHT).drifted
+    assert drift.columns == columns
+
+
+TIGHT = Tolerances(rtol=2e-6, atol=2.2e-13)
 
 
 def test_empty_value_cell_reads_as_nan_and_matches_only_an_empty_cell():
