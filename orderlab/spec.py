@@ -323,6 +323,9 @@ def load_spec(path: str | Path) -> LoadedSpec:
     from orderlab.sweep import check_sweep  # sweep.py builds on this module
 
     check_sweep(spec, document, _check_relations)
+    from orderlab.estimate import check_limits  # estimate.py builds on this module and sweep.py
+
+    check_limits(spec, document)
     return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
 
 
