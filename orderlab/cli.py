@@ -94,8 +94,19 @@ def run(
 
 @app.command()
 @user_errors
-def validate(specs: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)]) -> None:
-    """Check specs without running them; one line per problem, exit 2 if any."""
+def validate(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="Also print what each run will cost: memory, sequences, time and CSV sizes, per combination."
+        ),
+    ] = False,
+) -> None:
+    """Check specs without running them; one line per problem, exit 2 if any.
+
+    A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
+    """
     from orderlab.spec import load_spec
 
     failed = False
@@ -107,6 +118,11 @@ def validate(specs: Annotated[list[Path], typer.Argument(help="Spec files to che
             failed = True
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")
+            if plan:
+                from orderlab.estimate import estimate, plan_lines
+
+                for line in plan_lines(estimate(loaded.spec, path)):
+                    typer.echo(f"  {line}")
     if failed:
         raise typer.Exit(2)
 

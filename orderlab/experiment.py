@@ -69,13 +69,16 @@ def write_experiment(
     def finish(rows: int) -> tuple[dict[str, pd.DataFrame], dict]:
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
-        if "attention" in spec.metrics and spec.inputs:
-            tables["attention"] = attention_maps(spec, device)
+        maps = attention_maps(spec, device) if "attention" in spec.metrics and spec.inputs else None
+        if maps is not None:
+            tables["attention"] = maps.frame
         manifest = build_manifest(
             spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
             dtype=spec.model.dtype, device=device, wall_seconds=time.perf_counter() - started, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
+        if maps is not None:
+            manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
         finished.update(rows=rows, digest=digest, summary=tables["summary"], files=[f"{name}.csv" for name in tables])
         return tables, manifest
 

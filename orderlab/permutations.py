@@ -20,8 +20,26 @@ MAX_TOKENS_FOR_ALL = 9
 MAX_PERMUTATIONS_FOR_ROWS = math.factorial(8)
 
 
+# The fewest tokens with which a named rule gives a permutation other than the identity: below it the
+# rule measures nothing (swaps and shifts give none at all, reverse and all only the identity, and
+# prefixes, which keeps the last word in place, only the identity below three words).
+FEWEST_TOKENS = {"reverse": 2, "all": 2, "swaps": 2, "shifts": 2, "prefixes": 3}
+
+
 def check_rule(rule: Any, n: int) -> None:
-    """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence."""
+    """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence.
+
+    A rule that names no permutation but the identity is refused too: it would write rows that
+    measure nothing, or none at all (and a baseline with no rows cannot be checked).
+    """
+    if isinstance(rule, str) and n < FEWEST_TOKENS.get(rule, 0):
+        gives = "no permutation" if rule in ("swaps", "shifts") else "only the identity"
+        raise ValueError(
+            f"{rule!r} on a sentence of {n} word(s) gives {gives}; expected at least {FEWEST_TOKENS[rule]} words "
+            "(or permutations: identity)"
+        )
+    if isinstance(rule, list) and not rule:
+        raise ValueError(f"an empty list gives no permutation; expected at least one, like {list(range(n))[::-1]}")
     if rule == "prefixes" and n - 1 > MAX_TOKENS_FOR_ALL:
         raise ValueError(
             f"'prefixes' would be {n - 1}! = {math.factorial(n - 1):,} permutations, past the limit of "
@@ -36,7 +54,7 @@ def check_rule(rule: Any, n: int) -> None:
         )
     if isinstance(rule, dict) or hasattr(rule, "random"):
         k = rule["random"] if isinstance(rule, dict) else rule.random
-        available = math.factorial(n) - 1
+        available = math.factorial(min(n, 20)) - 1  # 20! - 1 > 2e18: more than any K; n! of 10^5 words is slow
         if k > available:
             raise ValueError(
                 f"random: {k} asks for more distinct non-identity permutations than the {available:,} "

@@ -54,9 +54,10 @@ def plot_results(folder: Path) -> list[Path]:
         chance = metrics.loc[metrics["metric"] == "position_chance", "value"].iloc[0]
         figures["decodability.png"] = decodability(probe, swept, name, chance)
     if attention is not None:
+        shown = _attention_input(folder, manifest)
         for columns, group in _by_configuration(attention, swept):
             suffix = "_" + describe(columns).replace(" ", "_").replace("=", "-") if columns else ""
-            figures[f"attention{suffix}.png"] = attention_heatmaps(group, name, describe(columns))
+            figures[f"attention{suffix}.png"] = attention_heatmaps(group, shown, name, describe(columns))
 
     def fill(staging: Path) -> None:
         for file_name, figure in figures.items():
@@ -64,6 +65,17 @@ def plot_results(folder: Path) -> list[Path]:
 
     write_folder_atomically(folder / "figures", fill)
     return [folder / "figures" / file_name for file_name in figures]
+
+
+def _attention_input(folder: Path, manifest: dict) -> dict:
+    """The sentence and reordering attention.csv shows, which manifest.json records once."""
+    shown = manifest.get("attention")
+    if not isinstance(shown, dict) or not {"words", "permutation", "permuted"} <= set(shown):
+        raise OrderlabError(
+            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence (results written before "
+            "attention.csv held each sentence once); expected a folder written by this orderlab: re-run the spec"
+        )
+    return shown
 
 
 def _by_configuration(frame: pd.DataFrame, swept: list[str]):
@@ -137,21 +149,22 @@ def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float
     return figure
 
 
-def attention_heatmaps(frame: pd.DataFrame, name: str, configuration: str) -> Figure:
-    """Per encoding: A(X), A(PX) and A(PX) - P A(X) P^T at the deepest layer, head 0."""
+def attention_heatmaps(frame: pd.DataFrame, shown: dict, name: str, configuration: str) -> Figure:
+    """Per encoding: A(X), A(PX) and A(PX) - P A(X) P^T at the deepest layer, head 0.
+
+    shown: the manifest's record of the input, {"words": ..., "permutation": "2 1 0", "permuted": ...}.
+    """
     layer = int(frame["layer"].max())
-    shown = frame[(frame["layer"] == layer) & (frame["head"] == 0)]
-    encodings = list(dict.fromkeys(shown["encoding"]))
+    deepest = frame[(frame["layer"] == layer) & (frame["head"] == 0)]
+    encodings = list(dict.fromkeys(deepest["encoding"]))
+    p = [int(i) for i in str(shown["permutation"]).split()]
+    words, moved = str(shown["words"]).split(), str(shown["permuted"]).split()
     figure = Figure(figsize=(12, 3.6 * len(encodings) + 0.8), layout="constrained")
     axes = figure.subplots(len(encodings), 3, squeeze=False)
     for row, encoding in enumerate(encodings):
-        original = _grid(shown[(shown["encoding"] == encoding) & (shown["sentence"] == "original")])
-        permuted_rows = shown[(shown["encoding"] == encoding) & (shown["sentence"] == "permuted")]
-        permuted = _grid(permuted_rows)
-        p = [int(i) for i in str(permuted_rows["permutation"].iloc[0]).split()]
+        original = _grid(deepest[(deepest["encoding"] == encoding) & (deepest["sentence"] == "original")])
+        permuted = _grid(deepest[(deepest["encoding"] == encoding) & (deepest["sentence"] == "permuted")])
         difference = permuted - original[np.ix_(p, p)]  # A(PX) - P A(X) P^T
-        words = str(shown.loc[shown["sentence"] == "original", "words"].iloc[0]).split()
-        moved = str(permuted_rows["words"].iloc[0]).split()
         panels = [(original, words, "original A(X)"), (permuted, moved, "permuted A(PX)")]
         for col, (grid, labels, title) in enumerate(panels):
             image = axes[row, col].imshow(grid, vmin=0, vmax=1, cmap="viridis")

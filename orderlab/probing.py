@@ -65,7 +65,7 @@ def measure_decodability(spec: Spec, device: str = "cpu") -> pd.DataFrame:
     weights = layer_weights(spec, config)
     context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=device)
     x = random_sentences(probe.sentences, probe.length, probe.vocabulary, config.d_model, spec.seed)  # (S, n, d)
-    train = round(probe.sentences * (1 - probe.held_out))
+    train = probe.training_sentences
     chance, scored = 1 / probe.length, (probe.sentences - train) * probe.length
     subject = f"{probe.sentences} random sentences of {probe.length} words"
     rows = []

@@ -8,15 +8,15 @@ torch or pandas: `orderlab validate` has to answer fast.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
+from orderlab import bounds
 from orderlab import permutations as perms
 from orderlab.backends.checks import check_backend, uses_backend
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
@@ -37,7 +37,11 @@ Metric = Literal[
 # What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
 DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
 Matrix = list[list[float]]
-PositiveInt = Annotated[int, Field(ge=1)]
+
+
+def Count(most: int) -> Any:
+    """A positive int no larger than `most` (one of orderlab/bounds.py's limits)."""
+    return Annotated[int, Field(ge=1, le=most)]
 
 
 def Sweepable(scalar: Any) -> Any:
@@ -70,9 +74,11 @@ class ModelSpec(StrictModel):
     """
 
     kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")
-    d_model: Sweepable(PositiveInt) = Field(64, description="Width of token vectors and hidden states.")
-    n_heads: Sweepable(PositiveInt) = Field(4, description="Attention heads per layer; must divide d_model.")
-    n_layers: Sweepable(PositiveInt) = Field(2, description="Number of attention layers (blocks).")
+    d_model: Sweepable(Count(bounds.MAX_D_MODEL)) = Field(64, description="Width of token vectors and hidden states.")
+    n_heads: Sweepable(Count(bounds.MAX_D_MODEL)) = Field(
+        4, description="Attention heads per layer; must divide d_model."
+    )
+    n_layers: Sweepable(Count(bounds.MAX_LAYERS)) = Field(2, description="Number of attention layers (blocks).")
     residual: Sweepable(bool) = Field(
         True, description="Add each sub-layer's input to its output (the residual stream)."
     )
@@ -80,7 +86,7 @@ class ModelSpec(StrictModel):
         "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
     )
     ffn: Sweepable(bool) = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
-    ffn_mult: Sweepable(PositiveInt) = Field(4, description="FFN hidden width as a multiple of d_model.")
+    ffn_mult: Sweepable(Count(bounds.MAX_FFN_MULT)) = Field(4, description="FFN hidden width as a multiple of d_model.")
     causal: Sweepable(bool) = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
     scale: Sweepable(Literal["sqrt", "none"]) = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
@@ -116,7 +122,11 @@ Embeddings = Annotated[RandomEmbeddings | ExplicitEmbeddings, Field(discriminato
 
 
 class RandomPermutations(StrictModel):
-    random: int = Field(ge=1, description="How many distinct non-identity permutations to draw (seeded).")
+    random: int = Field(
+        ge=1,
+        le=bounds.MAX_RANDOM_PERMUTATIONS,
+        description="How many distinct non-identity permutations to draw (seeded).",
+    )
 
 
 PermutationRule = (
@@ -176,10 +186,30 @@ class EncodingChoice(StrictModel):
 class DecodabilitySpec(StrictModel):
     """Position probe: a linear classifier predicts each token's slot from its hidden state, per layer."""
 
-    sentences: int = Field(512, ge=8, description="Seeded random sentences the probe is trained and scored on.")
-    length: int = Field(8, ge=2, description="Words per random sentence; chance accuracy is 1/length.")
-    vocabulary: int = Field(64, ge=2, description="Distinct random words the sentences are drawn from.")
+    sentences: int = Field(
+        512, ge=8, le=bounds.MAX_PROBE_SENTENCES, description="Random sentences the probe is trained and scored on."
+    )
+    length: int = Field(
+        8, ge=2, le=bounds.MAX_PROBE_LENGTH, description="Words per random sentence; chance accuracy is 1/length."
+    )
+    vocabulary: int = Field(
+        64, ge=2, le=bounds.MAX_PROBE_VOCABULARY, description="Distinct random words the sentences are drawn from."
+    )
     held_out: float = Field(0.25, gt=0, lt=1, description="Fraction of sentences kept out of training for scoring.")
+
+    @property
+    def training_sentences(self) -> int:
+        """How many of the sentences the probe is fit on; the rest are scored."""
+        return round(self.sentences * (1 - self.held_out))
+
+    @model_validator(mode="after")
+    def _both_sides(self) -> DecodabilitySpec:
+        if not 0 < self.training_sentences < self.sentences:
+            raise ValueError(
+                f"held_out {self.held_out} of {self.sentences} sentences leaves {self.training_sentences} to fit "
+                f"and {self.sentences - self.training_sentences} to score; expected at least one on each side"
+            )
+        return self
 
 
 class CheckTolerances(StrictModel):
@@ -238,7 +268,9 @@ class Spec(StrictModel):
 
     name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
     description: str = Field("", description="What the experiment asks, in a sentence.")
-    seed: int = Field(0, ge=0, description="Seed of word vectors, weights, encodings and random permutations.")
+    seed: int = Field(
+        0, ge=0, le=bounds.MAX_SEED, description="Seed of word vectors, weights, encodings and random permutations."
+    )
     model: ModelChoice = Field(
         default_factory=ModelSpec, description="The attention stack, or a pretrained model (kind: pretrained | hf)."
     )
@@ -310,7 +342,10 @@ def load_spec(path: str | Path) -> LoadedSpec:
     from orderlab.sweep import check_sweep  # sweep.py builds on this module
 
     check_sweep(spec, document, _check_relations)
-    return LoadedSpec(spec=spec, path=path, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    from orderlab.estimate import check_limits  # estimate.py builds on this module and sweep.py
+
+    check_limits(spec, document)
+    return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
 
 
 class LoadedSpec(BaseModel):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import heapq
 import math
-import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -25,6 +24,7 @@ import torch
 from orderlab import permutations as perms
 from orderlab.batching import aligned_batch
 from orderlab.encodings import build_encoding
+from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.runner import (
@@ -45,11 +45,6 @@ from orderlab.verdicts import twin_dtype
 SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
-
-# One chunk's working set on the CPU: about 1,000 sequences of the 4-layer, d_model 128 benchmark
-# stack in float32. Throughput was flat from there up to 4x more, while peak memory doubled.
-CPU_CHUNK_BYTES = 64 * 2**20
-GPU_CHUNK_BYTES = 1024 * 2**20
 
 Advance = Callable[[int, int], None]  # (done, total) sequences
 
@@ -75,27 +70,13 @@ def tune_allocator() -> None:
 def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: torch.device) -> int:
     """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
     itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
-    d, f, layers = config.d_model, config.ffn_mult * config.d_model, config.n_layers
-    # kept for the metrics: layers + 1 hidden states; transient per layer: q, k, v, attention output,
-    # two FFN activations of width f, a few d-wide temporaries; maps: layers x heads x n x n.
-    values = n * ((layers + 1) * d + 6 * d + 2 * f) + (layers * config.n_heads * n * n if attention_maps else 0)
+    values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
     budget = CPU_CHUNK_BYTES if device.type == "cpu" else GPU_CHUNK_BYTES
     if device.type == "cuda":
         budget = min(budget, torch.cuda.mem_get_info(device)[0] // 4)
     else:
-        budget = min(budget, _available_memory() // 4)
-    return max(1, budget // (values * itemsize))
-
-
-def _available_memory() -> int:
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        budget = min(budget, available_memory() // 4)
+    return sequences_per_chunk(values, itemsize, budget)
 
 
 def aligned_forward(stack: AttentionStack, x: torch.Tensor, attention_maps: bool) -> StackOutput:

@@ -121,8 +121,20 @@ def trace_frame(trace: LayerTrace) -> pd.DataFrame:
     return frame
 
 
-def attention_maps(spec: Spec, device: str = "cpu") -> pd.DataFrame:
-    """Attention of the first input and its first non-identity reordering, per configuration, encoding, layer, head."""
+@dataclass(frozen=True)
+class AttentionMaps:
+    """attention.csv's rows, and the one input and reordering they show (written once, to manifest.json)."""
+
+    frame: pd.DataFrame  # [swept fields], encoding, sentence (original | permuted), layer, head, query, key, value
+    shown: dict[str, int | str]  # input (index in the spec), words, permutation, permuted
+
+
+def attention_maps(spec: Spec, device: str = "cpu") -> AttentionMaps:
+    """Attention of the first input and its first non-identity reordering, per configuration, encoding, layer, head.
+
+    The words and the permutation are the same on every row, so they are kept out of the rows: a
+    row costs the same bytes however long the sentence (the file grows as n^2, not n^3).
+    """
     item = spec.inputs[0]
     words = tokenize(item.sentence, spec.embeddings.lowercase)
     identity = tuple(range(len(words)))
@@ -140,19 +152,19 @@ def attention_maps(spec: Spec, device: str = "cpu") -> pd.DataFrame:
             for layer, attention in enumerate(maps, start=1):
                 grid = attention.double().cpu()
                 for which, label in enumerate(("original", "permuted")):
-                    shown = words if which == 0 else perms.apply(permutation, words)
                     h, n, _ = grid[which].shape
                     frame = pd.DataFrame({
-                        "encoding": choice.label, "sentence": label, "words": " ".join(shown),
-                        "permutation": perms.label(permutation if which else identity), "layer": layer,
-                        "head": torch.arange(h).repeat_interleave(n * n).tolist(),
-                        "query": torch.arange(n).repeat_interleave(n).repeat(h).tolist(),
-                        "key": torch.arange(n).repeat(h * n).tolist(), "value": grid[which].flatten().tolist(),
+                        "encoding": choice.label, "sentence": label, "layer": layer,
+                        "head": torch.arange(h).repeat_interleave(n * n).numpy(),
+                        "query": torch.arange(n).repeat_interleave(n).repeat(h).numpy(),
+                        "key": torch.arange(n).repeat(h * n).numpy(), "value": grid[which].flatten().numpy(),
                     })  # fmt: skip
                     for position, name in enumerate(swept):
                         frame.insert(position, name, configuration.columns[name])
                     frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    shown = {"input": 0, "words": " ".join(words), "permutation": perms.label(permutation),
+             "permuted": " ".join(perms.apply(permutation, words))}  # fmt: skip
+    return AttentionMaps(pd.concat(frames, ignore_index=True), shown)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from orderlab import bounds
+
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
 
@@ -63,9 +65,14 @@ class CorpusInputs(_Strict):
 
     file: str = Field(description="Text file, one sentence per line (blank lines and '#' lines skipped); relative "
                       "to the spec file.")  # fmt: skip
-    shuffles: int = Field(10, ge=1, description="Distinct random word orders per sentence (fewer if it has fewer).")
-    seed: int = Field(0, ge=0, description="Seed of the shuffles.")
-    batch_size: int = Field(64, ge=1, description="Sequences per forward pass.")
+    shuffles: int = Field(
+        10,
+        ge=1,
+        le=bounds.MAX_SHUFFLES,
+        description="Distinct random word orders per sentence (fewer if it has fewer).",
+    )
+    seed: int = Field(0, ge=0, le=bounds.MAX_SEED, description="Seed of the shuffles.")
+    batch_size: int = Field(64, ge=1, le=bounds.MAX_BATCH_SIZE, description="Sequences per forward pass.")
     threshold: float = Field(
         0.9, ge=-1, le=1, description="Similarity threshold: summaries report the share of shuffles above it."
     )

