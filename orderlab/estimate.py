@@ -319,10 +319,11 @@ def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list]]:
 
 
 def _weights(spec: Spec) -> Cost:
-    """Seeded float64 weights (FFN included, drawn even without one), plus a cast copy per encoding in float32."""
+    """Seeded float64 weights (FFN included, drawn even without one), plus a float32 copy per encoding: the stack's
+    own in a float32 run, its round-off twin's in a float64 run (noise.py)."""
     m = spec.model
     numbers = m.n_layers * m.d_model**2 * (4 + 2 * m.ffn_mult)
-    copies = 8 + (len(spec.encodings) * 4 if m.dtype == "float32" else 0)
+    copies = 8 + len(spec.encodings) * 4
     default = {name: ModelSpec.model_fields[name].default for name in ("d_model", "n_layers", "ffn_mult")}
     growth = {
         "d_model": (m.d_model / default["d_model"]) ** 2,
@@ -563,7 +564,8 @@ def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
     parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
     parameters += layers * (4 * d * d + 2 * d * shape["intermediate_size"])
     name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path}"
-    weights = Cost(parameters * (4 + itemsize), "model weights", ("model",), name, "a smaller model")
+    # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
+    weights = Cost(parameters * 16, "model weights", ("model",), name, "a smaller model")
     work = (
         _corpus_workload(spec, spec_file) if isinstance(spec.inputs, CorpusInputs) else _sentence_workload(spec, shape)
     )
