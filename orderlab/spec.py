@@ -9,6 +9,7 @@ torch or pandas: `orderlab validate` has to answer fast.
 from __future__ import annotations
 
 import hashlib
+import re
 import types
 import typing
 from pathlib import Path
@@ -37,6 +38,18 @@ Metric = Literal[
 DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
 Matrix = list[list[float]]
 PositiveInt = Annotated[int, Field(ge=1)]
+NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        return "expected letters, digits, '_', '-' and '.' only"
+    if name.startswith("."):
+        return "expected a name not starting with '.' (so not '.', '..' or a hidden folder)"
+    if len(name) > NAME_LIMIT:
+        return f"{len(name)} characters; expected at most {NAME_LIMIT}"
+    return None
 
 
 def Sweepable(scalar: Any) -> Any:
@@ -217,7 +230,11 @@ Inputs = Annotated[
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
-    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
+    name: str = Field(
+        "",
+        description="Results folder name; the file's stem if empty.",
+        json_schema_extra={"pattern": rf"^([A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{NAME_LIMIT - 1}}})?$"},
+    )
     description: str = Field("", description="What the experiment asks, in a sentence.")
     seed: int = Field(0, ge=0, description="Seed of word vectors, weights, encodings and random permutations.")
     model: ModelChoice = Field(
@@ -255,6 +272,14 @@ class Spec(StrictModel):
         description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_one_folder(cls, value: str) -> str:
+        problem = folder_name_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("model", mode="before")
     @classmethod
     def _model_kind_known(cls, value: Any) -> Any:
@@ -287,6 +312,10 @@ def load_spec(path: str | Path) -> LoadedSpec:
     except ValidationError as error:
         raise _first_error(error, document) from None
     if not spec.name:
+        problem = folder_name_problem(path.stem)
+        if problem:
+            message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
+            raise document.error((), message)
         spec = spec.model_copy(update={"name": path.stem})
     from orderlab.sweep import check_sweep  # sweep.py builds on this module
 
