@@ -275,6 +275,14 @@ def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
 
 
 def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
+    """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
+    from orderlab.ownership import Writer, claim
+
+    with claim(folder, Writer("run", loaded.spec.name)):
+        return _rewrite(loaded, folder, progress)
+
+
+def _rewrite(loaded: LoadedSpec, folder: Path, progress) -> SpecCheck:
     name, csv_path = loaded.spec.name, folder / METRICS_FILE
     fresh = run_fresh(loaded, progress)
     baseline, replaced = None, ""
@@ -308,7 +316,7 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
 
 
 def write_fresh(folder: Path, fresh: Fresh) -> None:
-    """Replace `folder` with the fresh files, atomically."""
+    """Replace `folder` (claimed by the caller) with the fresh files, atomically."""
     from orderlab.results import write_folder_atomically, write_manifest
 
     def fill(staging: Path) -> None:
