@@ -273,7 +273,9 @@ def test_the_lock_is_released_so_the_next_run_goes_ahead(tmp_path: Path, out: Pa
     assert sorted(p.name for p in out.iterdir()) == ["mine", "notes.txt"]
 
 
-def test_staging_leftovers_are_ignored_by_git(tmp_path: Path):
+def test_staging_leftovers_are_ignored_by_git():
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
     leftovers = ["results/.dog.k2j4_x9a.tmp/metrics.csv", "results/.dog.old/metrics.csv", "results/.dog.lock"]
     result = subprocess.run(
         ["git", "check-ignore", "--no-index", *leftovers], cwd=ROOT, capture_output=True, text=True, check=False
