@@ -457,13 +457,21 @@ def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
 
 
 def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
+    """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
+    from orderlab.ownership import Writer, claim
+
+    with claim(folder, Writer("run", loaded.spec.name)):
+        return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress)
+
+
+def _rewrite(loaded: LoadedSpec, folder: Path, tol: Tolerances, progress) -> SpecCheck:
     name = loaded.spec.name
     fresh = run_fresh(loaded, progress)
     if not folder.is_dir():
         write_fresh(folder, fresh)
         counts = ", ".join(f"{file} ({_data_rows(text):,} rows)" for file, text in fresh.files.items())
         return SpecCheck(loaded.path, name, "created", f"{name}: wrote {folder}: {counts}")
-    if _unchanged(folder, loaded, fresh, tolerances_for(loaded.spec, rtol, atol)):
+    if _unchanged(folder, loaded, fresh, tol):
         summary = f"{name}: unchanged: {folder} kept as it was (every CSV within tolerance, same spec and versions)"
         return SpecCheck(loaded.path, name, "unchanged", summary)
     changes, comparisons = _changes(folder, fresh.files)
@@ -512,7 +520,7 @@ def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Compa
 
 
 def write_fresh(folder: Path, fresh: Fresh) -> None:
-    """Replace `folder` with the fresh files, atomically."""
+    """Replace `folder` (claimed by the caller) with the fresh files, atomically."""
     from orderlab.results import write_folder_atomically, write_manifest
 
     def fill(staging: Path) -> None:

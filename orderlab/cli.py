@@ -6,9 +6,12 @@ Holds no science. Heavy imports (torch, pandas) happen inside the commands that 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,27 +33,59 @@ class Device(StrEnum):
     cuda = "cuda"
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that cleanup (finally, except BaseException) runs as for Ctrl-C."""
+
+
 def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn OrderlabError into one line on stderr and exit code 2; Ctrl-C into exit code 130."""
+    """Turn OrderlabError into one line on stderr and exit code 2; Ctrl-C into 130, SIGTERM into 143."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with sigterm_raises():
+                return command(*args, **kwargs)
         except OrderlabError as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: no results were written", err=True)
             raise typer.Exit(130) from None
+        except Terminated:
+            typer.echo("terminated: no results were written", err=True)
+            raise typer.Exit(143) from None
 
     return wrapper
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While the block runs, SIGTERM raises Terminated (in the main thread, where signals are delivered)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise Terminated
 
 
 # `orderlab run` exit code when some values came out NaN or inf: written, shown in red, never a verdict.
 NON_FINITE_EXIT = 1
 
 SpecArgument = Annotated[Path, typer.Argument(help="Experiment spec (YAML).", show_default=False)]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Also replace a folder that another orderlab command or spec wrote (never a user's files)."
+    ),
+]
 
 
 @app.command()
@@ -65,6 +100,7 @@ def run(
         int | None,
         typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
     ] = None,
+    force: ForceOption = False,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json.
 
@@ -75,7 +111,7 @@ def run(
     from orderlab.experiment import run_and_write
 
     console = report.Console()
-    outcome = run_and_write(spec, out, device.value, quiet=quiet, width=console.width, chunk_size=chunk_size)
+    outcome = run_and_write(spec, out, device.value, quiet, console.width, chunk_size, force)
     if plot:
         from orderlab.plots import plot_results
 
@@ -182,6 +218,7 @@ def compare(
     out: OutOption = Path("results"),
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Run specs once per encoding and print one side-by-side table; write it to OUT/compare/compare.csv.
 
@@ -191,15 +228,16 @@ def compare(
     from orderlab import compare as comparing
     from orderlab import report
     from orderlab.experiment import check_device
+    from orderlab.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
     paths = specs or comparing.default_specs()
     check_device(device.value)
-    with report.progress_bar("comparing encodings", quiet) as advance:
-        result = comparing.compare(paths, names, rows, device.value, advance)
     folder = out / "compare"
-    comparing.write_comparison(result, folder, device.value)
+    with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
+        result = comparing.compare(paths, names, rows, device.value, advance)
+        comparing.write_comparison(result, folder, device.value)
     if not quiet:
         console = report.Console()
         console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
@@ -216,6 +254,7 @@ def properties(
     seed: Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")] = 0,
     out: OutOption = Path("results"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Measure six properties of each encoding; print pass/fail with the figure behind each; write properties.csv.
 
@@ -239,13 +278,15 @@ def properties(
     """
     from orderlab import compare as comparing
     from orderlab import report
+    from orderlab.ownership import Writer, claim
     from orderlab.properties import PROPERTIES, measure_properties, write_properties
 
     names = comparing.parse_encodings(encodings)
-    frame = measure_properties(names, max_len, d_model, n_heads, seed)
     folder = out / "properties"
-    settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
-    write_properties(frame, folder, settings)
+    with claim(folder, Writer("properties"), force):
+        frame = measure_properties(names, max_len, d_model, n_heads, seed)
+        settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
+        write_properties(frame, folder, settings)
     if not quiet:
         console = report.Console()
         title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
@@ -262,11 +303,12 @@ def trace(
     encoding: Annotated[str, typer.Option(help="Which of the spec's encodings; the first if empty.")] = "",
     decimals: Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")] = 4,
     out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
+    force: ForceOption = False,
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
     from orderlab.trace import trace_and_write
 
-    outcome = trace_and_write(spec, input_index, layer, encoding, out)
+    outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
     from orderlab import report
 
     console = report.Console()

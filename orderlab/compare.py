@@ -163,7 +163,7 @@ def _first_repeat(names: list[str]) -> str:
 
 
 def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
-    """compare.csv (the side-by-side table) and manifest.json into `destination`, written whole or not at all."""
+    """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
 
     from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from orderlab import report
 from orderlab.backends.checks import uses_backend
 from orderlab.errors import OrderlabError
+from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
 from orderlab.spec import LoadedSpec, load_spec
 
@@ -47,9 +48,25 @@ def write_experiment(
     progress: Callable[[int, int], None] | None = None,
     chunk_size: int | None = None,
     width: int = 80,
+    force: bool = False,
 ) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
-    (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json."""
+    (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
+
+    The folder is claimed before anything is computed, so a folder that is not this spec's (without
+    `force`: another spec's or command's) or that another run is writing is refused at once."""
+    with claim(folder, Writer("run", loaded.spec.name), force):
+        return _write_experiment(loaded, device, folder, progress, chunk_size, width)
+
+
+def _write_experiment(
+    loaded: LoadedSpec,
+    device: str,
+    folder: Path,
+    progress: Callable[[int, int], None] | None,
+    chunk_size: int | None,
+    width: int,
+) -> Outcome:
     from orderlab.streaming import tune_allocator
     from orderlab.sweep import SweepRun, summarize_sweep
     from orderlab.trace import attention_maps
@@ -101,8 +118,14 @@ def render(
 
 
 def run_and_write(
-    spec_path: Path, out_root: Path, device: str, quiet: bool = False, width: int = 80, chunk_size: int | None = None
+    spec_path: Path,
+    out_root: Path,
+    device: str,
+    quiet: bool = False,
+    width: int = 80,
+    chunk_size: int | None = None,
+    force: bool = False,
 ) -> Outcome:
     loaded = load_spec(spec_path)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        return write_experiment(loaded, device, out_root / loaded.spec.name, advance, chunk_size, width)
+        return write_experiment(loaded, device, out_root / loaded.spec.name, advance, chunk_size, width, force)

@@ -2,8 +2,8 @@
 
 Reads only what `orderlab run` wrote (metrics.csv, attention.csv, manifest.json) and never
 recomputes, so a committed baseline can be re-plotted without torch. Uses matplotlib's Figure
-API with the Agg canvas: no pyplot state, no display needed. Figures go to <folder>/figures/,
-written whole or not at all.
+API with the Agg canvas: no pyplot state, no display needed. Figures go to <folder>/figures/
+(with a manifest.json naming them), written whole or not at all.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from orderlab.errors import OrderlabError
+from orderlab.ownership import Writer, claim
 from orderlab.results import write_folder_atomically
 from orderlab.sweep import describe
 
@@ -63,7 +64,8 @@ def plot_results(folder: Path) -> list[Path]:
         for file_name, figure in figures.items():
             figure.savefig(staging / file_name, dpi=DPI)
 
-    write_folder_atomically(folder / "figures", fill)
+    with claim(folder / "figures", Writer("plot")):
+        write_folder_atomically(folder / "figures", fill)
     return [folder / "figures" / file_name for file_name in figures]
 
 

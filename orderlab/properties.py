@@ -190,7 +190,7 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
 
 
 def write_properties(frame: pd.DataFrame, destination: Path, settings: dict) -> None:
-    """properties.csv and manifest.json (settings, versions) into `destination`, written whole or not at all."""
+    """properties.csv and manifest.json (settings, versions) into `destination` (claimed by the caller), whole."""
 
     from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
 

@@ -1,7 +1,9 @@
 """Results on disk: tidy CSVs with a fixed float format, a manifest, written whole or not at all.
 
 A results folder is first written under a temporary name beside its destination and then renamed
-into place, so an interrupted or failed run leaves the previous folder exactly as it was.
+into place, so an interrupted or failed run leaves the previous folder exactly as it was. Only a
+folder the command has claimed (orderlab/ownership.py: locked, and orderlab's own to replace) is
+written, and its manifest records who wrote it and every file in it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
+
+from orderlab.ownership import MANIFEST, Writer, held, path_error
 
 # Seven significant digits: what float32 carries, and plenty for float64 regression checks.
 FLOAT_FORMAT = "%.6e"
@@ -37,23 +41,43 @@ def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_folder_atomically(destination: Path, fill: Callable[[Path], None]) -> None:
-    """Call fill(tmp_dir) to write files, then swap tmp_dir into `destination` with renames."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent))
+    """Call fill(tmp_dir) to write files, then swap tmp_dir into `destination` with renames.
+
+    The caller holds a claim on `destination` (ownership.claim). Its manifest.json (made here if fill
+    wrote none) gets `written_by` and `files`, so a later command can tell orderlab's files from a
+    user's. An OSError becomes one line naming the folder; the previous folder is left as it was.
+    """
+    owner = held(destination)
     retired = destination.with_name(f".{destination.name}.old")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent))
+    except OSError as error:
+        raise path_error(destination, error) from error
     try:
         staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; results are for everyone to read
         fill(staging)
+        record_ownership(staging, owner.writer)
+        owner.check()  # again: a user may have put a file into the folder while fill computed
         if destination.exists():
             shutil.rmtree(retired, ignore_errors=True)
             os.replace(destination, retired)
         os.replace(staging, destination)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
         if retired.exists() and not destination.exists():
             os.replace(retired, destination)
+        if isinstance(error, OSError):
+            raise path_error(destination, error) from error
         raise
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def record_ownership(folder: Path, writer: Writer) -> None:
+    """Add `written_by` and `files` (every entry, manifest.json included) to the folder's manifest."""
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    files = sorted({entry.name for entry in folder.iterdir()} | {MANIFEST})
+    write_manifest(folder, {**manifest, "written_by": writer.record(), "files": files})
 
 
 def _umask() -> int:

@@ -9,6 +9,7 @@ torch or pandas: `orderlab validate` has to answer fast.
 from __future__ import annotations
 
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -37,11 +38,23 @@ Metric = Literal[
 # What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
 DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
 Matrix = list[list[float]]
+NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
 
 
 def Count(most: int) -> Any:
     """A positive int no larger than `most` (one of orderlab/bounds.py's limits)."""
     return Annotated[int, Field(ge=1, le=most)]
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        return "expected letters, digits, '_', '-' and '.' only"
+    if name.startswith("."):
+        return "expected a name not starting with '.' (so not '.', '..' or a hidden folder)"
+    if len(name) > NAME_LIMIT:
+        return f"{len(name)} characters; expected at most {NAME_LIMIT}"
+    return None
 
 
 def Sweepable(scalar: Any) -> Any:
@@ -266,7 +279,11 @@ Inputs = Annotated[
 class Spec(StrictModel):
     """One experiment: sentences and probes, run through one stack per positional encoding."""
 
-    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$", description="Results folder name; the file's stem if empty.")
+    name: str = Field(
+        "",
+        description="Results folder name; the file's stem if empty.",
+        json_schema_extra={"pattern": rf"^([A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{NAME_LIMIT - 1}}})?$"},
+    )
     description: str = Field("", description="What the experiment asks, in a sentence.")
     seed: int = Field(
         0, ge=0, le=bounds.MAX_SEED, description="Seed of word vectors, weights, encodings and random permutations."
@@ -306,6 +323,14 @@ class Spec(StrictModel):
         description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_one_folder(cls, value: str) -> str:
+        problem = folder_name_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("model", mode="before")
     @classmethod
     def _model_kind_known(cls, value: Any) -> Any:
@@ -338,6 +363,10 @@ def load_spec(path: str | Path) -> LoadedSpec:
     except ValidationError as error:
         raise _first_error(error, document) from None
     if not spec.name:
+        problem = folder_name_problem(path.stem)
+        if problem:
+            message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
+            raise document.error((), message)
         spec = spec.model_copy(update={"name": path.stem})
     from orderlab.sweep import check_sweep  # sweep.py builds on this module
 

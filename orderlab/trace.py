@@ -10,8 +10,8 @@ attention of an input and one reordering of it, for the heatmap figures. Never p
 from __future__ import annotations
 
 import math
-import os
 import re
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,7 +22,8 @@ from orderlab import permutations as perms
 from orderlab.backends.checks import uses_backend
 from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.results import write_csv
+from orderlab.ownership import Claim, Writer, claim
+from orderlab.results import write_csv, write_folder_atomically
 from orderlab.runner import layer_weights, stack_config, word_vectors
 from orderlab.spec import Spec, encoding_context, load_spec, longest_sentence
 from orderlab.stack import AttentionStack
@@ -174,7 +175,9 @@ class TraceOutcome:
     note: str  # e.g. which sweep combination was traced; empty if nothing to say
 
 
-def trace_and_write(spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path) -> TraceOutcome:
+def trace_and_write(
+    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False
+) -> TraceOutcome:
     """`orderlab trace`: check the choices, trace the layer, write the tidy CSV (atomically)."""
     spec = load_spec(spec_path).spec
     if uses_backend(spec):
@@ -198,14 +201,20 @@ def trace_and_write(spec_path: Path, input_index: int, layer: int, encoding: str
     if encoding and encoding not in labels + names:
         raise OrderlabError(f"--encoding {encoding!r} is not in the spec; expected one of {', '.join(labels)}")
     index = labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0
-    traced = trace_layer(concrete, spec.inputs[input_index].sentence, layer, index)
-    folder = out_root / f"{spec.name}_trace"
-    path = folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{labels[index]}") + ".csv")
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.tmp")
-    try:
-        write_csv(trace_frame(traced), staging)
-        os.replace(staging, path)
-    finally:
-        staging.unlink(missing_ok=True)
-    return TraceOutcome(traced, path, note)
+    file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{labels[index]}") + ".csv"
+    with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
+        traced = trace_layer(concrete, spec.inputs[input_index].sentence, layer, index)
+        write_trace(held, file_name, trace_frame(traced))
+    return TraceOutcome(traced, held.folder / file_name, note)
+
+
+def write_trace(held: Claim, file_name: str, frame: pd.DataFrame) -> None:
+    """Rewrite the trace folder whole: the earlier traces of this spec kept, `file_name` written anew."""
+    earlier = [path for path in held.own_files() if path.name != file_name]
+
+    def fill(staging: Path) -> None:
+        for path in earlier:
+            shutil.copy2(path, staging / path.name)
+        write_csv(frame, staging / file_name)
+
+    write_folder_atomically(held.folder, fill)

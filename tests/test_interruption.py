@@ -1,83 +1,52 @@
-"""Nothing is lost: a run stopped by Ctrl-C or an exception leaves the previous results folder byte-identical."""
+"""Nothing is lost: a run stopped by a signal or an exception leaves the previous results folder byte-identical."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from stalling import snapshot, start_stalled
 from typer.testing import CliRunner
 
 from orderlab import results, streaming
 from orderlab.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
-
-# A user encoding (loaded as `stall_encoding:Stall`) that announces the run has reached the forward
-# pass by creating a file, then waits there, so the test interrupts mid-run on any machine speed.
-STALL_MODULE = """
-import os, pathlib, time
-from orderlab.encodings.base import PositionalEncoding
-
-class Stall(PositionalEncoding):
-    name, kind, relative, reference = "stall", "none", False, "test only"
-
-    def input_offsets(self, n):
-        pathlib.Path(os.environ["ORDERLAB_TEST_STARTED"]).touch()
-        time.sleep(120)
-"""
-STALL_SPEC = """
-name: stalled
-encodings: [none, "stall_encoding:Stall"]
-inputs: [{sentence: dog bites man}]
-"""
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under root (hidden leftovers included) with its bytes."""
-    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"<dir>" for p in sorted(root.rglob("*"))}
-
 
 def previous_results(out: Path, name: str) -> dict[str, bytes]:
+    """A results folder as an earlier orderlab wrote it (its manifest names the spec), so a run may replace it."""
     folder = out / name
     folder.mkdir(parents=True)
     (folder / "metrics.csv").write_text("case,input\nprevious,run\n")
     (folder / "summary.csv").write_text("previous summary\n")
-    (folder / "manifest.json").write_text('{"previous": true}\n')
+    (folder / "manifest.json").write_text(f'{{"spec": {{"name": "{name}"}}, "previous": true}}\n')
     return snapshot(out)
 
 
 @pytest.mark.parametrize("command", [["run"], ["check", "--update"]], ids=["run", "check-update"])
-def test_sigint_mid_run_leaves_previous_results_byte_identical(tmp_path: Path, command: list[str]):
-    (tmp_path / "stall_encoding.py").write_text(STALL_MODULE)
-    spec = tmp_path / "stalled.yaml"
-    spec.write_text(STALL_SPEC)
+@pytest.mark.parametrize(
+    ("signum", "exit_code", "message"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_signal_mid_run_leaves_previous_results_byte_identical_and_no_staging(
+    tmp_path: Path, command: list[str], signum: int, exit_code: int, message: str
+):
     out = tmp_path / "results"
     before = previous_results(out, "stalled")
-    started = tmp_path / "started"
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "ORDERLAB_TEST_STARTED": str(started)}
-    args = [sys.executable, "-m", "orderlab", *command, str(spec)]
-    args += ["--out", str(out)] if command == ["run"] else ["--results", str(out)]
-    process = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    option = ["--out", str(out)] if command == ["run"] else ["--results", str(out)]
+    process = start_stalled(tmp_path, [*command, "stalled.yaml", *option])
     try:
-        deadline = time.monotonic() + 60
-        while not started.exists():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the run never reached the forward pass"
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         _, stderr = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 130, stderr.decode()
-    assert "interrupted: no results were written" in stderr.decode()
-    assert "Traceback" not in stderr.decode()
-    assert snapshot(out) == before
+    assert process.returncode == exit_code, stderr.decode()
+    assert stderr.decode() == f"{message}: no results were written\n"
+    assert snapshot(out) == before  # hidden leftovers (staging, .old, .lock) included
 
 
 @pytest.fixture
@@ -116,11 +85,12 @@ def test_exception_between_two_csvs_leaves_previous_results_byte_identical(proje
     def write_one_then_fail(frame, path):
         write_csv(frame, path)
         if path.name == "summary.csv":
-            raise OSError("disk full")
+            raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(results, "write_csv", write_one_then_fail)
     result = run_small()
-    assert isinstance(result.exception, OSError)
+    assert result.exit_code == 2
+    assert result.output == "error: cannot write results/small: No space left on device; nothing was changed\n"
     assert snapshot(project / "results") == before
 
 
@@ -130,12 +100,13 @@ def test_failure_while_swapping_folders_puts_the_previous_results_back(project: 
 
     def refuse_the_new_folder(source, destination):
         if Path(source).name.endswith(".tmp"):  # the second rename: staging -> destination
-            raise OSError("rename failed")
+            raise OSError(errno.EIO, "Input/output error")
         replace(source, destination)
 
     monkeypatch.setattr(results.os, "replace", refuse_the_new_folder)
     result = run_small()
-    assert isinstance(result.exception, OSError)
+    assert result.exit_code == 2
+    assert result.output == "error: cannot write results/small: Input/output error; nothing was changed\n"
     assert snapshot(project / "results") == before
 
 

@@ -3,6 +3,7 @@ the shipped issue-5 experiments against their committed baselines."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -113,9 +114,11 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     )
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--plot", "--quiet"])
     assert result.exit_code == 0, result.output
-    figures = sorted(p.name for p in (tmp_path / "figs" / "figures").iterdir())
+    figures = sorted(p.name for p in (tmp_path / "figs" / "figures").glob("*.png"))
     assert figures == ["attention_causal-false.png", "attention_causal-true.png", "decodability.png",
                        "metrics_by_layer.png"]  # fmt: skip
+    manifest = json.loads((tmp_path / "figs" / "figures" / "manifest.json").read_text())
+    assert manifest["files"] == sorted([*figures, "manifest.json"]) and manifest["written_by"] == {"command": "plot"}
     for name in figures:
         assert (tmp_path / "figs" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = CliRunner().invoke(app, ["plot", str(tmp_path / "figs")])

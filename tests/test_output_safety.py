@@ -1,0 +1,283 @@
+"""A user's files are never lost: a command replaces only a folder orderlab wrote for it, one writer at a time,
+and every output-path problem is one line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from stalling import snapshot, stall_env, start_stalled
+from typer.testing import CliRunner
+
+from orderlab.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+SENTINEL = "a user's notes: must survive\n"
+
+
+def spec_named(folder: Path, name: str, file_name: str = "spec.yaml") -> Path:
+    path = folder / file_name
+    path.write_text(f"name: {json.dumps(name)}\nencodings: [none]\ninputs: [{{sentence: dog bites man}}]\n")
+    return path
+
+
+def orderlab(*args: str | Path):
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+def assert_refused(result, *fragments: str) -> None:
+    """Exit 2 with exactly one line on the terminal, an error naming every fragment."""
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    for fragment in fragments:
+        assert fragment in result.output
+
+
+def user_folder(path: Path) -> Path:
+    """A folder of the user's with a sentinel file in it."""
+    path.mkdir(parents=True)
+    (path / "notes.txt").write_text(SENTINEL)
+    return path / "notes.txt"
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    """A results root that already holds a user's file."""
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "notes.txt").write_text(SENTINEL)
+    return root
+
+
+# --- names: one plain folder under --out ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (".", "name: got '.'; expected a name not starting with '.'"),
+        ("..", "name: got '..'; expected a name not starting with '.'"),
+        (".hidden", "name: got '.hidden'; expected a name not starting with '.'"),
+        ("../elsewhere", "name: got '../elsewhere'; expected letters, digits, '_', '-' and '.' only"),
+        ("x" * 101, f"name: got '{'x' * 101}'; 101 characters; expected at most 100"),
+    ],
+    ids=["dot", "dot-dot", "hidden", "separator", "too-long"],
+)
+def test_a_name_that_is_not_one_plain_folder_is_a_spec_error_and_nothing_is_touched(
+    tmp_path: Path, out: Path, name: str, message: str
+):
+    before = snapshot(tmp_path)
+    spec = spec_named(tmp_path, name)
+    result = orderlab("run", spec, "--out", out, "-q")
+    assert_refused(result, f"{spec}:1: {message}")
+    assert snapshot(tmp_path) == {**before, "spec.yaml": spec.read_bytes()}
+    assert_refused(orderlab("validate", spec), message)
+
+
+def test_a_file_stem_that_cannot_name_a_folder_is_refused_unless_the_spec_names_one(tmp_path: Path, out: Path):
+    spec = tmp_path / "my spec.yaml"
+    spec.write_text("encodings: [none]\ninputs: [{sentence: dog bites man}]\n")
+    assert_refused(orderlab("run", spec, "--out", out, "-q"), "file name 'my spec' cannot name the results folder")
+    spec.write_text("name: mine\n" + spec.read_text())
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+
+
+# --- ownership: only a folder orderlab wrote for the same command and spec is replaced --------------
+
+
+def test_a_users_folder_with_the_specs_name_is_never_replaced_not_even_with_force(tmp_path: Path, out: Path):
+    sentinel = user_folder(out / "mine")
+    spec = spec_named(tmp_path, "mine")
+    for force in ([], ["--force"]):
+        result = orderlab("run", spec, "--out", out, "-q", *force)
+        assert_refused(result, f"{out / 'mine'} was not written by orderlab", "notes.txt", "nothing was written")
+        assert sentinel.read_text() == SENTINEL and sorted(p.name for p in (out / "mine").iterdir()) == ["notes.txt"]
+
+
+def test_a_users_file_inside_a_results_folder_blocks_the_rerun_not_even_force_deletes_it(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    (out / "mine" / "notes.txt").write_text(SENTINEL)
+    for force in ([], ["--force"]):
+        result = orderlab("run", spec, "--out", out, "-q", *force)
+        assert_refused(result, f"{out / 'mine'} holds notes.txt, which orderlab did not write")
+        assert (out / "mine" / "notes.txt").read_text() == SENTINEL
+
+
+def test_a_spec_named_properties_does_not_replace_what_orderlab_properties_wrote_unless_forced(
+    tmp_path: Path, out: Path
+):
+    assert orderlab("properties", "-e", "none", "--max-len", "4", "--out", out, "-q").exit_code == 0
+    written = snapshot(out / "properties")
+    spec = spec_named(tmp_path, "properties")
+    result = orderlab("run", spec, "--out", out, "-q")
+    assert_refused(result, "holds the results of `orderlab properties`, not of `orderlab run` of spec 'properties'",
+                   "`orderlab run --force`")  # fmt: skip
+    assert snapshot(out / "properties") == written
+    assert orderlab("run", spec, "--out", out, "-q", "--force").exit_code == 0
+    manifest = json.loads((out / "properties" / "manifest.json").read_text())
+    assert manifest["written_by"] == {"command": "run", "spec": "properties"}
+    assert (out / "notes.txt").read_text() == SENTINEL
+
+
+def test_force_replaces_the_results_of_another_spec(tmp_path: Path, out: Path):
+    assert orderlab("run", spec_named(tmp_path, "first", "first.yaml"), "--out", out, "-q").exit_code == 0
+    (out / "first").rename(out / "second")
+    second = spec_named(tmp_path, "second", "second.yaml")
+    assert_refused(orderlab("run", second, "--out", out, "-q"), "the results of `orderlab run` of spec 'first'")
+    assert orderlab("run", second, "--out", out, "-q", "--force").exit_code == 0
+    assert json.loads((out / "second" / "manifest.json").read_text())["spec"]["name"] == "second"
+
+
+def test_a_committed_baseline_is_replaced_by_run_and_by_check_update(tmp_path: Path):
+    out = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "worked_example", out / "worked_example")
+    legacy = json.loads((out / "worked_example" / "manifest.json").read_text())
+    assert "written_by" not in legacy and "files" not in legacy  # as committed before manifests named their writer
+    spec = ROOT / "experiments" / "worked_example.yaml"
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    manifest = json.loads((out / "worked_example" / "manifest.json").read_text())
+    assert manifest["written_by"] == {"command": "run", "spec": "worked_example"}
+    assert manifest["files"] == sorted(p.name for p in (out / "worked_example").iterdir())
+    assert orderlab("check", "--update", spec, "--results", out).exit_code == 0
+
+
+def write_user_folder_for(command: str, tmp_path: Path, out: Path) -> tuple[list[str], Path]:
+    """The arguments of `command` and the user's sentinel in the folder it would write."""
+    spec = spec_named(tmp_path, "mine")
+    if command == "run":
+        return ["run", str(spec), "--out", str(out), "-q"], user_folder(out / "mine")
+    if command == "check --update":
+        return ["check", "--update", str(spec), "--results", str(out)], user_folder(out / "mine")
+    if command == "compare":
+        return ["compare", str(spec), "-e", "none", "--out", str(out), "-q"], user_folder(out / "compare")
+    if command == "properties":
+        return ["properties", "-e", "none", "--max-len", "4", "--out", str(out), "-q"], user_folder(out / "properties")
+    if command == "trace":
+        return ["trace", str(spec), "--out", str(out)], user_folder(out / "mine_trace")
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    return ["plot", str(out / "mine")], user_folder(out / "mine" / "figures")
+
+
+@pytest.mark.parametrize("command", ["run", "check --update", "compare", "properties", "trace", "plot"])
+def test_every_command_that_writes_a_folder_leaves_a_users_folder_alone(tmp_path: Path, out: Path, command: str):
+    args, sentinel = write_user_folder_for(command, tmp_path, out)
+    before = snapshot(out)
+    result = orderlab(*args)
+    assert result.exit_code == 2, result.output
+    assert "notes.txt" in result.output and "nothing was written" in result.output, result.output
+    assert snapshot(out) == before and sentinel.read_text() == SENTINEL
+
+
+def test_trace_keeps_its_earlier_traces_and_plot_redraws_its_own_figures(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("trace", spec, "--out", out).exit_code == 0
+    assert orderlab("trace", spec, "--out", out, "--input", "0", "--layer", "2").exit_code == 0
+    traces = sorted(p.name for p in (out / "mine_trace").iterdir())
+    assert traces == ["input0-layer1-none.csv", "input0-layer2-none.csv", "manifest.json"]
+    assert orderlab("run", spec, "--out", out, "-q", "--plot").exit_code == 0
+    assert orderlab("plot", out / "mine").exit_code == 0
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0  # the figures are orderlab's: replaced
+    assert not (out / "mine" / "figures").exists()
+
+
+# --- output paths: one line, exit 2 -----------------------------------------------------------------
+
+
+def test_out_pointing_at_a_file_is_one_line(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    result = orderlab("run", spec, "--out", out / "notes.txt", "-q")
+    assert_refused(result, f"{out / 'notes.txt'} is a file, not a folder")
+    assert (out / "notes.txt").read_text() == SENTINEL
+
+
+def test_a_file_where_the_results_folder_would_go_is_one_line(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "notes.txt")
+    result = orderlab("run", spec, "--out", out, "-q")
+    assert_refused(result, f"{out / 'notes.txt'} exists and is not a folder")
+    assert (out / "notes.txt").read_text() == SENTINEL
+
+
+def creatable(folder: Path) -> bool:
+    try:
+        (folder / "probe").mkdir()
+    except OSError:
+        return False
+    (folder / "probe").rmdir()
+    return True
+
+
+@pytest.fixture
+def unwritable(tmp_path: Path):
+    """A folder nobody may create entries in. Tests run as root, whom chmod does not stop: then sysfs."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        if creatable(folder):
+            folder = Path("/sys")
+            if not folder.is_dir() or creatable(folder):
+                pytest.skip("no folder here refuses new entries")
+        yield folder
+    finally:
+        (tmp_path / "read-only").chmod(0o755)
+
+
+def test_an_unwritable_out_is_one_line(tmp_path: Path, unwritable: Path):
+    spec = spec_named(tmp_path, "mine")
+    for out in (unwritable, unwritable / "deeper"):
+        assert_refused(orderlab("run", spec, "--out", out, "-q"), f"cannot write {out / 'mine'}: ")
+
+
+def test_an_over_long_out_is_one_line(tmp_path: Path):
+    spec = spec_named(tmp_path, "mine")
+    out = tmp_path / ("x" * 300)
+    assert_refused(orderlab("run", spec, "--out", out, "-q"), f"cannot write {out / 'mine'}: File name too long")
+
+
+# --- one writer at a time ---------------------------------------------------------------------------
+
+
+def test_a_second_writer_is_turned_away_and_the_first_writes_its_folder_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    out = tmp_path / "results"
+    first = start_stalled(tmp_path, ["run", "stalled.yaml", "--out", str(out), "-q"])
+    try:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        for name, value in stall_env(tmp_path).items():
+            monkeypatch.setenv(name, value)
+        second = orderlab("run", "stalled.yaml", "--out", out, "-q")
+        assert_refused(second, f"{out / 'stalled'} is being written by another orderlab command")
+        (tmp_path / "release").touch()
+        _, stderr = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, stderr.decode()
+    assert sorted(p.name for p in out.iterdir()) == ["stalled"]  # no staging folder, no lock file left
+    manifest = json.loads((out / "stalled" / "manifest.json").read_text())
+    assert manifest["files"] == ["attention.csv", "manifest.json", "metrics.csv", "summary.csv"]
+    assert sorted(p.name for p in (out / "stalled").iterdir()) == manifest["files"]
+    assert (out / "stalled" / "metrics.csv").read_text().count("\n") == manifest["rows"] + 1
+
+
+def test_the_lock_is_released_so_the_next_run_goes_ahead(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["mine", "notes.txt"]
+
+
+def test_staging_leftovers_are_ignored_by_git():
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    leftovers = ["results/.dog.k2j4_x9a.tmp/metrics.csv", "results/.dog.old/metrics.csv", "results/.dog.lock"]
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", *leftovers], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.stdout.split() == leftovers
