@@ -122,7 +122,9 @@ def run(
         for renderable in outcome.renderables:
             console.print(renderable)
         first, *others = outcome.files
-        console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)}")
+        console.print(
+            f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} in {outcome.seconds:.1f} s"
+        )
     if outcome.non_finite:
         report.non_finite_line(outcome.non_finite, outcome.folder)
         raise typer.Exit(NON_FINITE_EXIT)

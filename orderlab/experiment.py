@@ -31,7 +31,8 @@ class Outcome:
     rows: int  # rows of metrics.csv
     files: list[str]  # file names written into folder, metrics.csv first
     renderables: list[RenderableType]  # tables for the console, in order
-    non_finite: int = 0  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
+    non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
+    seconds: float  # wall time of the run
 
 
 def check_device(device: str) -> None:
@@ -91,7 +92,7 @@ def _write_experiment(
             tables["attention"] = maps.frame
         manifest = build_manifest(
             spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-            dtype=spec.model.dtype, device=device, wall_seconds=time.perf_counter() - started, rows=rows,
+            dtype=spec.model.dtype, device=device, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
         if maps is not None:
@@ -102,7 +103,7 @@ def _write_experiment(
     write_streamed_results(folder, "metrics", run.frames(), finish)
     renderables = render(loaded, finished["summary"], finished["digest"], run.swept, width)
     files = ["metrics.csv", *finished["files"], "manifest.json"]
-    return Outcome(folder, finished["rows"], files, renderables, run.non_finite)
+    return Outcome(folder, finished["rows"], files, renderables, run.non_finite, time.perf_counter() - started)
 
 
 def render(

@@ -102,7 +102,9 @@ def versions() -> dict[str, str]:
 
 
 def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: str,
-                   wall_seconds: float, rows: int) -> dict:  # fmt: skip
+                   rows: int) -> dict:  # fmt: skip
+    """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
+    experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
     import torch
 
     return {
@@ -112,7 +114,6 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
         "device": device,
         "torch_threads": torch.get_num_threads(),
         "versions": versions(),
-        "wall_seconds": round(wall_seconds, 3),
         "rows": rows,
     }
 

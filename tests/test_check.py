@@ -525,7 +525,8 @@ def test_manifest_records_what_a_rerun_needs(project: Path):
     assert check("--update", "experiments/dog_bites_man.yaml").exit_code == 0
     manifest = json.loads((project / "results" / "dog_bites_man" / "manifest.json").read_text())
     assert set(manifest["versions"]) >= {"orderlab", "torch", "python", "numpy"}
-    assert {"seed", "dtype", "device", "torch_threads", "wall_seconds"} <= set(manifest)
+    assert {"seed", "dtype", "device", "torch_threads"} <= set(manifest)
+    assert "wall_seconds" not in manifest  # a re-run must not change a committed file
     assert len(manifest["spec"]["sha256"]) == 64
 
 

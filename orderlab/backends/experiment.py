@@ -45,8 +45,7 @@ def write_backend_experiment(
         tables, renderables = run_sentences(spec, backend, advance, title, width)
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-        dtype=spec.model.dtype, device=device, wall_seconds=time.perf_counter() - started,
-        rows=len(tables["metrics"]),
+        dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
     )  # fmt: skip
     manifest["model"] = spec.model.model_dump()
     manifest["versions"]["transformers"] = import_transformers().__version__
@@ -56,7 +55,7 @@ def write_backend_experiment(
     write_results(folder, tables, manifest)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
     non_finite = int((tables["metrics"].get("verdict", pd.Series(dtype=str)) == NON_FINITE).sum())
-    return Outcome(folder, len(tables["metrics"]), files, renderables, non_finite)
+    return Outcome(folder, len(tables["metrics"]), files, renderables, non_finite, time.perf_counter() - started)
 
 
 def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress, title: str, width: int):
