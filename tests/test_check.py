@@ -339,6 +339,9 @@ def test_missing_and_extra_rows_are_drift(project: Path):
 def test_a_baseline_csv_the_run_no_longer_writes_is_drift_and_update_removes_it(project: Path):
     stale = project / "results" / "dog_bites_man" / "old.csv"
     stale.write_text("a,value\nx,1.000000e+00\n")
+    manifest_path = stale.with_name("manifest.json")  # listed as orderlab's, as if an older version wrote it
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "files": sorted([*manifest["files"], "old.csv"])}))
     result = check("experiments/dog_bites_man.yaml")
     assert result.exit_code == 1, result.output
     assert "results/dog_bites_man/old.csv: the fresh run no longer writes this file" in result.output
