@@ -27,6 +27,6 @@ def position_table(ablation: str, trained: torch.Tensor, seed: int) -> torch.Ten
         context = EncodingContext(d_model=width, n_heads=1, causal=False, seed=seed, dtype="float64", max_len=slots)
         codes = build_encoding("sinusoidal", context).input_offsets(slots)  # (P, d)
         assert codes is not None
-        scale = trained.double().norm(dim=1).mean() / codes.norm(dim=1).mean()
+        scale: torch.Tensor = trained.double().norm(dim=1).mean() / codes.norm(dim=1).mean()
         return (codes * scale).to(trained)
     raise ValueError(f"unknown position ablation {ablation!r}")

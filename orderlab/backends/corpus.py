@@ -46,7 +46,10 @@ def shuffle_seed(seed: int, index: int) -> int:
 
 
 def plan(lines: list[CorpusLine], inputs: CorpusInputs, backend: PretrainedBackend) -> Plan:
-    chosen, sequences, owner, shuffle = [], [], [], []
+    chosen: list[list[perms.Permutation]] = []
+    sequences: list[tuple[int, ...]] = []
+    owner: list[int] = []
+    shuffle: list[int] = []
     for index, line in enumerate(lines):
         tokens = backend.word_tokens(line.words)
         count = min(inputs.shuffles, math.factorial(len(line.words)) - 1)

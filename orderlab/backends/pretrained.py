@@ -12,6 +12,7 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -23,7 +24,7 @@ from orderlab.batching import aligned_batch
 from orderlab.errors import OrderlabError
 
 
-def import_transformers():
+def import_transformers() -> ModuleType:
     """transformers, switched to offline mode and silent; MissingExtraError if the extra is absent."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -118,7 +119,8 @@ class PretrainedBackend:
         """ids, mask: (B, T) -> (B, T, d), the last layer only (corpus mode); batch aligned as in `forward`."""
         count = ids.shape[0]
         ids, mask = aligned_batch(ids.to(self.device)), aligned_batch(mask.to(self.device))
-        return self.model(input_ids=ids, attention_mask=mask).last_hidden_state[:count]
+        hidden: torch.Tensor = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        return hidden[:count]
 
     @property
     def pad_id(self) -> int:

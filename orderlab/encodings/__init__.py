@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from orderlab.encodings.alibi import Alibi
 from orderlab.encodings.base import EncodingContext, PositionalEncoding
@@ -30,10 +31,9 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
             return self.get(name)
         module_name, _, class_name = name.partition(":")
         found = guarded(name, "at import", lambda: getattr(importlib.import_module(module_name), class_name))
-        check_class(name, found)
-        return found
+        return check_class(name, found)
 
-    def check(self, name: str, context: EncodingContext, params: dict) -> None:
+    def check(self, name: str, context: EncodingContext, params: dict[str, Any]) -> None:
         """Raise ValueError when encoding `name` cannot run in `context` with `params` (its classmethod `check`).
 
         A user's `check` that fails in any other way is an OrderlabError naming the class.
@@ -56,7 +56,7 @@ ENCODINGS.add(Xpos)
 ENCODINGS.add(Cope)
 
 
-def build_encoding(name: str, context: EncodingContext, params: dict | None = None) -> PositionalEncoding:
+def build_encoding(name: str, context: EncodingContext, params: dict[str, Any] | None = None) -> PositionalEncoding:
     """The encoding `name` built for `context`; a user's class comes wrapped in CheckedEncoding, hooks tried once."""
     found = ENCODINGS.resolve(name)
     if ":" not in name:  # built-ins are trusted: no wrapper on the hot path

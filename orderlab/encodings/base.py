@@ -45,7 +45,9 @@ class EncodingContext:
     def torch_dtype(self) -> torch.dtype:
         import torch
 
-        return getattr(torch, self.dtype)
+        dtype = getattr(torch, self.dtype)
+        assert isinstance(dtype, torch.dtype)
+        return dtype
 
 
 class NoParams(BaseModel):

@@ -32,8 +32,8 @@ def misfit(name: str, problem: str) -> OrderlabError:
     return OrderlabError(f"encoding {name!r} does not fit the protocol: {problem} ({PROTOCOL_HELP})")
 
 
-def check_class(name: str, found: Any) -> None:
-    """Raise OrderlabError unless `found` is a PositionalEncoding subclass with the class attributes set."""
+def check_class(name: str, found: object) -> type[PositionalEncoding]:
+    """`found`, if it is a PositionalEncoding subclass with the class attributes set; else raise OrderlabError."""
     if not (isinstance(found, type) and issubclass(found, PositionalEncoding)):
         raise misfit(name, "expected a subclass of orderlab.encodings.base.PositionalEncoding")
     expected = {"name": str, "kind": str, "relative": bool, "reference": str}
@@ -47,6 +47,7 @@ def check_class(name: str, found: Any) -> None:
     required = [field for field, info in found.Params.model_fields.items() if info.is_required()]
     if required:
         raise misfit(name, f"parameter {required[0]!r} has no default; every parameter needs one")
+    return found
 
 
 def guarded(
