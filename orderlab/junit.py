@@ -59,7 +59,8 @@ def junit_xml(cases: list[Case]) -> bytes:
                 failure = ET.SubElement(element, tag, {"message": xml_safe(message), "type": tag})
                 failure.text = xml_safe(case.details or message)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)  # bytes for any encoding but "unicode"
+    return document + b"\n"
 
 
 def check_destination(path: Path) -> None:

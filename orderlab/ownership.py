@@ -77,7 +77,7 @@ def recorded(folder: Path) -> Recorded | None:
     return Recorded(writer, lambda entry: re.fullmatch(LEGACY_ENTRIES[writer.command], entry) is not None)
 
 
-def _recorded_writer(manifest: dict) -> Writer | None:
+def _recorded_writer(manifest: dict[str, object]) -> Writer | None:
     record = manifest.get("written_by")
     if not isinstance(record, dict) or record.get("command") not in LEGACY_ENTRIES:
         return None
@@ -85,7 +85,7 @@ def _recorded_writer(manifest: dict) -> Writer | None:
     return Writer(record["command"], spec) if isinstance(spec, str) else None
 
 
-def _legacy_writer(folder: Path, manifest: dict | None) -> Writer | None:
+def _legacy_writer(folder: Path, manifest: dict[str, object] | None) -> Writer | None:
     """The writer of a folder from before `written_by`: a run's manifest names its spec, trace and plot wrote none."""
     if manifest is None:
         if folder.name.endswith("_trace"):
@@ -99,7 +99,7 @@ def _legacy_writer(folder: Path, manifest: dict | None) -> Writer | None:
     return Writer("properties") if "max_len" in manifest else None
 
 
-def _read_manifest(path: Path) -> dict | None:
+def _read_manifest(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -191,7 +191,8 @@ _local = threading.local()
 def _claims() -> dict[str, Claim]:
     if not hasattr(_local, "claims"):
         _local.claims = {}
-    return _local.claims
+    claims: dict[str, Claim] = _local.claims
+    return claims
 
 
 @contextmanager

@@ -8,10 +8,22 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Protocol
 
 Permutation = tuple[int, ...]
+
+
+class RandomRule(Protocol):
+    """{random: K} as spec.InputSpec validates it (spec.RandomPermutations)."""
+
+    @property
+    def random(self) -> int: ...
+
+
+# A rule as spec.InputSpec holds it: a name ("all", "swaps", ...), explicit permutations, or {random: K}
+# (validated, or as a mapping the way YAML writes it).
+Rule = str | list[list[int]] | RandomRule | Mapping[str, int]
 
 # `all` is refused past this many tokens (9! = 362,880 sequences); use {random: K} beyond it.
 # Streaming keeps 9! affordable in memory (flat, one chunk at a time) and in time (about a minute
@@ -26,7 +38,7 @@ MAX_PERMUTATIONS_FOR_ROWS = math.factorial(8)
 FEWEST_TOKENS = {"reverse": 2, "all": 2, "swaps": 2, "shifts": 2, "prefixes": 3}
 
 
-def check_rule(rule: Any, n: int) -> None:
+def check_rule(rule: Rule, n: int) -> None:
     """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence.
 
     A rule that names no permutation but the identity is refused too: it would write rows that
@@ -53,7 +65,7 @@ def check_rule(rule: Any, n: int) -> None:
             f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected {{random: K}} instead"
         )
     if isinstance(rule, dict) or hasattr(rule, "random"):
-        k = rule["random"] if isinstance(rule, dict) else rule.random
+        k = random_count(rule)
         available = math.factorial(min(n, 20)) - 1  # 20! - 1 > 2e18: more than any K; n! of 10^5 words is slow
         if k > available:
             raise ValueError(
@@ -69,7 +81,7 @@ def check_rule(rule: Any, n: int) -> None:
                 )
 
 
-def generate(rule: Any, n: int, seed: int = 0) -> list[Permutation]:
+def generate(rule: Rule, n: int, seed: int = 0) -> list[Permutation]:
     """The permutations `rule` names for an n-token sentence, identity first where it is included."""
     if rule == "identity":
         return [tuple(range(n))]
@@ -85,11 +97,10 @@ def generate(rule: Any, n: int, seed: int = 0) -> list[Permutation]:
         return [tuple((i + s) % n for i in range(n)) for s in range(1, n)]
     if isinstance(rule, list):
         return [tuple(p) for p in rule]
-    k = rule["random"] if isinstance(rule, dict) else rule.random
-    return list(random_distinct(n, k, seed))
+    return list(random_distinct(n, random_count(rule), seed))
 
 
-def iterate(rule: Any, n: int, seed: int = 0) -> Iterator[Permutation]:
+def iterate(rule: Rule, n: int, seed: int = 0) -> Iterator[Permutation]:
     """The same permutations as `generate`, one at a time: `all` never builds its n! list."""
     if rule == "all":
         return itertools.permutations(range(n))
@@ -98,14 +109,14 @@ def iterate(rule: Any, n: int, seed: int = 0) -> Iterator[Permutation]:
     return iter(generate(rule, n, seed))
 
 
-def in_label_order(rule: Any, n: int, seed: int = 0) -> Iterator[Permutation]:
+def in_label_order(rule: Rule, n: int, seed: int = 0) -> Iterator[Permutation]:
     """`iterate` sorted by label (the order of the tidy CSV); `all` and `prefixes` already are (n <= 10)."""
     if rule in ("all", "prefixes") and n <= 10:
         return iterate(rule, n, seed)
     return iter(sorted(iterate(rule, n, seed), key=label))
 
 
-def count(rule: Any, n: int) -> int:
+def count(rule: Rule, n: int) -> int:
     """How many permutations `rule` names, without generating them (for progress totals)."""
     if rule == "all":
         return math.factorial(n)
@@ -117,7 +128,15 @@ def count(rule: Any, n: int) -> int:
         return n - 1
     if isinstance(rule, list):
         return len(rule)
-    return rule["random"] if isinstance(rule, dict) else rule.random
+    return random_count(rule)
+
+
+def random_count(rule: Rule) -> int:
+    """K of a {random: K} rule (the one kind of rule left once the names and lists are handled)."""
+    if isinstance(rule, Mapping):
+        return rule["random"]
+    assert not isinstance(rule, str | list)
+    return rule.random
 
 
 def chunks(permutations: Iterator[Permutation], size: int) -> Iterator[list[Permutation]]:

@@ -68,7 +68,8 @@ def probe_content(context: EncodingContext) -> torch.Tensor:
     """(h, d_head) seeded content vectors of norm sqrt(d_head), one per head, the same at every slot."""
     generator = torch.Generator().manual_seed(context.seed)
     u = torch.randn(context.n_heads, context.d_head, generator=generator, dtype=torch.float64)
-    return u / u.norm(dim=-1, keepdim=True) * math.sqrt(context.d_head)
+    norms: torch.Tensor = u.norm(dim=-1, keepdim=True)
+    return u / norms * math.sqrt(context.d_head)
 
 
 def slot_codes(encoding: PositionalEncoding, n: int, content: torch.Tensor) -> torch.Tensor:
@@ -90,7 +91,9 @@ def slot_codes(encoding: PositionalEncoding, n: int, content: torch.Tensor) -> t
     return torch.cat(parts, dim=-1) if parts else torch.zeros(n, 1, dtype=torch.float64)
 
 
-def attention_scores(encoding: PositionalEncoding, x: torch.Tensor, shift: int, w_q, w_k) -> torch.Tensor:
+def attention_scores(
+    encoding: PositionalEncoding, x: torch.Tensor, shift: int, w_q: torch.Tensor, w_k: torch.Tensor
+) -> torch.Tensor:
     """(h, m, m) scores among m content tokens x (m, d) placed at slots shift..shift+m-1 (zeros before)."""
     m, d = x.shape
     h = encoding.context.n_heads
@@ -146,7 +149,9 @@ def measure_encoding(name: str, context: EncodingContext) -> list[Measurement]:
     return found
 
 
-def _generalises(name: str, context: EncodingContext, codes: torch.Tensor, content: torch.Tensor) -> tuple:
+def _generalises(
+    name: str, context: EncodingContext, codes: torch.Tensor, content: torch.Tensor
+) -> tuple[str, float, float, bool, str]:
     n = context.max_len
     try:
         longer = slot_codes(build(name, context), 2 * n, content)[:n]  # (N, c): the first N of 2N slots
@@ -189,7 +194,7 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
     return frame[["encoding", "property", "figure", "limit", "verdict", "note"]]
 
 
-def write_properties(frame: pd.DataFrame, destination: Path, settings: dict) -> None:
+def write_properties(frame: pd.DataFrame, destination: Path, settings: dict[str, object]) -> None:
     """properties.csv and manifest.json (settings, versions) into `destination` (claimed by the caller), whole."""
 
     from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest

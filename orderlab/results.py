@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -24,6 +25,8 @@ from orderlab.ownership import MANIFEST, Writer, held, path_error
 FLOAT_FORMAT = "%.6e"
 # A value that could not be measured is written as nan (or inf), never as an empty cell or 0.
 NAN = "nan"
+# manifest.json: a JSON object whose keys depend on the command that wrote it; readers check what they use.
+Manifest = dict[str, Any]
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -33,7 +36,7 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
 def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
     """Missing cells of non-float columns (a metric without heads) as blanks, so that `nan` means a number alone."""
     blanks = {
-        name: column.astype(object).where(column.notna(), "")
+        str(name): column.astype(object).where(column.notna(), "")
         for name, column in frame.items()
         if not pd.api.types.is_float_dtype(column) and column.hasnans
     }
@@ -102,7 +105,7 @@ def versions() -> dict[str, str]:
 
 
 def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: str,
-                   rows: int) -> dict:  # fmt: skip
+                   rows: int) -> Manifest:  # fmt: skip
     """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
     experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
     import torch
@@ -118,12 +121,12 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
     }
 
 
-def write_manifest(folder: Path, manifest: dict) -> None:
+def write_manifest(folder: Path, manifest: Manifest) -> None:
     """manifest.json with sorted keys, so that reruns differ only where the run did."""
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: dict) -> None:
+def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest) -> None:
     """Write each table as <name>.csv plus manifest.json into `destination`, atomically."""
 
     def fill(folder: Path) -> None:
@@ -147,7 +150,10 @@ def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
 
 
 def write_streamed_results(
-    destination: Path, name: str, frames: Iterable[pd.DataFrame], finish: Callable[[int], tuple[dict, dict]]
+    destination: Path,
+    name: str,
+    frames: Iterable[pd.DataFrame],
+    finish: Callable[[int], tuple[dict[str, pd.DataFrame], Manifest]],
 ) -> None:
     """Like write_results, with <name>.csv written frame by frame as `frames` yields them.
 

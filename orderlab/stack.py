@@ -8,12 +8,15 @@ attention map, for the metrics to read.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from orderlab.encodings.base import PositionalEncoding
+
+Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,17 @@ def seeded_weights(config: StackConfig, seed: int) -> list[LayerWeights]:
     ]
 
 
-def explicit_weights(config: StackConfig, seed: int, w_q, w_k, w_v, w_o=None) -> list[LayerWeights]:
+def explicit_weights(
+    config: StackConfig, seed: int, w_q: Matrix, w_k: Matrix, w_v: Matrix, w_o: Matrix | None = None
+) -> list[LayerWeights]:
     """The given projections in every layer (W_O = identity if None); FFN weights stay seeded."""
-    as_tensor = lambda m: torch.tensor(m, dtype=torch.float64)  # noqa: E731
-    w_o = as_tensor(w_o) if w_o is not None else torch.eye(config.d_model, dtype=torch.float64)
+
+    def as_tensor(m: Matrix) -> torch.Tensor:
+        return torch.tensor(m, dtype=torch.float64)
+
+    output = as_tensor(w_o) if w_o is not None else torch.eye(config.d_model, dtype=torch.float64)
     return [
-        LayerWeights(as_tensor(w_q), as_tensor(w_k), as_tensor(w_v), w_o, seeded.w_in, seeded.w_out)
+        LayerWeights(as_tensor(w_q), as_tensor(w_k), as_tensor(w_v), output, seeded.w_in, seeded.w_out)
         for seeded in seeded_weights(config, seed)
     ]
 

@@ -135,6 +135,7 @@ def _refuse_deep_nesting(text: str, file: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
+                assert event.start_mark is not None  # the parser marks every event it emits
                 raise SpecError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=event.start_mark.line + 1)
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
