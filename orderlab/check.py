@@ -20,11 +20,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from orderlab.errors import OrderlabError
 from orderlab.spec import LoadedSpec, Spec, load_spec
 from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
+
+if TYPE_CHECKING:
+    from orderlab.results import Manifest
+
+Progress = Callable[[int, int], None]  # (done, total) of the fresh run
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
 CSV_RESOLUTION = 1e-6
@@ -62,7 +67,10 @@ def default_tolerances(dtype: str) -> Tolerances:
 def tolerances_for(spec: Spec, rtol: float | None = None, atol: float | None = None) -> Tolerances:
     """Command-line values win over the spec's `check:` section, which wins over the dtype defaults."""
     default = default_tolerances(spec.model.dtype)
-    pick = lambda *options: next(o for o in options if o is not None)  # noqa: E731
+
+    def pick(*options: float | None) -> float:
+        return next(o for o in options if o is not None)
+
     return Tolerances(pick(rtol, spec.check.rtol, default.rtol), pick(atol, spec.check.atol, default.atol))
 
 
@@ -255,6 +263,7 @@ class DriftedRow:
         diff = self.abs_diff(column)
         if math.isnan(diff):
             return diff
+        assert self.baseline is not None  # the difference is NaN without one
         scale = abs(self.baseline.numbers[column])
         return diff / scale if scale else (math.inf if diff else 0.0)
 
@@ -377,7 +386,7 @@ class Fresh:
     """A spec's results computed now, as the exact files `orderlab run` writes."""
 
     texts: dict[str, str]  # CSV file stem -> its text
-    manifest: dict
+    manifest: Manifest
 
     @property
     def files(self) -> dict[str, str]:
@@ -385,7 +394,7 @@ class Fresh:
         return {f"{stem}.csv": text for stem, text in self.texts.items()}
 
 
-def run_fresh(loaded: LoadedSpec, progress: Callable[[int, int], None] | None = None) -> Fresh:
+def run_fresh(loaded: LoadedSpec, progress: Progress | None = None) -> Fresh:
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
     from orderlab.experiment import write_experiment
 
@@ -420,7 +429,7 @@ def check_spec(
     rtol: float | None = None,
     atol: float | None = None,
     update: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> SpecCheck:
     """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/."""
     started = time.perf_counter()
@@ -438,7 +447,9 @@ def check_spec(
     return outcome
 
 
-def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
+def _check(
+    loaded: LoadedSpec, folder: Path, rtol: float | None, atol: float | None, progress: Progress | None
+) -> SpecCheck:
     name = loaded.spec.name
     if not folder.is_dir():
         summary = f"{name}: no baseline: {folder}/ does not exist; run `orderlab check --update {loaded.path}`"
@@ -456,7 +467,9 @@ def _check(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
     return SpecCheck(loaded.path, name, "clean", summary, comparisons, warnings=warnings)
 
 
-def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck:
+def _update(
+    loaded: LoadedSpec, folder: Path, rtol: float | None, atol: float | None, progress: Progress | None
+) -> SpecCheck:
     """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
     from orderlab.ownership import Writer, claim
 
@@ -464,7 +477,7 @@ def _update(loaded: LoadedSpec, folder: Path, rtol, atol, progress) -> SpecCheck
         return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress)
 
 
-def _rewrite(loaded: LoadedSpec, folder: Path, tol: Tolerances, progress) -> SpecCheck:
+def _rewrite(loaded: LoadedSpec, folder: Path, tol: Tolerances, progress: Progress | None) -> SpecCheck:
     name = loaded.spec.name
     fresh = run_fresh(loaded, progress)
     if not folder.is_dir():
@@ -488,7 +501,7 @@ def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) 
     """Every CSV within `check`'s tolerances (so a clean check), none stale, and the manifest records this spec and
     these library versions. Round-off that differs between CPUs then never rewrites a baseline."""
     manifest = _read_manifest(folder)
-    spec_record = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+    spec_record = _section(manifest, "spec")
     if not (
         csv_names(folder) == fresh.files.keys()
         and spec_record.get("sha256") == loaded.sha256
@@ -538,12 +551,18 @@ def _read_or_none(path: Path) -> str | None:
         return None
 
 
-def _read_manifest(folder: Path) -> dict:
+def _read_manifest(folder: Path) -> dict[str, object]:
     try:
         data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _section(manifest: dict[str, object], key: str) -> dict[str, object]:
+    """manifest[key] if it is a JSON object, else {} (a manifest edited by hand or from an older orderlab)."""
+    value = manifest.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
@@ -555,13 +574,13 @@ def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
     if not manifest:
         return [f"{manifest_path}: missing or unreadable; cannot compare versions"]
     warnings = []
-    recorded = manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {}
+    recorded = _section(manifest, "versions")
     for package, running in versions().items():
         if recorded.get(package) != running:
             warnings.append(
                 f"{manifest_path}: baseline made with {package} {recorded.get(package, '?')}, running {running}"
             )
-    spec_record = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+    spec_record = _section(manifest, "spec")
     if spec_record.get("sha256") != loaded.sha256:
         warnings.append(
             f"{manifest_path}: {loaded.path} changed since the baseline was written (sha256 differs); "

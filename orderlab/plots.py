@@ -9,15 +9,20 @@ API with the Agg canvas: no pyplot state, no display needed. Figures go to <fold
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from matplotlib.typing import ColorType
 
 from orderlab.errors import OrderlabError
 from orderlab.ownership import Writer, claim
-from orderlab.results import write_folder_atomically
+from orderlab.results import Manifest, write_folder_atomically
 from orderlab.sweep import describe
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
@@ -26,11 +31,14 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
 
 
-def read_results(folder: Path) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
+def read_results(folder: Path) -> tuple[pd.DataFrame, Manifest, pd.DataFrame | None]:
     """metrics.csv, manifest.json and attention.csv (None if absent) of a results folder."""
     if not (folder / "metrics.csv").is_file() or not (folder / "manifest.json").is_file():
         raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
-    read = lambda name: pd.read_csv(folder / name, keep_default_na=False, na_values=[""])  # noqa: E731
+
+    def read(name: str) -> pd.DataFrame:
+        return pd.read_csv(folder / name, keep_default_na=False, na_values=[""])
+
     attention = read("attention.csv") if (folder / "attention.csv").is_file() else None
     metrics = read("metrics.csv")
     if not {"case", "layer", "metric", "value"} <= set(metrics.columns):
@@ -69,7 +77,7 @@ def plot_results(folder: Path) -> list[Path]:
     return [folder / "figures" / file_name for file_name in figures]
 
 
-def _attention_input(folder: Path, manifest: dict) -> dict:
+def _attention_input(folder: Path, manifest: Manifest) -> dict[str, object]:
     """The sentence and reordering attention.csv shows, which manifest.json records once."""
     shown = manifest.get("attention")
     if not isinstance(shown, dict) or not {"words", "permutation", "permuted"} <= set(shown):
@@ -80,7 +88,7 @@ def _attention_input(folder: Path, manifest: dict) -> dict:
     return shown
 
 
-def _by_configuration(frame: pd.DataFrame, swept: list[str]):
+def _by_configuration(frame: pd.DataFrame, swept: list[str]) -> Iterator[tuple[dict[str, object], pd.DataFrame]]:
     if not swept:
         yield {}, frame
         return
@@ -88,7 +96,7 @@ def _by_configuration(frame: pd.DataFrame, swept: list[str]):
         yield dict(zip(swept, map(_plain, values), strict=True)), group
 
 
-def _lines(frame: pd.DataFrame, swept: list[str]):
+def _lines(frame: pd.DataFrame, swept: list[str]) -> Iterator[tuple[str, int, int, pd.DataFrame]]:
     """(label, colour index, style index, group) per encoding x configuration, in file order."""
     encodings = list(dict.fromkeys(frame["encoding"]))
     configurations = list(dict.fromkeys(map(tuple, frame[swept].to_numpy()))) if swept else [()]
@@ -120,7 +128,7 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
         ax.set_title(metric)
         ax.set_xlabel("layer (0 = input)")
         ax.set_ylabel("worst value (log)")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        _integer_ticks(ax)
     for ax in axes[len(names) :]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
@@ -144,14 +152,14 @@ def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("layer (0 = input, encoding added)")
     ax.set_ylabel("held-out accuracy of a linear slot probe")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    _integer_ticks(ax)
     ax.set_title(f"{name}: can position be read off the hidden state?\n{frame['input'].iloc[0]}")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return figure
 
 
-def attention_heatmaps(frame: pd.DataFrame, shown: dict, name: str, configuration: str) -> Figure:
+def attention_heatmaps(frame: pd.DataFrame, shown: dict[str, object], name: str, configuration: str) -> Figure:
     """Per encoding: A(X), A(PX) and A(PX) - P A(X) P^T at the deepest layer, head 0.
 
     shown: the manifest's record of the input, {"words": ..., "permutation": "2 1 0", "permuted": ...}.
@@ -183,19 +191,26 @@ def attention_heatmaps(frame: pd.DataFrame, shown: dict, name: str, configuratio
     return figure
 
 
-def _plain(value):
+def _plain(value: object) -> object:
     """numpy scalars read back from CSV -> Python values, so booleans print as true/false."""
     return value.item() if hasattr(value, "item") else value
 
 
-def _grid(rows: pd.DataFrame) -> np.ndarray:
+def _grid(rows: pd.DataFrame) -> npt.NDArray[np.float64]:
     n = int(rows["query"].max()) + 1
     grid = np.zeros((n, n))
     grid[rows["query"].to_numpy(), rows["key"].to_numpy()] = rows["value"].to_numpy()
     return grid
 
 
-def _label_axes(ax, words: list[str], title: str) -> None:
+def _integer_ticks(ax: Axes) -> None:
+    """Layers are whole numbers: no tick at 0.5."""
+    locator = ax.xaxis.get_major_locator()
+    assert isinstance(locator, MaxNLocator)  # a linear axis's AutoLocator
+    locator.set_params(integer=True)
+
+
+def _label_axes(ax: Axes, words: list[str], title: str) -> None:
     ax.set_xticks(range(len(words)), words, rotation=45, ha="right")
     ax.set_yticks(range(len(words)), words)
     ax.set_xlabel("key")
@@ -203,7 +218,7 @@ def _label_axes(ax, words: list[str], title: str) -> None:
     ax.set_title(title, fontsize="medium")
 
 
-def _colours() -> list:
-    from matplotlib import colormaps
+def _colours() -> list[ColorType]:
+    from matplotlib import color_sequences
 
-    return list(colormaps["tab10"].colors)
+    return color_sequences["tab10"]  # a fresh list of the tab10 colormap's colours
