@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Literal
 
 from orderlab.errors import OrderlabError
-from orderlab.spec import LoadedSpec, Spec, load_spec
+from orderlab.load import LoadedSpec, load_spec
+from orderlab.spec import Spec
 from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
