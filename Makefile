@@ -22,7 +22,8 @@ $(STAMP): $(BIN)/python pyproject.toml
 run: $(STAMP)  ## set up, then run the flagship experiment
 	$(BIN)/orderlab run experiments/dog_bites_man.yaml
 
-test: $(STAMP)  ## set up, then run the test suite, then check every shipped experiment against its baseline
+test: $(STAMP)  ## set up, then the layer contracts, the test suite, then check every shipped experiment against its baseline
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/pytest
 	$(BIN)/orderlab check
 
@@ -32,6 +33,7 @@ baselines: $(STAMP)  ## re-run every shipped experiment and rewrite its committe
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from orderlab.errors import OrderlabError
-from orderlab.spec import LoadedSpec, Spec, load_spec
+from orderlab.load import LoadedSpec, load_spec
+from orderlab.spec import Spec
 from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
 
 if TYPE_CHECKING:

@@ -145,7 +145,7 @@ def validate(
 
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
     """
-    from orderlab.spec import load_spec
+    from orderlab.load import load_spec
 
     failed = False
     for path in specs:
@@ -229,7 +229,7 @@ def compare(
     """
     from orderlab import compare as comparing
     from orderlab import report
-    from orderlab.experiment import check_device
+    from orderlab.outcome import check_device
     from orderlab.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from orderlab.backends.checks import uses_backend
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.registry import did_you_mean
@@ -26,8 +25,10 @@ from orderlab.spec import (
     is_stack_spec,
     load_spec,
     longest_sentence,
+    uses_backend,
 )
-from orderlab.sweep import describe, plan, run_sweep, swept_fields
+from orderlab.sweep import describe, plan, swept_fields
+from orderlab.sweep_run import run_sweep
 
 # Spec metric families and the table rows each one produces.
 ROWS_OF_FAMILY = {

@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orderlab import permutations as perms
-from orderlab.backends.checks import relative_to_spec, uses_backend
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import packaged_model_folder
 from orderlab.backends.specs import CorpusInputs, PretrainedModelSpec
 from orderlab.errors import SpecError
-from orderlab.spec import DecodabilitySpec, ModelSpec
+from orderlab.spec import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 from orderlab.sweep import describe, plan
 from orderlab.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.userfiles import read_bounded

@@ -9,37 +9,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orderlab import report
-from orderlab.backends.checks import uses_backend
-from orderlab.errors import OrderlabError
+from orderlab.backends.experiment import write_backend_experiment
+from orderlab.load import LoadedSpec, load_spec
+from orderlab.outcome import Outcome, check_device
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
-from orderlab.spec import LoadedSpec, load_spec
+from orderlab.spec import uses_backend
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import RenderableType
-
-
-@dataclass(frozen=True)
-class Outcome:
-    folder: Path
-    rows: int  # rows of metrics.csv
-    files: list[str]  # file names written into folder, metrics.csv first
-    renderables: list[RenderableType]  # tables for the console, in order
-    non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
-    seconds: float  # wall time of the run
-
-
-def check_device(device: str) -> None:
-    import torch
-
-    if device == "cuda" and not torch.cuda.is_available():
-        raise OrderlabError("--device cuda: no CUDA device is available here; expected --device cpu")
 
 
 def write_experiment(
@@ -69,13 +52,11 @@ def _write_experiment(
     width: int,
 ) -> Outcome:
     from orderlab.streaming import tune_allocator
-    from orderlab.sweep import SweepRun, summarize_sweep
+    from orderlab.sweep_run import SweepRun, summarize_sweep
     from orderlab.trace import attention_maps
 
     spec = loaded.spec
     if uses_backend(spec):  # a pretrained model (optional extra): its own loop and outputs
-        from orderlab.backends.experiment import write_backend_experiment
-
         return write_backend_experiment(loaded, device, folder, progress, width)
     check_device(device)
     tune_allocator()

@@ -8,7 +8,6 @@ collects its stream in memory for small runs and tests.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,23 +47,6 @@ def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
     if w is None:
         return seeded_weights(config, spec.seed)
     return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
-
-
-def run_spec(
-    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
-) -> RunResult:
-    """Measure every input and probe under every encoding; return tidy rows, all in memory.
-
-    `spec` must be concrete (no swept model fields; sweep.run_sweep takes those). The work streams
-    through orderlab.streaming; a caller that writes files takes `Sweep.frames()` one chunk at a
-    time instead, keeping memory flat however many permutations there are.
-    """
-    from orderlab.streaming import Sweep  # streaming builds on this module's RowCollector and record_metrics
-
-    started = time.perf_counter()
-    sweep = Sweep(spec, device, chunk_size, progress)
-    table = pd.concat(list(sweep.frames()), ignore_index=True)
-    return RunResult(table, device, time.perf_counter() - started)
 
 
 def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:

@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import math
 import re
-import types
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from orderlab import bounds
-from orderlab import permutations as perms
-from orderlab.backends.checks import check_backend, uses_backend
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.encodings import ENCODINGS, EncodingContext
-from orderlab.errors import OrderlabError
+from orderlab.encodings import EncodingContext
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
-from orderlab.yamlsource import FieldPath, LocatedDocument, read_yaml
+from orderlab.yamlsource import read_yaml
 
 METRICS = (
     "equivariance", "invariance", "attention", "token_shift", "pair_distance",
@@ -352,40 +347,6 @@ class Spec(StrictModel):
         return entries
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line) on any problem."""
-    path = Path(path)
-    document = read_yaml(path)
-    if not isinstance(document.data, dict):
-        raise document.error((), "expected a YAML mapping with keys like name, model, inputs")
-    try:
-        spec = Spec.model_validate(document.data)
-    except ValidationError as error:
-        raise _first_error(error, document) from None
-    if not spec.name:
-        problem = folder_name_problem(path.stem)
-        if problem:
-            message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
-            raise document.error((), message)
-        spec = spec.model_copy(update={"name": path.stem})
-    from orderlab.sweep import check_sweep  # sweep.py builds on this module
-
-    check_sweep(spec, document, _check_relations)
-    from orderlab.estimate import check_limits  # estimate.py builds on this module and sweep.py
-
-    check_limits(spec, document)
-    return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
-
-
-class LoadedSpec(BaseModel):
-    """A validated spec with where it came from (for manifests and baselines)."""
-
-    model_config = ConfigDict(frozen=True)
-    spec: Spec
-    path: Path
-    sha256: str
-
-
 def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
     m = spec.model
     return EncodingContext(
@@ -398,158 +359,11 @@ def longest_sentence(spec: Spec) -> int:
     return max(len(tokenize(s)) for s in sentences)
 
 
-# --- relations between fields --------------------------------------------------------------------
+def uses_backend(spec: Spec) -> bool:
+    """True when the spec runs a pretrained model or reads a corpus file (orderlab/backends)."""
+    return isinstance(spec.model, PretrainedModelSpec | HFModelSpec) or isinstance(spec.inputs, CorpusInputs)
 
 
-def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
-    """There is something to measure, every input and probe has words, every permutation rule fits."""
-    if not spec.inputs and not spec.probes:
-        raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
-    for index, item in enumerate(spec.inputs):
-        words = tokenize(item.sentence, lowercase)
-        if not words:
-            raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
-        try:
-            perms.check_rule(item.permutations, len(words))
-        except ValueError as error:
-            raise doc.error(("inputs", index, "permutations"), str(error)) from None
-        many = perms.count(item.permutations, len(words))
-        if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
-            raise doc.error(
-                ("inputs", index, "permutations"),
-                f"{many:,} permutations would write that many rows per layer and metric; expected "
-                f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
-            )
-    for index, pair in enumerate(spec.probes):
-        for side, sentence in enumerate(pair):
-            if not tokenize(sentence, lowercase):
-                raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
-
-
-def _check_relations(spec: Spec, doc: LocatedDocument) -> None:
-    if uses_backend(spec):
-        check_backend(spec, doc)
-        return
-    m = spec.model
-    if m.d_model % m.n_heads:
-        raise doc.error(
-            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
-        )
-    if m.weights is not None:
-        for key in ("W_Q", "W_K", "W_V", "W_O"):
-            matrix = getattr(m.weights, key)
-            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
-                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
-    check_sentences(spec, doc, spec.embeddings.lowercase)
-    if isinstance(spec.embeddings, ExplicitEmbeddings):
-        _check_vectors(spec, doc)
-    context = encoding_context(spec, longest_sentence(spec))
-    for index, choice in enumerate(spec.encodings):
-        try:
-            ENCODINGS.check(choice.name, context, choice.params)
-        except (OrderlabError, ValueError) as error:
-            raise doc.error(("encodings", index), str(error)) from None
-
-
-def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
-    assert isinstance(spec.embeddings, ExplicitEmbeddings)
-    vectors, d_model = spec.embeddings.vectors, spec.model.d_model
-    for word, vector in vectors.items():
-        if len(vector) != d_model:
-            raise doc.error(
-                ("embeddings", "vectors", word), f"vector of length {len(vector)}; expected d_model={d_model} numbers"
-            )
-    places: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.inputs)]
-    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
-    for path, sentence in places:
-        missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
-        if missing:
-            raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
-
-
-# --- pydantic errors -> one line -----------------------------------------------------------------
-
-
-def _first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
-    """The most useful of pydantic's errors: an unknown key first, else the one deepest in the user's data."""
-    located = [(_data_path(e["loc"], doc.data, e["type"]), e) for e in error.errors()]
-    path, first = max(located, key=lambda pair: (pair[1]["type"] == "extra_forbidden", len(pair[0])))
-    kind, message = first["type"], first["msg"].removeprefix("Value error, ")
-    if kind == "extra_forbidden":
-        known = sorted(_known_fields(path[:-1], doc.data))
-        return doc.error(path, f"unknown key {path[-1]!r}. {did_you_mean(str(path[-1]), known)}")
-    if kind == "missing":
-        return doc.error(path, "required field is missing")
-    message = message.replace("Input should be", "expected")
-    given = first.get("input")
-    if isinstance(given, str | int | float | bool):
-        message = f"got {given!r}; {message}"
-    return doc.error(path, message)
-
-
-def _data_path(loc: tuple[int | str, ...], data: Any, kind: str) -> FieldPath:
-    """The part of an error location that names keys the user wrote (pydantic's union-member tags dropped).
-
-    A missing field is kept as the last part, since the user did not write it.
-    """
-    path: list[str | int] = []
-    for index, part in enumerate(loc):
-        in_dict = isinstance(data, dict) and part in data
-        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
-        if in_dict or in_list:
-            data = data[part]
-        elif kind == "missing" and index == len(loc) - 1 and isinstance(data, dict):
-            data = None
-        else:
-            continue
-        path.append(part)
-    return tuple(path)
-
-
-def _known_fields(path: FieldPath, data: Any) -> set[str]:
-    """Field names allowed at `path`, found by walking the models along the user's data."""
-    annotation: Any = Spec
-    for part in path:
-        data = data[part] if isinstance(data, dict | list) else None
-        model = _pick_model(annotation, data)
-        if model is not None and isinstance(part, str):
-            annotation = model.model_fields[part].annotation
-        elif isinstance(part, int):
-            annotation = _item_type(annotation)
-        else:
-            args = [a for a in typing.get_args(_strip(annotation)) if a is not type(None)]
-            annotation = args[0] if args else Any
-    model = _pick_model(annotation, data)
-    return set(model.model_fields) if model else set()
-
-
-def _item_type(annotation: Any) -> Any:
-    """The item type of a list annotation, looking through Annotated and unions (as in `Inputs`)."""
-    annotation = _strip(annotation)
-    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    for member in map(_strip, typing.get_args(annotation) if union else (annotation,)):
-        if typing.get_origin(member) is list:
-            return typing.get_args(member)[0]
-    return Any
-
-
-def _strip(annotation: Any) -> Any:
-    while typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return annotation
-
-
-def _pick_model(annotation: Any, data: Any) -> type[BaseModel] | None:
-    annotation = _strip(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        models = [
-            m for m in map(_strip, typing.get_args(annotation)) if isinstance(m, type) and issubclass(m, BaseModel)
-        ]
-        kind = data.get("kind") if isinstance(data, dict) else None
-        for model in models:
-            if "kind" in model.model_fields and typing.get_args(model.model_fields["kind"].annotation) == (kind,):
-                return model
-        return models[0] if models else None
-    return None
+def relative_to_spec(spec_file: str | Path, path: str) -> Path:
+    """A path written in a spec (a model folder, a corpus file) is relative to the spec file."""
+    return Path(spec_file).parent / path

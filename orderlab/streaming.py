@@ -15,6 +15,7 @@ import ctypes
 import heapq
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -30,7 +31,9 @@ from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.runner import (
     COLUMNS,
     KEY_COLUMNS,
+    Progress,
     RowCollector,
+    RunResult,
     layer_weights,
     record_metrics,
     record_pair,
@@ -313,3 +316,18 @@ class Sweep:
         self.done += sequences
         if self.progress:
             self.progress(self.done, self.total)
+
+
+def run_spec(
+    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Measure every input and probe under every encoding; return tidy rows, all in memory.
+
+    `spec` must be concrete (no swept model fields; sweep.run_sweep takes those). The work streams
+    through orderlab.streaming; a caller that writes files takes `Sweep.frames()` one chunk at a
+    time instead, keeping memory flat however many permutations there are.
+    """
+    started = time.perf_counter()
+    sweep = Sweep(spec, device, chunk_size, progress)
+    table = pd.concat(list(sweep.frames()), ignore_index=True)
+    return RunResult(table, device, time.perf_counter() - started)

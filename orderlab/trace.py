@@ -19,13 +19,13 @@ import pandas as pd
 import torch
 
 from orderlab import permutations as perms
-from orderlab.backends.checks import uses_backend
 from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
+from orderlab.load import load_spec
 from orderlab.ownership import Claim, Writer, claim
 from orderlab.results import write_csv, write_folder_atomically
 from orderlab.runner import layer_weights, stack_config, word_vectors
-from orderlab.spec import Spec, encoding_context, load_spec, longest_sentence
+from orderlab.spec import Spec, encoding_context, longest_sentence, uses_backend
 from orderlab.stack import AttentionStack
 from orderlab.sweep import plan, swept_fields
 from orderlab.text import tokenize

@@ -13,7 +13,7 @@ import yaml
 
 import orderlab.noise
 from orderlab.experiment import write_experiment
-from orderlab.spec import load_spec
+from orderlab.load import load_spec
 from orderlab.verdicts import ORDER_SENSITIVE
 
 

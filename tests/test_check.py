@@ -22,8 +22,8 @@ from orderlab.check import (
 )
 from orderlab.cli import app
 from orderlab.junit import Case, junit_xml
+from orderlab.load import load_spec
 from orderlab.report import STACK_KEY, drift_key
-from orderlab.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("dog_bites_man", "cat_chased_dog")  # the core's experiments; others may be added beside them

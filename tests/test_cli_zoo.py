@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
+from orderlab.load import load_spec
 from orderlab.properties import PROPERTIES
-from orderlab.runner import run_spec
-from orderlab.spec import load_spec
+from orderlab.streaming import run_spec
 
 runner = CliRunner()
 TESTS = Path(__file__).parent

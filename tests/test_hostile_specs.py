@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orderlab.errors import OrderlabError, SpecError
-from orderlab.spec import Spec, load_spec
+from orderlab.load import load_spec
+from orderlab.spec import Spec
 from orderlab.yamlsource import MAX_DEPTH, MAX_EXPANDED_NODES, parse_yaml
 
 ROOT = Path(__file__).resolve().parents[1]

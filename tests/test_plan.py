@@ -12,7 +12,7 @@ import pytest
 from orderlab import batching, estimate
 from orderlab.backends.extra import installed
 from orderlab.cli import app
-from orderlab.spec import load_spec
+from orderlab.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from orderlab.check import run_fresh
 from orderlab.cli import app
+from orderlab.load import load_spec
 from orderlab.runner import KEY_COLUMNS
-from orderlab.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

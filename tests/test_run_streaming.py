@@ -47,8 +47,8 @@ def test_chunk_size_must_be_positive(tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none in this session)")
 def test_cuda_run_matches_cpu_run(tmp_path):
-    from orderlab.runner import run_spec
-    from orderlab.spec import load_spec
+    from orderlab.load import load_spec
+    from orderlab.streaming import run_spec
 
     spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
     cpu, cuda = run_spec(spec, "cpu").metrics, run_spec(spec, "cuda").metrics

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from orderlab.runner import run_spec
 from orderlab.spec import Spec
+from orderlab.streaming import run_spec
 
 DEFAULT_THREADS = torch.get_num_threads()
 
@@ -97,7 +97,7 @@ def test_progress_reports_every_chunk_up_to_the_total():
 
 def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
     from orderlab.errors import SpecError
-    from orderlab.spec import load_spec
+    from orderlab.load import load_spec
 
     path = tmp_path / "nine.yaml"
     path.write_text("inputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")

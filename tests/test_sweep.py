@@ -9,9 +9,10 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
+from orderlab.load import load_spec
 from orderlab.runner import COLUMNS, KEY_COLUMNS
-from orderlab.spec import load_spec
-from orderlab.sweep import plan, run_sweep
+from orderlab.sweep import plan
+from orderlab.sweep_run import run_sweep
 
 SWEEP = """
 model: {d_model: 8, n_heads: 2, n_layers: [1, 2, 3], causal: [false, true], residual: [true, false]}

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.spec import Spec, load_spec
+from orderlab.load import load_spec
+from orderlab.spec import Spec
 from orderlab.trace import build_stack, trace_layer, word_vectors
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,10 +20,11 @@ from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.measure import measure_pair, measure_sentence
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
-from orderlab.experiment import Outcome, check_device
+from orderlab.load import LoadedSpec
+from orderlab.outcome import Outcome, check_device
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
-from orderlab.spec import LoadedSpec, Spec
+from orderlab.spec import Spec
 from orderlab.verdicts import NON_FINITE, twin_dtype
 
 

@@ -7,7 +7,8 @@ import pytest
 from orderlab.backends.specs import HFModelSpec, PretrainedModelSpec
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.spec import ModelSpec, load_spec
+from orderlab.load import load_spec
+from orderlab.spec import ModelSpec
 
 STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"
 

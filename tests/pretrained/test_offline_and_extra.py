@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from orderlab.backends.extra import MissingExtraError
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.spec import load_spec
+from orderlab.load import load_spec
 
 MINILM_SPEC = """
 model: {kind: pretrained, name: minilm}

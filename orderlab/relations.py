@@ -1,0 +1,123 @@
+"""Relations between the fields of a spec: what pydantic's per-field checks cannot see. Torch-free.
+
+d_model vs n_heads, explicit matrices and vectors vs d_model and the words used, permutation rules
+vs sentence lengths, each encoding's own constraints, and a pretrained backend's requirements (its
+extra installed, its model folder, its corpus file). Each problem is one SpecError naming the field.
+"""
+
+from __future__ import annotations
+
+from orderlab import permutations as perms
+from orderlab.backends.corpustext import read_corpus
+from orderlab.backends.extra import MissingExtraError, packaged_model_folder, require_extra
+from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.encodings import ENCODINGS
+from orderlab.errors import OrderlabError
+from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence, relative_to_spec, uses_backend
+from orderlab.text import tokenize
+from orderlab.yamlsource import FieldPath, LocatedDocument
+
+STACK_ONLY_FIELDS = ("encodings", "embeddings")
+
+
+def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+    """There is something to measure, every input and probe has words, every permutation rule fits."""
+    if not spec.inputs and not spec.probes:
+        raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
+    for index, item in enumerate(spec.inputs):
+        words = tokenize(item.sentence, lowercase)
+        if not words:
+            raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
+        try:
+            perms.check_rule(item.permutations, len(words))
+        except ValueError as error:
+            raise doc.error(("inputs", index, "permutations"), str(error)) from None
+        many = perms.count(item.permutations, len(words))
+        if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
+            raise doc.error(
+                ("inputs", index, "permutations"),
+                f"{many:,} permutations would write that many rows per layer and metric; expected "
+                f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
+            )
+    for index, pair in enumerate(spec.probes):
+        for side, sentence in enumerate(pair):
+            if not tokenize(sentence, lowercase):
+                raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+
+
+def check_relations(spec: Spec, doc: LocatedDocument) -> None:
+    """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
+    if uses_backend(spec):
+        check_backend(spec, doc)
+        return
+    m = spec.model
+    if m.d_model % m.n_heads:
+        raise doc.error(
+            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
+        )
+    if m.weights is not None:
+        for key in ("W_Q", "W_K", "W_V", "W_O"):
+            matrix = getattr(m.weights, key)
+            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
+                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
+    check_sentences(spec, doc, spec.embeddings.lowercase)
+    if isinstance(spec.embeddings, ExplicitEmbeddings):
+        _check_vectors(spec, doc)
+    context = encoding_context(spec, longest_sentence(spec))
+    for index, choice in enumerate(spec.encodings):
+        try:
+            ENCODINGS.check(choice.name, context, choice.params)
+        except (OrderlabError, ValueError) as error:
+            raise doc.error(("encodings", index), str(error)) from None
+
+
+def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
+    assert isinstance(spec.embeddings, ExplicitEmbeddings)
+    vectors, d_model = spec.embeddings.vectors, spec.model.d_model
+    for word, vector in vectors.items():
+        if len(vector) != d_model:
+            raise doc.error(
+                ("embeddings", "vectors", word), f"vector of length {len(vector)}; expected d_model={d_model} numbers"
+            )
+    places: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.inputs)]
+    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
+    for path, sentence in places:
+        missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
+        if missing:
+            raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
+
+
+def check_backend(spec: Spec, doc: LocatedDocument) -> None:
+    """Raise SpecError (one line) for a backend spec that cannot run."""
+    if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
+        raise doc.error(
+            ("inputs", "file"), "corpus inputs need a pretrained model; expected model.kind pretrained or hf"
+        )
+    for field in STACK_ONLY_FIELDS:
+        if field in spec.model_fields_set:
+            raise doc.error(
+                (field,),
+                f"{field} apply to the synthetic attention stack; a pretrained model uses its own tokenizer and "
+                "positions (expected model.position_embeddings for ablations)",
+            )
+    corpus_mode = isinstance(spec.inputs, CorpusInputs)
+    if corpus_mode and "metrics" in spec.model_fields_set and "attention" in spec.metrics:
+        raise doc.error(("metrics",), "corpus mode measures pooled sentences; expected no 'attention' metric")
+    try:
+        if isinstance(spec.model, PretrainedModelSpec):
+            packaged_model_folder(spec.model.name)
+        else:
+            require_extra("hf")
+    except MissingExtraError as error:
+        raise doc.error(("model", "kind"), str(error)) from None
+    if isinstance(spec.model, HFModelSpec):
+        folder = relative_to_spec(doc.file, spec.model.path)
+        if not (folder / "config.json").is_file():
+            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+    if isinstance(spec.inputs, CorpusInputs):
+        try:
+            read_corpus(relative_to_spec(doc.file, spec.inputs.file))
+        except OrderlabError as error:
+            raise doc.error(("inputs", "file"), str(error)) from None
+        return
+    check_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written

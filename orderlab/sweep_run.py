@@ -1,0 +1,96 @@
+"""Running a sweep: every combination of a spec streamed through the runner, as one stream of tidy frames.
+
+Rows are grouped by combination (its columns come first and lead the sort), so each combination
+streams through `streaming.Sweep` on its own and memory stays one chunk's worth. Never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pandas as pd
+
+from orderlab import probing
+from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.spec import Spec
+from orderlab.streaming import SUMMARY_COLUMNS, Sweep
+from orderlab.sweep import Configuration, plan, swept_fields
+
+
+class SweepRun:
+    """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
+
+    Rows are grouped by combination (its columns come first and lead the sort), so each
+    combination streams through `streaming.Sweep` on its own and memory stays one chunk's worth.
+    Iterate `frames()` once; afterwards `digest()` holds the small part every summary needs.
+    """
+
+    def __init__(
+        self, spec: Spec, device: str = "cpu", chunk_size: int | None = None, progress: Progress | None = None
+    ):
+        self.spec, self.device, self.progress = spec, device, progress
+        self.swept = list(swept_fields(spec))
+        self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
+        self.sweeps = [Sweep(c.spec, device, chunk_size) for c in self.configurations]
+        self.total = sum(sweep.total for sweep in self.sweeps)
+        self.digests: list[pd.DataFrame] = []
+
+    @property
+    def non_finite(self) -> int:
+        """Rows so far whose value came out NaN or inf, over every combination."""
+        return sum(sweep.non_finite for sweep in self.sweeps)
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        done = 0
+        for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
+            sweep.progress = lambda part, _, before=done: self._advance(before + part)
+            if "decodability" in self.spec.metrics:
+                probe = probing.measure_decodability(configuration.spec, self.device)
+                probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
+                self.digests.append(probe)
+                yield probe.reindex(columns=self.columns)
+            for frame in sweep.frames():
+                yield self._tag(frame, configuration)[self.columns]
+            self.digests.append(self._tag(sweep.worst(), configuration))
+            done += sweep.total
+
+    def digest(self) -> pd.DataFrame:
+        """Per combination, group, layer, head and metric the max over permutations; probe rows as they are."""
+        return pd.concat(self.digests, ignore_index=True)
+
+    def _tag(self, frame: pd.DataFrame, configuration: Configuration) -> pd.DataFrame:
+        return frame.assign(**configuration.columns)
+
+    def _advance(self, done: int) -> None:
+        if self.progress:
+            self.progress(done, self.total)
+
+
+def run_sweep(
+    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Every combination's rows in memory: for tests, `compare` and other small runs."""
+    started = time.perf_counter()
+    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)
+    return RunResult(table, device, time.perf_counter() - started)
+
+
+def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
+    """`runner.summarize` per combination, with the swept columns after `subject`; probe rows left out."""
+    errors = table[table["case"] != "decodability"]
+    if errors.empty:
+        return pd.DataFrame(columns=["case", "subject", *swept, "metric", *encodings])
+    if not swept:
+        return summarize(errors, encodings)
+    parts = []
+    for values, group in errors.groupby(swept, sort=True):
+        part = summarize(group, encodings)
+        for position, (name, value) in enumerate(zip(swept, values, strict=True), start=2):
+            part.insert(position, name, value)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
