@@ -58,7 +58,13 @@ def _known_fields(path: FieldPath, data: Any) -> set[str]:
     """Field names allowed at `path`, found by walking the models along the user's data."""
     annotation: Any = Spec
     for part in path:
-        data = data[part] if isinstance(data, dict | list) else None
+        if isinstance(data, dict):
+            data = data[part]
+        elif isinstance(data, list):
+            assert isinstance(part, int)  # _data_path keeps only the parts that index the user's data
+            data = data[part]
+        else:
+            data = None
         model = _pick_model(annotation, data)
         if model is not None and isinstance(part, str):
             annotation = model.model_fields[part].annotation

@@ -22,9 +22,9 @@ STACK_ONLY_FIELDS = ("encodings", "embeddings")
 
 def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
     """There is something to measure, every input and probe has words, every permutation rule fits."""
-    if not spec.inputs and not spec.probes:
+    if not spec.sentences and not spec.probes:
         raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
-    for index, item in enumerate(spec.inputs):
+    for index, item in enumerate(spec.sentences):
         words = tokenize(item.sentence, lowercase)
         if not words:
             raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
@@ -50,7 +50,7 @@ def check_relations(spec: Spec, doc: LocatedDocument) -> None:
     if uses_backend(spec):
         check_backend(spec, doc)
         return
-    m = spec.model
+    m = spec.stack
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -73,13 +73,15 @@ def check_relations(spec: Spec, doc: LocatedDocument) -> None:
 
 def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
     assert isinstance(spec.embeddings, ExplicitEmbeddings)
-    vectors, d_model = spec.embeddings.vectors, spec.model.d_model
+    vectors, d_model = spec.embeddings.vectors, spec.stack.d_model
     for word, vector in vectors.items():
         if len(vector) != d_model:
             raise doc.error(
                 ("embeddings", "vectors", word), f"vector of length {len(vector)}; expected d_model={d_model} numbers"
             )
-    places: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.inputs)]
+    places: list[tuple[FieldPath, str]] = [
+        (("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.sentences)
+    ]
     places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
     for path, sentence in places:
         missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -31,14 +31,15 @@ Metric = Literal[
     "prefix_invariance", "repeated_words", "decodability",
 ]  # fmt: skip
 # What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
-DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
+DEFAULT_METRICS: tuple[Metric, ...] = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
 Matrix = list[list[float]]
 NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
 
 
-def Count(most: int) -> Any:
-    """A positive int no larger than `most` (one of orderlab/bounds.py's limits)."""
-    return Annotated[int, Field(ge=1, le=most)]
+# Positive ints no larger than one of orderlab/bounds.py's limits.
+Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
+LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
+FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
 
 
 def folder_name_problem(name: str) -> str | None:
@@ -52,12 +53,23 @@ def folder_name_problem(name: str) -> str | None:
     return None
 
 
-def Sweepable(scalar: Any) -> Any:
-    """One value, or a non-empty list of values to sweep over (the runner takes the product of all lists)."""
-    return Annotated[
-        Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
-        Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
-    ]
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    # To the type checker a sweepable field holds one value: sweep.py alone reads the lists (by field name), and
+    # every spec the rest of orderlab works on is one combination of the sweep (sweep.plan), each field one value.
+    Sweepable: TypeAlias = Annotated[T, "one value, or a list of values to sweep over"]
+else:
+
+    class Sweepable:
+        """Sweepable[T]: one value, or a non-empty list of values to sweep over (the run takes the product of all
+        lists)."""
+
+        def __class_getitem__(cls, scalar: Any) -> Any:
+            return Annotated[
+                Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
+                Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
+            ]
 
 
 class StrictModel(BaseModel):
@@ -82,21 +94,19 @@ class ModelSpec(StrictModel):
     """
 
     kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")
-    d_model: Sweepable(Count(bounds.MAX_D_MODEL)) = Field(64, description="Width of token vectors and hidden states.")
-    n_heads: Sweepable(Count(bounds.MAX_D_MODEL)) = Field(
-        4, description="Attention heads per layer; must divide d_model."
-    )
-    n_layers: Sweepable(Count(bounds.MAX_LAYERS)) = Field(2, description="Number of attention layers (blocks).")
-    residual: Sweepable(bool) = Field(
+    d_model: Sweepable[Width] = Field(64, description="Width of token vectors and hidden states.")
+    n_heads: Sweepable[Width] = Field(4, description="Attention heads per layer; must divide d_model.")
+    n_layers: Sweepable[LayerCount] = Field(2, description="Number of attention layers (blocks).")
+    residual: Sweepable[bool] = Field(
         True, description="Add each sub-layer's input to its output (the residual stream)."
     )
-    norm: Sweepable(Literal["pre", "post", "none"]) = Field(
+    norm: Sweepable[Literal["pre", "post", "none"]] = Field(
         "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
     )
-    ffn: Sweepable(bool) = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
-    ffn_mult: Sweepable(Count(bounds.MAX_FFN_MULT)) = Field(4, description="FFN hidden width as a multiple of d_model.")
-    causal: Sweepable(bool) = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
-    scale: Sweepable(Literal["sqrt", "none"]) = Field(
+    ffn: Sweepable[bool] = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
+    ffn_mult: Sweepable[FfnMultiple] = Field(4, description="FFN hidden width as a multiple of d_model.")
+    causal: Sweepable[bool] = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
+    scale: Sweepable[Literal["sqrt", "none"]] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
     dtype: Literal["float32", "float64"] = Field(
@@ -346,16 +356,28 @@ class Spec(StrictModel):
             entries.append({"name": entry} if isinstance(entry, str) else entry)
         return entries
 
+    @property
+    def stack(self) -> ModelSpec:
+        """The attention stack, for code that runs it: a spec with a pretrained model has none (uses_backend)."""
+        assert isinstance(self.model, ModelSpec), "a pretrained-model spec has no attention stack"
+        return self.model
+
+    @property
+    def sentences(self) -> list[InputSpec]:
+        """The inputs as sentences with their permutation rules: corpus inputs (a file) have none."""
+        assert isinstance(self.inputs, list), "corpus inputs are a file, not a list of sentences"
+        return self.inputs
+
 
 def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
-    m = spec.model
+    m = spec.stack
     return EncodingContext(
         d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=spec.seed, dtype=m.dtype, max_len=max_len
     )
 
 
 def longest_sentence(spec: Spec) -> int:
-    sentences = [i.sentence for i in spec.inputs] + [s for pair in spec.probes for s in pair]
+    sentences = [i.sentence for i in spec.sentences] + [s for pair in spec.probes for s in pair]
     return max(len(tokenize(s)) for s in sentences)
 
 

@@ -12,9 +12,8 @@ Pure and torch-free: spec validation uses it. orderlab/sweep_run.py runs the com
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from orderlab.errors import SpecError
 from orderlab.spec import ModelSpec, Spec
@@ -23,11 +22,12 @@ from orderlab.yamlsource import LocatedDocument
 # dtype stays one value per spec: it sets the verdict tolerance of the whole results folder.
 SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "weights"))
 MAX_CONFIGURATIONS = 256  # past this a sweep is more likely a typo than a plan
+SweptValue = int | bool | str  # one value of a ModelSpec field: a count, a switch or a choice
 
 
 @dataclass(frozen=True)
 class Configuration:
-    columns: dict[str, Any]  # swept field -> its value in this combination; {} when nothing is swept
+    columns: dict[str, SweptValue]  # swept field -> its value in this combination; {} when nothing is swept
     spec: Spec  # concrete: every model field holds one value
 
     @property
@@ -35,13 +35,16 @@ class Configuration:
         return describe(self.columns)
 
 
-def describe(columns: dict[str, Any]) -> str:
+def describe(columns: Mapping[str, object]) -> str:
     """{'n_layers': 2, 'causal': True} -> 'n_layers=2 causal=true' (YAML spelling of booleans)."""
-    spell = lambda v: str(v).lower() if isinstance(v, bool) else str(v)  # noqa: E731
+
+    def spell(value: object) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
     return " ".join(f"{name}={spell(value)}" for name, value in columns.items())
 
 
-def swept_fields(spec: Spec) -> dict[str, list]:
+def swept_fields(spec: Spec) -> dict[str, list[SweptValue]]:
     """The model fields given as lists, in the order ModelSpec declares them (none for pretrained models)."""
     if not isinstance(spec.model, ModelSpec):
         return {}

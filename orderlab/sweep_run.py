@@ -91,6 +91,7 @@ def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str])
     for values, group in errors.groupby(swept, sort=True):
         part = summarize(group, encodings)
         for position, (name, value) in enumerate(zip(swept, values, strict=True), start=2):
-            part.insert(position, name, value)
+            # pandas-stubs type group keys as Hashable; each is a cell of a swept column
+            part.insert(position, name, value)  # type: ignore[arg-type]
         parts.append(part)
     return pd.concat(parts, ignore_index=True)

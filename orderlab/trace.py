@@ -136,7 +136,7 @@ def attention_maps(spec: Spec, device: str = "cpu") -> AttentionMaps:
     The words and the permutation are the same on every row, so they are kept out of the rows: a
     row costs the same bytes however long the sentence (the file grows as n^2, not n^3).
     """
-    item = spec.inputs[0]
+    item = spec.sentences[0]
     words = tokenize(item.sentence, spec.embeddings.lowercase)
     identity = tuple(range(len(words)))
     moved = [p for p in perms.generate(item.permutations, len(words), spec.seed) if p != identity]
@@ -163,7 +163,7 @@ def attention_maps(spec: Spec, device: str = "cpu") -> AttentionMaps:
                     for position, name in enumerate(swept):
                         frame.insert(position, name, configuration.columns[name])
                     frames.append(frame)
-    shown = {"input": 0, "words": " ".join(words), "permutation": perms.label(permutation),
+    shown: dict[str, int | str] = {"input": 0, "words": " ".join(words), "permutation": perms.label(permutation),
              "permuted": " ".join(perms.apply(permutation, words))}  # fmt: skip
     return AttentionMaps(pd.concat(frames, ignore_index=True), shown)
 
@@ -189,11 +189,11 @@ def trace_and_write(
     concrete, note = configurations[0].spec, ""
     if configurations[0].columns:
         note = f"the spec sweeps {', '.join(configurations[0].columns)}; tracing {configurations[0].label}"
-    if not 0 <= input_index < len(spec.inputs):
+    if not 0 <= input_index < len(spec.sentences):
         raise OrderlabError(
-            f"--input {input_index}: the spec has {len(spec.inputs)} input(s); expected 0..{len(spec.inputs) - 1}"
+            f"--input {input_index}: the spec has {len(spec.sentences)} input(s); expected 0..{len(spec.sentences) - 1}"
         )
-    n_layers = concrete.model.n_layers
+    n_layers = concrete.stack.n_layers
     if not 1 <= layer <= n_layers:
         raise OrderlabError(f"--layer {layer}: the stack has {n_layers} layer(s); expected 1..{n_layers}")
     labels = [choice.label for choice in spec.encodings]
@@ -203,7 +203,7 @@ def trace_and_write(
     index = labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0
     file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{labels[index]}") + ".csv"
     with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
-        traced = trace_layer(concrete, spec.inputs[input_index].sentence, layer, index)
+        traced = trace_layer(concrete, spec.sentences[input_index].sentence, layer, index)
         write_trace(held, file_name, trace_frame(traced))
     return TraceOutcome(traced, held.folder / file_name, note)
 
