@@ -7,15 +7,11 @@ every table and line on the terminal comes from report.py.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from orderlab import report
 from orderlab.check import Comparison, SpecCheck, check_spec, plan, require_tolerance
 from orderlab.errors import OrderlabError
 from orderlab.junit import Case, check_destination, write_junit
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 EXPERIMENTS = Path("experiments")
 CLEAN, DRIFT, ERROR = 0, 1, 2
@@ -62,7 +58,7 @@ def run_check(
     return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN
 
 
-def drift_table(outcome: SpecCheck, comparison: Comparison) -> Table:
+def drift_table(outcome: SpecCheck, comparison: Comparison) -> report.Table:
     what = "changed rows" if outcome.status == "updated" else "drifted rows"
     return report.drift_table(comparison, f"{outcome.name}: {what} of {comparison.file} ({outcome.path})")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from orderlab import report
 from orderlab.backends.experiment import write_backend_experiment
@@ -23,6 +23,17 @@ from orderlab.spec import uses_backend
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import RenderableType
+
+    from orderlab.results import Manifest
+
+
+class _Finished(TypedDict, total=False):
+    """What the run knows once its rows are written: for the console and the outcome."""
+
+    rows: int
+    digest: pd.DataFrame
+    summary: pd.DataFrame
+    files: list[str]
 
 
 def write_experiment(
@@ -63,9 +74,9 @@ def _write_experiment(
     started = time.perf_counter()
     run = SweepRun(spec, device, chunk_size, progress)
     labels = [choice.label for choice in spec.encodings]
-    finished: dict = {}
+    finished: _Finished = {}
 
-    def finish(rows: int) -> tuple[dict[str, pd.DataFrame], dict]:
+    def finish(rows: int) -> tuple[dict[str, pd.DataFrame], Manifest]:
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
         maps = attention_maps(spec, device) if "attention" in spec.metrics and spec.inputs else None
@@ -78,7 +89,9 @@ def _write_experiment(
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
         if maps is not None:
             manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
-        finished.update(rows=rows, digest=digest, summary=tables["summary"], files=[f"{name}.csv" for name in tables])
+        finished.update(
+            {"rows": rows, "digest": digest, "summary": tables["summary"], "files": [f"{name}.csv" for name in tables]}
+        )
         return tables, manifest
 
     write_streamed_results(folder, "metrics", run.frames(), finish)

@@ -5,6 +5,7 @@ Shared by the attention-stack path (experiment.py) and the pretrained path (back
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ class Outcome:
     folder: Path
     rows: int  # rows of metrics.csv
     files: list[str]  # file names written into folder, metrics.csv first
-    renderables: list[RenderableType]  # tables for the console, in order
+    renderables: Sequence[RenderableType]  # tables for the console, in order
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
     seconds: float  # wall time of the run
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 from rich import box
-from rich.console import Console
+from rich.console import Console as Console  # re-exported (as is Table): the CLI reaches rich through here
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,7 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.table import Table as Table
 from rich.text import Text
 
 from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE

@@ -363,6 +363,14 @@ class Spec(StrictModel):
         return self.model
 
     @property
+    def pretrained(self) -> PretrainedModelSpec | HFModelSpec:
+        """The pretrained model, for the backends: a spec that runs the attention stack has none."""
+        assert isinstance(self.model, PretrainedModelSpec | HFModelSpec), (
+            "an attention-stack spec has no pretrained model"
+        )
+        return self.model
+
+    @property
     def sentences(self) -> list[InputSpec]:
         """The inputs as sentences with their permutation rules: corpus inputs (a file) have none."""
         assert isinstance(self.inputs, list), "corpus inputs are a file, not a list of sentences"

@@ -35,7 +35,7 @@ def write_backend_experiment(
     spec = loaded.spec
     check_device(device)
     started = time.perf_counter()
-    model_files = model_folder(spec.model, loaded.path)
+    model_files = model_folder(spec.pretrained, loaded.path)
     wants_attention = "attention" in spec.metrics and not isinstance(spec.inputs, CorpusInputs)
     backend = PretrainedBackend(model_files, spec.model.dtype, device, attention=wants_attention)
     title = f"{spec.name}: {spec.description}" if spec.description else spec.name
@@ -59,9 +59,11 @@ def write_backend_experiment(
     return Outcome(folder, len(tables["metrics"]), files, renderables, non_finite, time.perf_counter() - started)
 
 
-def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress, title: str, width: int):
+def run_sentences(
+    spec: Spec, backend: PretrainedBackend, advance: Progress, title: str, width: int
+) -> tuple[dict[str, pd.DataFrame], list[report.Table]]:
     """Each input's permutations and each probe, under every position ablation."""
-    ablations = spec.model.position_embeddings
+    ablations = spec.pretrained.position_embeddings
     assert isinstance(spec.inputs, list)
     total, done, frames = len(ablations) * (len(spec.inputs) + len(spec.probes)), 0, []
     twin = backend.twin(twin_dtype(spec.model.dtype))
@@ -84,11 +86,13 @@ def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress, tit
     return {"metrics": metrics, "summary": summary}, tables
 
 
-def run_corpus(spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress, title: str):
+def run_corpus(
+    spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress, title: str
+) -> tuple[dict[str, pd.DataFrame], list[report.Table]]:
     """Every corpus sentence against its shuffles, under every position ablation, in batched passes."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
-    ablations = spec.model.position_embeddings
+    ablations = spec.pretrained.position_embeddings
     work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs, backend)
     total, done, frames = len(ablations) * len(work.sequences), 0, []
 
