@@ -108,10 +108,12 @@ def run(
     bad input.
     """
     from orderlab import report
-    from orderlab.experiment import run_and_write
+    from orderlab.experiment import write_experiment
+    from orderlab.load import load_spec
 
-    console = report.Console()
-    outcome = run_and_write(spec, out, device.value, quiet, console.width, chunk_size, force)
+    loaded = load_spec(spec)
+    with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
+        outcome = write_experiment(loaded, device.value, out / loaded.spec.name, advance, chunk_size, force)
     if plot:
         from orderlab.plots import plot_results
 
@@ -119,8 +121,9 @@ def run(
         if not quiet:
             typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if not quiet:
-        for renderable in outcome.renderables:
-            console.print(renderable)
+        console = report.Console()
+        for table in report.run_tables(outcome.view, console.width):
+            console.print(table)
         first, *others = outcome.files
         console.print(
             f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} in {outcome.seconds:.1f} s"

@@ -16,17 +16,9 @@ import pandas as pd
 
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
+from orderlab.load import LoadedSpec, load_spec
 from orderlab.registry import did_you_mean
-from orderlab.spec import (
-    METRICS,
-    EncodingChoice,
-    LoadedSpec,
-    encoding_context,
-    is_stack_spec,
-    load_spec,
-    longest_sentence,
-    uses_backend,
-)
+from orderlab.spec import METRICS, EncodingChoice, encoding_context, is_stack_spec, longest_sentence, uses_backend
 from orderlab.sweep import describe, plan, swept_fields
 from orderlab.sweep_run import run_sweep
 

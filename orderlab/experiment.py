@@ -1,6 +1,6 @@
-"""One experiment end to end: load the spec, stream its rows into the results folder, render it.
+"""One experiment end to end: stream its rows into the results folder and return what the console shows, as data.
 
-The glue between spec, sweep, results and report, so that each CLI command stays a few lines.
+The glue between spec, sweep and results, so that each CLI command stays a few lines; drawing is report.py's.
 `write_experiment` is shared by `orderlab run` and `orderlab check`, so a baseline and a fresh
 run can never come from two different code paths.
 """
@@ -12,17 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from orderlab import report
 from orderlab.backends.experiment import write_backend_experiment
-from orderlab.load import LoadedSpec, load_spec
-from orderlab.outcome import Outcome, check_device
+from orderlab.load import LoadedSpec
+from orderlab.outcome import Outcome, RunView, check_device, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
 from orderlab.spec import uses_backend
 
 if TYPE_CHECKING:
     import pandas as pd
-    from rich.console import RenderableType
 
     from orderlab.results import Manifest
 
@@ -42,7 +40,6 @@ def write_experiment(
     folder: Path,
     progress: Callable[[int, int], None] | None = None,
     chunk_size: int | None = None,
-    width: int = 80,
     force: bool = False,
 ) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
@@ -51,7 +48,7 @@ def write_experiment(
     The folder is claimed before anything is computed, so a folder that is not this spec's (without
     `force`: another spec's or command's) or that another run is writing is refused at once."""
     with claim(folder, Writer("run", loaded.spec.name), force):
-        return _write_experiment(loaded, device, folder, progress, chunk_size, width)
+        return _write_experiment(loaded, device, folder, progress, chunk_size)
 
 
 def _write_experiment(
@@ -60,7 +57,6 @@ def _write_experiment(
     folder: Path,
     progress: Callable[[int, int], None] | None,
     chunk_size: int | None,
-    width: int,
 ) -> Outcome:
     from orderlab.streaming import tune_allocator
     from orderlab.sweep_run import SweepRun, summarize_sweep
@@ -68,7 +64,7 @@ def _write_experiment(
 
     spec = loaded.spec
     if uses_backend(spec):  # a pretrained model (optional extra): its own loop and outputs
-        return write_backend_experiment(loaded, device, folder, progress, width)
+        return write_backend_experiment(loaded, device, folder, progress)
     check_device(device)
     tune_allocator()
     started = time.perf_counter()
@@ -95,32 +91,6 @@ def _write_experiment(
         return tables, manifest
 
     write_streamed_results(folder, "metrics", run.frames(), finish)
-    renderables = render(loaded, finished["summary"], finished["digest"], run.swept, width)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, finished["summary"], digest=finished["digest"])
     files = ["metrics.csv", *finished["files"], "manifest.json"]
-    return Outcome(folder, finished["rows"], files, renderables, run.non_finite, time.perf_counter() - started)
-
-
-def render(
-    loaded: LoadedSpec, summary: pd.DataFrame, digest: pd.DataFrame, swept: list[str], width: int
-) -> list[RenderableType]:
-    """The console view of a run: summary tables that fit `width`, then the position probe if measured."""
-    spec = loaded.spec
-    labels = [choice.label for choice in spec.encodings]
-    title = f"{spec.name}: {spec.description}" if spec.description else spec.name
-    tables = report.summary_tables(report.sweep_subjects(summary, swept), labels, title, spec.model.dtype, width)
-    probe = report.decodability_table(digest, labels, swept)
-    return [*tables] if probe is None else [*tables, probe]
-
-
-def run_and_write(
-    spec_path: Path,
-    out_root: Path,
-    device: str,
-    quiet: bool = False,
-    width: int = 80,
-    chunk_size: int | None = None,
-    force: bool = False,
-) -> Outcome:
-    loaded = load_spec(spec_path)
-    with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        return write_experiment(loaded, device, out_root / loaded.spec.name, advance, chunk_size, width, force)
+    return Outcome(folder, finished["rows"], files, view, run.non_finite, time.perf_counter() - started)

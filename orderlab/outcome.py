@@ -5,15 +5,28 @@ Shared by the attention-stack path (experiment.py) and the pretrained path (back
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orderlab.errors import OrderlabError
+from orderlab.spec import Spec
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the console shows of a run, as data: report.run_tables draws it at the terminal's width."""
+
+    title: str  # "name: description"
+    dtype: str
+    encodings: list[str]  # column order: encoding labels, or a pretrained model's position ablations
+    swept: list[str]  # swept model fields, in column order
+    summary: pd.DataFrame  # summary.csv
+    digest: pd.DataFrame | None = None  # max rows and position-probe rows, for the decodability table
+    corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
 
 
 @dataclass(frozen=True)
@@ -21,7 +34,7 @@ class Outcome:
     folder: Path
     rows: int  # rows of metrics.csv
     files: list[str]  # file names written into folder, metrics.csv first
-    renderables: Sequence[RenderableType]  # tables for the console, in order
+    view: RunView
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
     seconds: float  # wall time of the run
 
@@ -32,3 +45,8 @@ def check_device(device: str) -> None:
 
     if device == "cuda" and not torch.cuda.is_available():
         raise OrderlabError("--device cuda: no CUDA device is available here; expected --device cpu")
+
+
+def run_title(spec: Spec) -> str:
+    """How a run is headed on the console: its name, and its question if it states one."""
+    return f"{spec.name}: {spec.description}" if spec.description else spec.name

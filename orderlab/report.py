@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table as Table
 from rich.text import Text
 
+from orderlab.outcome import RunView
 from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE
 
 METRIC_ORDER = [
@@ -46,6 +47,17 @@ def verdict_cell(value: float, verdict: str) -> Text:
 
 # Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding).
 METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH = 26, 12
+
+
+def run_tables(view: RunView, width: int) -> list[Table]:
+    """The console view of a run: summary tables that fit `width`, then the position probe if measured;
+    a corpus run's table by sentence length."""
+    if view.corpus_threshold is not None:
+        return [corpus_table(view.summary, view.encodings, view.title, view.corpus_threshold)]
+    summary = sweep_subjects(view.summary, view.swept)
+    tables = summary_tables(summary, view.encodings, view.title, view.dtype, width)
+    probe = None if view.digest is None else decodability_table(view.digest, view.encodings, view.swept)
+    return tables if probe is None else [*tables, probe]
 
 
 def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:

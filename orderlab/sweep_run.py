@@ -32,7 +32,10 @@ class SweepRun:
         self.spec, self.device, self.progress = spec, device, progress
         self.swept = list(swept_fields(spec))
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
-        self.sweeps = [Sweep(c.spec, device, chunk_size) for c in self.configurations]
+        self.sweeps: list[Sweep] = []
+        for configuration in self.configurations:  # each reports its progress after the ones before it
+            before = sum(sweep.total for sweep in self.sweeps)
+            self.sweeps.append(Sweep(configuration.spec, device, chunk_size, self._after(before)))
         self.total = sum(sweep.total for sweep in self.sweeps)
         self.digests: list[pd.DataFrame] = []
 
@@ -46,9 +49,7 @@ class SweepRun:
         return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
 
     def frames(self) -> Iterator[pd.DataFrame]:
-        done = 0
         for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
-            sweep.progress = lambda part, _, before=done: self._advance(before + part)
             if "decodability" in self.spec.metrics:
                 probe = probing.measure_decodability(configuration.spec, self.device)
                 probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
@@ -57,7 +58,6 @@ class SweepRun:
             for frame in sweep.frames():
                 yield self._tag(frame, configuration)[self.columns]
             self.digests.append(self._tag(sweep.worst(), configuration))
-            done += sweep.total
 
     def digest(self) -> pd.DataFrame:
         """Per combination, group, layer, head and metric the max over permutations; probe rows as they are."""
@@ -65,6 +65,10 @@ class SweepRun:
 
     def _tag(self, frame: pd.DataFrame, configuration: Configuration) -> pd.DataFrame:
         return frame.assign(**configuration.columns)
+
+    def _after(self, before: int) -> Progress:
+        """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
+        return lambda done, _total: self._advance(before + done)
 
     def _advance(self, done: int) -> None:
         if self.progress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 import re
 
 import pytest
@@ -65,3 +66,20 @@ def test_every_encoding_is_one_small_file_citing_its_paper(name):
 def test_unknown_encoding_gets_a_did_you_mean():
     with pytest.raises(OrderlabError, match="Did you mean: rope"):
         ENCODINGS.resolve("rpoe")
+
+
+def test_a_seeded_table_is_drawn_once_per_instance_and_is_the_seeded_one():
+    from orderlab.encodings.base import seeded_table
+
+    encoding = build_encoding("learned", EncodingContext(d_model=8, n_heads=2, causal=False, seed=3))
+    first = encoding.table(16, 8)
+    assert encoding.table(16, 8) is first  # no second draw
+    assert torch.equal(first, seeded_table(encoding.context, "learned", 16, 8))
+    other = build_encoding("learned", EncodingContext(d_model=8, n_heads=2, causal=False, seed=3))
+    assert torch.equal(other.table(16, 8), first) and other.table(16, 8) is not first  # per instance
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_encoding_parameters_refuse_non_finite_numbers(value):
+    with pytest.raises(ValueError, match="alibi: max_bias"):
+        ENCODINGS.get("alibi").parse_params({"max_bias": value})

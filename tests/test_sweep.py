@@ -81,3 +81,11 @@ def test_bad_sweep_values_are_one_line_errors(tmp_path, model, expected):
     assert result.exit_code == 2
     assert expected in result.output
     assert "Traceback" not in result.output
+
+
+def test_progress_counts_every_combination_once_and_never_goes_back(tmp_path):
+    seen: list[tuple[int, int]] = []
+    run_sweep(load_spec(write(tmp_path, SWEEP)).spec, progress=lambda done, total: seen.append((done, total)))
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and {total for _, total in seen} == {12}  # 12 combinations x 1 reversal
+    assert done[-1] == 12

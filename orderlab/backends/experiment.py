@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from orderlab import report
 from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.measure import measure_pair, measure_sentence
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
-from orderlab.outcome import Outcome, check_device
+from orderlab.outcome import Outcome, RunView, check_device, run_title
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
 from orderlab.spec import Spec
@@ -29,7 +29,7 @@ from orderlab.verdicts import NON_FINITE, twin_dtype
 
 
 def write_backend_experiment(
-    loaded: LoadedSpec, device: str, folder: Path, progress: Progress | None = None, width: int = 80
+    loaded: LoadedSpec, device: str, folder: Path, progress: Progress | None = None
 ) -> Outcome:
     """Run a pretrained-model spec and write its results folder atomically (see experiment.write_experiment)."""
     spec = loaded.spec
@@ -38,12 +38,15 @@ def write_backend_experiment(
     model_files = model_folder(spec.pretrained, loaded.path)
     wants_attention = "attention" in spec.metrics and not isinstance(spec.inputs, CorpusInputs)
     backend = PretrainedBackend(model_files, spec.model.dtype, device, attention=wants_attention)
-    title = f"{spec.name}: {spec.description}" if spec.description else spec.name
     advance = progress or (lambda done, total: None)
+    ablations: list[str] = list(spec.pretrained.position_embeddings)
+    view = RunView(run_title(spec), spec.model.dtype, ablations, [], pd.DataFrame())
     if isinstance(spec.inputs, CorpusInputs):
-        tables, renderables = run_corpus(spec, loaded.path, backend, advance, title)
+        tables = run_corpus(spec, loaded.path, backend, advance)
+        view = replace(view, summary=tables["summary"], corpus_threshold=spec.inputs.threshold)
     else:
-        tables, renderables = run_sentences(spec, backend, advance, title, width)
+        tables = run_sentences(spec, backend, advance)
+        view = replace(view, summary=tables["summary"])
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
         dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
@@ -56,12 +59,10 @@ def write_backend_experiment(
     write_results(folder, tables, manifest)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
     non_finite = int((tables["metrics"].get("verdict", pd.Series(dtype=str)) == NON_FINITE).sum())
-    return Outcome(folder, len(tables["metrics"]), files, renderables, non_finite, time.perf_counter() - started)
+    return Outcome(folder, len(tables["metrics"]), files, view, non_finite, time.perf_counter() - started)
 
 
-def run_sentences(
-    spec: Spec, backend: PretrainedBackend, advance: Progress, title: str, width: int
-) -> tuple[dict[str, pd.DataFrame], list[report.Table]]:
+def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress) -> dict[str, pd.DataFrame]:
     """Each input's permutations and each probe, under every position ablation."""
     ablations = spec.pretrained.position_embeddings
     assert isinstance(spec.inputs, list)
@@ -81,14 +82,10 @@ def run_sentences(
                 advance(done, total)
     metrics = pd.concat(frames, ignore_index=True)
     metrics = metrics.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)[COLUMNS]
-    summary = summarize(metrics, list(ablations))
-    tables = report.summary_tables(summary, list(ablations), title, spec.model.dtype, width)
-    return {"metrics": metrics, "summary": summary}, tables
+    return {"metrics": metrics, "summary": summarize(metrics, list(ablations))}
 
 
-def run_corpus(
-    spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress, title: str
-) -> tuple[dict[str, pd.DataFrame], list[report.Table]]:
+def run_corpus(spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress) -> dict[str, pd.DataFrame]:
     """Every corpus sentence against its shuffles, under every position ablation, in batched passes."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
@@ -110,5 +107,4 @@ def run_corpus(
     metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
     sentences = corpus.sentence_rows(metrics, work, inputs.threshold)
     summary = corpus.summary_rows(metrics, list(ablations), inputs.threshold)
-    table = report.corpus_table(summary, list(ablations), title, inputs.threshold)
-    return {"metrics": metrics, "sentences": sentences, "summary": summary}, [table]
+    return {"metrics": metrics, "sentences": sentences, "summary": summary}

@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.base import EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class AlibiParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class AlibiParams(EncodingParams):
     max_bias: float = Field(8.0, gt=0, description="Slopes are 2^(-max_bias*k/h), k = 1..h (8 in the paper).")
 
 

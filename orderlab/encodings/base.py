@@ -50,8 +50,14 @@ class EncodingContext:
         return dtype
 
 
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class EncodingParams(BaseModel):
+    """The base of every encoding's parameters: unknown keys are refused, NaN and inf too, values never change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class NoParams(EncodingParams):
+    """An encoding without parameters."""
 
 
 class PositionalEncoding:
@@ -97,6 +103,18 @@ class PositionalEncoding:
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """q and k transformed by slot before the scores are taken. q, k: (B, h, n, d_head)."""
         return q, k
+
+    def table(self, *shape: int, sigma: float = 1.0) -> torch.Tensor:
+        """This encoding's seeded table of `shape` (see `seeded_table`), drawn once per instance and shape.
+
+        Hooks run once per chunk: drawing a 512 x d table each time cost more than the hook's own arithmetic.
+        """
+        # kept in the instance's __dict__: a subclass need not call __init__
+        tables: dict[tuple[tuple[int, ...], float], torch.Tensor] = self.__dict__.setdefault("_tables", {})
+        key = (shape, sigma)
+        if key not in tables:
+            tables[key] = seeded_table(self.context, self.name, *shape, sigma=sigma)
+        return tables[key]
 
 
 def seeded_table(context: EncodingContext, salt: str, *shape: int, sigma: float = 1.0) -> torch.Tensor:

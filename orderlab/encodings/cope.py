@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import PositionalEncoding, seeded_table
+from orderlab.encodings.base import EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class CopeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class CopeParams(EncodingParams):
     npos_max: int = Field(64, ge=2, description="Position embeddings e[0..npos_max-1]; larger counts are clamped.")
     sigma: float = Field(1.0, gt=0, description="Std of the seeded N(0, sigma^2) position embeddings (untrained).")
 
@@ -43,7 +42,7 @@ class Cope(PositionalEncoding):
         hi = torch.maximum(slots[:, None], slots[None, :]).expand(B, h, n, n)
         counts = totals.gather(-1, hi) - totals.gather(-1, lo) + gates.gather(-1, lo)  # sum of g[i, lo..hi]
         counts = counts.clamp(max=top)  # (B, h, n, n), in (0, npos_max - 1]
-        table = seeded_table(self.context, self.name, top + 1, d_head, sigma=self.params.sigma).to(q)  # (P, d_head)
+        table = self.table(top + 1, d_head, sigma=self.params.sigma).to(q)  # (P, d_head)
         logits = q @ table.T / math.sqrt(d_head)  # (B, h, n, P): q_i . e[p]
         below = counts.floor().long()
         above = (below + 1).clamp(max=top)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, PositionalEncoding, seeded_table
+from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class LearnedParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class LearnedParams(EncodingParams):
     max_len: int = Field(512, ge=1, description="Rows in the table; longer sentences are an error.")
     sigma: float = Field(1.0, gt=0, description="Std of the seeded N(0, sigma^2) entries (untrained).")
 
@@ -41,7 +40,7 @@ class Learned(PositionalEncoding):
         if n > self.params.max_len:
             raise ValueError(too_long(n, self.params.max_len))
         p = self.params
-        table = seeded_table(self.context, self.name, p.max_len, self.context.d_model, sigma=p.sigma)  # (max_len, d)
+        table = self.table(p.max_len, self.context.d_model, sigma=p.sigma)  # (max_len, d)
         return table[:n]  # (n, d_model)
 
 

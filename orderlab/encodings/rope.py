@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, PositionalEncoding
+from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class RotaryParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class RotaryParams(EncodingParams):
     base: float = Field(10000.0, gt=1, description="Frequency base: pair i turns by pos * base^(-2i/d_head).")
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.base import EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class SinusoidalParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SinusoidalParams(EncodingParams):
     base: float = Field(10000.0, gt=1, description="Wavelength base: the slowest pair has period 2*pi*base.")
 
 

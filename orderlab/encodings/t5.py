@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, PositionalEncoding, seeded_table
+from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch
 
 
-class T5Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class T5Params(EncodingParams):
     num_buckets: int = Field(32, ge=4, description="Distance buckets (halved per direction when bidirectional).")
     max_distance: int = Field(128, ge=2, description="Distances from here on share the last bucket.")
     sigma: float = Field(1.0, gt=0, description="Std of the seeded N(0, sigma^2) bias table (untrained).")
@@ -64,5 +63,5 @@ class T5Bias(PositionalEncoding):
         slots = torch.arange(n, device=q.device)
         offset = slots[:, None] - slots[None, :]  # (n, n): i - j
         buckets = relative_buckets(offset, not self.context.causal, p.num_buckets, p.max_distance)  # (n, n)
-        table = seeded_table(self.context, self.name, q.shape[1], p.num_buckets, sigma=p.sigma)  # (h, buckets)
+        table = self.table(q.shape[1], p.num_buckets, sigma=p.sigma)  # (h, buckets)
         return table.to(q)[:, buckets]  # (h, n, n)

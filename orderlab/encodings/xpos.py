@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, PositionalEncoding
+from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
 from orderlab.encodings.rope import Rotary, rotary_angles, rotate_pairs
 
 if TYPE_CHECKING:
     import torch
 
 
-class XposParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class XposParams(EncodingParams):
     base: float = Field(10000.0, gt=1, description="Rotation frequency base, as in rope.")
     gamma: float = Field(0.4, gt=0, description="Pair i decays by zeta_i = (2i/d_head + gamma)/(1 + gamma).")
     scale_base: float = Field(512.0, gt=0, description="Slots over which pair i's scale changes by a factor zeta_i.")
