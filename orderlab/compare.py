@@ -8,6 +8,7 @@ one spec x input x metric x layer under one encoding, with that value's verdict.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +131,13 @@ def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str
     )
 
 
-def compare(paths: list[Path], encodings: list[str], rows: list[str], device: str = "cpu", progress=None) -> Comparison:
+def compare(
+    paths: list[Path],
+    encodings: list[str],
+    rows: list[str],
+    device: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
+) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
     started = time.perf_counter()
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
@@ -147,7 +154,7 @@ def compare(paths: list[Path], encodings: list[str], rows: list[str], device: st
     if found.empty:
         raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
     table = side_by_side(found, encodings, names, rows)
-    dtypes = [loaded.spec.model.dtype for loaded in prepared]
+    dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
     return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
 
 

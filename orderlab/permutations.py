@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 Permutation = tuple[int, ...]
@@ -171,9 +171,9 @@ def random_distinct(n: int, k: int, seed: int) -> Iterator[Permutation]:
             yield p
 
 
-def apply(p: Permutation, words: list[str]) -> list[str]:
+def apply(p: Sequence[int], words: list[str]) -> list[str]:
     return [words[i] for i in p]
 
 
-def label(p: Permutation) -> str:
+def label(p: Sequence[int]) -> str:
     return " ".join(map(str, p))

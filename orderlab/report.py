@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from rich import box
@@ -25,6 +26,14 @@ from rich.text import Text
 
 from orderlab.outcome import RunView
 from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE
+
+if TYPE_CHECKING:
+    import torch
+    from rich.console import RenderableType
+
+    from orderlab.check import Comparison, DriftedRow, Row, SpecCheck
+    from orderlab.encodings.catalog import EncodingEntry
+    from orderlab.trace import LayerTrace
 
 METRIC_ORDER = [
     "equivariance", "invariance_mean", "invariance_max", "invariance_first", "invariance_last",
@@ -87,7 +96,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     for subject, rows in ordered.groupby(["case", "subject"], sort=False):
         if table.row_count:
             table.add_section()
-        table.add_row(Text(subject[1], style="bold"))
+        table.add_row(Text(str(subject[1]), style="bold"))
         for _, row in rows.iterrows():
             table.add_row(
                 "  " + row["metric"], *(verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings)
@@ -119,7 +128,7 @@ class RateColumn(ProgressColumn):
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool) -> Iterator:
+def progress_bar(description: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal.
 
     The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
@@ -217,7 +226,7 @@ def properties_table(frame: pd.DataFrame, properties: tuple[str, ...], title: st
     return out
 
 
-def encodings_table(entries: list) -> Table:
+def encodings_table(entries: list[EncodingEntry]) -> Table:
     """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference."""
     out = Table(title="positional encodings", title_justify="left", show_lines=True)
     out.add_column("name", no_wrap=True, style="bold")
@@ -274,21 +283,24 @@ def vector_text(values: list[float], decimals: int) -> str:
     return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
 
 
-def trace_tables(trace, decimals: int = 4) -> list[Table]:
+def trace_tables(trace: LayerTrace, decimals: int = 4) -> list[Table]:
     """Rich tables of a LayerTrace: per-token vectors, then per head Q/K/V and the score matrices."""
     words, n = trace.words, len(trace.words)
-    vec = lambda t, i: vector_text(t[i].tolist(), decimals)  # noqa: E731
+
+    def vec(t: torch.Tensor, i: int) -> str:
+        return vector_text(t[i].tolist(), decimals)
+
     title = f"layer {trace.layer}, encoding {trace.encoding}"
     tokens = Table(title=f"{title}: input per token", title_justify="left")
     columns = [("token vector", trace.tokens), ("+ position", trace.position), ("layer input x", trace.x),
                ("LayerNorm(x)", trace.normed)]  # fmt: skip
     if trace.layer > 1:
         columns = [("layer input x", trace.x), ("LayerNorm(x)", trace.normed)]
-    columns = [(name, t) for name, t in columns if t is not None]
-    for name in ["slot", "word", *[name for name, _ in columns]]:
+    shown = [(name, t) for name, t in columns if t is not None]
+    for name in ["slot", "word", *[name for name, _ in shown]]:
         tokens.add_column(name, justify="right" if name == "slot" else "left")
     for i in range(n):
-        tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in columns])
+        tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in shown])
     tables = [tokens]
     for head in range(trace.q.shape[0]):
         rotated = " (rotated by slot)" if trace.encoding.startswith("rope") else ""
@@ -321,7 +333,7 @@ def trace_tables(trace, decimals: int = 4) -> list[Table]:
 DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the lines left out
 
 
-def drift_table(comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
+def drift_table(comparison: Comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
     """A check.Comparison's drift, one line per moved cell: the row's key, the column, baseline and new cell, diffs.
 
     A missing or extra row is one line with its compared cells; lines past `limit` are counted, not shown.
@@ -342,11 +354,12 @@ def drift_table(comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
     return table
 
 
-def _drift_lines(drift, key_columns: list[str]) -> Iterator[tuple]:
+def _drift_lines(drift: DriftedRow, key_columns: list[str]) -> Iterator[tuple[str | Text, ...]]:
     key = drift_key(drift.key, key_columns)
     if drift.kind != "changed":
         yield key, "", _row_cells(drift.baseline), _row_cells(drift.new), Text(drift.kind, style="red"), ""
         return
+    assert drift.baseline is not None and drift.new is not None  # a changed row has both sides
     for index, column in enumerate(drift.columns):
         old, new = drift.baseline.cells[column] or "(empty)", drift.new.cells[column] or "(empty)"
         numeric = column in drift.baseline.numbers
@@ -372,7 +385,7 @@ def drift_key(key: tuple[str, ...], names: list[str]) -> str:
     return f"{cells['input']}{joiner}{cells['permuted']} [{cells['permutation']}]\n{where}"
 
 
-def _row_cells(row) -> str:
+def _row_cells(row: Row | None) -> str:
     return "-" if row is None else " ".join(cell or "(empty)" for cell in row.cells.values())
 
 
@@ -382,19 +395,20 @@ def log_console(min_width: int = 120) -> Console:
     return console if console.is_terminal else Console(width=max(console.width, min_width))
 
 
-def check_line(outcome) -> Text:
+def check_line(outcome: SpecCheck) -> Text:
     """One summary line per spec, red when it failed."""
     style = {"clean": "green", "unchanged": "green", "created": "cyan", "updated": "cyan"}.get(outcome.status, "red")
     return Text(outcome.summary, style=style)
 
 
-def plain_text(renderable, width: int = 160) -> str:
+def plain_text(renderable: RenderableType, width: int = 160) -> str:
     """Render a table without colour, e.g. for a JUnit report."""
     import io
 
-    console = Console(width=width, file=io.StringIO(), color_system=None)
+    text = io.StringIO()
+    console = Console(width=width, file=text, color_system=None)
     console.print(renderable)
-    return console.file.getvalue()
+    return text.getvalue()
 
 
 def corpus_table(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float) -> Table:

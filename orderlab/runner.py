@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ class RunResult:
 
 
 def stack_config(spec: Spec) -> StackConfig:
-    m = spec.model
+    m = spec.stack
     return StackConfig(
         d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers, residual=m.residual, norm=m.norm,
         ffn=m.ffn, ffn_mult=m.ffn_mult, causal=m.causal, scale=m.scale, dtype=m.dtype,
@@ -43,7 +44,7 @@ def stack_config(spec: Spec) -> StackConfig:
 
 
 def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
-    w = spec.model.weights
+    w = spec.stack.weights
     if w is None:
         return seeded_weights(config, spec.seed)
     return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
@@ -52,7 +53,17 @@ def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
 def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
     """(n, d) float64 vectors of a tokenized sentence: seeded per word, or the spec's explicit ones."""
     explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
-    return torch.from_numpy(sentence_vectors(words, spec.model.d_model, spec.seed, explicit))
+    return torch.from_numpy(sentence_vectors(words, spec.stack.d_model, spec.seed, explicit))
+
+
+class Collector(Protocol):
+    """What takes a chunk's metric values: RowCollector, streaming.SummaryCollector and FanOut, noise.NoiseCollector."""
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
+        """values: (B,), one per permutation."""
+
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
+        """Only the permutations where keep (B,) is True; values: (B,)."""
 
 
 class RowCollector:
@@ -61,7 +72,9 @@ class RowCollector:
     def __init__(self, case: str, sentence: str, encoding: str, permutations: list[str], permuted: list[str]):
         self.fixed = {"case": case, "input": sentence, "encoding": encoding}
         self.permutations, self.permuted = permutations, permuted
-        self.columns: dict[str, list] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric", "value")}
+        self.columns: dict[str, list[object]] = {
+            c: [] for c in ("permutation", "permuted", "layer", "head", "metric", "value")
+        }
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         """values: (B,), one per permutation."""
@@ -93,11 +106,18 @@ class RowCollector:
 
 
 def record_metrics(
-    spec: Spec, rows: RowCollector, reference: StackOutput, output: StackOutput, device, slots, matching, words
+    spec: Spec,
+    rows: Collector,
+    reference: StackOutput,
+    output: StackOutput,
+    device: torch.device,
+    slots: torch.Tensor,
+    matching: torch.Tensor,
+    words: list[str],
 ) -> None:
     """Per-permutation metrics of one chunk: reference is f(X) (batch of 1), output f(PX) for the chunk.
 
-    rows: anything with RowCollector's add and add_where; words: the input sentence's tokens.
+    rows: any Collector; words: the input sentence's tokens.
     """
     wanted = set(spec.metrics)
     slots, matching = slots.to(device), matching.to(device)
@@ -143,7 +163,9 @@ def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: s
     return rows.frame()
 
 
-def record_pair(spec: Spec, rows, out_a: StackOutput, out_b: StackOutput, matching: list[int] | None) -> None:
+def record_pair(
+    spec: Spec, rows: Collector, out_a: StackOutput, out_b: StackOutput, matching: list[int] | None
+) -> None:
     """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
     wanted = set(spec.metrics)
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):

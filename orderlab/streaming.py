@@ -24,13 +24,14 @@ import torch
 
 from orderlab import permutations as perms
 from orderlab.batching import aligned_batch
-from orderlab.encodings import build_encoding
+from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.runner import (
     COLUMNS,
     KEY_COLUMNS,
+    Collector,
     Progress,
     RowCollector,
     RunResult,
@@ -40,8 +41,8 @@ from orderlab.runner import (
     stack_config,
     word_vectors,
 )
-from orderlab.spec import Spec, encoding_context, longest_sentence
-from orderlab.stack import AttentionStack, StackConfig, StackOutput
+from orderlab.spec import EncodingChoice, Spec, encoding_context, longest_sentence
+from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput
 from orderlab.text import occurrence_matching, tokenize
 from orderlab.verdicts import twin_dtype
 
@@ -50,6 +51,7 @@ STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
 
 Advance = Callable[[int, int], None]  # (done, total) sequences
+StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
 
 
 def tune_allocator() -> None:
@@ -97,10 +99,10 @@ class SummaryCollector:
         self.fixed = {"case": case, "input": sentence, "encoding": encoding}
         self.words = words
         self.chunk: list[perms.Permutation] = []
-        self.worst: dict[tuple, tuple[float, perms.Permutation]] = {}  # (layer, head, metric) -> max, where
-        self.first: dict[tuple, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
-        self.sums: dict[tuple, ExactSum] = {}
-        self.counts: dict[tuple, int] = {}
+        self.worst: dict[StatKey, tuple[float, perms.Permutation]] = {}  # (layer, head, metric) -> max, where
+        self.first: dict[StatKey, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
+        self.sums: dict[StatKey, ExactSum] = {}
+        self.counts: dict[StatKey, int] = {}
 
     def start(self, chunk: list[perms.Permutation]) -> None:
         self.chunk = chunk
@@ -115,7 +117,7 @@ class SummaryCollector:
         if chosen:
             self._fold((layer, None, metric), values[keep], chosen)
 
-    def _fold(self, key: tuple, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
+    def _fold(self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
         self.first.setdefault(key, chunk[0])
         top_value = float(top)
@@ -127,7 +129,7 @@ class SummaryCollector:
 
     def frame(self) -> pd.DataFrame:
         """Two rows per (layer, head, metric): the max with its permutation, and the mean."""
-        columns: dict[str, list] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
+        columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
         columns |= {"statistic": [], "value": []}
         for (layer, head, metric), (top, where) in self.worst.items():
             for statistic, label, permuted, value in (
@@ -155,16 +157,16 @@ class SummaryCollector:
 class FanOut:
     """Passes each `add` and `add_where` to several collectors: one record_metrics call feeds rows and summary."""
 
-    def __init__(self, *collectors):
+    def __init__(self, *collectors: Collector):
         self.collectors = collectors
 
-    def add(self, *args, **kwargs) -> None:
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         for collector in self.collectors:
-            collector.add(*args, **kwargs)
+            collector.add(metric, layer, values, head)
 
-    def add_where(self, *args, **kwargs) -> None:
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
         for collector in self.collectors:
-            collector.add_where(*args, **kwargs)
+            collector.add_where(keep, metric, layer, values)
 
 
 class Sweep:
@@ -181,7 +183,7 @@ class Sweep:
         self.attention_maps = "attention" in spec.metrics
         self.per_permutation = spec.rows == "per_permutation"
         lowercase = spec.embeddings.lowercase
-        sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.inputs)
+        sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
         self.total = len(spec.encodings) * (sequences + len(spec.probes))
         self.done = 0
         self.non_finite = 0  # rows whose value (or round-off) came out NaN or inf
@@ -196,8 +198,8 @@ class Sweep:
         context = encoding_context(spec, longest_sentence(spec))
         choices = sorted(spec.encodings, key=lambda c: c.label)
         stacks = [(c.label, *self.build_stacks(c, context, weights)) for c in choices]
-        rules: dict[str, list] = {}
-        for item in spec.inputs:
+        rules: dict[str, list[perms.Rule]] = {}
+        for item in spec.sentences:
             rules.setdefault(item.sentence, []).append(item.permutations)
         for sentence in sorted(rules):
             for label, stack, twin in stacks:
@@ -217,7 +219,9 @@ class Sweep:
             else:
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
 
-    def build_stacks(self, choice, context, weights) -> tuple[AttentionStack, AttentionStack]:
+    def build_stacks(
+        self, choice: EncodingChoice, context: EncodingContext, weights: list[LayerWeights]
+    ) -> tuple[AttentionStack, AttentionStack]:
         """The stack of this encoding, and its twin in the other precision (same weights, same encoding object)."""
         encoding = build_encoding(choice.name, replace(context, device=str(self.device)), choice.params)
         twin_config = replace(self.config, dtype=twin_dtype(self.config.dtype))
@@ -226,7 +230,9 @@ class Sweep:
             AttentionStack(twin_config, encoding, weights, str(self.device)),
         )
 
-    def measure_noise(self, twin: AttentionStack, x: torch.Tensor, reference: StackOutput, words) -> NoiseCollector:
+    def measure_noise(
+        self, twin: AttentionStack, x: torch.Tensor, reference: StackOutput, words: list[str]
+    ) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
         dtype = x.dtype
         other = aligned_forward(twin, x[None], self.attention_maps)
@@ -257,7 +263,7 @@ class Sweep:
         return table
 
     def sweep_sentence(
-        self, stack: AttentionStack, twin: AttentionStack, sentence: str, rules: list, label: str
+        self, stack: AttentionStack, twin: AttentionStack, sentence: str, rules: list[perms.Rule], label: str
     ) -> Iterator[pd.DataFrame]:
         """All permutations of one sentence under one encoding, chunk by chunk."""
         spec, device = self.spec, stack.device
@@ -291,7 +297,15 @@ class Sweep:
             yield table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
 
     @torch.inference_mode()
-    def measure_chunk(self, stack, x, reference, chunk, words, collector) -> None:
+    def measure_chunk(
+        self,
+        stack: AttentionStack,
+        x: torch.Tensor,
+        reference: StackOutput,
+        chunk: list[perms.Permutation],
+        words: list[str],
+        collector: Collector,
+    ) -> None:
         """Forward one chunk of permutations of x (n, d) and pass its metrics to the collector."""
         device = stack.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)

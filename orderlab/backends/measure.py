@@ -11,6 +11,8 @@ Permutations go through the model in chunks, each compared with one reference pa
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 import torch
@@ -21,7 +23,7 @@ from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
 from orderlab.backends.pretrained import Forward, PretrainedBackend
 from orderlab.noise import NoiseCollector, judge, merge
-from orderlab.runner import RowCollector
+from orderlab.runner import Collector, RowCollector
 from orderlab.spec import Spec
 from orderlab.text import occurrence_matching, tokenize
 
@@ -37,7 +39,7 @@ def _pooling(tokens: list[WordTokens]) -> torch.Tensor:
 
 
 def measure_sentence(
-    spec: Spec, backend: PretrainedBackend, twin: PretrainedBackend, sentence: str, rule, label: str
+    spec: Spec, backend: PretrainedBackend, twin: PretrainedBackend, sentence: str, rule: perms.Rule, label: str
 ) -> list[pd.DataFrame]:
     """Rows for one sentence and its word permutations under the backend's current position table, with verdicts.
 
@@ -66,7 +68,9 @@ def measure_sentence(
     return frames
 
 
-def _noise(wanted, backend: PretrainedBackend, twin: PretrainedBackend, tokens: WordTokens, reference: Forward):
+def _noise(
+    wanted: Collection[str], backend: PretrainedBackend, twin: PretrainedBackend, tokens: WordTokens, reference: Forward
+) -> NoiseCollector:
     """Every metric between the twin's pass and this one's over the same tokens (identity permutation)."""
     other = _cast(twin.forward(_ids([tokens]), attention="attention" in wanted), backend.dtype)
     identity = tuple(range(len(tokens.spans)))
@@ -81,7 +85,18 @@ def _cast(forward: Forward, dtype: torch.dtype) -> Forward:
     return Forward([h.to(dtype) for h in forward.hidden], [a.to(dtype) for a in forward.attention])
 
 
-def _record(wanted, rows, reference: Forward, output: Forward, ref_words, pooling, slots, matching, original, chunk):
+def _record(
+    wanted: Collection[str],
+    rows: Collector,
+    reference: Forward,
+    output: Forward,
+    ref_words: list[torch.Tensor],
+    pooling: torch.Tensor,
+    slots: torch.Tensor,
+    matching: torch.Tensor,
+    original: WordTokens,
+    chunk: list[perms.Permutation],
+) -> None:
     for layer, (h_x, h_px) in enumerate(zip(reference.hidden, output.hidden, strict=True)):
         h_x = h_x[0]  # (T, d)
         if "equivariance" in wanted or "token_shift" in wanted:
@@ -124,7 +139,15 @@ def measure_pair(
     return table
 
 
-def _record_pair(wanted, rows, out_a: Forward, out_b: Forward, tokens_a, tokens_b, matching) -> None:
+def _record_pair(
+    wanted: Collection[str],
+    rows: Collector,
+    out_a: Forward,
+    out_b: Forward,
+    tokens_a: WordTokens,
+    tokens_b: WordTokens,
+    matching: list[int] | None,
+) -> None:
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
         if "pair_distance" in wanted:
             mean_a, mean_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
