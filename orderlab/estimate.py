@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orderlab import permutations as perms
 from orderlab.backends.corpustext import read_corpus
@@ -27,7 +27,7 @@ from orderlab.backends.extra import packaged_model_folder
 from orderlab.backends.specs import CorpusInputs, PretrainedModelSpec
 from orderlab.errors import SpecError
 from orderlab.spec import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
-from orderlab.sweep import describe, plan
+from orderlab.sweep import SweptValue, describe, plan
 from orderlab.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.userfiles import read_bounded
 
@@ -109,7 +109,7 @@ class Cost:
 class Estimate:
     """What one sweep combination (or a pretrained-model spec) costs: memory, sequences, time, output."""
 
-    columns: dict[str, Any]  # the combination's swept fields, e.g. {"n_layers": 2}; {} when nothing is swept
+    columns: dict[str, SweptValue]  # the combination's swept fields, e.g. {"n_layers": 2}; {} when nothing is swept
     name: str  # how a plan names it: the combination, "" without a sweep, or the pretrained model
     weights: Cost  # bytes held for the whole run
     working: Cost  # bytes of the largest working set beside the weights (a chunk, the probe, the maps)
@@ -178,7 +178,7 @@ def check_limits(spec: Spec, doc: LocatedDocument) -> None:
         ))  # fmt: skip
 
 
-def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, Any], figure: str) -> SpecError:
+def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], figure: str) -> SpecError:
     where = f" (in the sweep combination {describe(columns)})" if columns else ""
     return doc.error(cost.field, f"{cost.subject} {figure}; expected {cost.expected}{where}")
 
@@ -207,7 +207,7 @@ def stack_flops(spec: Spec, n: int) -> float:
     Per layer: q, k, v and output projections 8 n d^2, the FFN's two matmuls 4 m n d^2 (m = ffn_mult,
     0 without an FFN), scores and weights @ v 4 n^2 d. With m = 4: L * (24 n d^2 + 4 n^2 d).
     """
-    m = spec.model
+    m = spec.stack
     mult = m.ffn_mult if m.ffn else 0
     return m.n_layers * ((8 + 4 * mult) * n * m.d_model**2 + 4 * n * n * m.d_model)
 
@@ -228,9 +228,9 @@ class _Tally:
         self.least_rows += rows if least is None else least
 
 
-def _stack(spec: Spec, columns: dict[str, Any], budget: int) -> Estimate:
+def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
     """The estimate of one concrete spec (every model field one value); budget: a chunk's bytes."""
-    m, encodings = spec.model, len(spec.encodings)
+    m, encodings = spec.stack, len(spec.encodings)
     weights = _weights(spec)
     drawing = weights.amount / 8 * _weight_draws(spec) * SECONDS_PER_WEIGHT
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
@@ -292,8 +292,8 @@ def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float
     where, expected = ("inputs", 0, "sentence"), "a shorter first sentence, or metrics without attention"
     if "attention" not in spec.metrics or not spec.inputs:
         return 0, Cost(0, "attention.csv", where, "the first sentence", expected)
-    m, encodings = spec.model, len(spec.encodings)
-    n = len(tokenize(spec.inputs[0].sentence, spec.embeddings.lowercase))
+    m, encodings = spec.stack, len(spec.encodings)
+    n = len(tokenize(spec.sentences[0].sentence, spec.embeddings.lowercase))
     rows = 2 * encodings * m.n_layers * m.n_heads * n * n
     digits = 2 * len(str(n - 1)) + len(str(m.n_layers)) + len(str(m.n_heads - 1))
     subject = f"{n:,} words"
@@ -308,10 +308,10 @@ def _itemsize(dtype: str) -> int:
     return 8 if dtype == "float64" else 4
 
 
-def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list]]:
+def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
     """Inputs grouped by sentence as streaming.Sweep runs them: sentence -> (first input index, words, rules)."""
-    groups: dict[str, tuple[int, list[str], list]] = {}
-    for index, item in enumerate(spec.inputs):
+    groups: dict[str, tuple[int, list[str], list[perms.Rule]]] = {}
+    for index, item in enumerate(spec.sentences):
         words = tokenize(item.sentence, spec.embeddings.lowercase)
         groups.setdefault(item.sentence, (index, words, []))[2].append(item.permutations)
     return groups
@@ -320,7 +320,7 @@ def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list]]:
 def _weights(spec: Spec) -> Cost:
     """Seeded float64 weights (FFN included, drawn even without one), plus a float32 copy per encoding: the stack's
     own in a float32 run, its round-off twin's in a float64 run (noise.py)."""
-    m = spec.model
+    m = spec.stack
     numbers = m.n_layers * m.d_model**2 * (4 + 2 * m.ffn_mult)
     copies = 8 + len(spec.encodings) * 4
     default = {name: ModelSpec.model_fields[name].default for name in ("d_model", "n_layers", "ffn_mult")}
@@ -342,17 +342,19 @@ def _weight_draws(spec: Spec) -> int:
 def _chunk_sequences(spec: Spec, n: int, maps: bool, budget: int, most: int) -> tuple[int, int]:
     """Sequences in one forward pass of n-token sequences, as streaming.auto_chunk_size sizes it on the CPU
     (at most `most`, the sentence's permutations) and batching.aligned_batch pads it; and the numbers each holds."""
-    m = spec.model
+    m = spec.stack
     values = sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, maps)
     chunk = min(sequences_per_chunk(values, _itemsize(m.dtype), budget), max(most, 1))
     padding = ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT)
     return -(-chunk // padding) * padding, values
 
 
-def _chunk_cost(spec: Spec, n: int, rules: list, rows_per_sequence: float, where: FieldPath, budget: int) -> Cost:
+def _chunk_cost(
+    spec: Spec, n: int, rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, budget: int
+) -> Cost:
     """A chunk of one sentence's permutations (or one probe sentence), the permutations materialised for it
     and its rows in flight."""
-    m = spec.model
+    m = spec.stack
     maps = "attention" in spec.metrics or where[0] == "probes"  # probes always run with maps
     count = sum(perms.count(rule, n) for rule in rules)
     sequences, values = _chunk_sequences(spec, n, maps, budget, count)
@@ -370,7 +372,7 @@ def _chunk_cost(spec: Spec, n: int, rules: list, rows_per_sequence: float, where
     return Cost(total, "activations per chunk", weights.field, weights.subject, weights.expected)
 
 
-def _chunk_bytes(spec: Spec, words: list[str], rules: list, budget: int) -> float:
+def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], budget: int) -> float:
     """Activations of one chunk of a sentence's permutations (what `validate --plan` shows)."""
     n = len(words)
     count = sum(perms.count(rule, n) for rule in rules)
@@ -378,7 +380,7 @@ def _chunk_bytes(spec: Spec, words: list[str], rules: list, budget: int) -> floa
     return sequences * values * _itemsize(spec.model.dtype)
 
 
-def _lazy(rule: Any, n: int) -> bool:
+def _lazy(rule: perms.Rule, n: int) -> bool:
     """Rules streamed without building their list (perms.in_label_order)."""
     return rule in ("all", "prefixes") and n <= 10
 
@@ -387,7 +389,7 @@ def _permutation_bytes(n: int) -> int:
     return PERMUTATION_BYTES + PERMUTATION_BYTES_PER_TOKEN * n
 
 
-def _random_draws(rule: Any, n: int) -> float:
+def _random_draws(rule: perms.Rule, n: int) -> float:
     """Expected draws to collect K distinct non-identity permutations (coupon collector); 0 for other rules."""
     k = rule["random"] if isinstance(rule, dict) else getattr(rule, "random", 0)
     if not k:
@@ -395,11 +397,14 @@ def _random_draws(rule: Any, n: int) -> float:
     choices = math.factorial(n) - 1 if n <= 20 else math.inf
     if choices > 100 * k:
         return k
-    harmonic = lambda m: math.log(m) + 0.5772 + 1 / (2 * m) if m else 0.0  # noqa: E731
+
+    def harmonic(m: float) -> float:
+        return math.log(m) + 0.5772 + 1 / (2 * m) if m else 0.0
+
     return choices * (harmonic(choices) - harmonic(choices - k))
 
 
-def _kept_last(rule: Any, n: int, sure: bool) -> float:
+def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
     """Permutations of the rule that keep the last word in place (prefix_invariance rows); random: expected."""
     if rule in ("all", "prefixes"):
         return math.factorial(n - 1)
@@ -416,17 +421,19 @@ def _kept_last(rule: Any, n: int, sure: bool) -> float:
 
 def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
     """Rows every permutation writes (runner.record_metrics), prefix_invariance aside."""
-    m, wanted = spec.model, set(spec.metrics)
+    m, wanted = spec.stack, set(spec.metrics)
     per_layer = ("equivariance" in wanted) + STACK_POOLS * ("invariance" in wanted) + ("token_shift" in wanted)
     per_layer += 2 * ("repeated_words" in wanted and bool(repeated_pairs(words)))
     return (m.n_layers + 1) * per_layer + ("attention" in wanted) * m.n_layers * m.n_heads
 
 
-def _sentence_rows(spec: Spec, words: list[str], rules: list, sentence: str, sure: bool = False) -> tuple[float, float]:
+def _sentence_rows(
+    spec: Spec, words: list[str], rules: list[perms.Rule], sentence: str, sure: bool = False
+) -> tuple[float, float]:
     """metrics.csv rows one encoding writes for a sentence under its rules, and their mean width without
     the encoding and swept columns."""
     n, every = len(words), _per_permutation_rows(spec, words)
-    prefix = (spec.model.n_layers + 1) * ("prefix_invariance" in spec.metrics)
+    prefix = (spec.stack.n_layers + 1) * ("prefix_invariance" in spec.metrics)
     count = sum(perms.count(rule, n) for rule in rules)
     kept = sum(_kept_last(rule, n, sure) for rule in rules)
     moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
@@ -443,13 +450,13 @@ def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
     matched = occurrence_matching(words_a, words_b) is not None
     per_layer = 2 * ("pair_distance" in wanted) + ("token_shift" in wanted and matched)
     statistics = 1 if spec.rows == "per_permutation" else 2
-    return statistics * (spec.model.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
+    return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
 
 def _decodability_memory(spec: Spec) -> Cost:
     """The position probe (probing.measure_decodability): word table, sentences, the stack's states and maps
     for all of them at once, and the least-squares fit per layer in float64."""
-    m, probe = spec.model, spec.decodability
+    m, probe = spec.stack, spec.decodability
     S, n, d = probe.sentences, probe.length, m.d_model
     states = S * sequence_values(n, d, m.ffn_mult, m.n_layers, m.n_heads, True) * _itemsize(m.dtype)
     terms = {
@@ -466,7 +473,7 @@ def _decodability_memory(spec: Spec) -> Cost:
 
 def _decodability_seconds(spec: Spec) -> Cost:
     """The probe's forward passes, word vectors and per-layer least-squares fits (float64)."""
-    m, probe = spec.model, spec.decodability
+    m, probe = spec.stack, spec.decodability
     d, encodings = m.d_model, len(spec.encodings)
     fits = encodings * (m.n_layers + 1) * (2 * probe.training_sentences * probe.length * d * d + d**3)
     seconds = encodings * probe.sentences * stack_flops(spec, probe.length) / FLOPS_PER_SECOND[m.dtype]
@@ -486,9 +493,11 @@ BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads":
 
 def _backend_shape(spec: Spec, spec_file: Path) -> dict[str, int]:
     """The model's shape from its config.json (torch-free); MiniLM's where the file does not say."""
-    model = spec.model
-    folder = packaged_model_folder(model.name) if isinstance(model, PretrainedModelSpec) else None
-    folder = folder or relative_to_spec(spec_file, model.path)
+    model = spec.pretrained
+    if isinstance(model, PretrainedModelSpec):
+        folder = packaged_model_folder(model.name)
+    else:
+        folder = relative_to_spec(spec_file, model.path)
     try:
         config = json.loads(read_bounded(folder / "config.json", 2**20))
     except (OSError, ValueError):
@@ -523,7 +532,7 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     per_layer = ("equivariance" in wanted) + ("token_shift" in wanted) + PRETRAINED_POOLED * ("invariance" in wanted)
     every = (layers + 1) * per_layer + ("attention" in wanted) * layers * heads
     passes, rows, row_bytes = [], 0.0, 0.0
-    for item in spec.inputs:
+    for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
         passes.append((len(words), count + 1))  # + the reference pass
@@ -534,7 +543,7 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
         pair = (layers + 1) * (3 * ("pair_distance" in wanted) + ("token_shift" in wanted and matched))
         rows, row_bytes = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b))
-    most = max(range(len(spec.inputs)), key=lambda i: passes[i][1], default=None)
+    most = max(range(len(spec.sentences)), key=lambda i: passes[i][1], default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
     subject = f"{passes[most][1] - 1:,} permutations" if most is not None else "the probes"
     return _Workload(passes, rows, row_bytes, MEASURE_CHUNK, rows * ROW_MEMORY_BYTES, where, subject)
@@ -557,7 +566,7 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
 
 def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
     """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
-    model, shape = spec.model, _backend_shape(spec, spec_file)
+    model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape["hidden_size"], shape["num_hidden_layers"]
     parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
@@ -609,7 +618,8 @@ def plan_lines(estimates: list[Estimate]) -> list[str]:
     return _aligned([PLAN_HEADER, *lines])
 
 
-def _plan_row(name, chunk, peak, sequences, seconds, rows, row_bytes, maps, map_bytes) -> list[str]:
+def _plan_row(name: str, chunk: float, peak: float, sequences: int, seconds: float, rows: float, row_bytes: float,
+              maps: float, map_bytes: float) -> list[str]:  # fmt: skip
     attention = [f"{maps:,.0f}", size(map_bytes)] if maps else ["-", "-"]  # no attention.csv
     return [name, size(chunk), size(peak), f"{sequences:,}", f"~{duration(seconds)}", f"{rows:,.0f}",
             size(row_bytes), *attention]  # fmt: skip
