@@ -53,17 +53,15 @@ def folder_name_problem(name: str) -> str | None:
     return None
 
 
-T = TypeVar("T")
-
 if TYPE_CHECKING:
+    T = TypeVar("T")
     # To the type checker a sweepable field holds one value: sweep.py alone reads the lists (by field name), and
     # every spec the rest of orderlab works on is one combination of the sweep (sweep.plan), each field one value.
     Sweepable: TypeAlias = Annotated[T, "one value, or a list of values to sweep over"]
 else:
 
     class Sweepable:
-        """Sweepable[T]: one value, or a non-empty list of values to sweep over (the run takes the product of all
-        lists)."""
+        """Sweepable[T]: one value, or a non-empty list of them to sweep over (a run takes the product of all lists)."""
 
         def __class_getitem__(cls, scalar: Any) -> Any:
             return Annotated[

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+    import numpy.typing as npt
 
 
 def tokenize(sentence: str, lowercase: bool = False) -> list[str]:
@@ -21,7 +22,7 @@ def tokenize(sentence: str, lowercase: bool = False) -> list[str]:
     return (sentence.lower() if lowercase else sentence).split()
 
 
-def random_word_vector(word: str, seed: int, d_model: int) -> np.ndarray:
+def random_word_vector(word: str, seed: int, d_model: int) -> npt.NDArray[np.float64]:
     """A standard-normal vector of length d_model seeded by sha256(seed, d_model, word)."""
     import numpy as np
 
@@ -32,7 +33,7 @@ def random_word_vector(word: str, seed: int, d_model: int) -> np.ndarray:
 
 def sentence_vectors(
     words: Sequence[str], d_model: int, seed: int, explicit: Mapping[str, Sequence[float]] | None = None
-) -> np.ndarray:
+) -> npt.NDArray[np.float64]:
     """(n, d_model) float64 matrix X of a tokenized sentence."""
     import numpy as np
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from orderlab.permutations import Permutation
 
@@ -44,7 +45,7 @@ class WordTokens:
         spans = tuple((int(s), int(s) + n) for s, n in zip(starts, lengths, strict=True))
         return WordTokens(tuple(self.ids[t] for t in order), spans)
 
-    def pooling(self) -> np.ndarray:
+    def pooling(self) -> npt.NDArray[np.float64]:
         """(n_words, n_tokens) matrix M with M @ H = each word's mean sub-token state."""
         matrix = np.zeros((len(self.spans), self.n_tokens))
         for word, (start, end) in enumerate(self.spans):
