@@ -28,9 +28,11 @@ from pathlib import Path
 import torch
 
 from orderlab import metrics as M
-from orderlab.runner import layer_weights, word_vectors
-from orderlab.spec import Spec, encoding_context, longest_sentence
-from orderlab.streaming import Sweep, auto_chunk_size, tune_allocator
+from orderlab.models.stack import stack_adapters
+from orderlab.runner import word_vectors
+from orderlab.spec import Spec
+from orderlab.streaming import tune_allocator
+from orderlab.sweep_run import SweepRun
 from orderlab.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +83,8 @@ def matmul_peak(dtype: torch.dtype, rows: int, seconds: float = 1.0) -> dict:
 
 def naive_loop(dtype: str, n: int, count: int) -> float:
     """Sequences/s of one forward call per permutation (same stack, same metric) over `count` permutations."""
-    sweep = Sweep(sweep_spec(n, dtype))
-    spec = sweep.spec
-    context = encoding_context(spec, longest_sentence(spec))
-    stack = sweep.build_stack(spec.encodings[0], context, layer_weights(spec, sweep.config))
+    spec = sweep_spec(n, dtype)
+    stack = stack_adapters(spec, torch.device("cpu"))[0].stack
     x = word_vectors(spec, tokenize(spec.inputs[0].sentence)).to(dtype=stack.dtype)  # (n, d)
     with torch.inference_mode():
         reference = stack(x[None])
@@ -100,25 +100,26 @@ def naive_loop(dtype: str, n: int, count: int) -> float:
 
 def runner(dtype: str, n: int, metrics: list[str] = METRICS) -> dict:
     """Sequences/s of orderlab's streaming runner (automatic chunk size) over all n! permutations."""
-    for _ in Sweep(sweep_spec(5, dtype, metrics)).frames():  # warm-up on 5! permutations
+    for _ in SweepRun(sweep_spec(5, dtype, metrics)).frames():  # warm-up on 5! permutations
         pass
-    sweep = Sweep(sweep_spec(n, dtype, metrics))
+    spec = sweep_spec(n, dtype, metrics)
     started = time.perf_counter()
-    for _ in sweep.frames():
+    for _ in SweepRun(spec).frames():
         pass
     seconds = time.perf_counter() - started
-    chunk = auto_chunk_size(sweep.config, n, "attention" in metrics, torch.device("cpu"))
+    chunk = stack_adapters(spec, torch.device("cpu"))[0].chunk_size(n, "attention" in metrics)
     return {"sequences_per_s": math.factorial(n) / seconds, "seconds": seconds, "chunk_size": chunk}
 
 
 RSS_PROBE = """
 import sys
 from benchmarks.bench_sweep import sweep_spec
-from orderlab.streaming import Sweep, tune_allocator
+from orderlab.streaming import tune_allocator
+from orderlab.sweep_run import SweepRun
 def hwm():
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
 tune_allocator()
-sweep = Sweep(sweep_spec({n}, 'float32', {metrics!r}))
+sweep = SweepRun(sweep_spec({n}, 'float32', {metrics!r}))
 before = hwm()
 for _ in sweep.frames():
     pass

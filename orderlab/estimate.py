@@ -484,7 +484,7 @@ def _decodability_seconds(spec: Spec) -> Cost:
 
 # --- pretrained models --------------------------------------------------------------------------------
 
-# backends.measure.CHUNK: permutations per forward pass of a pretrained model.
+# models.pretrained.CHUNK: permutations per forward pass of a pretrained model.
 MEASURE_CHUNK = 256
 # all-MiniLM-L6-v2's shape, for a config.json that does not say.
 BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
@@ -527,7 +527,7 @@ class _Workload:
 
 
 def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
-    """Single sentences (backends.measure): every row stays in memory until the run ends."""
+    """Single sentences (models/pretrained.py): counted as if every row stayed in memory (an upper bound)."""
     layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], set(spec.metrics)
     per_layer = ("equivariance" in wanted) + ("token_shift" in wanted) + PRETRAINED_POOLED * ("invariance" in wanted)
     every = (layers + 1) * per_layer + ("attention" in wanted) * layers * heads

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from orderlab.backends.experiment import write_backend_experiment
+from orderlab.backends.experiment import describe_model, write_corpus_experiment
+from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
 from orderlab.outcome import Outcome, RunView, check_device, run_title
 from orderlab.ownership import Writer, claim
@@ -58,24 +59,25 @@ def _write_experiment(
     progress: Callable[[int, int], None] | None,
     chunk_size: int | None,
 ) -> Outcome:
-    from orderlab.streaming import tune_allocator
+    from orderlab.streaming import condition_labels, tune_allocator
     from orderlab.sweep_run import SweepRun, summarize_sweep
     from orderlab.trace import attention_maps
 
     spec = loaded.spec
-    if uses_backend(spec):  # a pretrained model (optional extra): its own loop and outputs
-        return write_backend_experiment(loaded, device, folder, progress)
+    if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
+        return write_corpus_experiment(loaded, device, folder, progress)
     check_device(device)
     tune_allocator()
     started = time.perf_counter()
-    run = SweepRun(spec, device, chunk_size, progress)
-    labels = [choice.label for choice in spec.encodings]
+    run = SweepRun(spec, device, chunk_size, progress, loaded.path)
+    labels = condition_labels(spec)
     finished: _Finished = {}
 
     def finish(rows: int) -> tuple[dict[str, pd.DataFrame], Manifest]:
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
-        maps = attention_maps(spec, device) if "attention" in spec.metrics and spec.inputs else None
+        drawn = "attention" in spec.metrics and spec.inputs and not uses_backend(spec)  # the stack's heatmaps
+        maps = attention_maps(spec, device) if drawn else None
         if maps is not None:
             tables["attention"] = maps.frame
         manifest = build_manifest(
@@ -83,6 +85,8 @@ def _write_experiment(
             dtype=spec.model.dtype, device=device, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
+        if uses_backend(spec):
+            describe_model(spec, manifest)
         if maps is not None:
             manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
         finished.update(

@@ -1,6 +1,7 @@
 """Position decodability: can a linear probe read a token's slot off its hidden state at layer l?
 
-Many seeded random sentences go through the same stack the spec measures; a ridge least-squares
+Many seeded random sentences go through the same model the spec measures (an adapter's
+`random_sentences`: seeded word vectors for the stack, whole-word tokens for a pretrained model); a ridge least-squares
 classifier (closed form, one-hot targets, bias) is fit per layer on the states of most sentences
 and scored on the held-out rest. Sentences are split whole, so scoring never sees a training
 sentence. Chance is 1/length. Rows are per (encoding, layer), not per input: case "decodability".
@@ -9,17 +10,18 @@ sentence. Chance is 1/length. Rows are per (encoding, layer), not per input: cas
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.encodings import build_encoding
-from orderlab.runner import COLUMNS, layer_weights, stack_config
-from orderlab.spec import Spec, encoding_context, longest_sentence
-from orderlab.stack import AttentionStack
+from orderlab.runner import COLUMNS
+from orderlab.spec import Spec
 from orderlab.text import random_word_vector
+
+if TYPE_CHECKING:
+    from orderlab.models.protocol import Adapter
 
 RIDGE = 1e-6  # relative to the mean feature variance: only there to keep the solve well posed
 ABOVE_CHANCE, AT_CHANCE, CHANCE = "above chance", "at chance", "chance level"
@@ -58,24 +60,19 @@ def above_chance(accuracy: float, chance: float, scored: int) -> bool:
     return accuracy > chance + 3 * math.sqrt(chance * (1 - chance) / scored)
 
 
-def measure_decodability(spec: Spec, device: str = "cpu") -> pd.DataFrame:
-    """Held-out probe accuracy and chance per encoding and layer, as tidy rows (COLUMNS)."""
+def measure_decodability(spec: Spec, adapters: list[Adapter]) -> pd.DataFrame:
+    """Held-out probe accuracy and chance per condition (encoding or ablation) and layer, as tidy rows (COLUMNS)."""
     probe = spec.decodability
-    config = stack_config(spec)
-    weights = layer_weights(spec, config)
-    context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=device)
-    x = random_sentences(probe.sentences, probe.length, probe.vocabulary, config.d_model, spec.seed)  # (S, n, d)
     train = probe.training_sentences
     chance, scored = 1 / probe.length, (probe.sentences - train) * probe.length
     subject = f"{probe.sentences} random sentences of {probe.length} words"
     rows = []
     with torch.inference_mode():
-        for choice in spec.encodings:
-            stack = AttentionStack(config, build_encoding(choice.name, context, choice.params), weights, device)
-            for layer, hidden in enumerate(stack(x).hidden):
+        for adapter in adapters:
+            for layer, hidden in enumerate(adapter.random_sentences(probe, spec.seed)):
                 accuracy = probe_accuracy(hidden, train)
                 verdict = ABOVE_CHANCE if above_chance(accuracy, chance, scored) else AT_CHANCE
-                common = {"case": "decodability", "input": subject, "encoding": choice.label, "permutation": "",
+                common = {"case": "decodability", "input": subject, "encoding": adapter.label, "permutation": "",
                           "permuted": "", "layer": layer, "head": None}  # fmt: skip
                 rows.append({**common, "metric": "position_accuracy", "value": accuracy, "verdict": verdict})
                 rows.append({**common, "metric": "position_chance", "value": chance, "verdict": CHANCE})

@@ -2,25 +2,36 @@
 (`record_metrics`, the one place they are defined), probes and the wide summary. Never prints.
 
 For every encoding one stack is built with the same seeded weights, so encodings differ only in
-how they inject position. orderlab/streaming.py drives these parts chunk by chunk; `run_spec`
-collects its stream in memory for small runs and tests.
+how they inject position. orderlab/streaming.py drives these parts chunk by chunk, for every model
+adapter alike (orderlab/models).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
 import torch
 
 from orderlab import metrics as M
-from orderlab import permutations as perms
 from orderlab.spec import ExplicitEmbeddings, Spec
-from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput, explicit_weights, seeded_weights
-from orderlab.text import occurrence_matching, repeated_pairs, sentence_vectors, tokenize
+from orderlab.stack import LayerWeights, StackConfig, explicit_weights, seeded_weights
+from orderlab.text import repeated_pairs, sentence_vectors
+
+if TYPE_CHECKING:
+    from orderlab.models.protocol import Adapter, Pass
+
+
+class Collector(Protocol):
+    """Where a chunk's metric values go: rows (RowCollector), a running summary, the round-off figures."""
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None: ...
+
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None: ...
+
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
 COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
@@ -54,16 +65,6 @@ def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
     """(n, d) float64 vectors of a tokenized sentence: seeded per word, or the spec's explicit ones."""
     explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
     return torch.from_numpy(sentence_vectors(words, spec.stack.d_model, spec.seed, explicit))
-
-
-class Collector(Protocol):
-    """What takes a chunk's metric values: RowCollector, streaming.SummaryCollector and FanOut, noise.NoiseCollector."""
-
-    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
-        """values: (B,), one per permutation."""
-
-    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
-        """Only the permutations where keep (B,) is True; values: (B,)."""
 
 
 class RowCollector:
@@ -108,27 +109,32 @@ class RowCollector:
 def record_metrics(
     spec: Spec,
     rows: Collector,
-    reference: StackOutput,
-    output: StackOutput,
-    device: torch.device,
+    adapter: Adapter,
+    reference: Pass,
+    output: Pass,
     slots: torch.Tensor,
     matching: torch.Tensor,
     words: list[str],
+    model_slots: torch.Tensor | None,
 ) -> None:
     """Per-permutation metrics of one chunk: reference is f(X) (batch of 1), output f(PX) for the chunk.
 
-    rows: any Collector; words: the input sentence's tokens.
+    slots (B, n): the reorderings; matching (B, n): the word occurrence at each slot; words: the sentence's;
+    model_slots (B, T): the reorderings on the model's own slots, for attention maps (None without maps).
     """
     wanted = set(spec.metrics)
-    slots, matching = slots.to(device), matching.to(device)
     repeats = _repeat_slots(words, matching)  # (B, m, 2) or None
     for layer, hidden in enumerate(output.hidden):
         h_x, h_px = reference.hidden[layer][0], hidden
         if "equivariance" in wanted:
             rows.add("equivariance", layer, M.equivariance_error(h_px, h_x, slots))
         if "invariance" in wanted:
-            for how in M.POOLS:
-                rows.add(f"invariance_{how}", layer, M.invariance_error(h_px, h_x, how))
+            for how in adapter.poolings:
+                pooled_x, pooled_px = reference.pooled[how][layer][0], output.pooled[how][layer]
+                rows.add(f"invariance_{how}", layer, M.relative_l2(pooled_x, pooled_px))
+            for how in adapter.cosine_poolings:
+                pooled_x, pooled_px = reference.pooled[how][layer], output.pooled[how][layer]
+                rows.add(f"cosine_{how}", layer, M.cosine_distance(pooled_px, pooled_x))
         if "token_shift" in wanted:
             rows.add("token_shift", layer, M.token_shift(h_px, h_x, matching))
         if "prefix_invariance" in wanted:
@@ -137,10 +143,10 @@ def record_metrics(
         if "repeated_words" in wanted and repeats is not None:
             rows.add("repeat_distance", layer, M.repeated_word_distance(h_px, repeats))
             rows.add("repeat_cosine", layer, M.repeated_word_distance(h_px, repeats, cosine=True))
-    if "attention" in wanted:
+    if "attention" in wanted and model_slots is not None:
         for layer, attention in enumerate(output.attention, start=1):
-            errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], slots)  # (B, h)
-            for head in range(errors.shape[1]):
+            errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], model_slots)
+            for head in range(errors.shape[1]):  # errors: (B, h)
                 rows.add("attention_equivariance", layer, errors[:, head], head)
 
 
@@ -153,26 +159,19 @@ def _repeat_slots(words: list[str], matching: torch.Tensor) -> torch.Tensor | No
     return where[:, torch.tensor(pairs, device=matching.device)]  # (B, m, 2)
 
 
-def measure_probe(spec: Spec, stack: AttentionStack, a: str, b: str, encoding: str) -> pd.DataFrame:
-    """Pooled distance of two sentences per layer, plus token shift when b reorders a's words."""
-    words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
-    out_a, out_b = stack(word_vectors(spec, words_a)[None]), stack(word_vectors(spec, words_b)[None])
-    matching = occurrence_matching(words_a, words_b)
-    rows = RowCollector("probe", a, encoding, [perms.label(matching) if matching else ""], [b])
-    record_pair(spec, rows, out_a, out_b, matching)
-    return rows.frame()
-
-
 def record_pair(
-    spec: Spec, rows: Collector, out_a: StackOutput, out_b: StackOutput, matching: list[int] | None
+    spec: Spec, rows: Collector, adapter: Adapter, out_a: Pass, out_b: Pass, matching: list[int] | None
 ) -> None:
     """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
     wanted = set(spec.metrics)
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
         if "pair_distance" in wanted:
-            pooled_a, pooled_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
-            rows.add("pair_cosine", layer, M.cosine_distance(pooled_a, pooled_b))
-            rows.add("pair_l2", layer, M.relative_l2(pooled_a, pooled_b))
+            mean_a, mean_b = out_a.pooled["mean"][layer], out_b.pooled["mean"][layer]  # (1, d)
+            rows.add("pair_cosine", layer, M.cosine_distance(mean_a, mean_b))
+            for how in adapter.pair_poolings:
+                pooled_a, pooled_b = out_a.pooled[how][layer], out_b.pooled[how][layer]
+                rows.add(f"pair_cosine_{how}", layer, M.cosine_distance(pooled_a, pooled_b))
+            rows.add("pair_l2", layer, M.relative_l2(mean_a, mean_b))
         if "token_shift" in wanted and matching is not None:
             index = torch.tensor([matching], device=h_a.device)
             rows.add("token_shift", layer, M.token_shift(h_b, h_a[0], index))

@@ -5,8 +5,8 @@ rows, makes memory grow with n!. Here permutations come from a lazy iterator in 
 tidy CSV, f(X) is computed once per input and encoding, and each chunk's metrics (computed by
 runner.record_metrics, the one place metrics are defined) either leave at once as tidy rows or are folded
 into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
-chunk's working set. A sequence's numbers do not depend on the chunk it landed in (see
-`aligned_forward`), so results do not depend on the chunk size. Never prints.
+chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
+every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ import ctypes
 import heapq
 import math
 import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 
 from orderlab import permutations as perms
-from orderlab.batching import aligned_batch
-from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
@@ -32,19 +29,16 @@ from orderlab.runner import (
     COLUMNS,
     KEY_COLUMNS,
     Collector,
-    Progress,
     RowCollector,
-    RunResult,
-    layer_weights,
     record_metrics,
     record_pair,
-    stack_config,
-    word_vectors,
 )
-from orderlab.spec import EncodingChoice, Spec, encoding_context, longest_sentence
-from orderlab.stack import AttentionStack, LayerWeights, StackConfig, StackOutput
+from orderlab.spec import ModelSpec, Spec
+from orderlab.stack import StackConfig
 from orderlab.text import occurrence_matching, tokenize
-from orderlab.verdicts import twin_dtype
+
+if TYPE_CHECKING:
+    from orderlab.models.protocol import Adapter, Pass, Sentence
 
 SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
@@ -82,13 +76,6 @@ def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: t
     else:
         budget = min(budget, available_memory() // 4)
     return sequences_per_chunk(values, itemsize, budget)
-
-
-def aligned_forward(stack: AttentionStack, x: torch.Tensor, attention_maps: bool) -> StackOutput:
-    """stack(x) for x (B, n, d), computed on aligned_batch(x) and cut back to B sequences."""
-    B = x.shape[0]
-    output = stack(aligned_batch(x), attention_maps)
-    return StackOutput([h[:B] for h in output.hidden], [a[:B] for a in output.attention])
 
 
 class SummaryCollector:
@@ -172,19 +159,20 @@ class FanOut:
 class Sweep:
     """One concrete spec's measurements as a stream of tidy frames, already in metrics.csv's sorted order.
 
-    Concrete: no swept model fields (sweep.SweepRun runs each combination through one of these).
-
-    Iterate `frames()` once; afterwards `worst()` holds the max rows every summary table needs.
+    Concrete: no swept model fields (sweep_run.SweepRun runs each combination through one of these).
+    The models come as adapters (orderlab/models), one per condition (encoding or position ablation),
+    so this one loop measures the attention stack and pretrained models alike.
+    Iterate `frames(adapters)` once; afterwards `worst()` holds the max rows every summary table needs.
     """
 
-    def __init__(self, spec: Spec, device: str = "cpu", chunk_size: int | None = None, progress: Advance | None = None):
-        self.spec, self.device, self.chunk_size, self.progress = spec, torch.device(device), chunk_size, progress
-        self.config = stack_config(spec)
+    def __init__(self, spec: Spec, chunk_size: int | None = None, progress: Advance | None = None):
+        self.spec, self.chunk_size, self.progress = spec, chunk_size, progress
+        self.dtype = spec.model.dtype
         self.attention_maps = "attention" in spec.metrics
         self.per_permutation = spec.rows == "per_permutation"
         lowercase = spec.embeddings.lowercase
         sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
-        self.total = len(spec.encodings) * (sequences + len(spec.probes))
+        self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
         self.done = 0
         self.non_finite = 0  # rows whose value (or round-off) came out NaN or inf
         self.worst_frames: list[pd.DataFrame] = []
@@ -192,22 +180,19 @@ class Sweep:
         noise_metrics = [*spec.metrics, "token_shift"] if "repeated_words" in spec.metrics else spec.metrics
         self.noise_spec = spec.model_copy(update={"metrics": noise_metrics})
 
-    def frames(self) -> Iterator[pd.DataFrame]:
+    def frames(self, adapters: list[Adapter]) -> Iterator[pd.DataFrame]:
         spec = self.spec
-        weights = layer_weights(spec, self.config)
-        context = encoding_context(spec, longest_sentence(spec))
-        choices = sorted(spec.encodings, key=lambda c: c.label)
-        stacks = [(c.label, *self.build_stacks(c, context, weights)) for c in choices]
+        pairs = [(adapter, adapter.twin()) for adapter in adapters]
         rules: dict[str, list[perms.Rule]] = {}
         for item in spec.sentences:
             rules.setdefault(item.sentence, []).append(item.permutations)
         for sentence in sorted(rules):
-            for label, stack, twin in stacks:
-                yield from self.sweep_sentence(stack, twin, sentence, rules[sentence], label)
+            for adapter, twin in pairs:
+                yield from self.sweep_sentence(adapter, twin, sentence, rules[sentence])
         probes = []
-        for label, stack, twin in stacks:
+        for adapter, twin in pairs:
             for a, b in spec.probes:
-                probes.append(self.measure_probe(stack, twin, a, b, label))
+                probes.append(self.measure_probe(adapter, twin, a, b))
                 self.advance(1)
         if probes:
             table = pd.concat(probes, ignore_index=True)
@@ -219,73 +204,58 @@ class Sweep:
             else:
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
 
-    def build_stacks(
-        self, choice: EncodingChoice, context: EncodingContext, weights: list[LayerWeights]
-    ) -> tuple[AttentionStack, AttentionStack]:
-        """The stack of this encoding, and its twin in the other precision (same weights, same encoding object)."""
-        encoding = build_encoding(choice.name, replace(context, device=str(self.device)), choice.params)
-        twin_config = replace(self.config, dtype=twin_dtype(self.config.dtype))
-        return (
-            AttentionStack(self.config, encoding, weights, str(self.device)),
-            AttentionStack(twin_config, encoding, weights, str(self.device)),
-        )
-
-    def measure_noise(
-        self, twin: AttentionStack, x: torch.Tensor, reference: StackOutput, words: list[str]
-    ) -> NoiseCollector:
+    def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
-        dtype = x.dtype
-        other = aligned_forward(twin, x[None], self.attention_maps)
-        other = StackOutput([h.to(dtype) for h in other.hidden], [a.to(dtype) for a in other.attention])
-        identity = torch.arange(len(words), device=x.device)[None]  # (1, n)
+        identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
+        sentence = twin.sentence(words)
+        other = sentence.forward(identity, self.attention_maps).cast(adapter.dtype)
         noise = NoiseCollector()
-        record_metrics(self.noise_spec, noise, other, reference, x.device, identity, identity, words)
+        model_slots = sentence.attention_slots(identity) if self.attention_maps else None
+        record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
         return noise
 
     @torch.inference_mode()
-    def measure_probe(self, stack: AttentionStack, twin: AttentionStack, a: str, b: str, label: str) -> pd.DataFrame:
+    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> pd.DataFrame:
         """A probe's rows with verdicts: pair metrics of a and b, judged by the round-off of each side's pass."""
         spec = self.spec
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
-        x_a, x_b = (word_vectors(spec, words)[None].to(stack.dtype) for words in (words_a, words_b))
-        out_a, out_b = stack(x_a), stack(x_b)
+        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
-        rows = RowCollector("probe", a, label, [perms.label(matching) if matching else ""], [b])
-        record_pair(spec, rows, out_a, out_b, matching)
+        rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
+        record_pair(spec, rows, adapter, out_a, out_b, matching)
         sides = []
-        for x, out, words in ((x_a, out_a, words_a), (x_b, out_b, words_b)):
-            other = twin(x)
-            other = StackOutput([h.to(stack.dtype) for h in other.hidden], [])
+        for out, words in ((out_a, words_a), (out_b, words_b)):
+            other = twin.sentence(words).forward(identity(words, twin), False).cast(adapter.dtype)
             sides.append(NoiseCollector())
-            record_pair(self.noise_spec, sides[-1], other, out, list(range(len(words))))
+            record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
-        self.non_finite += judge(table, merge(*sides), self.config.dtype)
+        self.non_finite += judge(table, merge(*sides), self.dtype)
         return table
 
     def sweep_sentence(
-        self, stack: AttentionStack, twin: AttentionStack, sentence: str, rules: list[perms.Rule], label: str
+        self, adapter: Adapter, twin: Adapter, sentence: str, rules: list[perms.Rule]
     ) -> Iterator[pd.DataFrame]:
-        """All permutations of one sentence under one encoding, chunk by chunk."""
-        spec, device = self.spec, stack.device
+        """All permutations of one sentence under one condition, chunk by chunk."""
+        spec, label = self.spec, adapter.label
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
         with torch.inference_mode():
-            x = word_vectors(spec, words).to(device=device, dtype=stack.dtype)  # (n, d)
-            reference = aligned_forward(stack, x[None], self.attention_maps)  # f(X): once per input and encoding
-            noise = self.measure_noise(twin, x, reference, words).figures
+            bound = adapter.sentence(words)
+            reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
+            noise = self.measure_noise(adapter, twin, words, reference).figures
         ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
         stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
-        size = self.chunk_size or auto_chunk_size(self.config, n, self.attention_maps, device)
+        size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
         for chunk in perms.chunks(stream, size):
             summary.start(chunk)
             if not self.per_permutation:
-                self.measure_chunk(stack, x, reference, chunk, words, summary)
+                self.measure_chunk(adapter, bound, reference, chunk, summary)
                 self.advance(len(chunk))
                 continue
             reordered = [" ".join(perms.apply(p, words)) for p in chunk]
             rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
-            self.measure_chunk(stack, x, reference, chunk, words, FanOut(rows, summary))
+            self.measure_chunk(adapter, bound, reference, chunk, FanOut(rows, summary))
             self.advance(len(chunk))
             table = self.with_verdicts(rows.frame(), noise)
             yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
@@ -298,23 +268,18 @@ class Sweep:
 
     @torch.inference_mode()
     def measure_chunk(
-        self,
-        stack: AttentionStack,
-        x: torch.Tensor,
-        reference: StackOutput,
-        chunk: list[perms.Permutation],
-        words: list[str],
-        collector: Collector,
+        self, adapter: Adapter, bound: Sentence, reference: Pass, chunk: list[perms.Permutation], collector: Collector
     ) -> None:
-        """Forward one chunk of permutations of x (n, d) and pass its metrics to the collector."""
-        device = stack.device
+        """Forward one chunk of reorderings of the bound sentence and pass its metrics to the collector."""
+        words, device = bound.words, adapter.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
         matching = slots  # without repeated words, occurrence matching is the permutation itself
         if len(set(words)) < len(words):
             matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
             matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
-        output = aligned_forward(stack, x[slots], self.attention_maps)  # hidden: (B, n, d) each
-        record_metrics(self.spec, collector, reference, output, device, slots, matching, words)
+        output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
+        model_slots = bound.attention_slots(slots) if self.attention_maps else None
+        record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
 
     def worst(self) -> pd.DataFrame:
         """Per group, layer, head and metric the max over permutations (probes as they are), for `summarize`."""
@@ -322,7 +287,7 @@ class Sweep:
 
     def with_verdicts(self, table: pd.DataFrame, noise: dict[NoiseKey, float], count: bool = True) -> pd.DataFrame:
         """Verdicts from the measured round-off; `count` adds the table's non-finite rows to the run's tally."""
-        non_finite = judge(table, noise, self.config.dtype)
+        non_finite = judge(table, noise, self.dtype)
         self.non_finite += non_finite if count else 0
         return table
 
@@ -332,16 +297,13 @@ class Sweep:
             self.progress(self.done, self.total)
 
 
-def run_spec(
-    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
-) -> RunResult:
-    """Measure every input and probe under every encoding; return tidy rows, all in memory.
+def identity(words: list[str], adapter: Adapter) -> torch.Tensor:
+    """The unpermuted order of a sentence, as a batch of one: (1, n)."""
+    return torch.arange(len(words), device=adapter.device)[None]
 
-    `spec` must be concrete (no swept model fields; sweep.run_sweep takes those). The work streams
-    through orderlab.streaming; a caller that writes files takes `Sweep.frames()` one chunk at a
-    time instead, keeping memory flat however many permutations there are.
-    """
-    started = time.perf_counter()
-    sweep = Sweep(spec, device, chunk_size, progress)
-    table = pd.concat(list(sweep.frames()), ignore_index=True)
-    return RunResult(table, device, time.perf_counter() - started)
+
+def condition_labels(spec: Spec) -> list[str]:
+    """The `encoding` column's values: the stack's encodings, or a pretrained model's position ablations."""
+    if isinstance(spec.model, ModelSpec):
+        return [choice.label for choice in spec.encodings]
+    return list(spec.model.position_embeddings)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
+import torch
 
 from orderlab import probing
+from orderlab.models import build_adapters
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
 from orderlab.streaming import SUMMARY_COLUMNS, Sweep
@@ -27,15 +30,21 @@ class SweepRun:
     """
 
     def __init__(
-        self, spec: Spec, device: str = "cpu", chunk_size: int | None = None, progress: Progress | None = None
+        self,
+        spec: Spec,
+        device: str = "cpu",
+        chunk_size: int | None = None,
+        progress: Progress | None = None,
+        spec_file: Path = Path("spec.yaml"),
     ):
-        self.spec, self.device, self.progress = spec, device, progress
+        """spec_file: where relative paths in the spec (a model folder) start from."""
+        self.spec, self.device, self.progress, self.spec_file = spec, torch.device(device), progress, spec_file
         self.swept = list(swept_fields(spec))
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
         self.sweeps: list[Sweep] = []
         for configuration in self.configurations:  # each reports its progress after the ones before it
             before = sum(sweep.total for sweep in self.sweeps)
-            self.sweeps.append(Sweep(configuration.spec, device, chunk_size, self._after(before)))
+            self.sweeps.append(Sweep(configuration.spec, chunk_size, self._after(before)))
         self.total = sum(sweep.total for sweep in self.sweeps)
         self.digests: list[pd.DataFrame] = []
 
@@ -50,12 +59,13 @@ class SweepRun:
 
     def frames(self) -> Iterator[pd.DataFrame]:
         for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
+            adapters = build_adapters(configuration.spec, self.device, self.spec_file)
             if "decodability" in self.spec.metrics:
-                probe = probing.measure_decodability(configuration.spec, self.device)
+                probe = probing.measure_decodability(configuration.spec, adapters)
                 probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
                 self.digests.append(probe)
-                yield probe.reindex(columns=self.columns)
-            for frame in sweep.frames():
+                yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+            for frame in sweep.frames(adapters):
                 yield self._tag(frame, configuration)[self.columns]
             self.digests.append(self._tag(sweep.worst(), configuration))
 

@@ -13,7 +13,7 @@ from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
 from orderlab.load import load_spec
 from orderlab.properties import PROPERTIES
-from orderlab.streaming import run_spec
+from orderlab.sweep_run import run_sweep
 
 runner = CliRunner()
 TESTS = Path(__file__).parent
@@ -67,7 +67,7 @@ def test_compare_writes_the_worst_value_per_input_metric_and_layer(small_spec, t
         "spec", "case", "input", "metric", "layer", "sinusoidal", "rope", "sinusoidal verdict", "rope verdict"
     ]  # fmt: skip
     # the same numbers from an ordinary run of the spec, reduced by hand
-    tidy = run_spec(load_spec(small_spec).spec).metrics
+    tidy = run_sweep(load_spec(small_spec).spec).metrics
     for name in ("sinusoidal", "rope"):
         for (metric, layer), group in tidy[(tidy.encoding == name) & (tidy.case == "permutation")].groupby(
             ["metric", "layer"]

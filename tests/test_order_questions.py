@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from orderlab import metrics as M
 from orderlab.encodings import EncodingContext, build_encoding
+from orderlab.models.stack import stack_adapters
 from orderlab.probing import fit_probe, measure_decodability
 from orderlab.spec import Spec
 from orderlab.stack import AttentionStack, StackConfig, seeded_weights
@@ -108,7 +109,7 @@ def decodability(encoding: str, causal: bool = False) -> dict[int, float]:
         "encodings": [encoding], "inputs": [{"sentence": "a b"}],
         "decodability": {"sentences": 256, "length": 6},
     })  # fmt: skip
-    rows = measure_decodability(spec)
+    rows = measure_decodability(spec, stack_adapters(spec, torch.device("cpu")))
     accuracy = rows[rows["metric"] == "position_accuracy"]
     assert set(rows.loc[rows["metric"] == "position_chance", "value"]) == {1 / 6}
     return dict(zip(accuracy["layer"], accuracy["value"], strict=True))

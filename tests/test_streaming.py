@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from orderlab.spec import Spec
-from orderlab.streaming import run_spec
+from orderlab.sweep_run import run_sweep
 
 DEFAULT_THREADS = torch.get_num_threads()
 
@@ -39,9 +39,9 @@ def sweep_spec(**changes) -> Spec:
 @pytest.mark.parametrize("rows", ["per_permutation", "summary"])
 def test_chunked_results_equal_unchunked_exactly(dtype, metrics, rows):
     spec = sweep_spec(model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype}, metrics=metrics, rows=rows)
-    whole = run_spec(spec, chunk_size=10_000).metrics  # every permutation in one forward pass
+    whole = run_sweep(spec, chunk_size=10_000).metrics  # every permutation in one forward pass
     for chunk_size in (7, 32, 119):
-        chunked = run_spec(spec, chunk_size=chunk_size).metrics
+        chunked = run_sweep(spec, chunk_size=chunk_size).metrics
         pd.testing.assert_frame_equal(chunked, whole, check_exact=True)
 
 
@@ -50,12 +50,12 @@ def test_chunking_holds_with_all_threads(dtype):
     torch.set_num_threads(DEFAULT_THREADS)
     spec = sweep_spec(encodings=["rope"], model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype})
     pd.testing.assert_frame_equal(
-        run_spec(spec, chunk_size=9).metrics, run_spec(spec, chunk_size=120).metrics, check_exact=True
+        run_sweep(spec, chunk_size=9).metrics, run_sweep(spec, chunk_size=120).metrics, check_exact=True
     )
 
 
 def test_default_rows_are_one_per_permutation_layer_head_and_metric():
-    table = run_spec(sweep_spec(metrics=["equivariance", "attention"])).metrics
+    table = run_sweep(sweep_spec(metrics=["equivariance", "attention"])).metrics
     permutations = table[table["case"] == "permutation"]
     per_encoding = 120 * (3 + 2 * 2)  # equivariance at layers 0..2, attention at layers 1..2 x 2 heads
     assert len(permutations) == 3 * per_encoding
@@ -63,8 +63,8 @@ def test_default_rows_are_one_per_permutation_layer_head_and_metric():
 
 
 def test_summary_rows_are_the_max_and_exact_mean_over_permutations():
-    per_permutation = run_spec(sweep_spec(encodings=["rope"])).metrics
-    summary = run_spec(sweep_spec(encodings=["rope"], rows="summary")).metrics
+    per_permutation = run_sweep(sweep_spec(encodings=["rope"])).metrics
+    summary = run_sweep(sweep_spec(encodings=["rope"], rows="summary")).metrics
     groups = per_permutation[per_permutation["case"] == "permutation"].groupby(
         ["layer", "head", "metric"], dropna=False, sort=False
     )
@@ -78,20 +78,20 @@ def test_summary_rows_are_the_max_and_exact_mean_over_permutations():
 
 
 def test_summary_csv_is_the_same_whichever_rows_are_kept(tmp_path):
-    from orderlab.streaming import Sweep
+    from orderlab.sweep_run import SweepRun
 
     worst = []
     for rows in ("per_permutation", "summary"):
-        sweep = Sweep(sweep_spec(rows=rows))
-        for _ in sweep.frames():
+        run = SweepRun(sweep_spec(rows=rows))
+        for _ in run.frames():
             pass
-        worst.append(sweep.worst().reset_index(drop=True))
+        worst.append(run.digest().reset_index(drop=True))
     pd.testing.assert_frame_equal(worst[0][worst[1].columns.drop("statistic")], worst[1].drop(columns="statistic"))
 
 
 def test_progress_reports_every_chunk_up_to_the_total():
     calls = []
-    run_spec(sweep_spec(encodings=["none"]), progress=lambda done, total: calls.append((done, total)), chunk_size=50)
+    run_sweep(sweep_spec(encodings=["none"]), progress=lambda done, total: calls.append((done, total)), chunk_size=50)
     assert calls == [(50, 121), (100, 121), (120, 121), (121, 121)]  # 120 permutations in 3 chunks, then the probe
 
 

@@ -1,15 +1,14 @@
-"""A pretrained-model spec end to end: load the model once, run every ablation, write the results folder.
+"""Corpus mode end to end: every line of a text file against shuffles of its words, under each position ablation.
 
-Single sentences give the runner's tidy metrics.csv and summary.csv (the `encoding` column names
-the position ablation); corpus mode writes metrics.csv (one row per shuffle and pooling),
-sentences.csv (per sentence) and summary.csv (per sentence-length group).
+Writes metrics.csv (one row per shuffle and pooling), sentences.csv (per sentence) and summary.csv
+(per sentence-length group). Single sentences of a pretrained model go through the one measuring
+loop like the stack's (orderlab/models/pretrained.py); `describe_model` adds what both write to the manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -17,72 +16,44 @@ import torch
 
 from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
-from orderlab.backends.measure import measure_pair, measure_sentence
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
 from orderlab.outcome import Outcome, RunView, check_device, run_title
-from orderlab.results import build_manifest, write_results
-from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
+from orderlab.results import Manifest, build_manifest, write_results
+from orderlab.runner import Progress
 from orderlab.spec import Spec
-from orderlab.verdicts import NON_FINITE, twin_dtype
 
 
-def write_backend_experiment(
-    loaded: LoadedSpec, device: str, folder: Path, progress: Progress | None = None
-) -> Outcome:
-    """Run a pretrained-model spec and write its results folder atomically (see experiment.write_experiment)."""
+def write_corpus_experiment(loaded: LoadedSpec, device: str, folder: Path, progress: Progress | None = None) -> Outcome:
+    """Run a corpus-mode spec and write its results folder atomically (see experiment.write_experiment)."""
     spec = loaded.spec
+    inputs = spec.inputs
+    assert isinstance(inputs, CorpusInputs)
     check_device(device)
     started = time.perf_counter()
-    model_files = model_folder(spec.pretrained, loaded.path)
-    wants_attention = "attention" in spec.metrics and not isinstance(spec.inputs, CorpusInputs)
-    backend = PretrainedBackend(model_files, spec.model.dtype, device, attention=wants_attention)
-    advance = progress or (lambda done, total: None)
-    ablations: list[str] = list(spec.pretrained.position_embeddings)
-    view = RunView(run_title(spec), spec.model.dtype, ablations, [], pd.DataFrame())
-    if isinstance(spec.inputs, CorpusInputs):
-        tables = run_corpus(spec, loaded.path, backend, advance)
-        view = replace(view, summary=tables["summary"], corpus_threshold=spec.inputs.threshold)
-    else:
-        tables = run_sentences(spec, backend, advance)
-        view = replace(view, summary=tables["summary"])
+    backend = PretrainedBackend(model_folder(spec.pretrained, loaded.path), spec.model.dtype, device)
+    tables = run_corpus(spec, loaded.path, backend, progress or (lambda done, total: None))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
         dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
     )  # fmt: skip
-    manifest["model"] = spec.model.model_dump()
-    manifest["versions"]["transformers"] = import_transformers().__version__
-    if isinstance(spec.inputs, CorpusInputs):
-        corpus_file = loaded.path.parent / spec.inputs.file
-        manifest["corpus"] = {"file": spec.inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
+    describe_model(spec, manifest)
+    corpus_file = loaded.path.parent / inputs.file
+    manifest["corpus"] = {"file": inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
     write_results(folder, tables, manifest)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
-    non_finite = int((tables["metrics"].get("verdict", pd.Series(dtype=str)) == NON_FINITE).sum())
-    return Outcome(folder, len(tables["metrics"]), files, view, non_finite, time.perf_counter() - started)
+    ablations: list[str] = list(spec.pretrained.position_embeddings)
+    view = RunView(
+        run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
+    )
+    return Outcome(folder, len(tables["metrics"]), files, view, 0, time.perf_counter() - started)
 
 
-def run_sentences(spec: Spec, backend: PretrainedBackend, advance: Progress) -> dict[str, pd.DataFrame]:
-    """Each input's permutations and each probe, under every position ablation."""
-    ablations = spec.pretrained.position_embeddings
-    assert isinstance(spec.inputs, list)
-    total, done, frames = len(ablations) * (len(spec.inputs) + len(spec.probes)), 0, []
-    twin = backend.twin(twin_dtype(spec.model.dtype))
-    for ablation in ablations:
-        backend.set_positions(ablation, spec.seed)
-        twin.set_positions(ablation, spec.seed)
-        with torch.inference_mode():
-            for item in spec.inputs:
-                frames += measure_sentence(spec, backend, twin, item.sentence, item.permutations, ablation)
-                done += 1
-                advance(done, total)
-            for a, b in spec.probes:
-                frames.append(measure_pair(spec, backend, twin, a, b, ablation))
-                done += 1
-                advance(done, total)
-    metrics = pd.concat(frames, ignore_index=True)
-    metrics = metrics.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first", ignore_index=True)[COLUMNS]
-    return {"metrics": metrics, "summary": summarize(metrics, list(ablations))}
+def describe_model(spec: Spec, manifest: Manifest) -> None:
+    """The pretrained model's spec and transformers' version, added to a run's manifest."""
+    manifest["model"] = spec.model.model_dump()
+    manifest["versions"]["transformers"] = import_transformers().__version__
 
 
 def run_corpus(spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress) -> dict[str, pd.DataFrame]:

@@ -1,0 +1,26 @@
+"""Every model behind one protocol (protocol.py), so that one measuring loop serves them all.
+
+`build_adapters` turns a concrete spec into one adapter per condition: an encoding of the attention
+stack (stack.py), or a position ablation of a pretrained model (pretrained.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from orderlab.models.protocol import Adapter, Pass, Sentence
+from orderlab.models.stack import stack_adapters
+from orderlab.spec import Spec, uses_backend
+
+__all__ = ["Adapter", "Pass", "Sentence", "build_adapters"]
+
+
+def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
+    """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin."""
+    if uses_backend(spec):
+        from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
+
+        return pretrained_adapters(spec, device, spec_file)
+    return stack_adapters(spec, device)

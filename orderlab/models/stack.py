@@ -1,0 +1,94 @@
+"""The attention stack (orderlab/stack.py) as an adapter: one per encoding, all with the same seeded weights.
+
+Words are the stack's tokens: a sentence is its seeded (or explicit) word vectors, a reordering
+gathers them, and poolings are taken over words. Passes run on whole row tiles (batching.py), so a
+sequence's numbers do not depend on the chunk it landed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from orderlab import metrics as M
+from orderlab.batching import aligned_batch
+from orderlab.encodings import PositionalEncoding, build_encoding
+from orderlab.models.protocol import Adapter, Pass
+from orderlab.probing import random_sentences
+from orderlab.runner import layer_weights, stack_config, word_vectors
+from orderlab.spec import DecodabilitySpec, EncodingChoice, Spec, encoding_context, longest_sentence
+from orderlab.stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.streaming import auto_chunk_size
+from orderlab.verdicts import twin_dtype
+
+POOLINGS = M.POOLS  # over words: mean, max, first, last
+
+
+def stack_adapters(spec: Spec, device: torch.device) -> list[Adapter]:
+    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position)."""
+    config = stack_config(spec)
+    weights = layer_weights(spec, config)
+    choices = sorted(spec.encodings, key=lambda choice: choice.label)
+    return [StackAdapter(spec, choice, config, weights, device) for choice in choices]
+
+
+class StackAdapter:
+    """One encoding's stack; its twin shares the weights and the encoding object, in the other precision."""
+
+    poolings: tuple[str, ...] = POOLINGS
+    cosine_poolings: tuple[str, ...] = ()
+    pair_poolings: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        spec: Spec,
+        choice: EncodingChoice,
+        config: StackConfig,
+        weights: list[LayerWeights],
+        device: torch.device,
+        encoding: PositionalEncoding | None = None,
+    ):
+        self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
+        self.label = choice.label
+        context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
+        self.encoding = encoding or build_encoding(choice.name, context, choice.params)
+        self.stack = AttentionStack(config, self.encoding, weights, str(device))
+        self.dtype = self.stack.dtype
+
+    def sentence(self, words: list[str]) -> StackSentence:
+        return StackSentence(self, words)
+
+    def twin(self) -> StackAdapter:
+        other = replace(self.config, dtype=twin_dtype(self.config.dtype))
+        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding)
+
+    def chunk_size(self, n: int, attention: bool) -> int:
+        return auto_chunk_size(self.config, n, attention, self.device)
+
+    def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
+        """The probe's sentences through a stack built for their length (an encoding may depend on max_len)."""
+        spec = self.spec
+        context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
+        stack = AttentionStack(self.config, build_encoding(self.choice.name, context, self.choice.params),
+                               self.weights, str(self.device))  # fmt: skip
+        x = random_sentences(probe.sentences, probe.length, probe.vocabulary, self.config.d_model, seed)  # (S, n, d)
+        return stack(x).hidden
+
+
+class StackSentence:
+    """A sentence's word vectors, ready to be reordered and run through one stack."""
+
+    def __init__(self, adapter: StackAdapter, words: list[str]):
+        self.adapter, self.words = adapter, words
+        self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
+
+    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
+        B = orders.shape[0]
+        output = self.adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
+        hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
+        pooled = {how: [M.pool(h, how) for h in hidden] for how in POOLINGS}
+        return Pass(hidden, pooled, [a[:B] for a in output.attention])
+
+    def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
+        return orders  # the stack's slots are the words
