@@ -13,7 +13,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -23,20 +23,15 @@ from orderlab.backends.checks import check_backend, uses_backend
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
+from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
 from orderlab.yamlsource import FieldPath, LocatedDocument, read_yaml
 
-METRICS = (
-    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
-    "prefix_invariance", "repeated_words", "decodability",
-)  # fmt: skip
-Metric = Literal[
-    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
-    "prefix_invariance", "repeated_words", "decodability",
-]  # fmt: skip
-# What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
-DEFAULT_METRICS = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
+if TYPE_CHECKING:
+    Metric = str
+else:
+    Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
 Matrix = list[list[float]]
 NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
 
@@ -305,7 +300,7 @@ class Spec(StrictModel):
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
     metrics: list[Metric] = Field(
-        default_factory=lambda: list(DEFAULT_METRICS), description="Which metrics to compute."
+        default_factory=lambda: list(DEFAULT_FAMILIES), description="Which metrics to compute."
     )
     rows: Literal["per_permutation", "summary"] = Field(
         "per_permutation",
