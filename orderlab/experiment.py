@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from orderlab import report
 from orderlab.backends.checks import uses_backend
 from orderlab.errors import OrderlabError
+from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
 from orderlab.spec import LoadedSpec, load_spec
@@ -87,7 +88,7 @@ def _write_experiment(
     def finish(rows: int) -> tuple[dict[str, pd.DataFrame], dict]:
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
-        maps = attention_maps(spec, device) if "attention" in spec.metrics and spec.inputs else None
+        maps = attention_maps(spec, device) if ATTENTION_FAMILY in spec.metrics and spec.inputs else None
         if maps is not None:
             tables["attention"] = maps.frame
         manifest = build_manifest(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orderlab.errors import SpecError
+from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.spec import ModelSpec, Spec
 from orderlab.yamlsource import LocatedDocument
 
@@ -129,7 +130,7 @@ class SweepRun:
         done = 0
         for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
             sweep.progress = lambda part, _, before=done: self._advance(before + part)
-            if "decodability" in self.spec.metrics:
+            if DECODABILITY_FAMILY in self.spec.metrics:
                 probe = probing.measure_decodability(configuration.spec, self.device)
                 probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
                 self.digests.append(probe)

@@ -21,6 +21,7 @@ from orderlab.backends.measure import measure_pair, measure_sentence
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
 from orderlab.experiment import Outcome, check_device
+from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.results import build_manifest, write_results
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, summarize
 from orderlab.spec import LoadedSpec, Spec
@@ -35,7 +36,7 @@ def write_backend_experiment(
     check_device(device)
     started = time.perf_counter()
     model_files = model_folder(spec.model, loaded.path)
-    wants_attention = "attention" in spec.metrics and not isinstance(spec.inputs, CorpusInputs)
+    wants_attention = ATTENTION_FAMILY in spec.metrics and not isinstance(spec.inputs, CorpusInputs)
     backend = PretrainedBackend(model_files, spec.model.dtype, device, attention=wants_attention)
     title = f"{spec.name}: {spec.description}" if spec.description else spec.name
     advance = progress or (lambda done, total: None)

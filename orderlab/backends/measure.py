@@ -1,11 +1,9 @@
 """Single sentences through a pretrained model: tidy rows in the runner's columns, one per ablation.
 
-The `encoding` column holds the position ablation (trained, zero, shuffled, sinusoidal). Metrics:
-  equivariance, token_shift: per word (sub-token states pooled per word), from orderlab.metrics
-  invariance_mean, invariance_cls: relative change of the mean-pooled / [CLS] sentence vector
-  cosine_mean, cosine_cls: 1 - cos between the sentence's and the permutation's pooled vectors
-  attention_equivariance: per head, on sub-token slots (whole words moved)
-  pair_cosine, pair_cosine_cls, pair_l2: for probes, as in the runner
+The `encoding` column holds the position ablation (trained, zero, shuffled, sinusoidal). The metrics
+(orderlab/metric_registry.py, docs/metrics.md) come from orderlab.metrics: word-level ones on word states
+(each word's sub-token states pooled), attention maps on sub-token slots (whole words moved), sentence
+vectors pooled over all tokens (mean) or taken at [CLS].
 Permutations go through the model in chunks, each compared with one reference pass.
 """
 
@@ -20,6 +18,23 @@ from orderlab import permutations as perms
 from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
 from orderlab.backends.pretrained import Forward, PretrainedBackend
+from orderlab.metric_registry import (
+    ATTENTION_EQUIVARIANCE,
+    ATTENTION_FAMILY,
+    COSINE_CLS,
+    COSINE_MEAN,
+    EQUIVARIANCE,
+    EQUIVARIANCE_FAMILY,
+    INVARIANCE_CLS,
+    INVARIANCE_FAMILY,
+    INVARIANCE_MEAN,
+    PAIR_COSINE,
+    PAIR_COSINE_CLS,
+    PAIR_DISTANCE_FAMILY,
+    PAIR_L2,
+    TOKEN_SHIFT,
+    TOKEN_SHIFT_FAMILY,
+)
 from orderlab.noise import NoiseCollector, judge, merge
 from orderlab.runner import RowCollector
 from orderlab.spec import Spec
@@ -46,7 +61,7 @@ def measure_sentence(
     wanted = set(spec.metrics)
     words = tokenize(sentence)
     original = backend.word_tokens(words)
-    reference = backend.forward(_ids([original]), attention="attention" in wanted)
+    reference = backend.forward(_ids([original]), attention=ATTENTION_FAMILY in wanted)
     ref_words = [word_states(h, _pooling([original]))[0] for h in reference.hidden]  # L+1 x (n, d)
     noise = _noise(wanted, backend, twin, original, reference)
     frames = []
@@ -54,7 +69,7 @@ def measure_sentence(
     for start in range(0, len(chosen), CHUNK):
         chunk = chosen[start : start + CHUNK]
         moved = [original.permuted(p) for p in chunk]
-        output = backend.forward(_ids(moved), attention="attention" in wanted)
+        output = backend.forward(_ids(moved), attention=ATTENTION_FAMILY in wanted)
         reordered = [perms.apply(p, words) for p in chunk]
         rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk],
                             [" ".join(r) for r in reordered])  # fmt: skip
@@ -68,7 +83,7 @@ def measure_sentence(
 
 def _noise(wanted, backend: PretrainedBackend, twin: PretrainedBackend, tokens: WordTokens, reference: Forward):
     """Every metric between the twin's pass and this one's over the same tokens (identity permutation)."""
-    other = _cast(twin.forward(_ids([tokens]), attention="attention" in wanted), backend.dtype)
+    other = _cast(twin.forward(_ids([tokens]), attention=ATTENTION_FAMILY in wanted), backend.dtype)
     identity = tuple(range(len(tokens.spans)))
     other_words = [word_states(h, _pooling([tokens]))[0] for h in other.hidden]
     slots = torch.tensor([identity], device=backend.device)  # (1, n)
@@ -84,23 +99,23 @@ def _cast(forward: Forward, dtype: torch.dtype) -> Forward:
 def _record(wanted, rows, reference: Forward, output: Forward, ref_words, pooling, slots, matching, original, chunk):
     for layer, (h_x, h_px) in enumerate(zip(reference.hidden, output.hidden, strict=True)):
         h_x = h_x[0]  # (T, d)
-        if "equivariance" in wanted or "token_shift" in wanted:
+        if EQUIVARIANCE_FAMILY in wanted or TOKEN_SHIFT_FAMILY in wanted:
             w_px = word_states(h_px, pooling)  # (B, n, d)
-            if "equivariance" in wanted:
-                rows.add("equivariance", layer, M.equivariance_error(w_px, ref_words[layer], slots))
-            if "token_shift" in wanted:
-                rows.add("token_shift", layer, M.token_shift(w_px, ref_words[layer], matching))
-        if "invariance" in wanted:
-            rows.add("invariance_mean", layer, M.invariance_error(h_px, h_x, "mean"))
-            rows.add("invariance_cls", layer, M.invariance_error(h_px, h_x, "first"))
-            rows.add("cosine_mean", layer, M.cosine_distance(M.pool(h_px, "mean"), M.pool(h_x, "mean")[None]))
-            rows.add("cosine_cls", layer, M.cosine_distance(cls(h_px), h_x[0][None]))
-    if "attention" in wanted:
+            if EQUIVARIANCE_FAMILY in wanted:
+                rows.add(EQUIVARIANCE, layer, M.equivariance_error(w_px, ref_words[layer], slots))
+            if TOKEN_SHIFT_FAMILY in wanted:
+                rows.add(TOKEN_SHIFT, layer, M.token_shift(w_px, ref_words[layer], matching))
+        if INVARIANCE_FAMILY in wanted:
+            rows.add(INVARIANCE_MEAN, layer, M.invariance_error(h_px, h_x, "mean"))
+            rows.add(INVARIANCE_CLS, layer, M.invariance_error(h_px, h_x, "first"))
+            rows.add(COSINE_MEAN, layer, M.cosine_distance(M.pool(h_px, "mean"), M.pool(h_x, "mean")[None]))
+            rows.add(COSINE_CLS, layer, M.cosine_distance(cls(h_px), h_x[0][None]))
+    if ATTENTION_FAMILY in wanted:
         token_slots = torch.tensor([original.token_permutation(p) for p in chunk], device=slots.device)  # (B, T)
         for layer, (a_x, a_px) in enumerate(zip(reference.attention, output.attention, strict=True), start=1):
             errors = M.attention_equivariance_error(a_px, a_x[0], token_slots)  # (B, h)
             for head in range(errors.shape[1]):
-                rows.add("attention_equivariance", layer, errors[:, head], head)
+                rows.add(ATTENTION_EQUIVARIANCE, layer, errors[:, head], head)
 
 
 def measure_pair(
@@ -118,7 +133,8 @@ def measure_pair(
     for tokens, out in ((tokens_a, out_a), (tokens_b, out_b)):
         other = _cast(twin.forward(_ids([tokens])), backend.dtype)
         sides.append(NoiseCollector())
-        _record_pair(wanted | {"token_shift"}, sides[-1], other, out, tokens, tokens, list(range(len(tokens.spans))))
+        identity = list(range(len(tokens.spans)))
+        _record_pair(wanted | {TOKEN_SHIFT_FAMILY}, sides[-1], other, out, tokens, tokens, identity)
     table = rows.frame()
     judge(table, merge(*sides), spec.model.dtype)
     return table
@@ -126,12 +142,12 @@ def measure_pair(
 
 def _record_pair(wanted, rows, out_a: Forward, out_b: Forward, tokens_a, tokens_b, matching) -> None:
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
-        if "pair_distance" in wanted:
+        if PAIR_DISTANCE_FAMILY in wanted:
             mean_a, mean_b = M.pool(h_a, "mean"), M.pool(h_b, "mean")  # (1, d)
-            rows.add("pair_cosine", layer, M.cosine_distance(mean_a, mean_b))
-            rows.add("pair_cosine_cls", layer, M.cosine_distance(cls(h_a), cls(h_b)))
-            rows.add("pair_l2", layer, M.relative_l2(mean_a, mean_b))
-        if "token_shift" in wanted and matching is not None:
+            rows.add(PAIR_COSINE, layer, M.cosine_distance(mean_a, mean_b))
+            rows.add(PAIR_COSINE_CLS, layer, M.cosine_distance(cls(h_a), cls(h_b)))
+            rows.add(PAIR_L2, layer, M.relative_l2(mean_a, mean_b))
+        if TOKEN_SHIFT_FAMILY in wanted and matching is not None:
             w_a, w_b = word_states(h_a, _pooling([tokens_a])), word_states(h_b, _pooling([tokens_b]))
             index = torch.tensor([matching], device=h_a.device)
-            rows.add("token_shift", layer, M.token_shift(w_b, w_a[0], index))
+            rows.add(TOKEN_SHIFT, layer, M.token_shift(w_b, w_a[0], index))
