@@ -18,19 +18,14 @@ import pandas as pd
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.load import LoadedSpec, load_spec
+from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.registry import did_you_mean
-from orderlab.spec import METRICS, EncodingChoice, encoding_context, is_stack_spec, longest_sentence, uses_backend
+from orderlab.spec import EncodingChoice, encoding_context, is_stack_spec, longest_sentence, uses_backend
 from orderlab.sweep import describe, plan, swept_fields
 from orderlab.sweep_run import run_sweep
 
-# Spec metric families and the table rows each one produces.
-ROWS_OF_FAMILY = {
-    "equivariance": ["equivariance"],
-    "invariance": ["invariance_mean", "invariance_max", "invariance_first", "invariance_last"],
-    "attention": ["attention_equivariance"],
-    "token_shift": ["token_shift"],
-    "pair_distance": ["pair_cosine", "pair_l2"],
-}
+# The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
+ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}
 ROW_METRICS = [row for rows in ROWS_OF_FAMILY.values() for row in rows]
 GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
 
@@ -69,7 +64,7 @@ def parse_metrics(metrics: list[str] | None) -> list[str]:
         elif metric in ROW_METRICS:
             chosen.append(metric)
         else:
-            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*METRICS, *ROW_METRICS])}")
+            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*FAMILY_NAMES, *ROW_METRICS])}")
     return list(dict.fromkeys(chosen))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,18 @@ from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import packaged_model_folder
 from orderlab.backends.specs import CorpusInputs, PretrainedModelSpec
 from orderlab.errors import SpecError
+from orderlab.metric_registry import (
+    ATTENTION_FAMILY,
+    DECODABILITY_FAMILY,
+    EQUIVARIANCE_FAMILY,
+    INVARIANCE_FAMILY,
+    PAIR_DISTANCE_FAMILY,
+    PREFIX_INVARIANCE_FAMILY,
+    REPEATED_WORDS_FAMILY,
+    TOKEN_SHIFT_FAMILY,
+    Model,
+    metrics_of,
+)
 from orderlab.spec import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 from orderlab.sweep import SweptValue, describe, plan
 from orderlab.text import occurrence_matching, repeated_pairs, tokenize
@@ -80,9 +93,6 @@ ROW_FIXED_BYTES = 66
 CORPUS_ROW_FIXED_BYTES = 45
 # An attention.csv row without its encoding and swept columns ("original", layer, head, slots, value, commas).
 ATTENTION_ROW_FIXED_BYTES = 32
-# The pooled metrics per layer: metrics.POOLS for the stack (mean, max, first, last); the pretrained
-# backend measures invariance and cosine distance of mean and [CLS] pooling.
-STACK_POOLS, PRETRAINED_POOLED = 4, 4
 
 # --- the limits -------------------------------------------------------------------------------------
 
@@ -173,8 +183,9 @@ def check_limits(spec: Spec, doc: LocatedDocument) -> None:
     if not sum(item.least_rows for item in estimates):
         raise doc.error(("metrics",), (
             f"[{', '.join(spec.metrics)}] measure nothing in these inputs and probes, so metrics.csv would have no "
-            "rows (pair_distance needs probes, repeated_words a repeated word, prefix_invariance permutations "
-            "that keep the last word in place, e.g. prefixes); expected a metric that applies"
+            f"rows ({PAIR_DISTANCE_FAMILY} needs probes, {REPEATED_WORDS_FAMILY} a repeated word, "
+            f"{PREFIX_INVARIANCE_FAMILY} permutations that keep the last word in place, e.g. prefixes); "
+            "expected a metric that applies"
         ))  # fmt: skip
 
 
@@ -236,10 +247,10 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
     _add_inputs(spec, tally, budget)
     _add_probes(spec, tally, budget)
-    if "decodability" in spec.metrics:
+    if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
         width = ROW_FIXED_BYTES + len(f"{probe.sentences} random sentences of {probe.length} words")
-        tally.add_rows(encodings * 2 * (m.n_layers + 1), width)
+        tally.add_rows(encodings * len(metrics_of(DECODABILITY_FAMILY, "stack")) * (m.n_layers + 1), width)
         tally.sequences += encodings * probe.sentences
         tally.working.append(_decodability_memory(spec))
         tally.seconds.append(_decodability_seconds(spec))
@@ -290,7 +301,7 @@ def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
 def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float, Cost]:
     """attention.csv (trace.attention_maps): the first input and one reordering, every encoding, layer, head."""
     where, expected = ("inputs", 0, "sentence"), "a shorter first sentence, or metrics without attention"
-    if "attention" not in spec.metrics or not spec.inputs:
+    if ATTENTION_FAMILY not in spec.metrics or not spec.inputs:
         return 0, Cost(0, "attention.csv", where, "the first sentence", expected)
     m, encodings = spec.stack, len(spec.encodings)
     n = len(tokenize(spec.sentences[0].sentence, spec.embeddings.lowercase))
@@ -335,8 +346,8 @@ def _weights(spec: Spec) -> Cost:
 
 def _weight_draws(spec: Spec) -> int:
     """How often the seeded weights are drawn: the sweep, the probe, attention.csv (once per encoding)."""
-    attention = len(spec.encodings) if "attention" in spec.metrics and spec.inputs else 0
-    return 1 + ("decodability" in spec.metrics) + attention
+    attention = len(spec.encodings) if ATTENTION_FAMILY in spec.metrics and spec.inputs else 0
+    return 1 + (DECODABILITY_FAMILY in spec.metrics) + attention
 
 
 def _chunk_sequences(spec: Spec, n: int, maps: bool, budget: int, most: int) -> tuple[int, int]:
@@ -355,7 +366,7 @@ def _chunk_cost(
     """A chunk of one sentence's permutations (or one probe sentence), the permutations materialised for it
     and its rows in flight."""
     m = spec.stack
-    maps = "attention" in spec.metrics or where[0] == "probes"  # probes always run with maps
+    maps = ATTENTION_FAMILY in spec.metrics or where[0] == "probes"  # probes always run with maps
     count = sum(perms.count(rule, n) for rule in rules)
     sequences, values = _chunk_sequences(spec, n, maps, budget, count)
     chunk = sequences * values * _itemsize(m.dtype)
@@ -376,7 +387,7 @@ def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], budget: 
     """Activations of one chunk of a sentence's permutations (what `validate --plan` shows)."""
     n = len(words)
     count = sum(perms.count(rule, n) for rule in rules)
-    sequences, values = _chunk_sequences(spec, n, "attention" in spec.metrics, budget, count)
+    sequences, values = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, budget, count)
     return sequences * values * _itemsize(spec.model.dtype)
 
 
@@ -419,12 +430,17 @@ def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
     return 0 if sure else perms.count(rule, n) / n  # random: 1/n of the draws, but a draw may miss them all
 
 
+def _rows_per_layer(wanted: Collection[str], model: Model, *families: str) -> int:
+    """How many row metrics the `wanted` ones among `families` write for `model`: rows per layer (and head)."""
+    return sum(len(metrics_of(family, model)) for family in families if family in wanted)
+
+
 def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
     """Rows every permutation writes (runner.record_metrics), prefix_invariance aside."""
-    m, wanted = spec.stack, set(spec.metrics)
-    per_layer = ("equivariance" in wanted) + STACK_POOLS * ("invariance" in wanted) + ("token_shift" in wanted)
-    per_layer += 2 * ("repeated_words" in wanted and bool(repeated_pairs(words)))
-    return (m.n_layers + 1) * per_layer + ("attention" in wanted) * m.n_layers * m.n_heads
+    m, wanted = spec.stack, spec.metrics
+    per_layer = _rows_per_layer(wanted, "stack", EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
+    per_layer += _rows_per_layer(wanted, "stack", REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
+    return (m.n_layers + 1) * per_layer + _rows_per_layer(wanted, "stack", ATTENTION_FAMILY) * m.n_layers * m.n_heads
 
 
 def _sentence_rows(
@@ -433,7 +449,7 @@ def _sentence_rows(
     """metrics.csv rows one encoding writes for a sentence under its rules, and their mean width without
     the encoding and swept columns."""
     n, every = len(words), _per_permutation_rows(spec, words)
-    prefix = (spec.stack.n_layers + 1) * ("prefix_invariance" in spec.metrics)
+    prefix = (spec.stack.n_layers + 1) * _rows_per_layer(spec.metrics, "stack", PREFIX_INVARIANCE_FAMILY)
     count = sum(perms.count(rule, n) for rule in rules)
     kept = sum(_kept_last(rule, n, sure) for rule in rules)
     moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
@@ -445,10 +461,11 @@ def _sentence_rows(
 
 def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
     """Rows one encoding writes for a probe pair (runner.measure_probe), and their mean width."""
-    lowercase, wanted = spec.embeddings.lowercase, set(spec.metrics)
+    lowercase, wanted = spec.embeddings.lowercase, spec.metrics
     words_a, words_b = tokenize(a, lowercase), tokenize(b, lowercase)
     matched = occurrence_matching(words_a, words_b) is not None
-    per_layer = 2 * ("pair_distance" in wanted) + ("token_shift" in wanted and matched)
+    per_layer = _rows_per_layer(wanted, "stack", PAIR_DISTANCE_FAMILY)
+    per_layer += _rows_per_layer(wanted, "stack", TOKEN_SHIFT_FAMILY) * matched
     statistics = 1 if spec.rows == "per_permutation" else 2
     return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
@@ -528,20 +545,29 @@ class _Workload:
 
 def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     """Single sentences (models/pretrained.py): counted as if every row stayed in memory (an upper bound)."""
-    layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], set(spec.metrics)
-    per_layer = ("equivariance" in wanted) + ("token_shift" in wanted) + PRETRAINED_POOLED * ("invariance" in wanted)
-    every = (layers + 1) * per_layer + ("attention" in wanted) * layers * heads
+    layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
+    per_layer = _rows_per_layer(wanted, "pretrained", EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
+    every = (layers + 1) * per_layer + _rows_per_layer(wanted, "pretrained", ATTENTION_FAMILY) * layers * heads
+    prefix = (layers + 1) * _rows_per_layer(wanted, "pretrained", PREFIX_INVARIANCE_FAMILY)
+    repeats = (layers + 1) * _rows_per_layer(wanted, "pretrained", REPEATED_WORDS_FAMILY)
     passes, rows, row_bytes = [], 0.0, 0.0
+    if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
+        passes.append((spec.decodability.length, spec.decodability.sentences))
+        rows += (layers + 1) * _rows_per_layer(wanted, "pretrained", DECODABILITY_FAMILY)
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
         passes.append((len(words), count + 1))  # + the reference pass
-        rows += count * every
+        extra = _kept_last(item.permutations, len(words), sure=False) * prefix
+        extra += count * repeats * bool(repeated_pairs(words))
+        rows += count * every + extra
+        row_bytes += extra * (ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words))
         row_bytes += count * every * (ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words))
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
-        pair = (layers + 1) * (3 * ("pair_distance" in wanted) + ("token_shift" in wanted and matched))
+        pair_rows = _rows_per_layer(wanted, "pretrained", PAIR_DISTANCE_FAMILY)
+        pair = (layers + 1) * (pair_rows + _rows_per_layer(wanted, "pretrained", TOKEN_SHIFT_FAMILY) * matched)
         rows, row_bytes = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b))
     most = max(range(len(spec.sentences)), key=lambda i: passes[i][1], default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
@@ -580,7 +606,7 @@ def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
     expected = "fewer permutations or inputs"
     tokens = math.ceil(TOKENS_PER_WORD * max(words for words, _ in work.passes) + 2)
     values = sequence_values(tokens, d, max(shape["intermediate_size"] // d, 1), layers,
-                             shape["num_attention_heads"], "attention" in spec.metrics)  # fmt: skip
+                             shape["num_attention_heads"], ATTENTION_FAMILY in spec.metrics)  # fmt: skip
     batch = work.batch * values * itemsize
     flops = sum(count * _bert_flops(shape, words) for words, count in work.passes)
     rows = ablations * work.rows

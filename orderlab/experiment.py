@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypedDict
 from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
+from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.outcome import Outcome, RunView, check_device, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
@@ -76,7 +77,7 @@ def _write_experiment(
     def finish(rows: int) -> tuple[dict[str, pd.DataFrame], Manifest]:
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
-        drawn = "attention" in spec.metrics and spec.inputs and not uses_backend(spec)  # the stack's heatmaps
+        drawn = ATTENTION_FAMILY in spec.metrics and spec.inputs and not uses_backend(spec)  # the stack's heatmaps
         maps = attention_maps(spec, device) if drawn else None
         if maps is not None:
             tables["attention"] = maps.frame

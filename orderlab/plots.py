@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
 from orderlab.errors import OrderlabError
+from orderlab.metric_registry import POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.ownership import Writer, claim
 from orderlab.results import Manifest, write_folder_atomically
 from orderlab.sweep import describe
@@ -58,9 +59,9 @@ def plot_results(folder: Path) -> list[Path]:
     errors = metrics[metrics["case"] != "decodability"]
     if not errors.empty:
         figures["metrics_by_layer.png"] = metrics_by_layer(errors, swept, name, manifest["dtype"])
-    probe = metrics[metrics["metric"] == "position_accuracy"]
+    probe = metrics[metrics["metric"] == POSITION_ACCURACY]
     if not probe.empty:
-        chance = metrics.loc[metrics["metric"] == "position_chance", "value"].iloc[0]
+        chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
         figures["decodability.png"] = decodability(probe, swept, name, chance)
     if attention is not None:
         shown = _attention_input(folder, manifest)

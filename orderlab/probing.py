@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from orderlab.metric_registry import POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.runner import COLUMNS
 from orderlab.spec import Spec
 from orderlab.text import random_word_vector
@@ -74,8 +75,8 @@ def measure_decodability(spec: Spec, adapters: list[Adapter]) -> pd.DataFrame:
                 verdict = ABOVE_CHANCE if above_chance(accuracy, chance, scored) else AT_CHANCE
                 common = {"case": "decodability", "input": subject, "encoding": adapter.label, "permutation": "",
                           "permuted": "", "layer": layer, "head": None}  # fmt: skip
-                rows.append({**common, "metric": "position_accuracy", "value": accuracy, "verdict": verdict})
-                rows.append({**common, "metric": "position_chance", "value": chance, "verdict": CHANCE})
+                rows.append({**common, "metric": POSITION_ACCURACY, "value": accuracy, "verdict": verdict})
+                rows.append({**common, "metric": POSITION_CHANCE, "value": chance, "verdict": CHANCE})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["head"] = frame["head"].astype("Int64")
     return frame

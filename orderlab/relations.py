@@ -13,6 +13,7 @@ from orderlab.backends.extra import MissingExtraError, packaged_model_folder, re
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
+from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence, relative_to_spec, uses_backend
 from orderlab.text import tokenize
 from orderlab.yamlsource import FieldPath, LocatedDocument
@@ -103,8 +104,8 @@ def check_backend(spec: Spec, doc: LocatedDocument) -> None:
                 "positions (expected model.position_embeddings for ablations)",
             )
     corpus_mode = isinstance(spec.inputs, CorpusInputs)
-    if corpus_mode and "metrics" in spec.model_fields_set and "attention" in spec.metrics:
-        raise doc.error(("metrics",), "corpus mode measures pooled sentences; expected no 'attention' metric")
+    if corpus_mode and "metrics" in spec.model_fields_set and ATTENTION_FAMILY in spec.metrics:
+        raise doc.error(("metrics",), f"corpus mode measures pooled sentences; expected no {ATTENTION_FAMILY!r} metric")
     try:
         if isinstance(spec.model, PretrainedModelSpec):
             packaged_model_folder(spec.model.name)

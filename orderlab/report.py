@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.table import Table as Table
 from rich.text import Text
 
+from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.outcome import RunView
 from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE
 
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
     from orderlab.check import Comparison, DriftedRow, Row, SpecCheck
     from orderlab.encodings.catalog import EncodingEntry
     from orderlab.trace import LayerTrace
-
-METRIC_ORDER = [
-    "equivariance", "invariance_mean", "invariance_max", "invariance_first", "invariance_last",
-    "attention_equivariance", "token_shift", "pair_cosine", "pair_l2",
-]  # fmt: skip
-
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
@@ -89,7 +84,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
-    rank = {m: i for i, m in enumerate(METRIC_ORDER)}
+    rank = {m: i for i, m in enumerate(METRIC_NAMES)}  # rows in the registry's order
     ordered = summary.sort_values(
         ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
     )
@@ -256,10 +251,10 @@ def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
 
 def decodability_table(metrics: pd.DataFrame, encodings: list[str], swept: list[str]) -> Table | None:
     """Held-out position-probe accuracy per (configuration, layer) and encoding; None if not measured."""
-    rows = metrics[metrics["metric"] == "position_accuracy"]
+    rows = metrics[metrics["metric"] == POSITION_ACCURACY]
     if rows.empty:
         return None
-    chance = metrics.loc[metrics["metric"] == "position_chance", "value"].iloc[0]
+    chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
     table = Table(
         title=f"position decodability: {rows['input'].iloc[0]}",
         caption=f"held-out accuracy of a linear slot probe; chance = {chance:.3f}; bold = above chance",

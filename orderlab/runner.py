@@ -17,6 +17,23 @@ import pandas as pd
 import torch
 
 from orderlab import metrics as M
+from orderlab.metric_registry import (
+    ATTENTION_EQUIVARIANCE,
+    ATTENTION_FAMILY,
+    EQUIVARIANCE,
+    EQUIVARIANCE_FAMILY,
+    INVARIANCE_FAMILY,
+    PAIR_COSINE,
+    PAIR_DISTANCE_FAMILY,
+    PAIR_L2,
+    PREFIX_INVARIANCE,
+    PREFIX_INVARIANCE_FAMILY,
+    REPEAT_COSINE,
+    REPEAT_DISTANCE,
+    REPEATED_WORDS_FAMILY,
+    TOKEN_SHIFT,
+    TOKEN_SHIFT_FAMILY,
+)
 from orderlab.spec import ExplicitEmbeddings, Spec
 from orderlab.stack import LayerWeights, StackConfig, explicit_weights, seeded_weights
 from orderlab.text import repeated_pairs, sentence_vectors
@@ -126,28 +143,28 @@ def record_metrics(
     repeats = _repeat_slots(words, matching)  # (B, m, 2) or None
     for layer, hidden in enumerate(output.hidden):
         h_x, h_px = reference.hidden[layer][0], hidden
-        if "equivariance" in wanted:
-            rows.add("equivariance", layer, M.equivariance_error(h_px, h_x, slots))
-        if "invariance" in wanted:
-            for how in adapter.poolings:
+        if EQUIVARIANCE_FAMILY in wanted:
+            rows.add(EQUIVARIANCE, layer, M.equivariance_error(h_px, h_x, slots))
+        if INVARIANCE_FAMILY in wanted:
+            for metric, how in adapter.invariance.items():
                 pooled_x, pooled_px = reference.pooled[how][layer][0], output.pooled[how][layer]
-                rows.add(f"invariance_{how}", layer, M.relative_l2(pooled_x, pooled_px))
-            for how in adapter.cosine_poolings:
+                rows.add(metric, layer, M.relative_l2(pooled_x, pooled_px))
+            for metric, how in adapter.cosine.items():
                 pooled_x, pooled_px = reference.pooled[how][layer], output.pooled[how][layer]
-                rows.add(f"cosine_{how}", layer, M.cosine_distance(pooled_px, pooled_x))
-        if "token_shift" in wanted:
-            rows.add("token_shift", layer, M.token_shift(h_px, h_x, matching))
-        if "prefix_invariance" in wanted:
+                rows.add(metric, layer, M.cosine_distance(pooled_px, pooled_x))
+        if TOKEN_SHIFT_FAMILY in wanted:
+            rows.add(TOKEN_SHIFT, layer, M.token_shift(h_px, h_x, matching))
+        if PREFIX_INVARIANCE_FAMILY in wanted:
             keeps_last = slots[:, -1] == slots.shape[1] - 1  # (B,): only the words before the last one move
-            rows.add_where(keeps_last, "prefix_invariance", layer, M.prefix_invariance_error(h_px, h_x))
-        if "repeated_words" in wanted and repeats is not None:
-            rows.add("repeat_distance", layer, M.repeated_word_distance(h_px, repeats))
-            rows.add("repeat_cosine", layer, M.repeated_word_distance(h_px, repeats, cosine=True))
-    if "attention" in wanted and model_slots is not None:
+            rows.add_where(keeps_last, PREFIX_INVARIANCE, layer, M.prefix_invariance_error(h_px, h_x))
+        if REPEATED_WORDS_FAMILY in wanted and repeats is not None:
+            rows.add(REPEAT_DISTANCE, layer, M.repeated_word_distance(h_px, repeats))
+            rows.add(REPEAT_COSINE, layer, M.repeated_word_distance(h_px, repeats, cosine=True))
+    if ATTENTION_FAMILY in wanted and model_slots is not None:
         for layer, attention in enumerate(output.attention, start=1):
             errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], model_slots)
             for head in range(errors.shape[1]):  # errors: (B, h)
-                rows.add("attention_equivariance", layer, errors[:, head], head)
+                rows.add(ATTENTION_EQUIVARIANCE, layer, errors[:, head], head)
 
 
 def _repeat_slots(words: list[str], matching: torch.Tensor) -> torch.Tensor | None:
@@ -165,16 +182,15 @@ def record_pair(
     """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
     wanted = set(spec.metrics)
     for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
-        if "pair_distance" in wanted:
+        if PAIR_DISTANCE_FAMILY in wanted:
             mean_a, mean_b = out_a.pooled["mean"][layer], out_b.pooled["mean"][layer]  # (1, d)
-            rows.add("pair_cosine", layer, M.cosine_distance(mean_a, mean_b))
-            for how in adapter.pair_poolings:
-                pooled_a, pooled_b = out_a.pooled[how][layer], out_b.pooled[how][layer]
-                rows.add(f"pair_cosine_{how}", layer, M.cosine_distance(pooled_a, pooled_b))
-            rows.add("pair_l2", layer, M.relative_l2(mean_a, mean_b))
-        if "token_shift" in wanted and matching is not None:
+            rows.add(PAIR_COSINE, layer, M.cosine_distance(mean_a, mean_b))
+            for metric, how in adapter.pair_cosine.items():
+                rows.add(metric, layer, M.cosine_distance(out_a.pooled[how][layer], out_b.pooled[how][layer]))
+            rows.add(PAIR_L2, layer, M.relative_l2(mean_a, mean_b))
+        if TOKEN_SHIFT_FAMILY in wanted and matching is not None:
             index = torch.tensor([matching], device=h_a.device)
-            rows.add("token_shift", layer, M.token_shift(h_b, h_a[0], index))
+            rows.add(TOKEN_SHIFT, layer, M.token_shift(h_b, h_a[0], index))
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:

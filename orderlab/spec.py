@@ -18,20 +18,15 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from orderlab import bounds
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import EncodingContext
+from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
 from orderlab.yamlsource import read_yaml
 
-METRICS = (
-    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
-    "prefix_invariance", "repeated_words", "decodability",
-)  # fmt: skip
-Metric = Literal[
-    "equivariance", "invariance", "attention", "token_shift", "pair_distance",
-    "prefix_invariance", "repeated_words", "decodability",
-]  # fmt: skip
-# What a spec without a `metrics` key measures: the cheap per-permutation metrics of the core.
-DEFAULT_METRICS: tuple[Metric, ...] = ("equivariance", "invariance", "attention", "token_shift", "pair_distance")
+if TYPE_CHECKING:
+    Metric = str
+else:
+    Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
 Matrix = list[list[float]]
 NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
 
@@ -308,7 +303,7 @@ class Spec(StrictModel):
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
     metrics: list[Metric] = Field(
-        default_factory=lambda: list(DEFAULT_METRICS), description="Which metrics to compute."
+        default_factory=lambda: list(DEFAULT_FAMILIES), description="Which metrics to compute."
     )
     rows: Literal["per_permutation", "summary"] = Field(
         "per_permutation",

@@ -24,6 +24,7 @@ import torch
 from orderlab import permutations as perms
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
+from orderlab.metric_registry import ATTENTION_FAMILY, noise_families
 from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.runner import (
     COLUMNS,
@@ -168,7 +169,7 @@ class Sweep:
     def __init__(self, spec: Spec, chunk_size: int | None = None, progress: Advance | None = None):
         self.spec, self.chunk_size, self.progress = spec, chunk_size, progress
         self.dtype = spec.model.dtype
-        self.attention_maps = "attention" in spec.metrics
+        self.attention_maps = ATTENTION_FAMILY in spec.metrics
         self.per_permutation = spec.rows == "per_permutation"
         lowercase = spec.embeddings.lowercase
         sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
@@ -176,9 +177,8 @@ class Sweep:
         self.done = 0
         self.non_finite = 0  # rows whose value (or round-off) came out NaN or inf
         self.worst_frames: list[pd.DataFrame] = []
-        # The round-off pass also measures token_shift: repeated-word metrics take their noise from it.
-        noise_metrics = [*spec.metrics, "token_shift"] if "repeated_words" in spec.metrics else spec.metrics
-        self.noise_spec = spec.model_copy(update={"metrics": noise_metrics})
+        # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
+        self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
 
     def frames(self, adapters: list[Adapter]) -> Iterator[pd.DataFrame]:
         spec = self.spec

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from orderlab import probing
+from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
@@ -60,7 +61,7 @@ class SweepRun:
     def frames(self) -> Iterator[pd.DataFrame]:
         for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
             adapters = build_adapters(configuration.spec, self.device, self.spec_file)
-            if "decodability" in self.spec.metrics:
+            if DECODABILITY_FAMILY in self.spec.metrics:
                 probe = probing.measure_decodability(configuration.spec, adapters)
                 probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
                 self.digests.append(probe)

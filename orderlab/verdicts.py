@@ -18,18 +18,19 @@ Must not import torch.
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
+
+from orderlab.metric_registry import Passing, all_metrics
 
 SAFETY = 16
 FLOOR = 16
 ORDER_SENSITIVE = "order-sensitive"
 NON_FINITE = "non-finite"
-EQUIVARIANCE_METRICS = ("equivariance", "attention_equivariance")
-# Zero distance between two occurrences of one word: the stack cannot tell them apart.
-INDISTINGUISHABLE_METRICS = ("repeat_distance", "repeat_cosine")
 # Metrics whose identity-permutation value is not round-off take the noise of another: the distance
-# between two occurrences of a word carries the per-token round-off that token_shift measures.
-NOISE_SOURCE = {"repeat_distance": "token_shift", "repeat_cosine": "token_shift"}
+# between two occurrences of a word carries the per-token round-off of the metric that matches words.
+NOISE_SOURCE = {m.name: m.noise_from for m in all_metrics() if m.noise_from is not None}
 NOISE_REFERENCE_DTYPE = "float32"
 
 
@@ -59,19 +60,15 @@ def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(np.isfinite(noise), line, np.nan)
 
 
-PASSING_WORDS = ("equivariant", "invariant", "indistinguishable")
-
-
-def passing_word(metric: str) -> str:
-    if metric in INDISTINGUISHABLE_METRICS:
-        return "indistinguishable"
-    return "equivariant" if metric in EQUIVARIANCE_METRICS else "invariant"
+PASSING_WORDS = typing.get_args(Passing)
+# Each judged metric's verdict within the round-off, e.g. "indistinguishable" for a zero repeated-word distance.
+PASSING = {m.name: m.passing for m in all_metrics() if m.passing is not None}
 
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
-    passing = np.array([passing_word(m) for m in metrics], dtype=object)
+    passing = np.array([PASSING[m] for m in metrics], dtype=object)
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
     return np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
 

@@ -21,10 +21,11 @@ from orderlab.backends.corpustext import CorpusLine
 from orderlab.backends.pooling import cls, masked_mean
 from orderlab.backends.pretrained import PretrainedBackend
 from orderlab.backends.specs import CorpusInputs
+from orderlab.metric_registry import SIMILARITY_CLS, SIMILARITY_MEAN
 
 # Sentence-length groups (words) of the summary: [low, high) -> label.
 LENGTH_GROUPS = ((2, 5, "2-4"), (5, 9, "5-8"), (9, 13, "9-12"), (13, 21, "13-20"), (21, 10**9, "21+"))
-POOLINGS = ("mean", "cls")
+POOLINGS = {"mean": SIMILARITY_MEAN, "cls": SIMILARITY_CLS}  # pooling -> the metric its similarities are written as
 
 Progress = Callable[[int], None]  # called with the number of sequences just encoded
 
@@ -104,7 +105,7 @@ def shuffle_rows(work: Plan, similarity: dict[str, np.ndarray], label: str) -> p
         "shuffle": shuffle,
         "permutation": [perms.label(work.permutations[o][s - 1]) for o, s in zip(owner, shuffle, strict=True)],
     })  # fmt: skip
-    frames = [base.assign(metric=f"similarity_{how}", value=similarity[how][keep]) for how in POOLINGS]
+    frames = [base.assign(metric=metric, value=similarity[how][keep]) for how, metric in POOLINGS.items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -112,14 +113,14 @@ def sentence_rows(shuffles: pd.DataFrame, work: Plan, threshold: float) -> pd.Da
     """One row per (sentence, encoding): mean, median, min similarity and share above the threshold."""
     wide = shuffles.pivot_table(index=["encoding", "sentence_id", "shuffle"], columns="metric", values="value")
     grouped = wide.groupby(level=["encoding", "sentence_id"])
-    mean = grouped["similarity_mean"]
+    mean = grouped[SIMILARITY_MEAN]
     table = pd.DataFrame({
         "shuffles": mean.size(),
         "mean_similarity": mean.mean(),
         "median_similarity": mean.median(),
         "min_similarity": mean.min(),
         "share_above": mean.agg(lambda v: float((v > threshold).mean())),
-        "cls_mean_similarity": grouped["similarity_cls"].mean(),
+        "cls_mean_similarity": grouped[SIMILARITY_CLS].mean(),
     }).reset_index()  # fmt: skip
     text = {line.line: (line.sentence, len(line.words)) for line in work.lines}
     table.insert(2, "sentence", table["sentence_id"].map(lambda i: text[i][0]))
@@ -145,10 +146,10 @@ def summary_rows(shuffles: pd.DataFrame, encodings: list[str], threshold: float)
                 continue
             rows.append({
                 "encoding": encoding, "length": label, "sentences": part["sentence_id"].nunique(),
-                "shuffles": len(part), "mean_similarity": part["similarity_mean"].mean(),
-                "median_similarity": part["similarity_mean"].median(),
-                "share_above": float((part["similarity_mean"] > threshold).mean()),
-                "cls_mean_similarity": part["similarity_cls"].mean(),
-                "cls_median_similarity": part["similarity_cls"].median(),
+                "shuffles": len(part), "mean_similarity": part[SIMILARITY_MEAN].mean(),
+                "median_similarity": part[SIMILARITY_MEAN].median(),
+                "share_above": float((part[SIMILARITY_MEAN] > threshold).mean()),
+                "cls_mean_similarity": part[SIMILARITY_CLS].mean(),
+                "cls_median_similarity": part[SIMILARITY_CLS].median(),
             })  # fmt: skip
     return pd.DataFrame(rows)

@@ -9,6 +9,7 @@ over all tokens and the [CLS] state. The ablation is applied to the shared model
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -18,11 +19,19 @@ from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
 from orderlab.backends.pretrained import PretrainedBackend, model_folder
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.metric_registry import (
+    ATTENTION_FAMILY,
+    COSINE_CLS,
+    COSINE_MEAN,
+    INVARIANCE_CLS,
+    INVARIANCE_MEAN,
+    PAIR_COSINE_CLS,
+)
 from orderlab.models.protocol import Adapter, Pass
 from orderlab.spec import DecodabilitySpec, Spec
 from orderlab.verdicts import twin_dtype
 
-POOLINGS = ("mean", "cls")
+POOLINGS = ("mean", "cls")  # sentence-transformers' mean over all tokens, and the [CLS] state
 CHUNK = 256  # reorderings per pass: batches of this size ran at the model's full speed here
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 
@@ -31,7 +40,7 @@ def pretrained_adapters(spec: Spec, device: torch.device, spec_file: Path) -> li
     """One adapter per position ablation, in label order, all on one loaded model (and one twin)."""
     assert isinstance(spec.model, PretrainedModelSpec | HFModelSpec) and not isinstance(spec.inputs, CorpusInputs)
     backend = PretrainedBackend(
-        model_folder(spec.model, spec_file), spec.model.dtype, str(device), attention="attention" in spec.metrics
+        model_folder(spec.model, spec_file), spec.model.dtype, str(device), attention=ATTENTION_FAMILY in spec.metrics
     )
     shared = Shared(backend, spec.seed)
     return [PretrainedAdapter(shared, ablation) for ablation in sorted(spec.model.position_embeddings)]
@@ -53,9 +62,9 @@ class Shared:
 class PretrainedAdapter:
     """One position ablation of the shared model."""
 
-    poolings: tuple[str, ...] = POOLINGS
-    cosine_poolings: tuple[str, ...] = POOLINGS
-    pair_poolings: tuple[str, ...] = ("cls",)
+    invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean", INVARIANCE_CLS: "cls"}
+    cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean", COSINE_CLS: "cls"}
+    pair_cosine: ClassVar[dict[str, str]] = {PAIR_COSINE_CLS: "cls"}
 
     def __init__(self, shared: Shared, ablation: str):
         self.shared, self.label = shared, ablation

@@ -11,7 +11,7 @@ attention maps on the model's own slots come with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 
@@ -55,9 +55,10 @@ class Adapter(Protocol):
     label: str  # the `encoding` column of its rows
     dtype: torch.dtype
     device: torch.device
-    poolings: tuple[str, ...]  # invariance_<pooling> rows
-    cosine_poolings: tuple[str, ...]  # cosine_<pooling> rows (1 - cos of pooled vectors)
-    pair_poolings: tuple[str, ...]  # pair_cosine_<pooling> rows of probes, beside pair_cosine on the mean
+    # Row metrics (metric_registry) computed on pooled sentence vectors, each with the pooling it compares:
+    invariance: ClassVar[dict[str, str]]  # relative L2 change of the pooled vector
+    cosine: ClassVar[dict[str, str]]  # 1 - cos of the pooled vectors
+    pair_cosine: ClassVar[dict[str, str]]  # probes: 1 - cos of a's and b's pooled vectors, beside the mean's
 
     def sentence(self, words: list[str]) -> Sentence: ...
 

@@ -8,12 +8,14 @@ sequence's numbers do not depend on the chunk it landed in.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import ClassVar
 
 import torch
 
 from orderlab import metrics as M
 from orderlab.batching import aligned_batch
 from orderlab.encodings import PositionalEncoding, build_encoding
+from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.models.protocol import Adapter, Pass
 from orderlab.probing import random_sentences
 from orderlab.runner import layer_weights, stack_config, word_vectors
@@ -36,9 +38,11 @@ def stack_adapters(spec: Spec, device: torch.device) -> list[Adapter]:
 class StackAdapter:
     """One encoding's stack; its twin shares the weights and the encoding object, in the other precision."""
 
-    poolings: tuple[str, ...] = POOLINGS
-    cosine_poolings: tuple[str, ...] = ()
-    pair_poolings: tuple[str, ...] = ()
+    invariance: ClassVar[dict[str, str]] = {
+        INVARIANCE_MEAN: "mean", INVARIANCE_MAX: "max", INVARIANCE_FIRST: "first", INVARIANCE_LAST: "last"
+    }  # fmt: skip
+    cosine: ClassVar[dict[str, str]] = {}
+    pair_cosine: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,

@@ -1,0 +1,33 @@
+"""A pretrained model writes, for each `metrics:` family, exactly the row metrics the registry gives it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from orderlab.cli import app
+from orderlab.metric_registry import FAMILY_NAMES, metrics_of
+
+SPEC = """
+model: {kind: pretrained, name: minilm, position_embeddings: [trained]}
+decodability: {sentences: 32, length: 4, vocabulary: 16}
+inputs: [{sentence: the cat saw the dog, permutations: swaps}]
+probes: [[the cat saw the dog, the dog saw the cat]]
+"""
+PRETRAINED_FAMILIES = [family for family in FAMILY_NAMES if metrics_of(family, "pretrained")]
+
+
+def test_every_family_applies_to_pretrained_models_through_the_one_loop():
+    assert list(FAMILY_NAMES) == PRETRAINED_FAMILIES
+
+
+@pytest.mark.parametrize("family", PRETRAINED_FAMILIES)
+def test_a_pretrained_run_of_one_family_writes_exactly_its_registered_metrics(
+    family, write_spec, tmp_path, minilm_folder
+):
+    spec = write_spec(f"name: only_{family}\n{SPEC}metrics: [{family}]\n")
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    written = pd.read_csv(tmp_path / f"only_{family}" / "metrics.csv")["metric"]
+    assert set(written) == {m.name for m in metrics_of(family, "pretrained")}

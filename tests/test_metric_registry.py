@@ -1,0 +1,127 @@
+"""The metric registry is the one list of metrics: what runs write, what specs accept and what the docs say."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from orderlab.backends.specs import CorpusInputs
+from orderlab.cli import app
+from orderlab.errors import OrderlabError
+from orderlab.load import load_spec
+from orderlab.metric_registry import FAMILIES, FAMILY_NAMES, METRICS, all_metrics, markdown_tables, metrics_of
+from orderlab.spec import uses_backend
+from orderlab.verdicts import PASSING_WORDS
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "metrics.md"
+GENERATED = re.compile(
+    r"<!-- generated from orderlab/metric_registry\.py[^\n]*-->\n(.*?)<!-- end of generated tables -->", re.S
+)
+
+
+def baselines() -> list[tuple[str, str, pd.DataFrame, list[str], bool]]:
+    """(folder, model, metrics.csv, the spec's metrics, corpus mode) of every committed results folder with rows."""
+    found = []
+    for table in sorted(ROOT.glob("results/*/metrics.csv")):
+        manifest = json.loads((table.parent / "manifest.json").read_text())
+        spec = load_spec(ROOT / manifest["spec"]["path"]).spec
+        model = "pretrained" if uses_backend(spec) else "stack"
+        rows = pd.read_csv(table, keep_default_na=False)
+        found.append((table.parent.name, model, rows, list(spec.metrics), isinstance(spec.inputs, CorpusInputs)))
+    return found
+
+
+BASELINES = baselines()
+
+
+def test_registering_a_metric_or_family_name_twice_is_refused():
+    with pytest.raises(ValueError, match="'token_shift' is already registered"):
+        METRICS.register("token_shift", METRICS.get("token_shift"))
+    with pytest.raises(ValueError, match="'attention' is already registered"):
+        FAMILIES.register("attention", FAMILIES.get("attention"))
+
+
+def test_an_unknown_name_is_answered_with_the_closest_registered_one():
+    with pytest.raises(OrderlabError, match=r"Unknown metric 'repeat_distanse'\. Did you mean: repeat_distance\?"):
+        METRICS.get("repeat_distanse")
+    with pytest.raises(OrderlabError, match=r"Unknown metric family 'invarance'\. Did you mean: invariance\?"):
+        metrics_of("invarance")
+
+
+def test_compare_suggests_a_registered_row_metric_for_a_typo():
+    result = CliRunner().invoke(
+        app, ["compare", "--metric", "pair_cosin", str(ROOT / "experiments/dog_bites_man.yaml")]
+    )
+    assert result.exit_code == 2
+    assert "Unknown metric 'pair_cosin'. Did you mean: pair_cosine?" in result.output
+
+
+def test_a_spec_accepts_exactly_the_registered_families(write_spec):
+    result = CliRunner().invoke(app, ["validate", str(write_spec("inputs: [{sentence: a b}]\nmetrics: [order]\n"))])
+    assert result.exit_code == 2
+    listed = re.findall(r"'([a-z_]+)'", result.output.split("expected", 1)[1])
+    assert listed == list(FAMILY_NAMES)
+
+
+@pytest.mark.parametrize("folder, model, rows, wanted, corpus", BASELINES, ids=[b[0] for b in BASELINES])
+def test_every_metric_a_committed_baseline_writes_is_registered_for_its_model_and_family(
+    folder, model, rows, wanted, corpus
+):
+    for name in rows["metric"].unique():
+        metric = METRICS.get(name)
+        assert model in metric.models, f"{folder}: {name} is written by a {model} run"
+        assert metric.family in wanted if metric.family else corpus, f"{folder}: {name} needs {metric.family}"
+
+
+@pytest.mark.parametrize("folder, model, rows, wanted, corpus", BASELINES, ids=[b[0] for b in BASELINES])
+def test_a_baseline_row_within_round_off_carries_its_metrics_registered_verdict(folder, model, rows, wanted, corpus):
+    if "verdict" not in rows:
+        assert all(METRICS.get(name).passing is None for name in rows["metric"].unique())
+        return
+    passed = rows[rows["verdict"].isin(PASSING_WORDS)]
+    expected = passed["metric"].map(lambda name: METRICS.get(name).passing)
+    assert (passed["verdict"] == expected).all(), folder
+    unjudged = [m.name for m in all_metrics() if m.passing is None]
+    assert not rows[rows["metric"].isin(unjudged)]["verdict"].isin(PASSING_WORDS).any(), folder
+
+
+def test_every_registered_metric_is_written_by_some_committed_baseline():
+    written = {name for _, _, rows, _, _ in BASELINES for name in rows["metric"].unique()}
+    assert set(METRICS.names()) - written == set()
+
+
+STACK_SPEC = """
+model: {d_model: 8, n_heads: 2, n_layers: 1}
+encodings: [none, sinusoidal]
+inputs: [{sentence: the cat saw the dog, permutations: all}]
+probes: [[the cat saw the dog, the dog saw the cat]]
+decodability: {sentences: 16, length: 4, vocabulary: 8}
+"""
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_a_stack_run_of_one_family_writes_exactly_its_registered_metrics(family, write_spec, tmp_path):
+    spec = write_spec(f"name: only_{family}\n{STACK_SPEC}metrics: [{family}]\n")
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    written = pd.read_csv(tmp_path / "out" / f"only_{family}" / "metrics.csv")["metric"]
+    assert set(written) == {m.name for m in metrics_of(family, "stack")}
+
+
+def test_docs_hold_the_registry_tables_verbatim():
+    found = GENERATED.search(DOCS.read_text())
+    assert found, "docs/metrics.md lost its generated tables' markers"
+    assert found.group(1) == markdown_tables(), (
+        "run `python -m orderlab.metric_registry` and paste into docs/metrics.md"
+    )
+
+
+def test_every_metric_the_docs_tabulate_is_registered_and_every_registered_one_is_tabulated():
+    first_cells = set(re.findall(r"^\| `([a-z_0-9]+)` \|", DOCS.read_text(), re.M))
+    assert first_cells == {*METRICS.names(), *FAMILIES.names()}
