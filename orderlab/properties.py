@@ -28,7 +28,7 @@ import torch
 
 from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.stack import StackConfig, seeded_weights
+from orderlab.stack import AttentionStack, Hooks, LayerWeights, StackConfig, hook_name, seeded_weights
 
 PROPERTIES = ("unique", "bounded", "deterministic", "generalises", "smooth", "relative-aware")
 ROUND_OFF = 1e-9  # relative changes below this are float64 round-off, not position
@@ -91,25 +91,17 @@ def slot_codes(encoding: PositionalEncoding, n: int, content: torch.Tensor) -> t
     return torch.cat(parts, dim=-1) if parts else torch.zeros(n, 1, dtype=torch.float64)
 
 
-def attention_scores(
-    encoding: PositionalEncoding, x: torch.Tensor, shift: int, w_q: torch.Tensor, w_k: torch.Tensor
-) -> torch.Tensor:
-    """(h, m, m) scores among m content tokens x (m, d) placed at slots shift..shift+m-1 (zeros before)."""
-    m, d = x.shape
-    h = encoding.context.n_heads
-    n = shift + m
-    tokens = torch.cat([torch.zeros(shift, d, dtype=x.dtype), x])[None]  # (1, n, d)
-    offsets = encoding.input_offsets(n)
-    if offsets is not None:
-        tokens = tokens + offsets.to(tokens)
-    q = (tokens @ w_q).view(1, n, h, d // h).transpose(1, 2)  # (1, h, n, d_head)
-    k = (tokens @ w_k).view(1, n, h, d // h).transpose(1, 2)
-    q, k = encoding.rotate(q, k)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)  # (1, h, n, n)
-    bias = encoding.attention_bias(q, k)
-    if bias is not None:
-        scores = scores + bias
-    return scores[0, :, shift:, shift:]  # (h, m, m)
+def attention_scores(encoding: PositionalEncoding, x: torch.Tensor, shift: int, layer: LayerWeights) -> torch.Tensor:
+    """(h, m, m) scores among m content tokens x (m, d) placed at slots shift..shift+m-1 (zeros before).
+
+    Read off the `scores` hook of a one-layer stack (no norm, no residual), scaled and biased as in any run.
+    """
+    d = x.shape[1]
+    config = StackConfig(d_model=d, n_heads=encoding.context.n_heads, n_layers=1, residual=False, norm="none",
+                         ffn=False, dtype=str(x.dtype).removeprefix("torch."))  # fmt: skip
+    hooks: Hooks = {}
+    AttentionStack(config, encoding, [layer])(torch.cat([torch.zeros(shift, d, dtype=x.dtype), x])[None], hooks=hooks)
+    return hooks[hook_name(1, "scores")][0, :, shift:, shift:]  # (h, m, m)
 
 
 def ratio(numerator: float, denominator: float) -> float:
@@ -169,10 +161,10 @@ def _shift_change(encoding: PositionalEncoding, context: EncodingContext) -> flo
     generator = torch.Generator().manual_seed(context.seed + 1)
     x = torch.randn(m, context.d_model, generator=generator, dtype=torch.float64)  # (m, d)
     layer = seeded_weights(StackConfig(d_model=context.d_model, n_heads=context.n_heads, n_layers=1), context.seed)[0]
-    reference = attention_scores(encoding, x, 0, layer.w_q, layer.w_k)  # (h, m, m)
+    reference = attention_scores(encoding, x, 0, layer)  # (h, m, m)
     top = context.max_len - m
     shifts = sorted({s for s in (1, 2, 3, top // 4, top // 2, top) if 1 <= s <= top})
-    changes = [float((attention_scores(encoding, x, s, layer.w_q, layer.w_k) - reference).abs().max()) for s in shifts]
+    changes = [float((attention_scores(encoding, x, s, layer) - reference).abs().max()) for s in shifts]
     return ratio(max(changes, default=0.0), float(reference.abs().max()))
 
 

@@ -18,6 +18,21 @@ from orderlab.encodings.base import PositionalEncoding
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
 
+# Named intermediates of one pass (TransformerLens's hook points), filled only when a caller passes a dict.
+Hooks = dict[str, torch.Tensor]
+HOOK_POINTS = ("input", "normed", "q", "k", "v", "raw_scores", "scores", "pattern", "heads", "attended", "output")
+
+
+def hook_name(layer: int, point: str) -> str:
+    """'2.pattern': layer 2's attention weights. Points: HOOK_POINTS (q and k after the encoding's rotation;
+    scores scaled, biased and masked). 'position' holds an additive encoding's offsets (n, d)."""
+    return f"{layer}.{point}"
+
+
+def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
+    if hooks is not None:
+        hooks[name] = tensor
+
 
 @dataclass(frozen=True)
 class StackConfig:
@@ -97,42 +112,59 @@ class AttentionStack:
         ]
         self.device, self.dtype = torch.device(device), dtype
 
-    def __call__(self, x: torch.Tensor, attention_maps: bool = True) -> StackOutput:
+    def __call__(self, x: torch.Tensor, attention_maps: bool = True, hooks: Hooks | None = None) -> StackOutput:
         """x: (B, n, d) token vectors of B sentences of equal length n.
 
         attention_maps=False lets attention run as torch's fused scaled_dot_product_attention,
         which never forms the (B, h, n, n) weights; the hidden states then agree with the explicit
-        path to round-off (tests/test_stack_fused.py), not bit for bit.
+        path to round-off (tests/test_stack_fused.py), not bit for bit. `hooks`, a dict, receives every
+        intermediate of this pass under the names of `hook_name` (explicit attention only), so that tools
+        such as `trace` and `properties` read them instead of recomputing attention.
         """
         x = x.to(device=self.device, dtype=self.dtype)
         offsets = self.encoding.input_offsets(x.shape[1])
         if offsets is not None:
             x = x + offsets.to(x)  # (B, n, d)
+            record(hooks, "position", offsets.to(x))  # (n, d)
         hidden, attention = [x], []
-        for layer in self.layers:
-            x, weights = self.block(x, layer, attention_maps)
+        for index, layer in enumerate(self.layers, start=1):
+            x, weights = self.block(x, layer, attention_maps, hooks, index)
             hidden.append(x)
             if weights is not None:
                 attention.append(weights)
         return StackOutput(hidden, attention)
 
     def block(
-        self, x: torch.Tensor, layer: LayerWeights, attention_maps: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self, x: torch.Tensor, layer: LayerWeights, attention_maps: bool = True, hooks: Hooks | None = None,
+        index: int = 1,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
         c = self.config
-        attend = self.attend if attention_maps else self.attend_fused
-        attended, weights = attend(self.pre_norm(x), layer)
+        record(hooks, hook_name(index, "input"), x)
+        normed = self.pre_norm(x)
+        record(hooks, hook_name(index, "normed"), normed)
+        weights: torch.Tensor | None  # None from the fused kernel, which forms no weights
+        if attention_maps:
+            attended, weights = self.attend(normed, layer, hooks, index)
+        else:
+            attended, weights = self.attend_fused(normed, layer)
+        record(hooks, hook_name(index, "attended"), attended)
         x = self.post_norm(x + attended if c.residual else attended)
         if c.ffn:
             transformed = F.gelu(self.pre_norm(x) @ layer.w_in) @ layer.w_out
             x = self.post_norm(x + transformed if c.residual else transformed)
+        record(hooks, hook_name(index, "output"), x)
         return x, weights
 
-    def attend(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor]:
+    def attend(
+        self, x: torch.Tensor, layer: LayerWeights, hooks: Hooks | None = None, index: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Multi-head attention; returns the output (B, n, d) and the weights (B, h, n, n)."""
         B, n, d = x.shape
         q, k, v = self.project(x, layer)  # each (B, h, n, dh)
+        for name, tensor in (("q", q), ("k", k), ("v", v)):
+            record(hooks, hook_name(index, name), tensor)
         scores = q @ k.transpose(-2, -1)  # (B, h, n, n)
+        record(hooks, hook_name(index, "raw_scores"), scores)
         if self.config.scale == "sqrt":
             scores = scores / math.sqrt(self.config.d_head)
         bias = self.encoding.attention_bias(q, k)
@@ -141,9 +173,12 @@ class AttentionStack:
         if self.config.causal:
             future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
             scores = scores.masked_fill(future, float("-inf"))
+        record(hooks, hook_name(index, "scores"), scores)
         weights = scores.softmax(dim=-1)  # (B, h, n, n)
-        out = (weights @ v).transpose(1, 2).reshape(B, n, d)  # (B, n, d)
-        return out @ layer.w_o, weights
+        record(hooks, hook_name(index, "pattern"), weights)
+        heads = weights @ v  # (B, h, n, dh)
+        record(hooks, hook_name(index, "heads"), heads)
+        return heads.transpose(1, 2).reshape(B, n, d) @ layer.w_o, weights
 
     def project(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys (rotated by the encoding) and values, split into heads: each (B, h, n, dh)."""

@@ -9,7 +9,6 @@ attention of an input and one reordering of it, for the heatmap figures. Never p
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from dataclasses import dataclass, replace
@@ -26,7 +25,7 @@ from orderlab.ownership import Claim, Writer, claim
 from orderlab.results import write_csv, write_folder_atomically
 from orderlab.runner import layer_weights, stack_config, word_vectors
 from orderlab.spec import Spec, encoding_context, longest_sentence, uses_backend
-from orderlab.stack import AttentionStack
+from orderlab.stack import HOOK_POINTS, AttentionStack, Hooks, hook_name
 from orderlab.sweep import plan, swept_fields
 from orderlab.text import tokenize
 
@@ -60,38 +59,24 @@ def build_stack(spec: Spec, encoding_index: int, device: str = "cpu") -> Attenti
 
 
 def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) -> LayerTrace:
-    """Every intermediate of layer `layer` (1-based) of the spec's stack on one sentence; spec is concrete."""
+    """Every intermediate of layer `layer` (1-based) of the spec's stack on one sentence; spec is concrete.
+
+    Read from the stack's own hooks in one pass: nothing here recomputes attention.
+    """
     stack = build_stack(spec, encoding_index)
     words = tokenize(sentence, spec.embeddings.lowercase)
     tokens = word_vectors(spec, words).to(stack.dtype)  # (n, d)
+    hooks: Hooks = {}
     with torch.inference_mode():
-        output = stack(tokens[None])
-        x = output.hidden[layer - 1]  # (1, n, d)
-        weights = stack.layers[layer - 1]
-        normed = stack.pre_norm(x)  # (1, n, d)
-        B, n, d = normed.shape
-        h, dh = stack.config.n_heads, stack.config.d_head
-        q = (normed @ weights.w_q).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
-        k = (normed @ weights.w_k).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
-        v = (normed @ weights.w_v).view(B, n, h, dh).transpose(1, 2)  # (1, h, n, dh)
-        q, k = stack.encoding.rotate(q, k)
-        raw = q @ k.transpose(-2, -1)  # (1, h, n, n)
-        scaled = raw / math.sqrt(dh) if stack.config.scale == "sqrt" else raw
-        bias = stack.encoding.attention_bias(q, k)
-        if bias is not None:
-            scaled = scaled + bias
-        if stack.config.causal:
-            scaled = scaled.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-        attention = scaled.softmax(dim=-1)  # (1, h, n, n)
-        heads = attention @ v  # (1, h, n, dh)
-        attended = heads.transpose(1, 2).reshape(B, n, d) @ weights.w_o  # (1, n, d)
-    offsets = stack.encoding.input_offsets(n) if layer == 1 else None
+        stack(tokens[None], hooks=hooks)
+    point = {name: hooks[hook_name(layer, name)][0] for name in HOOK_POINTS}  # batch of one
+    position = hooks.get("position") if layer == 1 else None
     choice = spec.encodings[encoding_index]
     return LayerTrace(
-        words=words, layer=layer, encoding=choice.label, tokens=tokens,
-        position=None if offsets is None else offsets.to(stack.dtype), x=x[0],
-        normed=normed[0] if stack.config.norm == "pre" else None, q=q[0], k=k[0], v=v[0], raw=raw[0],
-        scaled=scaled[0], weights=attention[0], heads=heads[0], attended=attended[0], output=output.hidden[layer][0],
+        words=words, layer=layer, encoding=choice.label, tokens=tokens, position=position, x=point["input"],
+        normed=point["normed"] if stack.config.norm == "pre" else None, q=point["q"], k=point["k"], v=point["v"],
+        raw=point["raw_scores"], scaled=point["scores"], weights=point["pattern"], heads=point["heads"],
+        attended=point["attended"], output=point["output"],
     )  # fmt: skip
 
 

@@ -75,3 +75,22 @@ def test_one_causal_layer_is_not_equivariant_but_keeps_the_first_token():
     h_x, h_px = stack(x[None]).hidden[-1][0], stack(x[swap_tail][None]).hidden[-1][0]
     assert torch.allclose(h_px[0], h_x[0])  # slot 0 sees only itself
     assert not torch.allclose(h_px, h_x[swap_tail])  # the mask breaks equivariance
+
+
+def test_hooks_hold_every_intermediate_of_the_same_pass():
+    """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
+    from orderlab.encodings import EncodingContext, build_encoding
+    from orderlab.stack import HOOK_POINTS, AttentionStack, StackConfig, hook_name, seeded_weights
+
+    config = StackConfig(d_model=8, n_heads=2, n_layers=2)
+    context = EncodingContext(d_model=8, n_heads=2, causal=False, seed=0)
+    stack = AttentionStack(config, build_encoding("sinusoidal", context), seeded_weights(config, 0))
+    x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    hooks: dict = {}
+    output = stack(x, hooks=hooks)
+    assert {hook_name(layer, point) for layer in (1, 2) for point in HOOK_POINTS} | {"position"} == set(hooks)
+    for layer in (1, 2):
+        assert torch.equal(hooks[hook_name(layer, "pattern")], output.attention[layer - 1])
+        assert torch.equal(hooks[hook_name(layer, "output")], output.hidden[layer])
+        assert torch.equal(hooks[hook_name(layer, "pattern")], hooks[hook_name(layer, "scores")].softmax(dim=-1))
+    assert torch.equal(stack(x).hidden[-1], output.hidden[-1])  # recording changes nothing
