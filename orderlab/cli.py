@@ -232,13 +232,13 @@ def compare(
     """
     from orderlab import compare as comparing
     from orderlab import report
-    from orderlab.outcome import check_device
+    from orderlab.outcome import validate_device
     from orderlab.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
     paths = specs or comparing.default_specs()
-    check_device(device.value)
+    validate_device(device.value)
     folder = out / "compare"
     with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
         result = comparing.compare(paths, names, rows, device.value, advance)

@@ -89,7 +89,7 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
         context = encoding_context(configuration.spec, longest_sentence(spec))
         for name in encodings:
             try:
-                ENCODINGS.check(name, context, {})
+                ENCODINGS.validate(name, context, {})
             except ValueError as error:
                 where = f" (in the sweep combination {configuration.label})" if configuration.columns else ""
                 raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec{where}: {error}") from None

@@ -1,6 +1,6 @@
 """What a run will cost, worked out before it starts, and the limits that refuse what cannot fit this machine.
 
-`load_spec` calls `check_limits`, so `validate`, `run`, `check` and `compare` refuse, in one line naming
+`load_spec` calls `validate_limits`, so `validate`, `run`, `check` and `compare` refuse, in one line naming
 the figure and the field to change, a spec whose run would exhaust memory, run for weeks, write CSVs too
 large to read back, or write no rows at all. `orderlab validate --plan` prints `estimate(spec)`: memory,
 sequences, time and output size per sweep combination.
@@ -154,7 +154,7 @@ def run_seconds(estimates: list[Estimate]) -> float:
     return START_SECONDS + sum(item.total_seconds for item in estimates)
 
 
-def check_limits(spec: Spec, doc: LocatedDocument) -> None:
+def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
     """Refuse (SpecError, one line) a run that would not fit this machine, or would write no rows."""
     estimates = estimate(spec, doc.file)
     available = available_memory()

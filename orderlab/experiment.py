@@ -16,7 +16,7 @@ from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
-from orderlab.outcome import Outcome, RunView, check_device, run_title
+from orderlab.outcome import Outcome, RunView, run_title, validate_device
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, write_streamed_results
 from orderlab.spec import uses_backend
@@ -67,7 +67,7 @@ def _write_experiment(
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
         return write_corpus_experiment(loaded, device, folder, progress)
-    check_device(device)
+    validate_device(device)
     tune_allocator()
     started = time.perf_counter()
     run = SweepRun(spec, device, chunk_size, progress, loaded.path)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orderlab.estimate import check_limits
+from orderlab.estimate import validate_limits
 from orderlab.messages import first_error
-from orderlab.relations import check_relations
+from orderlab.relations import validate_relations
 from orderlab.spec import Spec, folder_name_problem
-from orderlab.sweep import check_sweep
+from orderlab.sweep import validate_sweep
 from orderlab.yamlsource import read_yaml
 
 
@@ -35,8 +35,8 @@ def load_spec(path: str | Path) -> LoadedSpec:
             message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
             raise document.error((), message)
         spec = spec.model_copy(update={"name": path.stem})
-    check_sweep(spec, document, check_relations)
-    check_limits(spec, document)
+    validate_sweep(spec, document, validate_relations)
+    validate_limits(spec, document)
     return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
 
 

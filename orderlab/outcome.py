@@ -39,7 +39,7 @@ class Outcome:
     seconds: float  # wall time of the run
 
 
-def check_device(device: str) -> None:
+def validate_device(device: str) -> None:
     """A one-line error for --device cuda where there is none (before any work starts)."""
     import torch  # lazy: this module is imported on the way to a run, not to validate
 

@@ -38,7 +38,7 @@ MAX_PERMUTATIONS_FOR_ROWS = math.factorial(8)
 FEWEST_TOKENS = {"reverse": 2, "all": 2, "swaps": 2, "shifts": 2, "prefixes": 3}
 
 
-def check_rule(rule: Rule, n: int) -> None:
+def validate_rule(rule: Rule, n: int) -> None:
     """Raise ValueError (a message for the user) if `rule` cannot be applied to an n-token sentence.
 
     A rule that names no permutation but the identity is refused too: it would write rows that

@@ -58,7 +58,7 @@ def build(name: str, context: EncodingContext) -> PositionalEncoding:
     cls = ENCODINGS.resolve(name)
     params = {"max_len": context.max_len} if "max_len" in cls.Params.model_fields else {}
     try:
-        ENCODINGS.check(name, context, params)
+        ENCODINGS.validate(name, context, params)
     except ValueError as error:
         raise OrderlabError(f"encoding {name!r} cannot run at d_model={context.d_model}: {error}") from None
     return build_encoding(name, context, params)

@@ -21,7 +21,7 @@ from orderlab.yamlsource import FieldPath, LocatedDocument
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
 
 
-def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
     """There is something to measure, every input and probe has words, every permutation rule fits."""
     if not spec.sentences and not spec.probes:
         raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
@@ -30,7 +30,7 @@ def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
         if not words:
             raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
         try:
-            perms.check_rule(item.permutations, len(words))
+            perms.validate_rule(item.permutations, len(words))
         except ValueError as error:
             raise doc.error(("inputs", index, "permutations"), str(error)) from None
         many = perms.count(item.permutations, len(words))
@@ -46,10 +46,10 @@ def check_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
                 raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
 
 
-def check_relations(spec: Spec, doc: LocatedDocument) -> None:
+def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
     if uses_backend(spec):
-        check_backend(spec, doc)
+        validate_backend(spec, doc)
         return
     m = spec.stack
     if m.d_model % m.n_heads:
@@ -61,13 +61,13 @@ def check_relations(spec: Spec, doc: LocatedDocument) -> None:
             matrix = getattr(m.weights, key)
             if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
                 raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
-    check_sentences(spec, doc, spec.embeddings.lowercase)
+    validate_sentences(spec, doc, spec.embeddings.lowercase)
     if isinstance(spec.embeddings, ExplicitEmbeddings):
         _check_vectors(spec, doc)
     context = encoding_context(spec, longest_sentence(spec))
     for index, choice in enumerate(spec.encodings):
         try:
-            ENCODINGS.check(choice.name, context, choice.params)
+            ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             raise doc.error(("encodings", index), str(error)) from None
 
@@ -90,7 +90,7 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
             raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
 
 
-def check_backend(spec: Spec, doc: LocatedDocument) -> None:
+def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line) for a backend spec that cannot run."""
     if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
         raise doc.error(
@@ -123,4 +123,4 @@ def check_backend(spec: Spec, doc: LocatedDocument) -> None:
         except OrderlabError as error:
             raise doc.error(("inputs", "file"), str(error)) from None
         return
-    check_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written
+    validate_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written

@@ -62,7 +62,7 @@ def plan(spec: Spec) -> list[Configuration]:
     return configurations
 
 
-def check_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, LocatedDocument], None]) -> None:
+def validate_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, LocatedDocument], None]) -> None:
     """Refuse repeated or too many values, then run `check` on every combination, naming it in errors."""
     axes = swept_fields(spec)
     for name, values in axes.items():

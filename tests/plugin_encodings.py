@@ -67,7 +67,7 @@ class RaisesInInit(SquaredDistance):
 
 class RaisesInCheck(SquaredDistance):
     @classmethod
-    def check(cls, context, params):
+    def validate(cls, context, params):
         raise TypeError("check got confused")
 
 

@@ -59,7 +59,7 @@ def test_rope_scores_depend_only_on_the_offset(seed, shift):
 
 def test_rope_refuses_an_odd_head_size():
     try:
-        build_encoding("rope", context(d_model=6, n_heads=2)).check(context(d_model=6, n_heads=2), {})
+        build_encoding("rope", context(d_model=6, n_heads=2)).validate(context(d_model=6, n_heads=2), {})
     except ValueError as error:
         assert "even head size" in str(error)
     else:

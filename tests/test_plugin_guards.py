@@ -34,7 +34,7 @@ AT_LOAD = [
     ("plugin_raises_at_import:Window", " raised RuntimeError at import: missing configuration file"),
     ("plugin_exits_at_import:Window", " called sys.exit(3) at import"),
     ("plugin_encodings:Missing", " raised AttributeError at import: module 'plugin_encodings' has no attribute"),
-    ("plugin_encodings:RaisesInCheck", " raised TypeError in check: check got confused"),
+    ("plugin_encodings:RaisesInCheck", " raised TypeError in validate: check got confused"),
 ]
 AT_BUILD = [
     ("plugin_encodings:RaisesInInit", " raised ZeroDivisionError in __init__: division by zero"),

@@ -19,7 +19,7 @@ from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
-from orderlab.outcome import Outcome, RunView, check_device, run_title
+from orderlab.outcome import Outcome, RunView, run_title, validate_device
 from orderlab.results import Manifest, build_manifest, write_results
 from orderlab.runner import Progress
 from orderlab.spec import Spec
@@ -30,7 +30,7 @@ def write_corpus_experiment(loaded: LoadedSpec, device: str, folder: Path, progr
     spec = loaded.spec
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
-    check_device(device)
+    validate_device(device)
     started = time.perf_counter()
     backend = PretrainedBackend(model_folder(spec.pretrained, loaded.path), spec.model.dtype, device)
     tables = run_corpus(spec, loaded.path, backend, progress or (lambda done, total: None))

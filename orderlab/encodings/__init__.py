@@ -10,7 +10,7 @@ from orderlab.encodings.base import EncodingContext, PositionalEncoding
 from orderlab.encodings.cope import Cope
 from orderlab.encodings.learned import Learned
 from orderlab.encodings.none import NoEncoding
-from orderlab.encodings.protocol import CheckedEncoding, check_class, check_hooks, guarded
+from orderlab.encodings.protocol import CheckedEncoding, guarded, validate_class, validate_hooks
 from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
 from orderlab.encodings.t5 import T5Bias
@@ -31,18 +31,18 @@ class EncodingRegistry(Registry[type[PositionalEncoding]]):
             return self.get(name)
         module_name, _, class_name = name.partition(":")
         found = guarded(name, "at import", lambda: getattr(importlib.import_module(module_name), class_name))
-        return check_class(name, found)
+        return validate_class(name, found)
 
-    def check(self, name: str, context: EncodingContext, params: dict[str, Any]) -> None:
+    def validate(self, name: str, context: EncodingContext, params: dict[str, Any]) -> None:
         """Raise ValueError when encoding `name` cannot run in `context` with `params` (its classmethod `check`).
 
         A user's `check` that fails in any other way is an OrderlabError naming the class.
         """
         found = self.resolve(name)
         if ":" in name:
-            guarded(name, "in check", found.check, context, params, passing=(ValueError,))
+            guarded(name, "in validate", found.validate, context, params, passing=(ValueError,))
         else:
-            found.check(context, params)
+            found.validate(context, params)
 
 
 ENCODINGS = EncodingRegistry("encoding")
@@ -62,5 +62,5 @@ def build_encoding(name: str, context: EncodingContext, params: dict[str, Any] |
     if ":" not in name:  # built-ins are trusted: no wrapper on the hot path
         return found(context, params)
     encoding = guarded(name, "in __init__", lambda: CheckedEncoding(name, found(context, params)))
-    check_hooks(encoding)
+    validate_hooks(encoding)
     return encoding

@@ -88,7 +88,7 @@ class PositionalEncoding:
             raise ValueError(f"{cls.name}: {field}: {first['msg'].replace('Input should be', 'expected')}") from None
 
     @classmethod
-    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+    def validate(cls, context: EncodingContext, params: dict[str, Any]) -> None:
         """Raise ValueError when this encoding cannot run in `context` with `params`."""
         cls.parse_params(params)
 

@@ -31,7 +31,7 @@ class Learned(PositionalEncoding):
     Params = LearnedParams
 
     @classmethod
-    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+    def validate(cls, context: EncodingContext, params: dict[str, Any]) -> None:
         parsed = cls.parse_params(params)
         if context.max_len > parsed.max_len:
             raise ValueError(too_long(context.max_len, parsed.max_len))

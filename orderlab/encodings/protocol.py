@@ -1,10 +1,10 @@
 """Guards around a user's `package.module:Class`: whatever it does wrong is one clear line, never a traceback.
 
-`check_class` looks at the class only (no torch: spec validation must stay fast). `guarded` runs
+`validate_class` looks at the class only (no torch: spec validation must stay fast). `guarded` runs
 one step of the user's code (import, __init__, check) and turns any exception or sys.exit into an
 OrderlabError naming the class and the step. `CheckedEncoding` wraps a built user encoding so that
 every hook call, at run time too, is guarded and its result checked against what the caller
-expects; `check_hooks` calls the hooks once on a tiny batch before any real run. Built-in
+expects; `validate_hooks` calls the hooks once on a tiny batch before any real run. Built-in
 encodings are trusted and never wrapped. Non-finite values are the metrics' business, not this
 module's. KeyboardInterrupt always passes through.
 """
@@ -32,7 +32,7 @@ def misfit(name: str, problem: str) -> OrderlabError:
     return OrderlabError(f"encoding {name!r} does not fit the protocol: {problem} ({PROTOCOL_HELP})")
 
 
-def check_class(name: str, found: object) -> type[PositionalEncoding]:
+def validate_class(name: str, found: object) -> type[PositionalEncoding]:
     """`found`, if it is a PositionalEncoding subclass with the class attributes set; else raise OrderlabError."""
     if not (isinstance(found, type) and issubclass(found, PositionalEncoding)):
         raise misfit(name, "expected a subclass of orderlab.encodings.base.PositionalEncoding")
@@ -124,7 +124,7 @@ class CheckedEncoding(PositionalEncoding):
         return OrderlabError(f"encoding {self.spec_name!r}: {problem}")
 
 
-def check_hooks(encoding: CheckedEncoding) -> None:
+def validate_hooks(encoding: CheckedEncoding) -> None:
     """Call each hook once, as the stack does, on a (B=2, h, n=3, d_head) batch: a misfit fails before any run."""
     import torch
 

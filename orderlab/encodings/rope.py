@@ -44,8 +44,8 @@ class Rotary(PositionalEncoding):
     Params = RotaryParams
 
     @classmethod
-    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
-        super().check(context, params)
+    def validate(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+        super().validate(context, params)
         if context.d_head % 2:
             raise ValueError(
                 f"rope needs an even head size, got d_model / n_heads = {context.d_head}; "

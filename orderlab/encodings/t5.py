@@ -50,7 +50,7 @@ class T5Bias(PositionalEncoding):
     Params = T5Params
 
     @classmethod
-    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+    def validate(cls, context: EncodingContext, params: dict[str, Any]) -> None:
         parsed = cls.parse_params(params)
         exact = (parsed.num_buckets // (1 if context.causal else 2)) // 2
         if parsed.max_distance <= exact:

@@ -29,9 +29,9 @@ class Xpos(PositionalEncoding):
     Params = XposParams
 
     @classmethod
-    def check(cls, context: EncodingContext, params: dict[str, Any]) -> None:
+    def validate(cls, context: EncodingContext, params: dict[str, Any]) -> None:
         cls.parse_params(params)
-        Rotary.check(context, {})
+        Rotary.validate(context, {})
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         import torch
