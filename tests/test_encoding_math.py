@@ -203,7 +203,7 @@ def test_learned_refuses_sentences_longer_than_max_len():
     with pytest.raises(ValueError, match="longer than max_len=4"):
         encoding.input_offsets(5)
     with pytest.raises(ValueError, match="expected max_len >= 7"):
-        type(encoding).check(context(max_len=7), {"max_len": 4})
+        type(encoding).validate(context(max_len=7), {"max_len": 4})
 
 
 # --- CoPE ----------------------------------------------------------------------------------------
