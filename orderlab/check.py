@@ -535,14 +535,12 @@ def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Compa
 
 def write_fresh(folder: Path, fresh: Fresh) -> None:
     """Replace `folder` (claimed by the caller) with the fresh files, atomically."""
-    from orderlab.results import write_folder_atomically, write_manifest
+    from orderlab.results import staged_folder, write_manifest
 
-    def fill(staging: Path) -> None:
+    with staged_folder(folder) as staging:
         for name, text in fresh.texts.items():
             (staging / f"{name}.csv").write_text(text, encoding="utf-8")
         write_manifest(staging, fresh.manifest)
-
-    write_folder_atomically(folder, fill)
 
 
 def _read_or_none(path: Path) -> str | None:

@@ -160,7 +160,7 @@ def _first_repeat(names: list[str]) -> str:
 def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
     """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
 
-    from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
+    from orderlab.results import staged_folder, versions, write_csv, write_manifest
 
     manifest = {
         "encodings": comparison.encodings,
@@ -172,8 +172,6 @@ def write_comparison(comparison: Comparison, destination: Path, device: str) -> 
         "rows": len(comparison.table),
     }
 
-    def fill(folder: Path) -> None:
+    with staged_folder(destination) as folder:
         write_csv(comparison.table, folder / "compare.csv")
         write_manifest(folder, manifest)
-
-    write_folder_atomically(destination, fill)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
@@ -18,22 +18,11 @@ from orderlab.load import LoadedSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.outcome import Outcome, RunView, run_title, validate_device
 from orderlab.ownership import Writer, claim
-from orderlab.results import build_manifest, write_streamed_results
+from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.spec import uses_backend
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-    from orderlab.results import Manifest
-
-
-class _Finished(TypedDict, total=False):
-    """What the run knows once its rows are written: for the console and the outcome."""
-
-    rows: int
-    digest: pd.DataFrame
-    summary: pd.DataFrame
-    files: list[str]
+    pass
 
 
 def write_experiment(
@@ -72,9 +61,8 @@ def _write_experiment(
     started = time.perf_counter()
     run = SweepRun(spec, device, chunk_size, progress, loaded.path)
     labels = condition_labels(spec)
-    finished: _Finished = {}
-
-    def finish(rows: int) -> tuple[dict[str, pd.DataFrame], Manifest]:
+    with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
+        rows = write_csv_chunks(run.frames(), staging / "metrics.csv")
         digest = run.digest()
         tables = {"summary": summarize_sweep(digest, labels, run.swept)}
         drawn = ATTENTION_FAMILY in spec.metrics and spec.inputs and not uses_backend(spec)  # the stack's heatmaps
@@ -90,12 +78,9 @@ def _write_experiment(
             describe_model(spec, manifest)
         if maps is not None:
             manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
-        finished.update(
-            {"rows": rows, "digest": digest, "summary": tables["summary"], "files": [f"{name}.csv" for name in tables]}
-        )
-        return tables, manifest
-
-    write_streamed_results(folder, "metrics", run.frames(), finish)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, finished["summary"], digest=finished["digest"])
-    files = ["metrics.csv", *finished["files"], "manifest.json"]
-    return Outcome(folder, finished["rows"], files, view, run.non_finite, time.perf_counter() - started)
+        for name, frame in tables.items():
+            write_csv(frame, staging / f"{name}.csv")
+        write_manifest(staging, manifest)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, tables["summary"], digest=digest)
+    files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
+    return Outcome(folder, rows, files, view, run.non_finite, time.perf_counter() - started)

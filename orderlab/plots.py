@@ -23,7 +23,7 @@ from matplotlib.typing import ColorType
 from orderlab.errors import OrderlabError
 from orderlab.metric_registry import POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.ownership import Writer, claim
-from orderlab.results import Manifest, write_folder_atomically
+from orderlab.results import Manifest, staged_folder
 from orderlab.sweep import describe
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
@@ -69,12 +69,9 @@ def plot_results(folder: Path) -> list[Path]:
             suffix = "_" + describe(columns).replace(" ", "_").replace("=", "-") if columns else ""
             figures[f"attention{suffix}.png"] = attention_heatmaps(group, shown, name, describe(columns))
 
-    def fill(staging: Path) -> None:
+    with claim(folder / "figures", Writer("plot")), staged_folder(folder / "figures") as staging:
         for file_name, figure in figures.items():
             figure.savefig(staging / file_name, dpi=DPI)
-
-    with claim(folder / "figures", Writer("plot")):
-        write_folder_atomically(folder / "figures", fill)
     return [folder / "figures" / file_name for file_name in figures]
 
 

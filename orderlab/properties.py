@@ -189,12 +189,10 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
 def write_properties(frame: pd.DataFrame, destination: Path, settings: dict[str, object]) -> None:
     """properties.csv and manifest.json (settings, versions) into `destination` (claimed by the caller), whole."""
 
-    from orderlab.results import versions, write_csv, write_folder_atomically, write_manifest
+    from orderlab.results import staged_folder, versions, write_csv, write_manifest
 
     manifest = {**settings, "versions": versions(), "rows": len(frame)}
 
-    def fill(folder: Path) -> None:
+    with staged_folder(destination) as folder:
         write_csv(frame, folder / "properties.csv")
         write_manifest(folder, manifest)
-
-    write_folder_atomically(destination, fill)

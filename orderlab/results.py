@@ -13,7 +13,8 @@ import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,14 @@ def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**blanks) if blanks else frame
 
 
-def write_folder_atomically(destination: Path, fill: Callable[[Path], None]) -> None:
-    """Call fill(tmp_dir) to write files, then swap tmp_dir into `destination` with renames.
+@contextmanager
+def staged_folder(destination: Path) -> Iterator[Path]:
+    """A staging folder to write into; leaving the block without an error swaps it into `destination` whole.
 
-    The caller holds a claim on `destination` (ownership.claim). Its manifest.json (made here if fill
-    wrote none) gets `written_by` and `files`, so a later command can tell orderlab's files from a
-    user's. An OSError becomes one line naming the folder; the previous folder is left as it was.
+    Every artifact orderlab writes goes through here. The caller holds a claim on `destination`
+    (ownership.claim). Its manifest.json (made here if the block wrote none) gets `written_by` and
+    `files`, so a later command can tell orderlab's files from a user's. An error or an interrupt
+    leaves the previous folder as it was and no staging folder behind; an OSError becomes one line.
     """
     owner = held(destination)
     retired = destination.with_name(f".{destination.name}.old")
@@ -58,9 +61,9 @@ def write_folder_atomically(destination: Path, fill: Callable[[Path], None]) -> 
         raise path_error(destination, error) from error
     try:
         staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; results are for everyone to read
-        fill(staging)
+        yield staging
         record_ownership(staging, owner.writer)
-        owner.check()  # again: a user may have put a file into the folder while fill computed
+        owner.check()  # again: a user may have put a file into the folder while the block computed
         if destination.exists():
             shutil.rmtree(retired, ignore_errors=True)
             os.replace(destination, retired)
@@ -128,13 +131,10 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
 
 def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest) -> None:
     """Write each table as <name>.csv plus manifest.json into `destination`, atomically."""
-
-    def fill(folder: Path) -> None:
+    with staged_folder(destination) as folder:
         for name, frame in tables.items():
             write_csv(frame, folder / f"{name}.csv")
         write_manifest(folder, manifest)
-
-    write_folder_atomically(destination, fill)
 
 
 def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
@@ -147,25 +147,3 @@ def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
             )
             rows += len(frame)
     return rows
-
-
-def write_streamed_results(
-    destination: Path,
-    name: str,
-    frames: Iterable[pd.DataFrame],
-    finish: Callable[[int], tuple[dict[str, pd.DataFrame], Manifest]],
-) -> None:
-    """Like write_results, with <name>.csv written frame by frame as `frames` yields them.
-
-    finish(rows) runs once the stream is spent and returns the other tables and the manifest. The
-    whole folder is still swapped into place atomically, so an interrupted sweep leaves no half CSV.
-    """
-
-    def fill(folder: Path) -> None:
-        rows = write_csv_chunks(frames, folder / f"{name}.csv")
-        tables, manifest = finish(rows)
-        for table_name, frame in tables.items():
-            write_csv(frame, folder / f"{table_name}.csv")
-        write_manifest(folder, manifest)
-
-    write_folder_atomically(destination, fill)

@@ -22,7 +22,7 @@ from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.load import load_spec
 from orderlab.ownership import Claim, Writer, claim
-from orderlab.results import write_csv, write_folder_atomically
+from orderlab.results import staged_folder, write_csv
 from orderlab.runner import layer_weights, stack_config, word_vectors
 from orderlab.spec import Spec, encoding_context, longest_sentence, uses_backend
 from orderlab.stack import HOOK_POINTS, AttentionStack, Hooks, hook_name
@@ -197,9 +197,7 @@ def write_trace(held: Claim, file_name: str, frame: pd.DataFrame) -> None:
     """Rewrite the trace folder whole: the earlier traces of this spec kept, `file_name` written anew."""
     earlier = [path for path in held.own_files() if path.name != file_name]
 
-    def fill(staging: Path) -> None:
+    with staged_folder(held.folder) as staging:
         for path in earlier:
             shutil.copy2(path, staging / path.name)
         write_csv(frame, staging / file_name)
-
-    write_folder_atomically(held.folder, fill)

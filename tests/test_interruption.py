@@ -11,7 +11,7 @@ import pytest
 from stalling import snapshot, start_stalled
 from typer.testing import CliRunner
 
-from orderlab import results, streaming
+from orderlab import experiment, results, streaming
 from orderlab.cli import app
 
 
@@ -80,14 +80,14 @@ def test_exception_while_computing_leaves_previous_results_byte_identical(projec
 
 def test_exception_between_two_csvs_leaves_previous_results_byte_identical(project: Path, monkeypatch):
     before = previous_results(project / "results", "small")
-    write_csv = results.write_csv
+    write_csv = experiment.write_csv
 
     def write_one_then_fail(frame, path):
         write_csv(frame, path)
         if path.name == "summary.csv":
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(results, "write_csv", write_one_then_fail)
+    monkeypatch.setattr(experiment, "write_csv", write_one_then_fail)
     result = run_small()
     assert result.exit_code == 2
     assert result.output == "error: cannot write results/small: No space left on device; nothing was changed\n"
