@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from orderlab.errors import OrderlabError
+from orderlab.experiment import write_experiment
 from orderlab.load import LoadedSpec, load_spec
+from orderlab.ownership import Writer, claim
+from orderlab.results import staged_folder, versions, write_manifest
 from orderlab.spec import Spec
 from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
 
@@ -397,8 +400,6 @@ class Fresh:
 
 def run_fresh(loaded: LoadedSpec, progress: Progress | None = None) -> Fresh:
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
-    from orderlab.experiment import write_experiment
-
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
         write_experiment(loaded, "cpu", folder, progress)
@@ -472,8 +473,6 @@ def _update(
     loaded: LoadedSpec, folder: Path, rtol: float | None, atol: float | None, progress: Progress | None
 ) -> SpecCheck:
     """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
-    from orderlab.ownership import Writer, claim
-
     with claim(folder, Writer("run", loaded.spec.name)):
         return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress)
 
@@ -535,8 +534,6 @@ def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Compa
 
 def write_fresh(folder: Path, fresh: Fresh) -> None:
     """Replace `folder` (claimed by the caller) with the fresh files, atomically."""
-    from orderlab.results import staged_folder, write_manifest
-
     with staged_folder(folder) as staging:
         for name, text in fresh.texts.items():
             (staging / f"{name}.csv").write_text(text, encoding="utf-8")
@@ -566,8 +563,6 @@ def _section(manifest: dict[str, object], key: str) -> dict[str, object]:
 
 def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
     """Differences that may explain drift but are not drift: library versions, an edited spec."""
-    from orderlab.results import versions
-
     manifest_path = folder / "manifest.json"
     manifest = _read_manifest(folder)
     if not manifest:

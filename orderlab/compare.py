@@ -20,6 +20,7 @@ from orderlab.errors import OrderlabError
 from orderlab.load import LoadedSpec, load_spec
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.registry import did_you_mean
+from orderlab.results import staged_folder, versions, write_csv, write_manifest
 from orderlab.spec import EncodingChoice, encoding_context, is_stack_spec, longest_sentence, uses_backend
 from orderlab.sweep import describe, plan, swept_fields
 from orderlab.sweep_run import run_sweep
@@ -159,8 +160,6 @@ def _first_repeat(names: list[str]) -> str:
 
 def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
     """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
-
-    from orderlab.results import staged_folder, versions, write_csv, write_manifest
 
     manifest = {
         "encodings": comparison.encodings,

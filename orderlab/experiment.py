@@ -20,6 +20,9 @@ from orderlab.outcome import Outcome, RunView, run_title, validate_device
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.spec import uses_backend
+from orderlab.streaming import condition_labels, tune_allocator
+from orderlab.sweep_run import SweepRun, summarize_sweep
+from orderlab.trace import attention_maps
 
 if TYPE_CHECKING:
     pass
@@ -49,10 +52,6 @@ def _write_experiment(
     progress: Callable[[int, int], None] | None,
     chunk_size: int | None,
 ) -> Outcome:
-    from orderlab.streaming import condition_labels, tune_allocator
-    from orderlab.sweep_run import SweepRun, summarize_sweep
-    from orderlab.trace import attention_maps
-
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
         return write_corpus_experiment(loaded, device, folder, progress)

@@ -28,6 +28,7 @@ import torch
 
 from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
+from orderlab.results import staged_folder, versions, write_csv, write_manifest
 from orderlab.stack import AttentionStack, Hooks, LayerWeights, StackConfig, hook_name, seeded_weights
 
 PROPERTIES = ("unique", "bounded", "deterministic", "generalises", "smooth", "relative-aware")
@@ -188,8 +189,6 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
 
 def write_properties(frame: pd.DataFrame, destination: Path, settings: dict[str, object]) -> None:
     """properties.csv and manifest.json (settings, versions) into `destination` (claimed by the caller), whole."""
-
-    from orderlab.results import staged_folder, versions, write_csv, write_manifest
 
     manifest = {**settings, "versions": versions(), "rows": len(frame)}
 

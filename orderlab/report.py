@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from rich.text import Text
 
 from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.outcome import RunView
+from orderlab.sweep import describe
 from orderlab.verdicts import NON_FINITE, ORDER_SENSITIVE
 
 if TYPE_CHECKING:
@@ -243,8 +245,6 @@ def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
     """Fold the swept columns into the subject ('dog bites man · n_layers=2 causal=true') for summary_table."""
     if not swept or summary.empty:
         return summary
-    from orderlab.sweep import describe
-
     labels = [describe(dict(zip(swept, values, strict=True))) for values in summary[swept].itertuples(index=False)]
     return summary.assign(subject=summary["subject"] + " · " + pd.Series(labels, index=summary.index))
 
@@ -398,8 +398,6 @@ def check_line(outcome: SpecCheck) -> Text:
 
 def plain_text(renderable: RenderableType, width: int = 160) -> str:
     """Render a table without colour, e.g. for a JUnit report."""
-    import io
-
     text = io.StringIO()
     console = Console(width=width, file=text, color_system=None)
     console.print(renderable)

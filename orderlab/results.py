@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pandas as pd
 
+from orderlab import __version__
 from orderlab.ownership import MANIFEST, Writer, held, path_error
 
 # Seven significant digits: what float32 carries, and plenty for float64 regression checks.
@@ -93,13 +95,10 @@ def _umask() -> int:
 
 
 def versions() -> dict[str, str]:
-    import numpy
-    import torch
-
-    import orderlab
+    import torch  # lazy: `orderlab plot` writes through this module and needs no torch
 
     return {
-        "orderlab": orderlab.__version__,
+        "orderlab": __version__,
         "torch": torch.__version__,
         "numpy": numpy.__version__,
         "pandas": pd.__version__,
@@ -111,7 +110,7 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
                    rows: int) -> Manifest:  # fmt: skip
     """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
     experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
-    import torch
+    import torch  # lazy, as in `versions`
 
     return {
         "spec": {"name": spec_name, "path": str(spec_path), "sha256": spec_sha256},

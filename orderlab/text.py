@@ -24,7 +24,7 @@ def tokenize(sentence: str, lowercase: bool = False) -> list[str]:
 
 def random_word_vector(word: str, seed: int, d_model: int) -> npt.NDArray[np.float64]:
     """A standard-normal vector of length d_model seeded by sha256(seed, d_model, word)."""
-    import numpy as np
+    import numpy as np  # lazy: validation tokenizes without numpy
 
     digest = hashlib.sha256(f"{seed}\x00{d_model}\x00{word}".encode()).digest()
     generator = np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
@@ -35,7 +35,7 @@ def sentence_vectors(
     words: Sequence[str], d_model: int, seed: int, explicit: Mapping[str, Sequence[float]] | None = None
 ) -> npt.NDArray[np.float64]:
     """(n, d_model) float64 matrix X of a tokenized sentence."""
-    import numpy as np
+    import numpy as np  # lazy, as above
 
     if explicit is not None:
         return np.array([explicit[w] for w in words], dtype=np.float64).reshape(len(words), d_model)

@@ -12,6 +12,7 @@ such as `validate`); they import it inside the hooks, which only run during a co
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -123,8 +124,6 @@ def seeded_table(context: EncodingContext, salt: str, *shape: int, sigma: float 
     The salt (the encoding's name) keeps tables of different encodings independent of each other
     and of the stack's weights, which are drawn from the bare seed.
     """
-    import hashlib
-
     import torch
 
     digest = hashlib.sha256(f"{context.seed}\x00{salt}".encode()).digest()
