@@ -29,7 +29,7 @@ import torch
 
 from orderlab import metrics as M
 from orderlab.models.stack import stack_adapters
-from orderlab.runner import word_vectors
+from orderlab.rows import word_vectors
 from orderlab.spec import Spec
 from orderlab.streaming import tune_allocator
 from orderlab.sweep_run import SweepRun

@@ -6,7 +6,7 @@ large to read back, or write no rows at all. `orderlab validate --plan` prints `
 sequences, time and output size per sweep combination.
 
 The formulas follow the code they describe: streaming.py's chunks (`sequence_values` is the one
-definition of a sequence's working set), runner.record_metrics' rows, probing.py's probe,
+definition of a sequence's working set), rows.record_metrics' rows, probing.py's probe,
 trace.attention_maps and the pretrained backends' passes; tests/test_plan.py holds the row counts
 and CSV sizes against real runs. Rates are conservative (a loaded machine's), so runs finish sooner.
 Pure and torch-free: must not import torch, numpy or pandas.
@@ -285,7 +285,7 @@ def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:
 
 
 def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
-    """Each probe pair: one pass per sentence and encoding (runner.measure_probe)."""
+    """Each probe pair: one pass per sentence and encoding (rows.measure_probe)."""
     encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
     for index, pair in enumerate(spec.probes):
         lengths = [len(tokenize(side, spec.embeddings.lowercase)) for side in pair]
@@ -320,7 +320,7 @@ def _itemsize(dtype: str) -> int:
 
 
 def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
-    """Inputs grouped by sentence as streaming.Sweep runs them: sentence -> (first input index, words, rules)."""
+    """Inputs grouped by sentence as the MeasuringLoop runs them: sentence -> (first input index, words, rules)."""
     groups: dict[str, tuple[int, list[str], list[perms.Rule]]] = {}
     for index, item in enumerate(spec.sentences):
         words = tokenize(item.sentence, spec.embeddings.lowercase)
@@ -436,7 +436,7 @@ def _rows_per_layer(wanted: Collection[str], model: Model, *families: str) -> in
 
 
 def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
-    """Rows every permutation writes (runner.record_metrics), prefix_invariance aside."""
+    """Rows every permutation writes (rows.record_metrics), prefix_invariance aside."""
     m, wanted = spec.stack, spec.metrics
     per_layer = _rows_per_layer(wanted, "stack", EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
     per_layer += _rows_per_layer(wanted, "stack", REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
@@ -460,7 +460,7 @@ def _sentence_rows(
 
 
 def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
-    """Rows one encoding writes for a probe pair (runner.measure_probe), and their mean width."""
+    """Rows one encoding writes for a probe pair (rows.measure_probe), and their mean width."""
     lowercase, wanted = spec.embeddings.lowercase, spec.metrics
     words_a, words_b = tokenize(a, lowercase), tokenize(b, lowercase)
     matched = occurrence_matching(words_a, words_b) is not None

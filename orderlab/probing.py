@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from orderlab.metric_registry import POSITION_ACCURACY, POSITION_CHANCE
-from orderlab.runner import COLUMNS
+from orderlab.rows import COLUMNS
 from orderlab.spec import Spec
 from orderlab.text import random_word_vector
 

@@ -3,7 +3,7 @@
 All orderings of 8 words are 40,320 sequences, of 9 words 362,880: building them all, or all their
 rows, makes memory grow with n!. Here permutations come from a lazy iterator in the order of the
 tidy CSV, f(X) is computed once per input and encoding, and each chunk's metrics (computed by
-runner.record_metrics, the one place metrics are defined) either leave at once as tidy rows or are folded
+rows.record_metrics, the one place metrics are defined) either leave at once as tidy rows or are folded
 into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
 chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
 every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
@@ -26,7 +26,7 @@ from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory
 from orderlab.exactsum import ExactSum
 from orderlab.metric_registry import ATTENTION_FAMILY, noise_families
 from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
-from orderlab.runner import (
+from orderlab.rows import (
     COLUMNS,
     KEY_COLUMNS,
     Collector,
@@ -157,7 +157,7 @@ class FanOut:
             collector.add_where(keep, metric, layer, values)
 
 
-class Sweep:
+class MeasuringLoop:
     """One concrete spec's measurements as a stream of tidy frames, already in metrics.csv's sorted order.
 
     Concrete: no swept model fields (sweep_run.SweepRun runs each combination through one of these).

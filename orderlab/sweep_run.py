@@ -1,7 +1,7 @@
 """Running a sweep: every combination of a spec streamed through the runner, as one stream of tidy frames.
 
 Rows are grouped by combination (its columns come first and lead the sort), so each combination
-streams through `streaming.Sweep` on its own and memory stays one chunk's worth. Never prints.
+streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth. Never prints.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import torch
 from orderlab import probing
 from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
-from orderlab.runner import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
-from orderlab.streaming import SUMMARY_COLUMNS, Sweep
+from orderlab.streaming import SUMMARY_COLUMNS, MeasuringLoop
 from orderlab.sweep import Configuration, plan, swept_fields
 
 
@@ -26,7 +26,7 @@ class SweepRun:
     """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
-    combination streams through `streaming.Sweep` on its own and memory stays one chunk's worth.
+    combination streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth.
     Iterate `frames()` once; afterwards `digest()` holds the small part every summary needs.
     """
 
@@ -42,33 +42,33 @@ class SweepRun:
         self.spec, self.device, self.progress, self.spec_file = spec, torch.device(device), progress, spec_file
         self.swept = list(swept_fields(spec))
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
-        self.sweeps: list[Sweep] = []
+        self.loops: list[MeasuringLoop] = []
         for configuration in self.configurations:  # each reports its progress after the ones before it
-            before = sum(sweep.total for sweep in self.sweeps)
-            self.sweeps.append(Sweep(configuration.spec, chunk_size, self._after(before)))
-        self.total = sum(sweep.total for sweep in self.sweeps)
+            before = sum(loop.total for loop in self.loops)
+            self.loops.append(MeasuringLoop(configuration.spec, chunk_size, self._after(before)))
+        self.total = sum(loop.total for loop in self.loops)
         self.digests: list[pd.DataFrame] = []
 
     @property
     def non_finite(self) -> int:
         """Rows so far whose value came out NaN or inf, over every combination."""
-        return sum(sweep.non_finite for sweep in self.sweeps)
+        return sum(loop.non_finite for loop in self.loops)
 
     @property
     def columns(self) -> list[str]:
         return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
 
     def frames(self) -> Iterator[pd.DataFrame]:
-        for configuration, sweep in zip(self.configurations, self.sweeps, strict=True):
+        for configuration, loop in zip(self.configurations, self.loops, strict=True):
             adapters = build_adapters(configuration.spec, self.device, self.spec_file)
             if DECODABILITY_FAMILY in self.spec.metrics:
                 probe = probing.measure_decodability(configuration.spec, adapters)
                 probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
                 self.digests.append(probe)
                 yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
-            for frame in sweep.frames(adapters):
+            for frame in loop.frames(adapters):
                 yield self._tag(frame, configuration)[self.columns]
-            self.digests.append(self._tag(sweep.worst(), configuration))
+            self.digests.append(self._tag(loop.worst(), configuration))
 
     def digest(self) -> pd.DataFrame:
         """Per combination, group, layer, head and metric the max over permutations; probe rows as they are."""
@@ -96,7 +96,7 @@ def run_sweep(
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
-    """`runner.summarize` per combination, with the swept columns after `subject`; probe rows left out."""
+    """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out."""
     errors = table[table["case"] != "decodability"]
     if errors.empty:
         return pd.DataFrame(columns=["case", "subject", *swept, "metric", *encodings])

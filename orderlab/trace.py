@@ -23,7 +23,7 @@ from orderlab.errors import OrderlabError
 from orderlab.load import load_spec
 from orderlab.ownership import Claim, Writer, claim
 from orderlab.results import staged_folder, write_csv
-from orderlab.runner import layer_weights, stack_config, word_vectors
+from orderlab.rows import layer_weights, stack_config, word_vectors
 from orderlab.spec import Spec, encoding_context, longest_sentence, uses_backend
 from orderlab.stack import HOOK_POINTS, AttentionStack, Hooks, hook_name
 from orderlab.sweep import plan, swept_fields

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from orderlab.check import run_fresh
 from orderlab.cli import app
 from orderlab.load import load_spec
-from orderlab.runner import KEY_COLUMNS
+from orderlab.rows import KEY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.errors import SpecError
 from orderlab.load import load_spec
-from orderlab.runner import COLUMNS, KEY_COLUMNS
+from orderlab.rows import COLUMNS, KEY_COLUMNS
 from orderlab.sweep import plan
 from orderlab.sweep_run import run_sweep
 

@@ -21,7 +21,7 @@ from orderlab.backends.specs import CorpusInputs
 from orderlab.load import LoadedSpec
 from orderlab.outcome import Outcome, RunView, run_title, validate_device
 from orderlab.results import Manifest, build_manifest, write_results
-from orderlab.runner import Progress
+from orderlab.rows import Progress
 from orderlab.spec import Spec
 
 

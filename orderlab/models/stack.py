@@ -18,7 +18,7 @@ from orderlab.encodings import PositionalEncoding, build_encoding
 from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.models.protocol import Adapter, Pass
 from orderlab.probing import random_sentences
-from orderlab.runner import layer_weights, stack_config, word_vectors
+from orderlab.rows import layer_weights, stack_config, word_vectors
 from orderlab.spec import DecodabilitySpec, EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.stack import AttentionStack, LayerWeights, StackConfig
 from orderlab.streaming import auto_chunk_size

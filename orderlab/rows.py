@@ -1,9 +1,10 @@
-"""The runner's parts: stack set-up from a spec, the tidy columns, the per-permutation metrics
-(`record_metrics`, the one place they are defined), probes and the wide summary. Never prints.
+"""Tidy rows: their columns, the collectors a pass's metric values go to, the per-permutation and probe
+metrics of a pass (`record_metrics`, `record_pair`: the one place they are computed), the wide summary,
+and the stack's set-up from a spec. Never prints.
 
 For every encoding one stack is built with the same seeded weights, so encodings differ only in
-how they inject position. orderlab/streaming.py drives these parts chunk by chunk, for every model
-adapter alike (orderlab/models).
+how they inject position. orderlab/streaming.py's MeasuringLoop drives these parts chunk by chunk,
+for every model adapter alike (orderlab/models).
 """
 
 from __future__ import annotations
