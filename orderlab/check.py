@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from orderlab.devices import CPU
 from orderlab.errors import OrderlabError
 from orderlab.experiment import write_experiment
 from orderlab.load import LoadedSpec, load_spec
@@ -402,7 +403,7 @@ def run_fresh(loaded: LoadedSpec, progress: Progress | None = None) -> Fresh:
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
-        write_experiment(loaded, "cpu", folder, progress)
+        write_experiment(loaded, CPU, folder, progress)
         texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
         return Fresh(texts, json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
 

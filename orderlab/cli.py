@@ -14,9 +14,12 @@ import threading
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    import torch
 
 from orderlab.errors import OrderlabError
 
@@ -31,6 +34,12 @@ app = typer.Typer(
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
+
+    def torch(self) -> torch.device:
+        """The torch.device that every layer below the CLI takes."""
+        import torch  # lazy: --help and validate never compute
+
+        return torch.device(self.value)
 
 
 class Terminated(BaseException):
@@ -113,7 +122,7 @@ def run(
 
     loaded = load_spec(spec)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        outcome = write_experiment(loaded, device.value, out / loaded.spec.name, advance, chunk_size, force)
+        outcome = write_experiment(loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force)
     if plot:
         from orderlab.plots import plot_results
 
@@ -232,17 +241,17 @@ def compare(
     """
     from orderlab import compare as comparing
     from orderlab import report
-    from orderlab.outcome import validate_device
+    from orderlab.devices import validate_device
     from orderlab.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
     paths = specs or comparing.default_specs()
-    validate_device(device.value)
+    validate_device(device.torch())
     folder = out / "compare"
     with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
-        result = comparing.compare(paths, names, rows, device.value, advance)
-        comparing.write_comparison(result, folder, device.value)
+        result = comparing.compare(paths, names, rows, device.torch(), advance)
+        comparing.write_comparison(result, folder, device.torch())
     if not quiet:
         console = report.Console()
         console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
+from orderlab.devices import CPU
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.load import LoadedSpec, load_spec
@@ -131,7 +133,7 @@ def compare(
     paths: list[Path],
     encodings: list[str],
     rows: list[str],
-    device: str = "cpu",
+    device: torch.device = CPU,
     progress: Callable[[int, int], None] | None = None,
 ) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
@@ -158,7 +160,7 @@ def _first_repeat(names: list[str]) -> str:
     return next(name for index, name in enumerate(names) if name in names[:index])
 
 
-def write_comparison(comparison: Comparison, destination: Path, device: str) -> None:
+def write_comparison(comparison: Comparison, destination: Path, device: torch.device) -> None:
     """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
 
     manifest = {

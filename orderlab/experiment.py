@@ -12,11 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import torch
+
 from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
+from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
-from orderlab.outcome import Outcome, RunView, run_title, validate_device
+from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.spec import uses_backend
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 
 def write_experiment(
     loaded: LoadedSpec,
-    device: str,
+    device: torch.device,
     folder: Path,
     progress: Callable[[int, int], None] | None = None,
     chunk_size: int | None = None,
@@ -47,7 +50,7 @@ def write_experiment(
 
 def _write_experiment(
     loaded: LoadedSpec,
-    device: str,
+    device: torch.device,
     folder: Path,
     progress: Callable[[int, int], None] | None,
     chunk_size: int | None,

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orderlab.errors import OrderlabError
 from orderlab.spec import Spec
 
 if TYPE_CHECKING:
@@ -37,14 +36,6 @@ class Outcome:
     view: RunView
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
     seconds: float  # wall time of the run
-
-
-def validate_device(device: str) -> None:
-    """A one-line error for --device cuda where there is none (before any work starts)."""
-    import torch  # lazy: this module is imported on the way to a run, not to validate
-
-    if device == "cuda" and not torch.cuda.is_available():
-        raise OrderlabError("--device cuda: no CUDA device is available here; expected --device cpu")
 
 
 def run_title(spec: Spec) -> str:

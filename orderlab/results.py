@@ -106,7 +106,7 @@ def versions() -> dict[str, str]:
     }
 
 
-def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: str,
+def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: object,
                    rows: int) -> Manifest:  # fmt: skip
     """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
     experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
@@ -116,7 +116,7 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
         "spec": {"name": spec_name, "path": str(spec_path), "sha256": spec_sha256},
         "seed": seed,
         "dtype": dtype,
-        "device": device,
+        "device": str(device),
         "torch_threads": torch.get_num_threads(),
         "versions": versions(),
         "rows": rows,

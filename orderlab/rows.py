@@ -60,7 +60,7 @@ Progress = Callable[[int, int], None]  # (done, total) units of work
 @dataclass(frozen=True)
 class RunResult:
     metrics: pd.DataFrame  # tidy, sorted by KEY_COLUMNS
-    device: str
+    device: torch.device
     wall_seconds: float
 
 

@@ -102,7 +102,11 @@ class AttentionStack:
     """n_layers blocks of multi-head self-attention (+ FFN), with one positional encoding."""
 
     def __init__(
-        self, config: StackConfig, encoding: PositionalEncoding, weights: list[LayerWeights], device: str = "cpu"
+        self,
+        config: StackConfig,
+        encoding: PositionalEncoding,
+        weights: list[LayerWeights],
+        device: torch.device | str = "cpu",
     ):
         self.config, self.encoding = config, encoding
         dtype = getattr(torch, config.dtype)

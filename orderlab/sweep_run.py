@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from orderlab import probing
+from orderlab.devices import CPU
 from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
@@ -33,13 +34,13 @@ class SweepRun:
     def __init__(
         self,
         spec: Spec,
-        device: str = "cpu",
+        device: torch.device = CPU,
         chunk_size: int | None = None,
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
     ):
         """spec_file: where relative paths in the spec (a model folder) start from."""
-        self.spec, self.device, self.progress, self.spec_file = spec, torch.device(device), progress, spec_file
+        self.spec, self.device, self.progress, self.spec_file = spec, device, progress, spec_file
         self.swept = list(swept_fields(spec))
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
         self.loops: list[MeasuringLoop] = []
@@ -87,7 +88,7 @@ class SweepRun:
 
 
 def run_sweep(
-    spec: Spec, device: str = "cpu", progress: Progress | None = None, chunk_size: int | None = None
+    spec: Spec, device: torch.device = CPU, progress: Progress | None = None, chunk_size: int | None = None
 ) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()

@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from orderlab import permutations as perms
+from orderlab.devices import CPU
 from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.load import load_spec
@@ -50,9 +51,9 @@ class LayerTrace:
     output: torch.Tensor  # (n, d) the layer's output (after residual, norm, FFN as configured)
 
 
-def build_stack(spec: Spec, encoding_index: int, device: str = "cpu") -> AttentionStack:
+def build_stack(spec: Spec, encoding_index: int, device: torch.device = CPU) -> AttentionStack:
     config = stack_config(spec)
-    context = replace(encoding_context(spec, longest_sentence(spec)), device=device)
+    context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
     choice = spec.encodings[encoding_index]
     encoding = build_encoding(choice.name, context, choice.params)
     return AttentionStack(config, encoding, layer_weights(spec, config), device)
@@ -115,7 +116,7 @@ class AttentionMaps:
     shown: dict[str, int | str]  # input (index in the spec), words, permutation, permuted
 
 
-def attention_maps(spec: Spec, device: str = "cpu") -> AttentionMaps:
+def attention_maps(spec: Spec, device: torch.device = CPU) -> AttentionMaps:
     """Attention of the first input and its first non-identity reordering, per configuration, encoding, layer, head.
 
     The words and the permutation are the same on every row, so they are kept out of the rows: a

@@ -12,6 +12,7 @@ import numpy as np
 import yaml
 
 import orderlab.noise
+from orderlab.devices import CPU
 from orderlab.experiment import write_experiment
 from orderlab.load import load_spec
 from orderlab.verdicts import ORDER_SENSITIVE
@@ -46,7 +47,7 @@ def judged_run(spec_text: str, dtype: str, folder: Path, monkeypatch) -> Judged:
         return decided
 
     monkeypatch.setattr(orderlab.noise, "verdicts", recording)
-    write_experiment(load_spec(path), "cpu", folder / f"out_{dtype}")
+    write_experiment(load_spec(path), CPU, folder / f"out_{dtype}")
     monkeypatch.undo()
     return Judged(*(np.concatenate(part) for part in zip(*seen, strict=True)))
 

@@ -51,7 +51,7 @@ def test_cuda_run_matches_cpu_run(tmp_path):
     from orderlab.sweep_run import run_sweep
 
     spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
-    cpu, cuda = run_sweep(spec, "cpu").metrics, run_sweep(spec, "cuda").metrics
+    cpu, cuda = run_sweep(spec, torch.device("cpu")).metrics, run_sweep(spec, torch.device("cuda")).metrics
     assert cuda[["case", "permutation", "layer", "metric"]].equals(cpu[["case", "permutation", "layer", "metric"]])
     assert ((cuda["value"] - cpu["value"]).abs() <= 1e-9 + 1e-6 * cpu["value"].abs()).all()
     result = CliRunner().invoke(app, ["run", str(ROOT / "experiments/dog_bites_man.yaml"), "--out", str(tmp_path),

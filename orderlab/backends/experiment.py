@@ -18,14 +18,17 @@ from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
 from orderlab.backends.specs import CorpusInputs
+from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
-from orderlab.outcome import Outcome, RunView, run_title, validate_device
+from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.results import Manifest, build_manifest, write_results
 from orderlab.rows import Progress
 from orderlab.spec import Spec
 
 
-def write_corpus_experiment(loaded: LoadedSpec, device: str, folder: Path, progress: Progress | None = None) -> Outcome:
+def write_corpus_experiment(
+    loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None
+) -> Outcome:
     """Run a corpus-mode spec and write its results folder atomically (see experiment.write_experiment)."""
     spec = loaded.spec
     inputs = spec.inputs

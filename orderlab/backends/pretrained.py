@@ -52,7 +52,9 @@ class Forward:
 class PretrainedBackend:
     """A tokenizer and an encoder in eval mode whose position table can be swapped in memory."""
 
-    def __init__(self, folder: Path, dtype: str = "float32", device: str = "cpu", attention: bool = False):
+    def __init__(
+        self, folder: Path, dtype: str = "float32", device: torch.device | str = "cpu", attention: bool = False
+    ):
         transformers = import_transformers()
         self.folder, self.device, self.dtype = folder, torch.device(device), getattr(torch, dtype)
         try:
