@@ -167,7 +167,7 @@ def write_comparison(comparison: Comparison, destination: Path, device: torch.de
         "encodings": comparison.encodings,
         "specs": [{"name": s.spec.name, "path": str(s.path), "sha256": s.sha256} for s in comparison.specs],
         "dtypes": comparison.dtypes,
-        "device": device,
+        "device": str(device),
         "versions": versions(),
         "wall_seconds": round(comparison.wall_seconds, 3),
         "rows": len(comparison.table),
