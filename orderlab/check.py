@@ -29,7 +29,7 @@ from orderlab.load import LoadedSpec, load_spec
 from orderlab.ownership import Writer, claim
 from orderlab.results import staged_folder, versions, write_manifest
 from orderlab.spec import Spec
-from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, tolerance
+from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS, eps
 
 if TYPE_CHECKING:
     from orderlab.results import Manifest
@@ -64,8 +64,9 @@ EXACT = Tolerances(rtol=0.0, atol=0.0)
 
 
 def default_tolerances(dtype: str) -> Tolerances:
-    """atol: the verdict tolerance (1000 eps); rtol: that too, but never finer than the CSV's 7 digits."""
-    slack = tolerance(dtype)
+    """atol: 1000 eps of the dtype (2.2e-13 float64, 1.2e-4 float32); rtol: that too, but never finer than the CSV's
+    7 digits. Round-off itself is written as 0 (verdicts.py), so this slack is for values above it."""
+    slack = 1000 * eps(dtype)
     return Tolerances(rtol=max(slack, 2 * CSV_RESOLUTION), atol=slack)
 
 

@@ -501,8 +501,9 @@ def _decodability_seconds(spec: Spec) -> Cost:
 
 # --- pretrained models --------------------------------------------------------------------------------
 
-# models.pretrained.CHUNK: permutations per forward pass of a pretrained model.
-MEASURE_CHUNK = 256
+# Permutations per forward pass of a pretrained model (models/pretrained.py): batches of this size ran at
+# the model's full speed here.
+PRETRAINED_CHUNK = 256
 # all-MiniLM-L6-v2's shape, for a config.json that does not say.
 BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
               "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
@@ -572,7 +573,7 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     most = max(range(len(spec.sentences)), key=lambda i: passes[i][1], default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
     subject = f"{passes[most][1] - 1:,} permutations" if most is not None else "the probes"
-    return _Workload(passes, rows, row_bytes, MEASURE_CHUNK, rows * ROW_MEMORY_BYTES, where, subject)
+    return _Workload(passes, rows, row_bytes, PRETRAINED_CHUNK, rows * ROW_MEMORY_BYTES, where, subject)
 
 
 def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:

@@ -10,6 +10,7 @@ is measured by the one code path that computes it. Never prints.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -27,13 +28,13 @@ class NoiseCollector:
         self.figures: dict[NoiseKey, float] = {}
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
-        self.keep((layer, -1 if head is None else head, metric), values)
+        self.keep((layer, -1 if head is None else head, metric), values.double().cpu().tolist())
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
-        self.keep((layer, -1, metric), values[keep])
+        self.keep((layer, -1, metric), values[keep].double().cpu().tolist())
 
-    def keep(self, key: NoiseKey, values: torch.Tensor) -> None:
-        for value in values.double().cpu().tolist():
+    def keep(self, key: NoiseKey, values: Iterable[float]) -> None:
+        for value in values:
             known = self.figures.get(key, -math.inf)
             self.figures[key] = value if math.isnan(value) or value > known else known
 
@@ -43,7 +44,7 @@ def merge(*collectors: NoiseCollector) -> dict[NoiseKey, float]:
     merged = NoiseCollector()
     for collector in collectors:
         for key, value in collector.figures.items():
-            merged.keep(key, torch.tensor([value]))
+            merged.keep(key, [value])
     return merged.figures
 
 

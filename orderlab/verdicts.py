@@ -38,11 +38,6 @@ def eps(dtype: str) -> float:
     return float(np.finfo(dtype).eps)
 
 
-def tolerance(dtype: str) -> float:
-    """1000 * eps of the dtype (2.2e-13 for float64, 1.2e-4 for float32): `orderlab check`'s default slack."""
-    return 1000 * eps(dtype)
-
-
 def noise_scale(dtype: str) -> float:
     """What a float32-vs-float64 difference becomes in `dtype`: 1 for float32, eps64 / eps32 for float64."""
     return eps(dtype) / eps(NOISE_REFERENCE_DTYPE)

@@ -19,6 +19,7 @@ from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
 from orderlab.backends.pretrained import PretrainedBackend, model_folder
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.estimate import PRETRAINED_CHUNK as CHUNK
 from orderlab.metric_registry import (
     ATTENTION_FAMILY,
     COSINE_CLS,
@@ -32,7 +33,6 @@ from orderlab.spec import DecodabilitySpec, Spec
 from orderlab.verdicts import twin_dtype
 
 POOLINGS = ("mean", "cls")  # sentence-transformers' mean over all tokens, and the [CLS] state
-CHUNK = 256  # reorderings per pass: batches of this size ran at the model's full speed here
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from orderlab.backends.ablations import position_table
 from orderlab.cli import app
-from orderlab.verdicts import tolerance
+from orderlab.verdicts import ORDER_SENSITIVE
 
 SPEC = """
 name: order
@@ -45,23 +45,26 @@ def non_identity(table: pd.DataFrame, encoding: str, metric: str) -> pd.Series:
     return rows[rows["permuted"] != rows["input"]]["value"]
 
 
+def assert_round_off(table: pd.DataFrame, encoding: str, metric: str) -> None:
+    """Every reordering within the run's measured round-off: written as 0, with a passing verdict."""
+    rows = table[(table["encoding"] == encoding) & (table["metric"] == metric) & (table["permuted"] != table["input"])]
+    assert len(rows) > 0 and (rows["value"] == 0).all() and (rows["verdict"] != ORDER_SENSITIVE).all(), metric
+
+
 def test_zeroed_position_embeddings_make_mean_pooling_order_invariant(measured):
     for metric in ("invariance_mean", "cosine_mean", "pair_cosine"):
-        values = non_identity(measured, "zero", metric)
-        assert len(values) > 0
-        assert values.max() <= tolerance("float32"), metric
+        assert_round_off(measured, "zero", metric)
 
 
 def test_zeroed_position_embeddings_make_word_states_permute_along(measured):
-    values = non_identity(measured, "zero", "equivariance")
-    assert values.max() <= tolerance("float32")
+    assert_round_off(measured, "zero", "equivariance")
 
 
 def test_trained_position_embeddings_tell_dog_bites_man_from_man_bites_dog(measured):
     last = measured["layer"] == measured["layer"].max()
     for metric in ("invariance_mean", "pair_cosine"):
         values = non_identity(measured[last], "trained", metric)
-        assert values.min() > 100 * tolerance("float32"), metric
+        assert values.min() > 1e-2, metric  # far above float32 round-off (~1e-7)
 
 
 def test_every_row_names_its_position_ablation(measured):
@@ -95,5 +98,5 @@ def test_attention_maps_permute_along_only_without_position_embeddings(write_spe
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / "att" / "metrics.csv")
     assert table["head"].nunique() == 12
-    assert non_identity(table, "zero", "attention_equivariance").max() <= tolerance("float32")
+    assert_round_off(table, "zero", "attention_equivariance")
     assert non_identity(table, "trained", "attention_equivariance").max() > 1e-2
