@@ -19,7 +19,7 @@ import torch
 from orderlab.devices import CPU
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
-from orderlab.load import LoadedSpec, load_spec
+from orderlab.load import LoadedSpec, load_spec, with_changes
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.registry import did_you_mean
 from orderlab.results import staged_folder, versions, write_csv, write_manifest
@@ -80,7 +80,8 @@ def default_specs(root: Path = Path("experiments")) -> list[Path]:
 
 
 def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
-    """The spec at `path` with its encodings replaced, checked against each encoding's constraints."""
+    """The spec at `path` with its encodings replaced, checked against each encoding's constraints and,
+    like any spec, against what this machine can run."""
     loaded = load_spec(path)
     spec = loaded.spec
     if uses_backend(spec):
@@ -98,7 +99,7 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
                 raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec{where}: {error}") from None
     families = [family for family, produced in ROWS_OF_FAMILY.items() if set(produced) & set(rows)]
     update = {"encodings": [EncodingChoice(name=name) for name in encodings], "metrics": families}
-    return loaded.model_copy(update={"spec": spec.model_copy(update=update)})
+    return with_changes(loaded, update)
 
 
 def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str], swept: list[str]) -> pd.DataFrame:

@@ -545,13 +545,14 @@ class _Workload:
 
 
 def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
-    """Single sentences (models/pretrained.py): counted as if every row stayed in memory (an upper bound)."""
+    """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
+    so what stays in memory is a summary's worth (the max rows of each sentence)."""
     layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
     per_layer = _rows_per_layer(wanted, "pretrained", EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
     every = (layers + 1) * per_layer + _rows_per_layer(wanted, "pretrained", ATTENTION_FAMILY) * layers * heads
     prefix = (layers + 1) * _rows_per_layer(wanted, "pretrained", PREFIX_INVARIANCE_FAMILY)
     repeats = (layers + 1) * _rows_per_layer(wanted, "pretrained", REPEATED_WORDS_FAMILY)
-    passes, rows, row_bytes = [], 0.0, 0.0
+    passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
     if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
         rows += (layers + 1) * _rows_per_layer(wanted, "pretrained", DECODABILITY_FAMILY)
@@ -559,21 +560,25 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
         passes.append((len(words), count + 1))  # + the reference pass
-        extra = _kept_last(item.permutations, len(words), sure=False) * prefix
-        extra += count * repeats * bool(repeated_pairs(words))
-        rows += count * every + extra
-        row_bytes += extra * (ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words))
-        row_bytes += count * every * (ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words))
+        kept = _kept_last(item.permutations, len(words), sure=False)
+        each = every + repeats * bool(repeated_pairs(words))  # rows of one permutation, prefix_invariance aside
+        width = ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words)
+        written = count * each + kept * prefix
+        if spec.rows == "summary":  # a max and a mean row per layer, head and metric
+            written, width = 2 * ((each if count else 0) + (prefix if kept else 0)), width + len("mean,")
+        rows, row_bytes, held = rows + written, row_bytes + written * width, held + (each + prefix)
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
         pair_rows = _rows_per_layer(wanted, "pretrained", PAIR_DISTANCE_FAMILY)
         pair = (layers + 1) * (pair_rows + _rows_per_layer(wanted, "pretrained", TOKEN_SHIFT_FAMILY) * matched)
-        rows, row_bytes = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b))
-    most = max(range(len(spec.sentences)), key=lambda i: passes[i][1], default=None)
+        pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
+        rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
+    counts = [perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences]
+    most = max(range(len(counts)), key=counts.__getitem__, default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
-    subject = f"{passes[most][1] - 1:,} permutations" if most is not None else "the probes"
-    return _Workload(passes, rows, row_bytes, PRETRAINED_CHUNK, rows * ROW_MEMORY_BYTES, where, subject)
+    subject = f"{counts[most]:,} permutations" if most is not None else "the probes"
+    return _Workload(passes, rows, row_bytes, PRETRAINED_CHUNK, held * ROW_MEMORY_BYTES, where, subject)
 
 
 def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:

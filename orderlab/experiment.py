@@ -10,25 +10,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
+from orderlab.attention_maps import shown_reordering
 from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
-from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.spec import uses_backend
 from orderlab.streaming import condition_labels, tune_allocator
 from orderlab.sweep_run import SweepRun, summarize_sweep
-from orderlab.trace import attention_maps
-
-if TYPE_CHECKING:
-    pass
 
 
 def write_experiment(
@@ -64,13 +59,12 @@ def _write_experiment(
     run = SweepRun(spec, device, chunk_size, progress, loaded.path)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
-        rows = write_csv_chunks(run.frames(), staging / "metrics.csv")
-        digest = run.digest()
-        tables = {"summary": summarize_sweep(digest, labels, run.swept)}
-        drawn = ATTENTION_FAMILY in spec.metrics and spec.inputs and not uses_backend(spec)  # the stack's heatmaps
-        maps = attention_maps(spec, device) if drawn else None
+        rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
+        worst = digest.worst_table()
+        tables = {"summary": summarize_sweep(worst, labels, run.swept)}
+        maps = digest.attention_table() if not uses_backend(spec) else None  # the stack's heatmaps
         if maps is not None:
-            tables["attention"] = maps.frame
+            tables["attention"] = maps
         manifest = build_manifest(
             spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
             dtype=spec.model.dtype, device=device, rows=rows,
@@ -78,11 +72,11 @@ def _write_experiment(
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
         if uses_backend(spec):
             describe_model(spec, manifest)
-        if maps is not None:
-            manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
+        if maps is not None:  # attention.csv's input and reordering, written once rather than on every row
+            manifest["attention"] = shown_reordering(spec).manifest()
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, tables["summary"], digest=digest)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, tables["summary"], digest=worst)
     files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
-    return Outcome(folder, rows, files, view, run.non_finite, time.perf_counter() - started)
+    return Outcome(folder, rows, files, view, digest.non_finite, time.perf_counter() - started)

@@ -47,3 +47,11 @@ class LoadedSpec(BaseModel):
     spec: Spec
     path: Path
     sha256: str
+
+
+def with_changes(loaded: LoadedSpec, update: dict[str, object]) -> LoadedSpec:
+    """The loaded spec with fields replaced (compare swaps its encodings in), its cost estimated anew: a spec
+    that fits with its own encodings may not with others. Errors still name the spec's file and fields."""
+    spec = loaded.spec.model_copy(update=update)
+    validate_limits(spec, read_yaml(loaded.path))
+    return loaded.model_copy(update={"spec": spec})

@@ -18,7 +18,7 @@ import torch
 
 from orderlab.verdicts import NOISE_SOURCE, NON_FINITE, canonical, round_off_lines, verdicts
 
-NoiseKey = tuple[int, int, str]  # (layer, head or -1, metric)
+NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary rows key the same way
 
 
 class NoiseCollector:
@@ -28,10 +28,10 @@ class NoiseCollector:
         self.figures: dict[NoiseKey, float] = {}
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
-        self.keep((layer, -1 if head is None else head, metric), values.double().cpu().tolist())
+        self.keep((layer, head, metric), values.double().cpu().tolist())
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
-        self.keep((layer, -1, metric), values[keep].double().cpu().tolist())
+        self.keep((layer, None, metric), values[keep].double().cpu().tolist())
 
     def keep(self, key: NoiseKey, values: Iterable[float]) -> None:
         for value in values:
@@ -53,7 +53,7 @@ def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
 
     table: tidy rows with layer, head, metric and value columns, all measured under one noise map.
     """
-    heads = table["head"].astype("Int64").fillna(-1).astype(int)
+    heads = [None if pd.isna(head) else int(head) for head in table["head"]]
     keys = zip(table["layer"].astype(int), heads, table["metric"], strict=True)
     figures = np.array([noise.get((layer, head, NOISE_SOURCE.get(m, m)), math.nan) for layer, head, m in keys])
     judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), round_off_lines(figures, dtype))

@@ -13,10 +13,10 @@ import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy
 import pandas as pd
@@ -136,13 +136,22 @@ def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: 
         write_manifest(folder, manifest)
 
 
-def write_csv_chunks(frames: Iterable[pd.DataFrame], path: Path) -> int:
-    """Write frames one after another as one CSV, as `write_csv` would write their concatenation; return rows."""
-    rows = 0
+Returned = TypeVar("Returned")
+
+
+def write_csv_chunks(frames: Generator[pd.DataFrame, None, Returned], path: Path) -> tuple[int, Returned]:
+    """Write a stream's frames one after another as one CSV, as `write_csv` would write their concatenation.
+
+    Returns the rows written and what the stream returned when it ended (a run's digest)."""
+    rows, header = 0, True
     with path.open("w", newline="") as file:
-        for index, frame in enumerate(frames):
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration as end:
+                returned: Returned = end.value
+                return rows, returned
             _with_blanks(frame).to_csv(
-                file, index=False, header=index == 0, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
+                file, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
             )
-            rows += len(frame)
-    return rows
+            rows, header = rows + len(frame), False

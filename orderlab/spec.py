@@ -103,7 +103,7 @@ class ModelSpec(StrictModel):
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
     dtype: Literal["float32", "float64"] = Field(
-        "float64", description="Floating-point type of the whole computation; sets the verdict tolerance."
+        "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
     )
     weights: ExplicitWeights | None = Field(
         None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."

@@ -15,17 +15,19 @@ import ctypes
 import heapq
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 
 from orderlab import permutations as perms
+from orderlab.attention_maps import AttentionCapture, shown_reordering
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.metric_registry import ATTENTION_FAMILY, noise_families
-from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
+from orderlab.noise import NoiseCollector, judge, merge
 from orderlab.rows import (
     COLUMNS,
     KEY_COLUMNS,
@@ -36,6 +38,7 @@ from orderlab.rows import (
 )
 from orderlab.spec import ModelSpec, Spec
 from orderlab.stack import StackConfig
+from orderlab.sweep import SweptValue
 from orderlab.text import occurrence_matching, tokenize
 
 if TYPE_CHECKING:
@@ -47,6 +50,23 @@ STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
 Advance = Callable[[int, int], None]  # (done, total) sequences
 StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
+Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's order, then the run's digest
+
+
+@dataclass
+class Digest:
+    """What a run keeps besides the rows it streams out: small, whatever the number of permutations."""
+
+    worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
+    attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reordering)
+    non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
+
+    def worst_table(self) -> pd.DataFrame:
+        """The max over permutations per group, layer, head and metric (probes as they are), for `summarize`."""
+        return pd.concat(self.worst, ignore_index=True)
+
+    def attention_table(self) -> pd.DataFrame | None:
+        return pd.concat(self.attention, ignore_index=True) if self.attention else None
 
 
 def tune_allocator() -> None:
@@ -163,46 +183,71 @@ class MeasuringLoop:
     Concrete: no swept model fields (sweep_run.SweepRun runs each combination through one of these).
     The models come as adapters (orderlab/models), one per condition (encoding or position ablation),
     so this one loop measures the attention stack and pretrained models alike.
-    Iterate `frames(adapters)` once; afterwards `worst()` holds the max rows every summary table needs.
+    `frames(adapters)` yields the rows and returns the run's Digest; the loop keeps no results itself.
     """
 
-    def __init__(self, spec: Spec, chunk_size: int | None = None, progress: Advance | None = None):
+    def __init__(
+        self,
+        spec: Spec,
+        chunk_size: int | None = None,
+        progress: Advance | None = None,
+        combination: Mapping[str, SweptValue] | None = None,
+    ):
+        """combination: the swept fields' values this concrete spec stands for, written first on every row."""
         self.spec, self.chunk_size, self.progress = spec, chunk_size, progress
+        self.combination = dict(combination or {})
         self.dtype = spec.model.dtype
         self.attention_maps = ATTENTION_FAMILY in spec.metrics
         self.per_permutation = spec.rows == "per_permutation"
         lowercase = spec.embeddings.lowercase
         sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
         self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
-        self.done = 0
-        self.non_finite = 0  # rows whose value (or round-off) came out NaN or inf
-        self.worst_frames: list[pd.DataFrame] = []
         # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
         self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
 
-    def frames(self, adapters: list[Adapter]) -> Iterator[pd.DataFrame]:
-        spec = self.spec
+    def frames(self, adapters: list[Adapter]) -> Frames:
+        spec, digest, done = self.spec, Digest(), 0
+
+        def advance(sequences: int) -> None:
+            nonlocal done
+            done += sequences
+            if self.progress:
+                self.progress(done, self.total)
+
         pairs = [(adapter, adapter.twin()) for adapter in adapters]
         rules: dict[str, list[perms.Rule]] = {}
         for item in spec.sentences:
             rules.setdefault(item.sentence, []).append(item.permutations)
+        capture = AttentionCapture(shown_reordering(spec)) if self.attention_maps and spec.sentences else None
         for sentence in sorted(rules):
+            shown = capture if capture and capture.shown.sentence == sentence else None
             for adapter, twin in pairs:
-                yield from self.sweep_sentence(adapter, twin, sentence, rules[sentence])
+                for frame in self.sweep_sentence(adapter, twin, sentence, rules[sentence], digest, advance, shown):
+                    yield self.tagged(frame)
         probes = []
         for adapter, twin in pairs:
             for a, b in spec.probes:
-                probes.append(self.measure_probe(adapter, twin, a, b))
-                self.advance(1)
+                table, non_finite = self.measure_probe(adapter, twin, a, b)
+                digest.non_finite += non_finite
+                probes.append(table)
+                advance(1)
         if probes:
             table = pd.concat(probes, ignore_index=True)
-            self.worst_frames.append(table)
+            digest.worst.append(table)
             if not self.per_permutation:
                 both = [table.assign(statistic=s) for s in STATISTICS]
                 table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
-                yield table[SUMMARY_COLUMNS]
+                yield self.tagged(table[SUMMARY_COLUMNS])
             else:
-                yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+                yield self.tagged(table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS])
+        digest.worst = [self.tagged(table) for table in digest.worst]
+        digest.attention = [self.tagged(capture.frame())] if capture else []
+        return digest
+
+    def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The combination's columns first, then the frame's own."""
+        columns = [*self.combination, *frame.columns]
+        return frame.assign(**self.combination)[columns] if self.combination else frame
 
     def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
@@ -215,8 +260,9 @@ class MeasuringLoop:
         return noise
 
     @torch.inference_mode()
-    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> pd.DataFrame:
-        """A probe's rows with verdicts: pair metrics of a and b, judged by the round-off of each side's pass."""
+    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> tuple[pd.DataFrame, int]:
+        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass),
+        and how many came out non-finite."""
         spec = self.spec
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
         out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
@@ -229,13 +275,19 @@ class MeasuringLoop:
             sides.append(NoiseCollector())
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
-        self.non_finite += judge(table, merge(*sides), self.dtype)
-        return table
+        return table, judge(table, merge(*sides), self.dtype)
 
     def sweep_sentence(
-        self, adapter: Adapter, twin: Adapter, sentence: str, rules: list[perms.Rule]
-    ) -> Iterator[pd.DataFrame]:
-        """All permutations of one sentence under one condition, chunk by chunk."""
+        self,
+        adapter: Adapter,
+        twin: Adapter,
+        sentence: str,
+        rules: list[perms.Rule],
+        digest: Digest,
+        advance: Callable[[int], None],
+        capture: AttentionCapture | None,
+    ) -> Generator[pd.DataFrame]:
+        """All permutations of one sentence under one condition, chunk by chunk; its max rows go to the digest."""
         spec, label = self.spec, adapter.label
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
@@ -243,25 +295,38 @@ class MeasuringLoop:
             bound = adapter.sentence(words)
             reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
             noise = self.measure_noise(adapter, twin, words, reference).figures
+        if capture:
+            capture.keep(label, "original", reference.attention)
+        pending = capture.shown.permutation if capture else None  # the reordering whose maps are still to keep
         ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
         stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
         for chunk in perms.chunks(stream, size):
             summary.start(chunk)
-            if not self.per_permutation:
-                self.measure_chunk(adapter, bound, reference, chunk, summary)
-                self.advance(len(chunk))
-                continue
-            reordered = [" ".join(perms.apply(p, words)) for p in chunk]
-            rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
-            self.measure_chunk(adapter, bound, reference, chunk, FanOut(rows, summary))
-            self.advance(len(chunk))
-            table = self.with_verdicts(rows.frame(), noise)
-            yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        table = self.with_verdicts(summary.frame(), noise, count=not self.per_permutation)
+            collector: Collector = summary
+            if self.per_permutation:
+                reordered = [" ".join(perms.apply(p, words)) for p in chunk]
+                rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
+                collector = FanOut(rows, summary)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector)
+            if capture and pending in chunk:
+                capture.keep(label, "permuted", output.attention, chunk.index(pending))
+                pending = None
+            advance(len(chunk))
+            if self.per_permutation:
+                table = rows.frame()
+                digest.non_finite += judge(table, noise, self.dtype)
+                yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+        if capture and pending:  # the rule never moves a word: show the reversal, through the same model
+            with torch.inference_mode():
+                reversal = torch.tensor([pending], dtype=torch.long, device=adapter.device)
+                capture.keep(label, "permuted", bound.forward(reversal, True).attention)
+        table = summary.frame()
+        judged = judge(table, noise, self.dtype)
+        digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already
         summary.name_first_where_round_off(table)
-        self.worst_frames.append(table[table["statistic"] == "max"])
+        digest.worst.append(table[table["statistic"] == "max"])
         if not self.per_permutation:
             order = ["layer", "head", "metric", "statistic"]
             yield table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
@@ -269,8 +334,8 @@ class MeasuringLoop:
     @torch.inference_mode()
     def measure_chunk(
         self, adapter: Adapter, bound: Sentence, reference: Pass, chunk: list[perms.Permutation], collector: Collector
-    ) -> None:
-        """Forward one chunk of reorderings of the bound sentence and pass its metrics to the collector."""
+    ) -> Pass:
+        """One chunk of reorderings of the bound sentence through the model; its metrics go to the collector."""
         words, device = bound.words, adapter.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
         matching = slots  # without repeated words, occurrence matching is the permutation itself
@@ -280,21 +345,7 @@ class MeasuringLoop:
         output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
-
-    def worst(self) -> pd.DataFrame:
-        """Per group, layer, head and metric the max over permutations (probes as they are), for `summarize`."""
-        return pd.concat(self.worst_frames, ignore_index=True)
-
-    def with_verdicts(self, table: pd.DataFrame, noise: dict[NoiseKey, float], count: bool = True) -> pd.DataFrame:
-        """Verdicts from the measured round-off; `count` adds the table's non-finite rows to the run's tally."""
-        non_finite = judge(table, noise, self.dtype)
-        self.non_finite += non_finite if count else 0
-        return table
-
-    def advance(self, sequences: int) -> None:
-        self.done += sequences
-        if self.progress:
-            self.progress(self.done, self.total)
+        return output
 
 
 def identity(words: list[str], adapter: Adapter) -> torch.Tensor:

@@ -19,7 +19,7 @@ from orderlab.errors import SpecError
 from orderlab.spec import ModelSpec, Spec
 from orderlab.yamlsource import LocatedDocument
 
-# dtype stays one value per spec: it sets the verdict tolerance of the whole results folder.
+# dtype stays one value per spec: it sets the round-off line and check's tolerances of the whole results folder.
 SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "weights"))
 MAX_CONFIGURATIONS = 256  # past this a sweep is more likely a typo than a plan
 SweptValue = int | bool | str  # one value of a ModelSpec field: a count, a switch or a choice

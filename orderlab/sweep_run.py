@@ -7,7 +7,6 @@ streams through `streaming.MeasuringLoop` on its own and memory stays one chunk'
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -19,8 +18,8 @@ from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
-from orderlab.streaming import SUMMARY_COLUMNS, MeasuringLoop
-from orderlab.sweep import Configuration, plan, swept_fields
+from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
+from orderlab.sweep import plan, swept_fields
 
 
 class SweepRun:
@@ -28,7 +27,7 @@ class SweepRun:
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
     combination streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth.
-    Iterate `frames()` once; afterwards `digest()` holds the small part every summary needs.
+    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns.
     """
 
     def __init__(
@@ -46,37 +45,27 @@ class SweepRun:
         self.loops: list[MeasuringLoop] = []
         for configuration in self.configurations:  # each reports its progress after the ones before it
             before = sum(loop.total for loop in self.loops)
-            self.loops.append(MeasuringLoop(configuration.spec, chunk_size, self._after(before)))
+            self.loops.append(MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns))
         self.total = sum(loop.total for loop in self.loops)
-        self.digests: list[pd.DataFrame] = []
-
-    @property
-    def non_finite(self) -> int:
-        """Rows so far whose value came out NaN or inf, over every combination."""
-        return sum(loop.non_finite for loop in self.loops)
 
     @property
     def columns(self) -> list[str]:
         return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
 
-    def frames(self) -> Iterator[pd.DataFrame]:
+    def frames(self) -> Frames:
+        run = Digest()
         for configuration, loop in zip(self.configurations, self.loops, strict=True):
             adapters = build_adapters(configuration.spec, self.device, self.spec_file)
             if DECODABILITY_FAMILY in self.spec.metrics:
                 probe = probing.measure_decodability(configuration.spec, adapters)
-                probe = self._tag(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True), configuration)
-                self.digests.append(probe)
+                probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
+                run.worst.append(probe)
                 yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
-            for frame in loop.frames(adapters):
-                yield self._tag(frame, configuration)[self.columns]
-            self.digests.append(self._tag(loop.worst(), configuration))
-
-    def digest(self) -> pd.DataFrame:
-        """Per combination, group, layer, head and metric the max over permutations; probe rows as they are."""
-        return pd.concat(self.digests, ignore_index=True)
-
-    def _tag(self, frame: pd.DataFrame, configuration: Configuration) -> pd.DataFrame:
-        return frame.assign(**configuration.columns)
+            digest = yield from loop.frames(adapters)
+            run.worst += digest.worst
+            run.attention += digest.attention
+            run.non_finite += digest.non_finite
+        return run
 
     def _after(self, before: int) -> Progress:
         """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
@@ -92,7 +81,7 @@ def run_sweep(
 ) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
-    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)
+    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)  # rows only
     return RunResult(table, device, time.perf_counter() - started)
 
 

@@ -3,31 +3,29 @@
 `trace_layer` runs the stack, takes the input of layer L and redoes that layer's attention one
 step at a time (Q, K, V, raw scores, scaled scores, weights, output), keeping every
 intermediate. The stack stays the one source of truth: the final step of the trace is the stack's
-own output, and tests check that the recomputed steps agree with it. `attention_maps` keeps the
-attention of an input and one reordering of it, for the heatmap figures. Never prints.
+own output, and tests check that the recomputed steps agree with it. Never prints.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from orderlab import permutations as perms
 from orderlab.devices import CPU
-from orderlab.encodings import build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.load import load_spec
+from orderlab.models.stack import StackAdapter
 from orderlab.ownership import Claim, Writer, claim
 from orderlab.results import staged_folder, write_csv
 from orderlab.rows import layer_weights, stack_config, word_vectors
-from orderlab.spec import Spec, encoding_context, longest_sentence, uses_backend
-from orderlab.stack import HOOK_POINTS, AttentionStack, Hooks, hook_name
-from orderlab.sweep import plan, swept_fields
+from orderlab.spec import Spec, uses_backend
+from orderlab.stack import HOOK_POINTS, Hooks, hook_name
+from orderlab.sweep import plan
 from orderlab.text import tokenize
 
 
@@ -51,20 +49,14 @@ class LayerTrace:
     output: torch.Tensor  # (n, d) the layer's output (after residual, norm, FFN as configured)
 
 
-def build_stack(spec: Spec, encoding_index: int, device: torch.device = CPU) -> AttentionStack:
-    config = stack_config(spec)
-    context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
-    choice = spec.encodings[encoding_index]
-    encoding = build_encoding(choice.name, context, choice.params)
-    return AttentionStack(config, encoding, layer_weights(spec, config), device)
-
-
 def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) -> LayerTrace:
     """Every intermediate of layer `layer` (1-based) of the spec's stack on one sentence; spec is concrete.
 
     Read from the stack's own hooks in one pass: nothing here recomputes attention.
     """
-    stack = build_stack(spec, encoding_index)
+    config = stack_config(spec)
+    choice = spec.encodings[encoding_index]
+    stack = StackAdapter(spec, choice, config, layer_weights(spec, config), CPU).stack  # the measured model
     words = tokenize(sentence, spec.embeddings.lowercase)
     tokens = word_vectors(spec, words).to(stack.dtype)  # (n, d)
     hooks: Hooks = {}
@@ -72,7 +64,6 @@ def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) 
         stack(tokens[None], hooks=hooks)
     point = {name: hooks[hook_name(layer, name)][0] for name in HOOK_POINTS}  # batch of one
     position = hooks.get("position") if layer == 1 else None
-    choice = spec.encodings[encoding_index]
     return LayerTrace(
         words=words, layer=layer, encoding=choice.label, tokens=tokens, position=position, x=point["input"],
         normed=point["normed"] if stack.config.norm == "pre" else None, q=point["q"], k=point["k"], v=point["v"],
@@ -106,52 +97,6 @@ def trace_frame(trace: LayerTrace) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=columns)
     frame["head"] = frame["head"].astype("Int64")
     return frame
-
-
-@dataclass(frozen=True)
-class AttentionMaps:
-    """attention.csv's rows, and the one input and reordering they show (written once, to manifest.json)."""
-
-    frame: pd.DataFrame  # [swept fields], encoding, sentence (original | permuted), layer, head, query, key, value
-    shown: dict[str, int | str]  # input (index in the spec), words, permutation, permuted
-
-
-def attention_maps(spec: Spec, device: torch.device = CPU) -> AttentionMaps:
-    """Attention of the first input and its first non-identity reordering, per configuration, encoding, layer, head.
-
-    The words and the permutation are the same on every row, so they are kept out of the rows: a
-    row costs the same bytes however long the sentence (the file grows as n^2, not n^3).
-    """
-    item = spec.sentences[0]
-    words = tokenize(item.sentence, spec.embeddings.lowercase)
-    identity = tuple(range(len(words)))
-    moved = [p for p in perms.generate(item.permutations, len(words), spec.seed) if p != identity]
-    permutation = moved[0] if moved else tuple(reversed(identity))
-    swept = list(swept_fields(spec))
-    frames = []
-    for configuration in plan(spec):
-        concrete = configuration.spec
-        x = word_vectors(concrete, words)  # (n, d)
-        for index, choice in enumerate(concrete.encodings):
-            stack = build_stack(concrete, index, device)
-            with torch.inference_mode():
-                maps = stack(torch.stack([x, x[list(permutation)]])).attention  # L x (2, h, n, n)
-            for layer, attention in enumerate(maps, start=1):
-                grid = attention.double().cpu()
-                for which, label in enumerate(("original", "permuted")):
-                    h, n, _ = grid[which].shape
-                    frame = pd.DataFrame({
-                        "encoding": choice.label, "sentence": label, "layer": layer,
-                        "head": torch.arange(h).repeat_interleave(n * n).numpy(),
-                        "query": torch.arange(n).repeat_interleave(n).repeat(h).numpy(),
-                        "key": torch.arange(n).repeat(h * n).numpy(), "value": grid[which].flatten().numpy(),
-                    })  # fmt: skip
-                    for position, name in enumerate(swept):
-                        frame.insert(position, name, configuration.columns[name])
-                    frames.append(frame)
-    shown: dict[str, int | str] = {"input": 0, "words": " ".join(words), "permutation": perms.label(permutation),
-             "permuted": " ".join(perms.apply(permutation, words))}  # fmt: skip
-    return AttentionMaps(pd.concat(frames, ignore_index=True), shown)
 
 
 @dataclass(frozen=True)

@@ -252,3 +252,16 @@ def test_the_example_in_docs_encodings_md_is_a_working_plugin(tmp_path, monkeypa
         "properties", "-e", "my_encodings:Window", "--max-len", "16", "--d-model", "16", "--out", str(tmp_path)
     )
     assert result.exit_code == 0, result.output
+
+
+def test_compare_estimates_the_spec_again_with_its_encodings_swapped_in(tmp_path):
+    sentences = "\n".join(f"  - {{sentence: s{i} a b c d e f g h, permutations: all}}" for i in range(24))
+    spec = tmp_path / "long.yaml"
+    spec.write_text("model: {d_model: 256, n_heads: 4, n_layers: 48}\nencodings: [none]\nrows: summary\n"
+                    f"metrics: [equivariance]\ninputs:\n{sentences}\n")  # fmt: skip
+    assert invoke("validate", str(spec)).exit_code == 0  # one encoding fits the run-time limit
+    result = invoke("compare", "-e", "none,sinusoidal,rope,alibi,t5", str(spec), "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: {spec}:") and "the limit is" in line
+    assert not (tmp_path / "compare").exists()

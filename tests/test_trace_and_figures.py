@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.devices import CPU
 from orderlab.load import load_spec
+from orderlab.models.stack import stack_adapters
 from orderlab.spec import Spec
-from orderlab.trace import build_stack, trace_layer, word_vectors
+from orderlab.trace import trace_layer, word_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKED = ROOT / "experiments" / "worked_example.yaml"
@@ -74,7 +76,8 @@ def test_trace_steps_reproduce_the_stack_output(encoding, norm, causal, residual
         "encodings": [encoding], "inputs": [{"sentence": "a b c a"}],
     })  # fmt: skip
     t = trace_layer(spec, "a b c a", layer)
-    stack = build_stack(spec, 0)
+    (adapter,) = stack_adapters(spec, CPU)  # the stack the measuring loop runs
+    stack = adapter.stack
     output = stack(word_vectors(spec, t.words)[None])
     assert torch.allclose(t.weights, output.attention[layer - 1][0], rtol=0, atol=1e-14)
     attended, _ = stack.attend(stack.pre_norm(output.hidden[layer - 1]), stack.layers[layer - 1])

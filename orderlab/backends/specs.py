@@ -36,7 +36,7 @@ class _BackendModel(_Strict):
         ),
     )
     dtype: Literal["float32", "float64"] = Field(
-        "float32", description="Floating-point type of the forward passes; sets the verdict tolerance."
+        "float32", description="Floating-point type of the forward passes; its epsilon scales the round-off line."
     )
 
     @field_validator("position_embeddings", mode="before")

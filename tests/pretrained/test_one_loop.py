@@ -41,3 +41,18 @@ def test_minilm_writes_rows_for_every_metric_in_summary_mode_at_any_chunk_size(c
     assert (zero.verdict != "order-sensitive").all()  # no positions: every reordering is round-off
     accuracy = table[(table.metric == "position_accuracy") & (table.layer == 0)].set_index("encoding").value
     assert float(accuracy["trained"]) == 1.0 and float(accuracy["zero"]) < 0.6  # chance is 0.25
+
+
+def test_the_estimate_counts_the_rows_a_pretrained_run_writes(cli, write_spec, tmp_path):
+    needs_minilm()
+    from orderlab import estimate
+    from orderlab.load import load_spec
+
+    for rows in ("summary", "per_permutation"):
+        spec = write_spec(SPEC.replace("rows: summary", f"rows: {rows}").replace("minilm_all", f"minilm_{rows}"))
+        planned = estimate.estimate(load_spec(spec).spec, spec)
+        result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path), "-q"])
+        assert result.exit_code == 0, result.output
+        written = tmp_path / f"minilm_{rows}" / "metrics.csv"
+        assert sum(e.metrics_rows for e in planned) == len(pd.read_csv(written)), rows
+        assert 0.7 <= sum(e.metrics_bytes.amount for e in planned) / written.stat().st_size <= 1.4, rows
