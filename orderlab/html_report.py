@@ -37,6 +37,7 @@ REPORT_FILE = NESTED_FILES["run"]  # `run --html` writes OUT/<spec name>/report.
 ROWS_SHOWN = 1000  # rows of one table in the page; the CSV beside it holds them all
 DRIFT_LINES_SHOWN = 20 * DRIFT_ROWS_SHOWN  # drifted cells per CSV in a drift report
 FIGURE_SOURCES = ("metrics.csv", "attention.csv")  # drawn, not listed: thousands of rows each
+SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None, "Format": None, "Type": None}  # no RDF block
 CSS_OF_WORD = {word: "ok" for word in (*PASSING_WORDS, "pass")} | {ORDER_SENSITIVE: "bad", "fail": "bad"}
 CSS_OF_WORD |= {NON_FINITE: "nonfinite", "above chance": "strong"}
 CSS_OF_STATUS = {"clean": "ok", "unchanged": "ok", "created": "info", "updated": "info"}  # else failed: "bad"
@@ -194,7 +195,7 @@ def _svg(drawing: plots.Drawing) -> Markup:
     """The figure as an inline <svg> element: text as text (small, searchable), ids unique within the page."""
     text = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": drawing.stem}):
-        drawing.figure.savefig(text, format="svg", metadata={"Date": None, "Creator": None})
+        drawing.figure.savefig(text, format="svg", metadata=SVG_METADATA)
     svg = text.getvalue()
     return Markup(svg[svg.index("<svg") :])  # matplotlib's own markup, minus the XML prologue (it names a DTD URL)
 
