@@ -9,11 +9,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from htmlcheck import parse
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.plots import metrics_by_layer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -199,3 +201,14 @@ def test_report_renders_in_headless_chromium_without_console_errors(flagship: Pa
     screenshot, console = render(flagship, tmp_path)
     assert screenshot.startswith(b"\x89PNG\r\n\x1a\n") and len(screenshot) > 20_000  # drawn, not a blank page
     assert console == []
+
+
+def test_sweep_lines_with_equal_values_are_drawn_apart_with_their_own_markers():
+    rows = [{"case": "permutation", "encoding": "none", "causal": causal, "layer": layer, "metric": "equivariance",
+             "value": 0.0} for causal in (False, True) for layer in (0, 1, 2)]  # fmt: skip
+    figure = metrics_by_layer(pd.DataFrame(rows), ["causal"], "sweep", "float64")
+    first, second = figure.axes[0].get_lines()
+    assert first.get_ydata().tolist() == second.get_ydata().tolist()  # the same values ...
+    assert set(first.get_xdata()).isdisjoint(second.get_xdata())  # ... side by side, not on top of each other
+    assert first.get_marker() != second.get_marker() and first.get_linestyle() != second.get_linestyle()
+    assert figure.axes[0].get_ylabel() == "worst equivariance (log)"
