@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orderlab import report
+from orderlab import html_report, report
 from orderlab.check import Comparison, SpecCheck, check_spec, plan, require_tolerance
 from orderlab.errors import OrderlabError
 from orderlab.junit import Case, check_destination, write_junit
@@ -19,20 +19,27 @@ FAILED = ("drift", "missing")  # statuses that fail the check with exit code 1
 
 
 def run_check(
-    targets: list[Path], results: Path, rtol: float | None, atol: float | None, update: bool, junit: Path | None
+    targets: list[Path],
+    results: Path,
+    rtol: float | None,
+    atol: float | None,
+    update: bool,
+    junit: Path | None,
+    html: Path | None = None,
 ) -> int:
     """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
 
-    Arguments (tolerances, the JUnit path, spec names) are refused before any spec runs.
+    Arguments (tolerances, the JUnit and HTML paths, spec names) are refused before any spec runs.
     """
     require_tolerance("--rtol", rtol)
     require_tolerance("--atol", atol)
     if junit is not None:
         check_destination(junit)
+    if html is not None:
+        html_report.check_drift_destination(html)
     specs = plan(targets, EXPERIMENTS)
     if not specs:
-        if junit is not None:
-            write_junit(junit, [])
+        write_reports(junit, html, [])
         where = ", ".join(map(str, targets or [EXPERIMENTS]))
         raise OrderlabError(f"nothing to check: no spec files (*.yaml, *.yml) in {where}")
     console, errors = report.log_console(), report.stderr_console()
@@ -51,11 +58,18 @@ def run_check(
             errors.print(f"error: {outcome.summary}", markup=False, highlight=False, soft_wrap=True)
         else:
             console.print(report.check_line(outcome), highlight=False, soft_wrap=True)
-    if junit is not None:
-        write_junit(junit, [junit_case(o) for o in outcomes])
+    write_reports(junit, html, outcomes)
     if any(o.status == "error" for o in outcomes):
         return ERROR
     return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN
+
+
+def write_reports(junit: Path | None, html: Path | None, outcomes: list[SpecCheck]) -> None:
+    """The JUnit and HTML reports asked for (empty ones when nothing was checked, so CI always finds them)."""
+    if junit is not None:
+        write_junit(junit, [junit_case(o) for o in outcomes])
+    if html is not None:
+        html_report.write_drift_report(html, outcomes)
 
 
 def drift_table(outcome: SpecCheck, comparison: Comparison) -> report.Table:

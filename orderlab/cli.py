@@ -105,6 +105,9 @@ def run(
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write OUT/<spec name>/report.html: tables, figures, spec, manifest.")
+    ] = False,
     chunk_size: Annotated[
         int | None,
         typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
@@ -129,6 +132,12 @@ def run(
         figures = plot_results(outcome.folder)
         if not quiet:
             typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
+    if html:
+        from orderlab.html_report import REPORT_FILE, write_report
+
+        written = write_report([outcome.folder], outcome.folder / REPORT_FILE, "--html")
+        if not quiet:
+            typer.echo(f"wrote {written}")
     if not quiet:
         console = report.Console()
         for table in report.run_tables(outcome.view, console.width):
@@ -197,6 +206,10 @@ EncodingsOption = Annotated[
     ),
 ]
 OutOption = Annotated[Path, typer.Option(help="Results root; files go to OUT/<command>/.")]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option(help="Also write this self-contained HTML report (one file: works offline, fit for a CI artifact)."),
+]
 
 
 @app.command("encodings")
@@ -233,6 +246,7 @@ def compare(
     device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     force: ForceOption = False,
+    html: HtmlOption = None,
 ) -> None:
     """Run specs once per encoding and print one side-by-side table; write it to OUT/compare/compare.csv.
 
@@ -240,7 +254,7 @@ def compare(
     permutations and heads, with its verdict (green ✓ within round-off, red ✗ order-sensitive).
     """
     from orderlab import compare as comparing
-    from orderlab import report
+    from orderlab import html_report, report
     from orderlab.devices import validate_device
     from orderlab.ownership import Writer, claim
 
@@ -248,10 +262,14 @@ def compare(
     rows = comparing.parse_metrics(metric)
     paths = specs or comparing.default_specs()
     validate_device(device.torch())
+    if html is not None:
+        html_report.check_destination(html)
     folder = out / "compare"
     with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
         result = comparing.compare(paths, names, rows, device.torch(), advance)
         comparing.write_comparison(result, folder, device.torch())
+    if html is not None:
+        html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
     if not quiet:
         console = report.Console()
         console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
@@ -333,16 +351,43 @@ def trace(
     console.print(f"wrote {outcome.path}")
 
 
+class FigureFormat(StrEnum):
+    png = "png"
+    svg = "svg"
+    pdf = "pdf"
+
+
 @app.command()
 @user_errors
 def plot(
     results_dir: Annotated[Path, typer.Argument(help="A folder written by `orderlab run`.", show_default=False)],
+    file_format: Annotated[
+        FigureFormat, typer.Option("--format", help="png for screens; svg or pdf (vector) for papers.")
+    ] = FigureFormat.png,
 ) -> None:
-    """Draw the figures of a results folder (metric vs layer, attention heatmaps, probe accuracy) as PNGs."""
+    """Draw the figures of a results folder into RESULTS_DIR/figures/: metric vs layer, every attention head, probe
+    accuracy."""
     from orderlab.plots import plot_results
 
-    for path in plot_results(results_dir):
+    for path in plot_results(results_dir, file_format.value):
         typer.echo(f"wrote {path}")
+
+
+@app.command("report")
+@user_errors
+def write_html_report(
+    results_dirs: Annotated[
+        list[Path], typer.Argument(help="Folders written by orderlab (run, compare, properties).", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="The HTML file to write (replaced whole; nothing else is touched).")] = Path(
+        "report.html"
+    ),
+) -> None:
+    """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
+    and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
+    from orderlab.html_report import write_report
+
+    typer.echo(f"wrote {write_report(results_dirs, out)}")
 
 
 @app.command()
@@ -365,6 +410,9 @@ def check(
     ] = None,
     update: Annotated[bool, typer.Option("--update", help="Rewrite baselines atomically; say what changed.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Also write a JUnit XML report, one test case per spec.")] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="Also write an HTML drift report: drifted rows, baseline vs new (one file).")
+    ] = None,
     results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/*.csv.")] = Path("results"),
 ) -> None:
     """Re-run specs and compare every CSV with the committed results.
@@ -373,7 +421,7 @@ def check(
     """
     from orderlab.check_command import run_check
 
-    raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit))
+    raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit, html))
 
 
 def main() -> None:

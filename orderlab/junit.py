@@ -2,24 +2,21 @@
 
 Drift (or a missing baseline) is a <failure>, a spec or baseline problem an <error>; the drift tables
 go into the body as plain text. Characters XML cannot carry are dropped, so the report always parses.
-Written to a temporary file beside the destination and renamed, like results folders; a destination
-that cannot take it is refused before any spec runs.
+Written whole or not at all (orderlab/artifact.py); a destination that cannot take it is refused
+before any spec runs.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from orderlab.errors import OrderlabError
+from orderlab import artifact
 
 SUITE = "orderlab check"
-STAGING_PREFIX = ".orderlab-junit."  # short, so the staging name fits wherever the report's name does
-NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
+OPTION = "--junit"
 # XML 1.0 allows tab, newline, CR and these ranges; other C0 controls, lone surrogates, U+FFFE/U+FFFF never.
 XML_ILLEGAL = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -64,44 +61,10 @@ def junit_xml(cases: list[Case]) -> bytes:
 
 
 def check_destination(path: Path) -> None:
-    """Refuse a --junit path that cannot take the report (a folder, a file in the way, no permission, too long).
-
-    Creates the report's folder, as writing would; leaves no file behind.
-    """
-    size = len(os.fsencode(path.name))
-    if size > NAME_MAX:
-        raise OrderlabError(f"--junit {path}: file name too long ({size} bytes; at most {NAME_MAX})")
-    try:
-        if path.is_dir():
-            raise OrderlabError(f"--junit {path}: is a folder; expected a file path such as {path / 'check.xml'}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=".tmp", dir=path.parent)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as error:
-        raise _cannot_write(path, error) from None
+    """Refuse a --junit path that cannot take the report, before any spec runs."""
+    artifact.check_destination(path, OPTION, "check.xml")
 
 
 def write_junit(path: Path, cases: list[Case]) -> None:
     """Write the report whole or not at all; OrderlabError (one line) if it cannot be written."""
-    staging = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, staging = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "wb") as file:
-            file.write(junit_xml(cases))
-        os.chmod(staging, 0o644)
-        os.replace(staging, path)
-    except BaseException as error:
-        if staging is not None:
-            Path(staging).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise _cannot_write(path, error) from None
-        raise
-
-
-def _cannot_write(path: Path, error: OSError) -> OrderlabError:
-    if isinstance(error, FileExistsError):  # mkdir met a file where a folder should be
-        return OrderlabError(f"--junit {path}: cannot write there: {error.filename} is a file, not a folder")
-    where = f" ({error.filename})" if error.filename else ""
-    return OrderlabError(f"--junit {path}: cannot write there: {error.strerror or error}{where}")
+    artifact.write_file(path, junit_xml(cases), OPTION)

@@ -35,6 +35,10 @@ LEGACY_ENTRIES = {
 }
 # Sub-folders that another command writes into a command's folder: `orderlab plot` draws into a run's figures/.
 NESTED = {"run": {"figures": "plot"}}
+# Files another command writes into a command's folder: `orderlab run --html` puts report.html into the run's
+# folder. Such a file is orderlab's when it opens with REPORT_MARK (html_report.py writes it there).
+NESTED_FILES = {"run": "report.html"}
+REPORT_MARK = '<meta name="generator" content="orderlab report">'
 
 
 @dataclass(frozen=True)
@@ -118,11 +122,24 @@ def foreign_entries(folder: Path, found: Recorded) -> list[str]:
             mine = inner is not None and inner.writer.command == nested[entry] and not foreign_entries(path, inner)
         elif any(staging_leftover(entry, name) for name in nested):
             mine = True
+        elif entry == NESTED_FILES.get(found.writer.command):
+            mine = _is_report(path)
         else:
             mine = found.owns(entry) and path.is_file()
         if not mine:
             foreign.append(entry)
     return foreign
+
+
+def _is_report(path: Path) -> bool:
+    """Whether `path` is an HTML report orderlab wrote: a regular file whose first bytes carry REPORT_MARK."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as file:
+            return REPORT_MARK.encode() in file.read(512)
+    except OSError:
+        return False
 
 
 def refusal(folder: Path, writer: Writer, force: bool) -> str | None:

@@ -7,7 +7,7 @@ import io
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 from rich import box
@@ -340,26 +340,46 @@ def drift_table(comparison: Comparison, title: str, limit: int = DRIFT_ROWS_SHOW
         table.add_column(column, justify="right", overflow="fold")
     for column in ("abs diff", "rel diff"):
         table.add_column(column, justify="right", no_wrap=True)
-    lines = (line for drift in comparison.drifted for line in _drift_lines(drift, comparison.key_columns))
-    for line in itertools.islice(lines, limit):
-        table.add_row(*line)
-    left_out = sum(len(drift.columns) or 1 for drift in comparison.drifted) - limit
+    lines, left_out = drift_lines(comparison, limit)
+    for line in lines:
+        whole_row = line.kind != "changed"  # missing or extra: the kind, in red, where the differences would be
+        diffs = (Text(line.kind, style="red"), "") if whole_row else (line.abs_diff, line.rel_diff)
+        table.add_row(line.key, line.column, line.baseline, line.new, *diffs)
     if left_out > 0:
         table.caption = f"... and {left_out:,} more drifted cells"
     return table
 
 
-def _drift_lines(drift: DriftedRow, key_columns: list[str]) -> Iterator[tuple[str | Text, ...]]:
+class DriftLine(NamedTuple):
+    """One line of a drift report: a moved cell of a changed row, or a whole missing or extra row."""
+
+    key: str  # the row's key, as drift_key writes it ('' on a changed row's later columns)
+    column: str  # the moved column ('' for a whole row)
+    baseline: str
+    new: str
+    abs_diff: str  # '1.00e-02' for a numeric column, else ''
+    rel_diff: str
+    kind: str  # changed, missing or extra
+
+
+def drift_lines(comparison: Comparison, limit: int) -> tuple[list[DriftLine], int]:
+    """The first `limit` lines of a comparison's drift, and how many more there are."""
+    lines = (line for drift in comparison.drifted for line in _drift_lines(drift, comparison.key_columns))
+    shown = list(itertools.islice(lines, limit))
+    return shown, sum(len(drift.columns) or 1 for drift in comparison.drifted) - len(shown)
+
+
+def _drift_lines(drift: DriftedRow, key_columns: list[str]) -> Iterator[DriftLine]:
     key = drift_key(drift.key, key_columns)
     if drift.kind != "changed":
-        yield key, "", _row_cells(drift.baseline), _row_cells(drift.new), Text(drift.kind, style="red"), ""
+        yield DriftLine(key, "", _row_cells(drift.baseline), _row_cells(drift.new), "", "", drift.kind)
         return
     assert drift.baseline is not None and drift.new is not None  # a changed row has both sides
     for index, column in enumerate(drift.columns):
         old, new = drift.baseline.cells[column] or "(empty)", drift.new.cells[column] or "(empty)"
         numeric = column in drift.baseline.numbers
         diffs = (f"{drift.abs_diff(column):.2e}", f"{drift.rel_diff(column):.2e}") if numeric else ("", "")
-        yield key if index == 0 else "", column, old, new, *diffs
+        yield DriftLine(key if index == 0 else "", column, old, new, *diffs, drift.kind)
 
 
 STACK_KEY = ("case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric")

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from htmlcheck import parse
 from typer.testing import CliRunner
 
 from orderlab.check import (
@@ -496,6 +497,26 @@ def test_junit_report_has_one_case_per_spec_with_the_drift_as_failure(project: P
     assert cases["cat_chased_dog"].find("failure") is None
 
 
+def test_html_drift_report_lists_each_drifted_cell_with_baseline_and_new(project: Path):
+    old = edit_cell(project / "results" / "dog_bites_man" / "metrics.csv", EDITED_ROW, "value", "9.999999e-01")
+    result = check("--html", "reports/check.html")
+    assert result.exit_code == 1
+    text = (project / "reports" / "check.html").read_text(encoding="utf-8")
+    parse(text)  # balanced, and fetches nothing: fit to upload as a CI artifact
+    assert "1 of 2 spec(s) drifted" in text
+    assert "drifted rows of results/dog_bites_man/metrics.csv" in text
+    assert "rope, layer 2, invariance_mean" in text
+    assert f'<td class="num">9.999999e-01</td><td class="num bad">{old}</td>' in text  # baseline, then the new run
+    assert "cat_chased_dog: ok:" in text
+
+
+def test_html_path_that_is_a_folder_is_one_line_before_any_run(project: Path):
+    (project / "reports").mkdir()
+    result = check("--html", "reports")
+    assert result.exit_code == 2
+    assert result.output == "error: --html reports: is a folder; expected a file path such as reports/check.html\n"
+
+
 def test_junit_report_parses_when_a_drifted_row_has_control_characters(project: Path):
     csv_path = project / "results" / "dog_bites_man" / "metrics.csv"
     csv_path.write_text(csv_path.read_text().replace("dog bites man,none,0 1 2", "dog\x01bites\x1b[31m man,none,0 1 2"))
@@ -536,7 +557,7 @@ def test_manifest_records_what_a_rerun_needs(project: Path):
 def test_check_shows_in_help():
     result = runner.invoke(app, ["check", "--help"])
     assert result.exit_code == 0
-    for option in ("--rtol", "--atol", "--update", "--junit", "--results"):
+    for option in ("--rtol", "--atol", "--update", "--junit", "--html", "--results"):
         assert option in result.output
 
 
@@ -545,7 +566,7 @@ def test_ci_example_runs_check_with_a_junit_report():
 
     job = yaml.safe_load((ROOT / "docs" / "ci-example.yml").read_text())
     commands = [step.get("run", "") for step in job["jobs"]["check"]["steps"]]
-    assert any(command.startswith("orderlab check --junit") for command in commands)
+    assert any(command.startswith("orderlab check --junit") and "--html" in command for command in commands)
 
 
 def test_update_keeps_a_baseline_whose_values_moved_only_within_tolerance(project: Path):

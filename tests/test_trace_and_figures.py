@@ -119,14 +119,15 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--plot", "--quiet"])
     assert result.exit_code == 0, result.output
     figures = sorted(p.name for p in (tmp_path / "figs" / "figures").glob("*.png"))
-    assert figures == ["attention_causal-false.png", "attention_causal-true.png", "decodability.png",
-                       "metrics_by_layer.png"]  # fmt: skip
+    heads = [f"attention_causal-{c}_{e}_layer{layer}.png" for c in ("false", "true") for e in ("none", "sinusoidal")
+             for layer in (1, 2)]  # fmt: skip
+    assert figures == sorted([*heads, "decodability.png", "metrics_by_layer.png"])
     manifest = json.loads((tmp_path / "figs" / "figures" / "manifest.json").read_text())
     assert manifest["files"] == sorted([*figures, "manifest.json"]) and manifest["written_by"] == {"command": "plot"}
     for name in figures:
         assert (tmp_path / "figs" / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = CliRunner().invoke(app, ["plot", str(tmp_path / "figs")])
-    assert again.exit_code == 0 and again.output.count("wrote") == 4
+    assert again.exit_code == 0 and again.output.count("wrote") == len(figures)
 
 
 def test_plot_refuses_a_folder_without_results(tmp_path):

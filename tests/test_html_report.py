@@ -1,0 +1,214 @@
+"""`orderlab report`, `run --html`, `compare --html` and `plot --format`: one self-contained HTML file over
+results folders, real-browser rendering included, and figures in every format."""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from htmlcheck import parse
+from typer.testing import CliRunner
+
+from orderlab.cli import app
+from orderlab.plots import metrics_by_layer
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+SIZE_BOUND = 2_000_000  # bytes: dog_bites_man's report is ~0.6 MB, nearly all of it inline SVG
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # anything the page tried to fetch would fail and log an error
+    "--enable-logging=stderr", "--v=0", "--window-size=1200,900",
+]  # fmt: skip
+
+runner = CliRunner()
+
+
+def report(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["report", *args])
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def flagship(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of the shipped dog_bites_man results, written once for this module."""
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    code, output = report(str(RESULTS / "dog_bites_man"), "--out", str(out))
+    assert code == 0, output
+    assert output == f"wrote {out}\n"
+    return out
+
+
+def test_report_is_one_self_contained_page_within_the_size_bound(flagship: Path):
+    text = flagship.read_text(encoding="utf-8")
+    page = parse(text)
+    assert len(text.encode()) < SIZE_BOUND
+    assert page.tags.get("link", 0) == 0 and page.tags["script"] == 1  # the one inline script; no stylesheet link
+    assert page.tags["svg"] == 1 + 3 * 2  # metrics by layer, then every head of 3 encodings x 2 layers
+
+
+def test_report_shows_verdict_colours_figures_spec_and_manifest(flagship: Path):
+    text = flagship.read_text(encoding="utf-8")
+    assert '<td class="ok" data-sort="0.0">≈0 ✓</td>' in text  # none: equivariant within round-off
+    assert '<td class="bad" data-sort="0.2521087">2.5e-01 ✗</td>' in text  # sinusoidal equivariance, summary.csv
+    assert text.count("P = [0 2 1]: “dog bites man” → “dog man bites”") == 6  # the permutation in every attention grid
+    for metric in ("worst equivariance (log)", "worst pair_cosine (log)"):  # y-labels name their metric
+        assert metric in text
+    spec = (ROOT / "experiments" / "dog_bites_man.yaml").read_text()
+    assert spec.splitlines()[0] in html.unescape(text) and "sha256 as recorded" in text
+    assert '"sha256": "f54bd7694728' in html.unescape(text)  # the manifest, verbatim
+
+
+@pytest.mark.parametrize(
+    ("folder", "tables", "figures"),
+    [
+        ("minilm_corpus", ["sentences.csv", "summary.csv"], 0),  # corpus mode: no per-layer metrics
+        ("minilm_dog_bites_man", ["summary.csv"], 1),  # pretrained: metrics by layer, no attention.csv
+        ("properties", ["properties.csv"], 0),  # written by `orderlab properties`
+        ("residual_position", ["summary.csv"], 2),  # a sweep with the position probe: its decodability curve
+    ],
+)
+def test_other_kinds_of_results_folder_render_what_they_hold(tmp_path: Path, folder: str, tables: list[str],
+                                                             figures: int):  # fmt: skip
+    out = tmp_path / "report.html"
+    code, output = report(str(RESULTS / folder), "--out", str(out))
+    assert code == 0, output
+    text = out.read_text(encoding="utf-8")
+    page = parse(text)
+    assert [name for name in ("properties.csv", "sentences.csv", "summary.csv") if f"<h3>{name}</h3>" in text] == tables
+    assert page.tags.get("svg", 0) == figures
+
+
+def test_several_folders_make_one_page_with_a_section_each(tmp_path: Path):
+    out = tmp_path / "both.html"
+    code, output = report(str(RESULTS / "worked_example"), str(RESULTS / "properties"), "--out", str(out))
+    assert code == 0, output
+    text = out.read_text(encoding="utf-8")
+    parse(text)
+    assert '<a href="#folder-0">worked_example</a><a href="#folder-1">properties</a>' in text
+
+
+def test_report_writes_only_its_output_file(tmp_path: Path):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(RESULTS / "worked_example", folder)
+    before = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    code, output = report(str(folder), "--out", str(tmp_path / "out" / "report.html"))
+    assert code == 0, output
+    assert sorted(os.listdir(tmp_path / "out")) == ["notes.txt", "report.html"]  # no staging file left behind
+    assert {path: path.stat().st_mtime_ns for path in before} == before
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p, "not an orderlab results folder; expected a folder with manifest.json"),
+        (lambda p: p / "missing", "not an orderlab results folder"),
+        (lambda p: (p / "manifest.json").write_text("{oops") and p, "manifest.json: cannot read it as JSON"),
+        (lambda p: (p / "manifest.json").write_text("{}") and p, "no CSV that orderlab writes"),
+    ],
+)
+def test_a_folder_orderlab_did_not_write_is_one_line_and_exit_2(tmp_path: Path, make, message: str):
+    folder = make(tmp_path)
+    code, output = report(str(folder), "--out", str(tmp_path / "report.html"))
+    assert code == 2
+    assert output.startswith("error: ") and message in output and output.count("\n") == 1
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_an_out_that_is_a_folder_is_refused_in_one_line(tmp_path: Path):
+    code, output = report(str(RESULTS / "worked_example"), "--out", str(tmp_path))
+    assert code == 2
+    assert output == f"error: --out {tmp_path}: is a folder; expected a file path such as {tmp_path}/report.html\n"
+
+
+def test_run_html_writes_the_report_into_the_run_folder_and_reruns_replace_it(tmp_path: Path):
+    spec, written = str(ROOT / "experiments" / "worked_example.yaml"), tmp_path / "worked_example" / "report.html"
+    result = runner.invoke(app, ["run", spec, "--out", str(tmp_path), "--html"])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {written}" in result.output
+    parse(written.read_text(encoding="utf-8"))
+    rerun = runner.invoke(app, ["run", spec, "--out", str(tmp_path), "-q"])  # replaces a folder holding the report
+    assert rerun.exit_code == 0, rerun.output
+    assert not written.exists()  # the run's folder was replaced whole: no report of the previous run stays
+    written.write_text("<p>my own notes</p>")  # not orderlab's
+    refused = runner.invoke(app, ["run", spec, "--out", str(tmp_path), "-q"])
+    assert refused.exit_code == 2
+    assert "holds report.html, which orderlab did not write" in refused.output
+
+
+def test_compare_html_writes_the_side_by_side_table(tmp_path: Path):
+    out = tmp_path / "compare.html"
+    result = runner.invoke(app, ["compare", "-e", "none,sinusoidal", str(ROOT / "experiments" / "worked_example.yaml"),
+                                 "--out", str(tmp_path), "--html", str(out), "-q"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    parse(text)
+    assert "<title>compare: none, sinusoidal</title>" in text and "<h3>compare.csv</h3>" in text
+    assert "<th>none</th><th>sinusoidal</th>" in text and "✗</td>" in text
+
+
+@pytest.mark.parametrize(("file_format", "magic"), [("svg", b"<?xml"), ("pdf", b"%PDF-"), ("png", b"\x89PNG")])
+def test_plot_writes_every_figure_in_the_format_asked(tmp_path: Path, file_format: str, magic: bytes):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(RESULTS / "worked_example", folder)
+    result = runner.invoke(app, ["plot", str(folder), "--format", file_format])
+    assert result.exit_code == 0, result.output
+    names = sorted(path.name for path in (folder / "figures").iterdir() if path.name != "manifest.json")
+    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_layer"]
+    assert names == [f"{stem}.{file_format}" for stem in stems]
+    assert all((folder / "figures" / name).read_bytes().startswith(magic) for name in names)
+
+
+# --- a real browser ----------------------------------------------------------------------------------
+
+
+def render(page: Path, tmp_path: Path) -> tuple[bytes, list[str]]:
+    """Headless Chromium's screenshot of a page, and the lines it logged from the page's console."""
+    shot = tmp_path / "shot.png"
+    command = [CHROMIUM or "chromium", *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+               f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return shot.read_bytes(), [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run installs it)"
+)
+
+
+@needs_chromium
+def test_chromium_console_lines_are_caught(tmp_path: Path):
+    page = tmp_path / "broken.html"
+    page.write_text(
+        '<!DOCTYPE html><script>console.error("boom"); missing();</script><img src="https://x.invalid/a.png">'
+    )
+    _, console = render(page, tmp_path)
+    assert any('"boom"' in line for line in console) and any("missing is not defined" in line for line in console)
+
+
+@needs_chromium
+def test_report_renders_in_headless_chromium_without_console_errors(flagship: Path, tmp_path: Path):
+    screenshot, console = render(flagship, tmp_path)
+    assert screenshot.startswith(b"\x89PNG\r\n\x1a\n") and len(screenshot) > 20_000  # drawn, not a blank page
+    assert console == []
+
+
+def test_sweep_lines_with_equal_values_are_drawn_apart_with_their_own_markers():
+    rows = [{"case": "permutation", "encoding": "none", "causal": causal, "layer": layer, "metric": "equivariance",
+             "value": 0.0} for causal in (False, True) for layer in (0, 1, 2)]  # fmt: skip
+    figure = metrics_by_layer(pd.DataFrame(rows), ["causal"], "sweep", "float64")
+    first, second = figure.axes[0].get_lines()
+    assert first.get_ydata().tolist() == second.get_ydata().tolist()  # the same values ...
+    assert set(first.get_xdata()).isdisjoint(second.get_xdata())  # ... side by side, not on top of each other
+    assert first.get_marker() != second.get_marker() and first.get_linestyle() != second.get_linestyle()
+    assert figure.axes[0].get_ylabel() == "worst equivariance (log)"
