@@ -142,9 +142,9 @@ class Estimate:
 
 
 def estimate(spec: Spec, spec_file: str | Path) -> list[Estimate]:
-    """One estimate per sweep combination (a pretrained-model spec is one); the spec is validated."""
+    """One estimate per sweep combination (a packaged model's spec is one); the spec is validated."""
     if uses_backend(spec):
-        return [_pretrained(spec, Path(spec_file))]
+        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file)) for configuration in plan(spec)]
     budget = min(CPU_CHUNK_BYTES, available_memory() // 4)
     return [_stack(configuration.spec, configuration.columns, budget) for configuration in plan(spec)]
 
@@ -504,16 +504,22 @@ def _decodability_seconds(spec: Spec) -> Cost:
 # Permutations per forward pass of a pretrained model (models/pretrained.py): batches of this size ran at
 # the model's full speed here.
 PRETRAINED_CHUNK = 256
+SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
 # all-MiniLM-L6-v2's shape, for a config.json that does not say.
 BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
               "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
 
 
 def _backend_shape(spec: Spec, spec_file: Path) -> dict[str, int]:
-    """The model's shape from its config.json (torch-free); MiniLM's where the file does not say."""
+    """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json (torch-free),
+    MiniLM's where the file does not say."""
     model = spec.pretrained
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
+    elif model.path is None:
+        return BERT_SHAPE | {"hidden_size": model.d_model, "num_hidden_layers": model.n_layers,
+                             "num_attention_heads": model.n_heads, "intermediate_size": 4 * model.d_model,
+                             "vocab_size": SEEDED_VOCABULARY}  # fmt: skip
     else:
         folder = relative_to_spec(spec_file, model.path)
     try:
@@ -591,14 +597,14 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
                      subject)  # fmt: skip
 
 
-def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
+def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> Estimate:
     """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape["hidden_size"], shape["num_hidden_layers"]
     parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
     parameters += layers * (4 * d * d + 2 * d * shape["intermediate_size"])
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path}"
+    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
     weights = Cost(parameters * 16, "model weights", ("model",), name, "a smaller model")
     work = (
@@ -622,7 +628,20 @@ def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
                    expected)  # fmt: skip
     sequences = ablations * sum(count for _, count in work.passes)
     attention = Cost(0, "attention.csv", work.field, work.subject, expected)
-    return Estimate({}, name, weights, working, batch, sequences, seconds, rows, rows, metrics, 0, attention)
+    return Estimate(
+        columns,
+        describe(columns) or name,
+        weights,
+        working,
+        batch,
+        sequences,
+        seconds,
+        rows,
+        rows,
+        metrics,
+        0,
+        attention,
+    )
 
 
 # --- `validate --plan` -----------------------------------------------------------------------------
