@@ -32,6 +32,7 @@ from orderlab.metric_registry import (
     DECODABILITY_FAMILY,
     EQUIVARIANCE_FAMILY,
     INVARIANCE_FAMILY,
+    LM_LOGPROB_FAMILY,
     PAIR_DISTANCE_FAMILY,
     PREFIX_INVARIANCE_FAMILY,
     REPEATED_WORDS_FAMILY,
@@ -555,6 +556,7 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
     per_layer = _rows_per_layer(wanted, "pretrained", EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
     every = (layers + 1) * per_layer + _rows_per_layer(wanted, "pretrained", ATTENTION_FAMILY) * layers * heads
+    every += _rows_per_layer(wanted, "pretrained", LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
     prefix = (layers + 1) * _rows_per_layer(wanted, "pretrained", PREFIX_INVARIANCE_FAMILY)
     repeats = (layers + 1) * _rows_per_layer(wanted, "pretrained", REPEATED_WORDS_FAMILY)
     passes, rows, row_bytes = [], 0.0, 0.0
