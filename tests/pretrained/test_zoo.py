@@ -169,3 +169,20 @@ def test_rope_half_style_matches_llama_rotary_embedding():
         torch.testing.assert_close(a, b[0], rtol=1e-6, atol=1e-6)  # transformers' angles are float32
     interleaved = build_encoding("rope", context).rotate(q, k)[0]
     assert not torch.allclose(interleaved, theirs[0][0])  # RoFormer's pairing is another rotation
+
+
+def test_models_lists_every_family_and_the_checkpoints_in_the_hf_cache(tmp_path):
+    from typer.testing import CliRunner
+
+    from orderlab.cli import app
+
+    snapshot = tmp_path / "models--openai-community--gpt2" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text('{"model_type": "gpt2"}')
+    result = CliRunner().invoke(app, ["models"], env={"COLUMNS": "200", "HF_HUB_CACHE": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    for family in FAMILIES:
+        assert f"│ {family} " in result.output, family
+    gpt2_row = result.output[result.output.index("│ gpt2 ") : result.output.index("│ llama ")]
+    assert "openai-community/gpt2 (HF cache)" in gpt2_row
+    assert "identity" in result.output and "zero slopes" in result.output
