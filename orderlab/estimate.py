@@ -25,14 +25,17 @@ from typing import TYPE_CHECKING
 from orderlab import permutations as perms
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import packaged_model_folder
-from orderlab.backends.specs import CorpusInputs, PretrainedModelSpec
+from orderlab.backends.specs import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.errors import SpecError
 from orderlab.metric_registry import (
     ATTENTION_FAMILY,
+    COSINE_CLS,
     DECODABILITY_FAMILY,
     EQUIVARIANCE_FAMILY,
+    INVARIANCE_CLS,
     INVARIANCE_FAMILY,
     LM_LOGPROB_FAMILY,
+    PAIR_COSINE_CLS,
     PAIR_DISTANCE_FAMILY,
     PREFIX_INVARIANCE_FAMILY,
     REPEATED_WORDS_FAMILY,
@@ -551,18 +554,28 @@ class _Workload:
     subject: str
 
 
+CLS_METRICS = (INVARIANCE_CLS, COSINE_CLS, PAIR_COSINE_CLS)  # an encoder's [CLS] rows (models/pretrained.py)
+
+
 def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     """Single sentences (models/pretrained.py): counted as if every row stayed in memory (an upper bound)."""
     layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
-    per_layer = _rows_per_layer(wanted, "pretrained", EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
-    every = (layers + 1) * per_layer + _rows_per_layer(wanted, "pretrained", ATTENTION_FAMILY) * layers * heads
-    every += _rows_per_layer(wanted, "pretrained", LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
-    prefix = (layers + 1) * _rows_per_layer(wanted, "pretrained", PREFIX_INVARIANCE_FAMILY)
-    repeats = (layers + 1) * _rows_per_layer(wanted, "pretrained", REPEATED_WORDS_FAMILY)
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+
+    def rows_per_layer(*families: str) -> int:
+        """As _rows_per_layer for pretrained models; a causal LM writes no [CLS] rows (its first token is BOS)."""
+        chosen = [m for family in families if family in wanted for m in metrics_of(family, "pretrained")]
+        return sum(1 for m in chosen if not (causal and m.name in CLS_METRICS))
+
+    per_layer = rows_per_layer(EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
+    every = (layers + 1) * per_layer + rows_per_layer(ATTENTION_FAMILY) * layers * heads
+    every += rows_per_layer(LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
+    prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
+    repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
     passes, rows, row_bytes = [], 0.0, 0.0
     if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
-        rows += (layers + 1) * _rows_per_layer(wanted, "pretrained", DECODABILITY_FAMILY)
+        rows += (layers + 1) * rows_per_layer(DECODABILITY_FAMILY)
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
@@ -575,8 +588,8 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
-        pair_rows = _rows_per_layer(wanted, "pretrained", PAIR_DISTANCE_FAMILY)
-        pair = (layers + 1) * (pair_rows + _rows_per_layer(wanted, "pretrained", TOKEN_SHIFT_FAMILY) * matched)
+        pair_rows = rows_per_layer(PAIR_DISTANCE_FAMILY)
+        pair = (layers + 1) * (pair_rows + rows_per_layer(TOKEN_SHIFT_FAMILY) * matched)
         rows, row_bytes = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b))
     most = max(range(len(spec.sentences)), key=lambda i: passes[i][1], default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
