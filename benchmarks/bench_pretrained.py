@@ -21,8 +21,11 @@ import torch
 from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import packaged_model_folder
-from orderlab.backends.pretrained import PretrainedBackend, import_transformers
+from orderlab.backends.pretrained import import_transformers
 from orderlab.backends.specs import CorpusInputs
+from orderlab.devices import CPU
+from orderlab.load import load_spec
+from orderlab.models import build_adapters
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH_SIZE, SHUFFLES, ROUNDS = 64, 10, 5
@@ -35,20 +38,21 @@ def main() -> None:
     folder = packaged_model_folder("minilm")
     lines = read_corpus(ROOT / "experiments" / "data" / "corpus.txt")
     inputs = CorpusInputs(file="corpus.txt", shuffles=SHUFFLES, batch_size=BATCH_SIZE)
-    backend = PretrainedBackend(folder)
+    loaded = load_spec(ROOT / "experiments" / "minilm_corpus.yaml")
+    trained = build_adapters(loaded.spec, CPU, loaded.path)[0]  # the shipped weights, as corpus mode runs them
     reference = sentence_transformers.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
-    work = corpus.plan(lines, inputs, backend)
+    work = corpus.plan(lines, inputs)
     texts = [
         " ".join(line.words) if s == 0 else " ".join(line.words[i] for i in work.permutations[o][s - 1])
         for o, s in zip(work.owner, work.shuffle, strict=True)
         for line in [lines[o]]
     ]
-    tokens = sum(len(ids) for ids in work.sequences)
+    tokens = sum(len(trained.sentence(lines[o].words).tokens.ids) for o in work.owner)
 
     def run_orderlab() -> torch.Tensor:
-        planned = corpus.plan(lines, inputs, backend)  # tokenizing is part of the work, as in encode
+        planned = corpus.plan(lines, inputs)
         with torch.inference_mode():
-            return corpus.encode(backend, planned.sequences, BATCH_SIZE)["mean"]
+            return corpus.encode(trained, planned, BATCH_SIZE)["mean"]  # tokenizing is part of the work
 
     def run_reference() -> torch.Tensor:
         return reference.encode(texts, batch_size=BATCH_SIZE, convert_to_tensor=True, show_progress_bar=False)
@@ -65,13 +69,13 @@ def main() -> None:
     medians = {name: statistics.median(t) for name, t in timings.items()}
     results = {
         "what": "all-MiniLM-L6-v2, experiments/data/corpus.txt + word shuffles, CPU float32, tokenize+forward+pool",
-        "sequences": len(work.sequences),
+        "sequences": len(work.owner),
         "tokens": tokens,
         "batch_size": BATCH_SIZE,
         "rounds": ROUNDS,
         "seconds_median": {k: round(v, 3) for k, v in medians.items()},
         "seconds_all": {k: [round(x, 3) for x in v] for k, v in timings.items()},
-        "sequences_per_second": {k: round(len(work.sequences) / v, 1) for k, v in medians.items()},
+        "sequences_per_second": {k: round(len(work.owner) / v, 1) for k, v in medians.items()},
         "orderlab_throughput_ratio": round(medians["sentence_transformers"] / medians["orderlab"], 3),
         "mean_pooling_agreement_min_cosine": float(agreement.min()),
         "torch_threads": torch.get_num_threads(),

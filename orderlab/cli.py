@@ -223,6 +223,17 @@ def list_encodings() -> None:
     report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))
 
 
+@app.command("models")
+@user_errors
+def list_models() -> None:
+    """List the model zoo's families: positions, encoder or causal LM, position ablations, real weights found locally
+    (the packaged MiniLM, the Hugging Face cache). Loads and downloads nothing."""
+    from orderlab import report
+    from orderlab.backends.zoo import catalog
+
+    report.Console().print(report.models_table(catalog()))
+
+
 @app.command()
 @user_errors
 def compare(

@@ -25,13 +25,17 @@ from typing import TYPE_CHECKING
 from orderlab import permutations as perms
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import packaged_model_folder
-from orderlab.backends.specs import CorpusInputs, PretrainedModelSpec
+from orderlab.backends.specs import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.errors import SpecError
 from orderlab.metric_registry import (
     ATTENTION_FAMILY,
+    COSINE_CLS,
     DECODABILITY_FAMILY,
     EQUIVARIANCE_FAMILY,
+    INVARIANCE_CLS,
     INVARIANCE_FAMILY,
+    LM_LOGPROB_FAMILY,
+    PAIR_COSINE_CLS,
     PAIR_DISTANCE_FAMILY,
     PREFIX_INVARIANCE_FAMILY,
     REPEATED_WORDS_FAMILY,
@@ -142,9 +146,9 @@ class Estimate:
 
 
 def estimate(spec: Spec, spec_file: str | Path) -> list[Estimate]:
-    """One estimate per sweep combination (a pretrained-model spec is one); the spec is validated."""
+    """One estimate per sweep combination (a packaged model's spec is one); the spec is validated."""
     if uses_backend(spec):
-        return [_pretrained(spec, Path(spec_file))]
+        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file)) for configuration in plan(spec)]
     budget = min(CPU_CHUNK_BYTES, available_memory() // 4)
     return [_stack(configuration.spec, configuration.columns, budget) for configuration in plan(spec)]
 
@@ -504,16 +508,22 @@ def _decodability_seconds(spec: Spec) -> Cost:
 # Permutations per forward pass of a pretrained model (models/pretrained.py): batches of this size ran at
 # the model's full speed here.
 PRETRAINED_CHUNK = 256
+SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
 # all-MiniLM-L6-v2's shape, for a config.json that does not say.
 BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
               "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
 
 
 def _backend_shape(spec: Spec, spec_file: Path) -> dict[str, int]:
-    """The model's shape from its config.json (torch-free); MiniLM's where the file does not say."""
+    """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json (torch-free),
+    MiniLM's where the file does not say."""
     model = spec.pretrained
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
+    elif model.path is None:
+        return BERT_SHAPE | {"hidden_size": model.d_model, "num_hidden_layers": model.n_layers,
+                             "num_attention_heads": model.n_heads, "intermediate_size": 4 * model.d_model,
+                             "vocab_size": SEEDED_VOCABULARY}  # fmt: skip
     else:
         folder = relative_to_spec(spec_file, model.path)
     try:
@@ -544,18 +554,29 @@ class _Workload:
     subject: str
 
 
+CLS_METRICS = (INVARIANCE_CLS, COSINE_CLS, PAIR_COSINE_CLS)  # an encoder's [CLS] rows (models/pretrained.py)
+
+
 def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
     so what stays in memory is a summary's worth (the max rows of each sentence)."""
     layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
-    per_layer = _rows_per_layer(wanted, "pretrained", EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
-    every = (layers + 1) * per_layer + _rows_per_layer(wanted, "pretrained", ATTENTION_FAMILY) * layers * heads
-    prefix = (layers + 1) * _rows_per_layer(wanted, "pretrained", PREFIX_INVARIANCE_FAMILY)
-    repeats = (layers + 1) * _rows_per_layer(wanted, "pretrained", REPEATED_WORDS_FAMILY)
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+
+    def rows_per_layer(*families: str) -> int:
+        """As _rows_per_layer for pretrained models; a causal LM writes no [CLS] rows (its first token is BOS)."""
+        chosen = [m for family in families if family in wanted for m in metrics_of(family, "pretrained")]
+        return sum(1 for m in chosen if not (causal and m.name in CLS_METRICS))
+
+    per_layer = rows_per_layer(EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
+    every = (layers + 1) * per_layer + rows_per_layer(ATTENTION_FAMILY) * layers * heads
+    every += rows_per_layer(LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
+    prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
+    repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
     passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
     if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
-        rows += (layers + 1) * _rows_per_layer(wanted, "pretrained", DECODABILITY_FAMILY)
+        rows += (layers + 1) * rows_per_layer(DECODABILITY_FAMILY)
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
@@ -570,8 +591,8 @@ def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
-        pair_rows = _rows_per_layer(wanted, "pretrained", PAIR_DISTANCE_FAMILY)
-        pair = (layers + 1) * (pair_rows + _rows_per_layer(wanted, "pretrained", TOKEN_SHIFT_FAMILY) * matched)
+        pair_rows = rows_per_layer(PAIR_DISTANCE_FAMILY)
+        pair = (layers + 1) * (pair_rows + rows_per_layer(TOKEN_SHIFT_FAMILY) * matched)
         pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
         rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
     counts = [perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences]
@@ -596,14 +617,14 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
                      subject)  # fmt: skip
 
 
-def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
+def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> Estimate:
     """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape["hidden_size"], shape["num_hidden_layers"]
     parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
     parameters += layers * (4 * d * d + 2 * d * shape["intermediate_size"])
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path}"
+    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
     weights = Cost(parameters * 16, "model weights", ("model",), name, "a smaller model")
     work = (
@@ -627,7 +648,20 @@ def _pretrained(spec: Spec, spec_file: Path) -> Estimate:
                    expected)  # fmt: skip
     sequences = ablations * sum(count for _, count in work.passes)
     attention = Cost(0, "attention.csv", work.field, work.subject, expected)
-    return Estimate({}, name, weights, working, batch, sequences, seconds, rows, rows, metrics, 0, attention)
+    return Estimate(
+        columns,
+        describe(columns) or name,
+        weights,
+        working,
+        batch,
+        sequences,
+        seconds,
+        rows,
+        rows,
+        metrics,
+        0,
+        attention,
+    )
 
 
 # --- `validate --plan` -----------------------------------------------------------------------------

@@ -86,6 +86,7 @@ PAIR_DISTANCE_FAMILY: Final = _family("pair_distance", "how far apart a probe's 
 PREFIX_INVARIANCE_FAMILY: Final = _family("prefix_invariance", "whether the last word sees the order before it")
 REPEATED_WORDS_FAMILY: Final = _family("repeated_words", "whether two copies of one word can be told apart")
 DECODABILITY_FAMILY: Final = _family("decodability", "whether a linear probe can read a token's slot off its state")
+LM_LOGPROB_FAMILY: Final = _family("lm_logprob", "whether a causal LM scores a reordering below the original")
 
 # Registration order is the row order of the terminal's summary tables (report.summary_table) and of the docs:
 # the default families' stack rows, the other stack rows, the pretrained-only rows, then those never summarised.
@@ -152,6 +153,16 @@ INVARIANCE_CLS: Final = _metric(
 PAIR_COSINE_CLS: Final = _metric(
     "pair_cosine_cls", PAIR_DISTANCE_FAMILY, PRETRAINED, "probe × layer", "`1 − cos(H_l(a)[CLS], H_l(b)[CLS])`"
 )
+LOGPROB_CHANGE: Final = _metric(
+    "logprob_change", LM_LOGPROB_FAMILY, PRETRAINED, "permutation × last layer L, causal LMs",
+    "`|log P(PX) − log P(X)| / |log P(X)|`, log P the sum of each token's log-probability given the ones before "
+    "(after BOS)",
+)  # fmt: skip
+PERMUTATION_PREFERRED: Final = _metric(
+    "permutation_preferred", LM_LOGPROB_FAMILY, PRETRAINED, "permutation × last layer L, causal LMs",
+    "1 when `log P(PX) > log P(X)`, else 0; its mean over permutations (`rows: summary`: the mean statistic) is "
+    "the permutation acceptance of Sinha et al. 2021", noise_from=LOGPROB_CHANGE,
+)  # fmt: skip
 POSITION_ACCURACY: Final = _metric(
     "position_accuracy", DECODABILITY_FAMILY, BOTH, "encoding × layer",
     "held-out accuracy of a ridge least-squares probe reading each token's slot off H_l, on seeded random "

@@ -10,15 +10,17 @@ from __future__ import annotations
 from orderlab import permutations as perms
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.extra import MissingExtraError, packaged_model_folder, require_extra
-from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.backends.specs import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
-from orderlab.metric_registry import ATTENTION_FAMILY
+from orderlab.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence, relative_to_spec, uses_backend
 from orderlab.text import tokenize
 from orderlab.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
+SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
+CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
 
 
 def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
@@ -52,6 +54,9 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
         validate_backend(spec, doc)
         return
     m = spec.stack
+    if LM_LOGPROB_FAMILY in spec.metrics:
+        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
+                        f"{CAUSAL_FAMILIES}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -90,6 +95,27 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
             raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
 
 
+def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
+    """Its checkpoint folder or its seeded shape, and its family's ablations."""
+    family = FAMILIES[model.family]
+    if model.path is not None:
+        folder = relative_to_spec(doc.file, model.path)
+        if not (folder / "config.json").is_file():
+            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+        for field in SEEDED_FIELDS:
+            if field in model.model_fields_set:
+                raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
+    elif model.d_model % model.n_heads or (family.name == "llama" and model.d_model // model.n_heads % 2):
+        need = "an even multiple (RoPE rotates pairs)" if family.name == "llama" else "a multiple"
+        raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
+                        f"for {family.name}; expected {need}")  # fmt: skip
+    for index, ablation in enumerate(model.position_embeddings):
+        if ablation not in family.ablations:
+            known = ", ".join(family.ablations)
+            raise doc.error(("model", "position_embeddings", index),
+                            f"{family.name} has no {ablation!r} ablation; expected one of {known}")  # fmt: skip
+
+
 def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line) for a backend spec that cannot run."""
     if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
@@ -114,9 +140,11 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     except MissingExtraError as error:
         raise doc.error(("model", "kind"), str(error)) from None
     if isinstance(spec.model, HFModelSpec):
-        folder = relative_to_spec(doc.file, spec.model.path)
-        if not (folder / "config.json").is_file():
-            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+        _check_zoo_model(spec.model, doc)
+    family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
+        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
+                        f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
             read_corpus(relative_to_spec(doc.file, spec.inputs.file))

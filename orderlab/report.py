@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table as Table
 from rich.text import Text
 
+from orderlab.backends.zoo import ZooEntry
 from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.outcome import RunView
 from orderlab.sweep import describe
@@ -235,6 +236,22 @@ def encodings_table(entries: list[EncodingEntry]) -> Table:
         params = "\n".join(f"{name}={default}: {description}" for name, default, description in entry.params) or "-"
         about = Text(entry.reference)
         out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), about)  # Text: no markup in docs
+    return out
+
+
+def models_table(entries: list[ZooEntry]) -> Table:
+    """One row per model family of the zoo: positions, encoder or causal, ablations, local real weights."""
+    out = Table(title="model families (model: {kind: hf, family: NAME})", title_justify="left", show_lines=True)
+    out.add_column("family", no_wrap=True, style="bold")
+    out.add_column("positions", overflow="fold")
+    out.add_column("kind", no_wrap=True)
+    out.add_column("position_embeddings: ablations", overflow="fold")
+    out.add_column("real weights found locally", overflow="fold")
+    for entry in entries:
+        ablations = "\n".join(f"{name}: {what}" for name, what in entry.ablations.items())
+        weights = "\n".join(entry.weights) or "none (seeded weights only)"
+        kind = "causal LM" if entry.causal else "encoder"
+        out.add_row(Text(entry.family), Text(entry.positions), kind, Text(ablations), Text(weights))
     return out
 
 

@@ -24,9 +24,12 @@ from orderlab.metric_registry import (
     EQUIVARIANCE,
     EQUIVARIANCE_FAMILY,
     INVARIANCE_FAMILY,
+    LM_LOGPROB_FAMILY,
+    LOGPROB_CHANGE,
     PAIR_COSINE,
     PAIR_DISTANCE_FAMILY,
     PAIR_L2,
+    PERMUTATION_PREFERRED,
     PREFIX_INVARIANCE,
     PREFIX_INVARIANCE_FAMILY,
     REPEAT_COSINE,
@@ -161,6 +164,12 @@ def record_metrics(
         if REPEATED_WORDS_FAMILY in wanted and repeats is not None:
             rows.add(REPEAT_DISTANCE, layer, M.repeated_word_distance(h_px, repeats))
             rows.add(REPEAT_COSINE, layer, M.repeated_word_distance(h_px, repeats, cosine=True))
+    if LM_LOGPROB_FAMILY in wanted and output.logprob is not None and reference.logprob is not None:
+        last, original = len(output.hidden) - 1, reference.logprob[0]
+        rows.add(
+            LOGPROB_CHANGE, last, M.ratio((output.logprob - original).abs(), original.abs().expand_as(output.logprob))
+        )
+        rows.add(PERMUTATION_PREFERRED, last, (output.logprob > original).to(output.logprob.dtype))
     if ATTENTION_FAMILY in wanted and model_slots is not None:
         for layer, attention in enumerate(output.attention, start=1):
             errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], model_slots)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from orderlab import bounds
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import EncodingContext
+from orderlab.fields import FfnMultiple, LayerCount, Sweepable, Width
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
@@ -31,12 +32,6 @@ Matrix = list[list[float]]
 NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
 
 
-# Positive ints no larger than one of orderlab/bounds.py's limits.
-Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
-LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
-FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
-
-
 def folder_name_problem(name: str) -> str | None:
     """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
@@ -46,23 +41,6 @@ def folder_name_problem(name: str) -> str | None:
     if len(name) > NAME_LIMIT:
         return f"{len(name)} characters; expected at most {NAME_LIMIT}"
     return None
-
-
-if TYPE_CHECKING:
-    T = TypeVar("T")
-    # To the type checker a sweepable field holds one value: sweep.py alone reads the lists (by field name), and
-    # every spec the rest of orderlab works on is one combination of the sweep (sweep.plan), each field one value.
-    Sweepable: TypeAlias = Annotated[T, "one value, or a list of values to sweep over"]
-else:
-
-    class Sweepable:
-        """Sweepable[T]: one value, or a non-empty list of them to sweep over (a run takes the product of all lists)."""
-
-        def __class_getitem__(cls, scalar: Any) -> Any:
-            return Annotated[
-                Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
-                Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
-            ]
 
 
 class StrictModel(BaseModel):

@@ -15,12 +15,14 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from orderlab.backends.specs import HFModelSpec
 from orderlab.errors import SpecError
 from orderlab.spec import ModelSpec, Spec
 from orderlab.yamlsource import LocatedDocument
 
 # dtype stays one value per spec: it sets the round-off line and check's tolerances of the whole results folder.
 SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "weights"))
+HF_SWEEPABLE = ("family", "d_model", "n_heads", "n_layers")  # a zoo model: its family and seeded shape
 MAX_CONFIGURATIONS = 256  # past this a sweep is more likely a typo than a plan
 SweptValue = int | bool | str  # one value of a ModelSpec field: a count, a switch or a choice
 
@@ -45,10 +47,14 @@ def describe(columns: Mapping[str, object]) -> str:
 
 
 def swept_fields(spec: Spec) -> dict[str, list[SweptValue]]:
-    """The model fields given as lists, in the order ModelSpec declares them (none for pretrained models)."""
-    if not isinstance(spec.model, ModelSpec):
+    """The model fields given as lists, in the order the model's spec declares them (none for packaged models)."""
+    if isinstance(spec.model, ModelSpec):
+        names = SWEEPABLE
+    elif isinstance(spec.model, HFModelSpec):
+        names = HF_SWEEPABLE
+    else:
         return {}
-    return {name: getattr(spec.model, name) for name in SWEEPABLE if isinstance(getattr(spec.model, name), list)}
+    return {name: getattr(spec.model, name) for name in names if isinstance(getattr(spec.model, name), list)}
 
 
 def plan(spec: Spec) -> list[Configuration]:

@@ -1,8 +1,9 @@
-"""Corpus mode: every sentence of a file against K random word shuffles of itself, in batched passes.
+"""Corpus mode: every sentence of a file against K random word shuffles of itself, through a model adapter.
 
-All sequences (each sentence and its shuffles) are sorted by token count and cut into batches, so
-padding stays small; each batch is one forward pass under the attention mask. Only the last
-layer is kept, pooled two ways (mean as sentence-transformers, and [CLS]); the similarity of a
+Each sentence and its shuffles go through the adapter protocol (models/protocol.py: a bound
+sentence's forward over its reorderings, batch_size at a time), so every model family gets corpus
+mode from the same path as single sentences. Only the last layer is kept, pooled the ways the
+adapter defines (mean as sentence-transformers, and [CLS] for encoders); the similarity of a
 shuffle is the cosine between its pooled vector and its sentence's.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -18,10 +20,11 @@ import torch
 
 from orderlab import permutations as perms
 from orderlab.backends.corpustext import CorpusLine
-from orderlab.backends.pooling import cls, masked_mean
-from orderlab.backends.pretrained import PretrainedBackend
 from orderlab.backends.specs import CorpusInputs
 from orderlab.metric_registry import SIMILARITY_CLS, SIMILARITY_MEAN
+
+if TYPE_CHECKING:
+    from orderlab.models.protocol import Adapter
 
 # Sentence-length groups (words) of the summary: [low, high) -> label.
 LENGTH_GROUPS = ((2, 5, "2-4"), (5, 9, "5-8"), (9, 13, "9-12"), (13, 21, "13-20"), (21, 10**9, "21+"))
@@ -36,7 +39,6 @@ class Plan:
 
     lines: list[CorpusLine]
     permutations: list[list[perms.Permutation]]  # per sentence, its shuffles
-    sequences: list[tuple[int, ...]]  # token ids
     owner: np.ndarray  # (S,)
     shuffle: np.ndarray  # (S,)
 
@@ -46,43 +48,36 @@ def shuffle_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
-def plan(lines: list[CorpusLine], inputs: CorpusInputs, backend: PretrainedBackend) -> Plan:
+def plan(lines: list[CorpusLine], inputs: CorpusInputs) -> Plan:
     chosen: list[list[perms.Permutation]] = []
-    sequences: list[tuple[int, ...]] = []
     owner: list[int] = []
     shuffle: list[int] = []
     for index, line in enumerate(lines):
-        tokens = backend.word_tokens(line.words)
         count = min(inputs.shuffles, math.factorial(len(line.words)) - 1)
-        shuffles = list(perms.random_distinct(len(line.words), count, shuffle_seed(inputs.seed, index)))
-        chosen.append(shuffles)
-        sequences += [tokens.ids] + [tokens.permuted(p).ids for p in shuffles]
+        chosen.append(list(perms.random_distinct(len(line.words), count, shuffle_seed(inputs.seed, index))))
         owner += [index] * (count + 1)
         shuffle += range(count + 1)
-    return Plan(lines, chosen, sequences, np.array(owner), np.array(shuffle))
+    return Plan(lines, chosen, np.array(owner), np.array(shuffle))
 
 
-def encode(backend: PretrainedBackend, sequences: list[tuple[int, ...]], batch_size: int,
-           progress: Progress | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
-    """Pooled last-layer vectors of every sequence, in input order: {"mean": (S, d), "cls": (S, d)}."""
-    order = sorted(range(len(sequences)), key=lambda s: len(sequences[s]))
-    width = backend.trained.shape[1]
-    pooled = {how: torch.empty(len(sequences), width, dtype=torch.float64) for how in POOLINGS}
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
-        longest = len(sequences[batch[-1]])
-        ids = torch.full((len(batch), longest), backend.pad_id, dtype=torch.long)  # (B, T)
-        mask = torch.zeros(len(batch), longest, dtype=torch.long)  # (B, T)
-        for row, s in enumerate(batch):
-            ids[row, : len(sequences[s])] = torch.tensor(sequences[s])
-            mask[row, : len(sequences[s])] = 1
-        h = backend.last_hidden(ids, mask)  # (B, T, d)
-        index = torch.tensor(batch)
-        pooled["mean"][index] = masked_mean(h, mask.to(h.device)).double().cpu()
-        pooled["cls"][index] = cls(h).double().cpu()
-        if progress:
-            progress(len(batch))
-    return pooled
+def poolings(adapter: Adapter) -> dict[str, str]:
+    """pooling -> the similarity metric it is written as, for the poolings the adapter defines."""
+    return {how: metric for how, metric in POOLINGS.items() if how in adapter.cosine.values()}
+
+
+def encode(adapter: Adapter, work: Plan, batch_size: int, progress: Progress | None = None) -> dict[str, torch.Tensor]:
+    """Pooled last-layer vectors of every sequence, in plan order: {"mean": (S, d), "cls": (S, d)} (as defined)."""
+    pooled: dict[str, list[torch.Tensor]] = {how: [] for how in poolings(adapter)}
+    for line, shuffles in zip(work.lines, work.permutations, strict=True):
+        bound = adapter.sentence(line.words)
+        orders = torch.tensor([list(range(len(line.words))), *shuffles], device=adapter.device)  # (K+1, n)
+        for start in range(0, len(orders), batch_size):
+            output = bound.forward(orders[start : start + batch_size], False)
+            for how, vectors in pooled.items():
+                vectors.append(output.pooled[how][-1].double().cpu())
+            if progress:
+                progress(len(orders[start : start + batch_size]))
+    return {how: torch.cat(vectors) for how, vectors in pooled.items()}
 
 
 def similarities(work: Plan, pooled: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -105,7 +100,7 @@ def shuffle_rows(work: Plan, similarity: dict[str, np.ndarray], label: str) -> p
         "shuffle": shuffle,
         "permutation": [perms.label(work.permutations[o][s - 1]) for o, s in zip(owner, shuffle, strict=True)],
     })  # fmt: skip
-    frames = [base.assign(metric=metric, value=similarity[how][keep]) for how, metric in POOLINGS.items()]
+    frames = [base.assign(metric=POOLINGS[how], value=values[keep]) for how, values in similarity.items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -120,8 +115,8 @@ def sentence_rows(shuffles: pd.DataFrame, work: Plan, threshold: float) -> pd.Da
         "median_similarity": mean.median(),
         "min_similarity": mean.min(),
         "share_above": mean.agg(lambda v: float((v > threshold).mean())),
-        "cls_mean_similarity": grouped[SIMILARITY_CLS].mean(),
-    }).reset_index()  # fmt: skip
+    } | ({"cls_mean_similarity": grouped[SIMILARITY_CLS].mean()} if SIMILARITY_CLS in wide else {})
+    ).reset_index()  # fmt: skip
     text = {line.line: (line.sentence, len(line.words)) for line in work.lines}
     table.insert(2, "sentence", table["sentence_id"].map(lambda i: text[i][0]))
     table.insert(3, "words", table["sentence_id"].map(lambda i: text[i][1]))
@@ -149,7 +144,7 @@ def summary_rows(shuffles: pd.DataFrame, encodings: list[str], threshold: float)
                 "shuffles": len(part), "mean_similarity": part[SIMILARITY_MEAN].mean(),
                 "median_similarity": part[SIMILARITY_MEAN].median(),
                 "share_above": float((part[SIMILARITY_MEAN] > threshold).mean()),
-                "cls_mean_similarity": part[SIMILARITY_CLS].mean(),
-                "cls_median_similarity": part[SIMILARITY_CLS].median(),
-            })  # fmt: skip
+            } | ({"cls_mean_similarity": part[SIMILARITY_CLS].mean(),
+                  "cls_median_similarity": part[SIMILARITY_CLS].median()}
+                 if SIMILARITY_CLS in part else {}))  # fmt: skip
     return pd.DataFrame(rows)

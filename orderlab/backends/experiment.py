@@ -16,10 +16,11 @@ import torch
 
 from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
-from orderlab.backends.pretrained import PretrainedBackend, import_transformers, model_folder
+from orderlab.backends.pretrained import import_transformers
 from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
+from orderlab.models import Adapter, build_adapters
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.results import Manifest, build_manifest, write_results
 from orderlab.rows import Progress
@@ -35,8 +36,8 @@ def write_corpus_experiment(
     assert isinstance(inputs, CorpusInputs)
     validate_device(device)
     started = time.perf_counter()
-    backend = PretrainedBackend(model_folder(spec.pretrained, loaded.path), spec.model.dtype, device)
-    tables = run_corpus(spec, loaded.path, backend, progress or (lambda done, total: None))
+    adapters = build_adapters(spec, device, loaded.path)
+    tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
         dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
@@ -59,24 +60,23 @@ def describe_model(spec: Spec, manifest: Manifest) -> None:
     manifest["versions"]["transformers"] = import_transformers().__version__
 
 
-def run_corpus(spec: Spec, spec_path: Path, backend: PretrainedBackend, advance: Progress) -> dict[str, pd.DataFrame]:
-    """Every corpus sentence against its shuffles, under every position ablation, in batched passes."""
+def run_corpus(spec: Spec, spec_path: Path, adapters: list[Adapter], advance: Progress) -> dict[str, pd.DataFrame]:
+    """Every corpus sentence against its shuffles, under every position ablation (one adapter each)."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
     ablations = spec.pretrained.position_embeddings
-    work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs, backend)
-    total, done, frames = len(ablations) * len(work.sequences), 0, []
+    work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs)
+    total, done, frames = len(ablations) * len(work.owner), 0, []
 
     def step(count: int) -> None:
         nonlocal done
         done += count
         advance(done, total)
 
-    for ablation in ablations:
-        backend.set_positions(ablation, spec.seed)
+    for adapter in adapters:
         with torch.inference_mode():
-            pooled = corpus.encode(backend, work.sequences, inputs.batch_size, step)
-        frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), ablation))
+            pooled = corpus.encode(adapter, work, inputs.batch_size, step)
+        frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))
     metrics = pd.concat(frames, ignore_index=True)
     metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
     sentences = corpus.sentence_rows(metrics, work, inputs.threshold)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -14,6 +14,11 @@ if TYPE_CHECKING:
 
 class RotaryParams(EncodingParams):
     base: float = Field(10000.0, gt=1, description="Frequency base: pair i turns by pos * base^(-2i/d_head).")
+    style: Literal["interleaved", "half"] = Field(
+        "interleaved",
+        description="Which coordinates pair up: (2i, 2i+1) as RoFormer (interleaved), or (i, i + d_head/2) as "
+        "Llama and GPT-NeoX (half, transformers' rotate_half).",
+    )
 
 
 def rotate_pairs(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
@@ -23,6 +28,15 @@ def rotate_pairs(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     even, odd = x[..., 0::2], x[..., 1::2]
     cos, sin = angles.cos(), angles.sin()
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+def rotate_halves(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """Rotate each (x[i], x[i + d/2]) pair of x (..., n, d) by angles (n, d/2): Llama's pairing."""
+    import torch
+
+    first, second = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
 
 
 def rotary_angles(n: int, d_head: int, base: float, dtype: Any, device: Any) -> torch.Tensor:
@@ -54,4 +68,5 @@ class Rotary(PositionalEncoding):
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         angles = rotary_angles(q.shape[-2], q.shape[-1], self.params.base, q.dtype, q.device)
-        return rotate_pairs(q, angles), rotate_pairs(k, angles)
+        rotate = rotate_pairs if self.params.style == "interleaved" else rotate_halves
+        return rotate(q, angles), rotate(k, angles)

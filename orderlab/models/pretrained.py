@@ -1,9 +1,13 @@
-"""A pretrained encoder (backends/pretrained.py) as adapters: one per position ablation, sharing one loaded model.
+"""A model of the zoo (backends/pretrained.py) as adapters: one per position ablation, sharing one loaded model.
 
 A word's state is the mean of its sub-tokens' states; a reordering moves whole words and leaves
-[CLS] and [SEP] in place (backends/grouping.py). Sentence vectors are sentence-transformers' mean
-over all tokens and the [CLS] state. The ablation is applied to the shared model's position table
-(in memory, never on disk) before each pass that needs another one.
+specials ([CLS], [SEP], a causal LM's BOS) in place (backends/grouping.py). Sentence vectors are
+sentence-transformers' mean over all tokens and, for encoders, the first ([CLS]) state; a causal
+LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
+carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
+around each pass by the family's hooks (backends/families), never by writing weights.
+Named hook points of a pass (stack.hook_name: input, pattern, output per layer) come from the same
+forward pass as its metrics.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import numpy as np
 import torch
 
 from orderlab import metrics as M
+from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pooling import cls, word_states
-from orderlab.backends.pretrained import PretrainedBackend, model_folder
+from orderlab.backends.pretrained import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.estimate import PRETRAINED_CHUNK as CHUNK
 from orderlab.metric_registry import (
@@ -29,21 +34,39 @@ from orderlab.metric_registry import (
     PAIR_COSINE_CLS,
 )
 from orderlab.models.protocol import Adapter, Pass
-from orderlab.spec import DecodabilitySpec, Spec
+from orderlab.spec import DecodabilitySpec, Spec, relative_to_spec
+from orderlab.stack import Hooks, hook_name
+from orderlab.text import tokenize
 from orderlab.verdicts import twin_dtype
 
-POOLINGS = ("mean", "cls")  # sentence-transformers' mean over all tokens, and the [CLS] state
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 
 
 def pretrained_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin)."""
-    assert isinstance(spec.model, PretrainedModelSpec | HFModelSpec) and not isinstance(spec.inputs, CorpusInputs)
-    backend = PretrainedBackend(
-        model_folder(spec.model, spec_file), spec.model.dtype, str(device), attention=ATTENTION_FAMILY in spec.metrics
-    )
+    model = spec.model
+    assert isinstance(model, PretrainedModelSpec | HFModelSpec)
+    family = model.family if isinstance(model, HFModelSpec) else "bert"
+    assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
+    folder = model_folder(model, spec_file)
+    source = folder if folder is not None else seeded(spec, spec_file)
+    attention = ATTENTION_FAMILY in spec.metrics
+    backend = PretrainedBackend(source, model.dtype, device, attention=attention, family=family)
     shared = Shared(backend, spec.seed)
-    return [PretrainedAdapter(shared, ablation) for ablation in sorted(spec.model.position_embeddings)]
+    kind = CausalAdapter if backend.code.causal else PretrainedAdapter
+    return [kind(shared, ablation) for ablation in sorted(model.position_embeddings)]
+
+
+def seeded(spec: Spec, spec_file: Path) -> Seeded:
+    """A seeded model's shape from the spec and its vocabulary: every word the spec (or its corpus) uses."""
+    model = spec.model
+    assert isinstance(model, HFModelSpec)
+    if isinstance(spec.inputs, CorpusInputs):
+        words = [w for line in read_corpus(relative_to_spec(spec_file, spec.inputs.file)) for w in line.words]
+    else:
+        words = [w for item in spec.sentences for w in tokenize(item.sentence)]
+        words += [w for pair in spec.probes for sentence in pair for w in tokenize(sentence)]
+    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(sorted(set(words))), spec.seed)
 
 
 class Shared:
@@ -60,7 +83,7 @@ class Shared:
 
 
 class PretrainedAdapter:
-    """One position ablation of the shared model."""
+    """One position ablation of the shared model (an encoder: mean and [CLS] sentence vectors)."""
 
     invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean", INVARIANCE_CLS: "cls"}
     cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean", COSINE_CLS: "cls"}
@@ -72,17 +95,16 @@ class PretrainedAdapter:
 
     @property
     def backend(self) -> PretrainedBackend:
-        """The model, with this adapter's ablation in its position table."""
+        """The model, with this adapter's ablation around its passes."""
         backend = self.shared.backend
-        if backend.ablation != self.label:
-            backend.set_positions(self.label, self.shared.seed)
+        backend.set_positions(self.label, self.shared.seed)
         return backend
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)
 
     def twin(self) -> PretrainedAdapter:
-        return PretrainedAdapter(self.shared.twin(), self.label)
+        return type(self)(self.shared.twin(), self.label)
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return CHUNK
@@ -105,10 +127,24 @@ class PretrainedAdapter:
         return [torch.cat(layer) for layer in zip(*states, strict=True)]
 
 
+class CausalAdapter(PretrainedAdapter):
+    """A causal LM's ablation: its first token is BOS in every order, so only the mean pools the sentence."""
+
+    invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean"}
+    cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean"}
+    pair_cosine: ClassVar[dict[str, str]] = {}
+
+
 def whole_words(backend: PretrainedBackend) -> list[str]:
     """Alphabetic vocabulary entries that the tokenizer keeps as one token (no '##' pieces, no specials)."""
     vocabulary = sorted(backend.tokenizer.get_vocab().items(), key=lambda item: item[1])[:WORDS_DRAWN_FROM]
     return [word for word, _ in vocabulary if word.isalpha() and word.isascii() and len(word) > 1]
+
+
+def sentence_logprob(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """log P(tokens 1..T-1 | the ones before), summed: logits (B, T, V), ids (B, T) -> (B,). Token 0 is BOS."""
+    logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V): the distribution of the next token
+    return logprobs.gather(-1, ids[:, 1:, None].to(logits.device))[..., 0].sum(dim=-1)
 
 
 class PretrainedSentence:
@@ -118,14 +154,29 @@ class PretrainedSentence:
         self.adapter, self.words = adapter, words
         self.tokens: WordTokens = adapter.shared.backend.word_tokens(words)
 
-    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None = None) -> Pass:
+        """B reorderings through the model; `hooks`, a dict, receives its named hook points (record_hooks)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
-        output = self.adapter.backend.forward(torch.tensor([t.ids for t in moved]), attention=attention)
+        ids = torch.tensor([t.ids for t in moved])  # (B, T)
+        output = self.adapter.backend.forward(ids, attention=attention)
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         hidden = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         pooled = {"mean": [M.pool(h, "mean") for h in output.hidden], "cls": [cls(h) for h in output.hidden]}
-        return Pass(hidden, pooled, output.attention)
+        logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
+        if hooks is not None:
+            record_hooks(hooks, output)
+        return Pass(hidden, pooled, output.attention, logprob)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
         return torch.tensor(slots, device=orders.device)  # (B, T)
+
+
+def record_hooks(hooks: Hooks, output: Forward) -> None:
+    """The stack's hook points that a transformers model returns, on its token slots: per layer l (from 1) the
+    input (l = 1: the embeddings, absolute positions added), the attention pattern (when asked for) and the output."""
+    for layer in range(1, len(output.hidden)):
+        hooks[hook_name(layer, "input")] = output.hidden[layer - 1]  # (B, T, d)
+        hooks[hook_name(layer, "output")] = output.hidden[layer]  # (B, T, d)
+        if output.attention:
+            hooks[hook_name(layer, "pattern")] = output.attention[layer - 1]  # (B, h, T, T)

@@ -25,6 +25,7 @@ class Pass:
     hidden: list[torch.Tensor]  # L+1 x (B, n, d): word states per layer (layer 0: the input, positions added)
     pooled: dict[str, list[torch.Tensor]]  # pooling -> L+1 x (B, d): the sentence vectors the model defines
     attention: list[torch.Tensor]  # L x (B, h, T, T) on the model's own slots, when asked for; else empty
+    logprob: torch.Tensor | None = None  # (B,) a causal LM's log-probability of each reordering; else None
 
     def cast(self, dtype: torch.dtype) -> Pass:
         """The same pass in another dtype (the round-off twin's, compared with the run's)."""
@@ -32,6 +33,7 @@ class Pass:
             [h.to(dtype) for h in self.hidden],
             {how: [v.to(dtype) for v in vectors] for how, vectors in self.pooled.items()},
             [a.to(dtype) for a in self.attention],
+            None if self.logprob is None else self.logprob.to(dtype),
         )
 
 

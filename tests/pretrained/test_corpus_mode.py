@@ -1,4 +1,4 @@
-"""Corpus mode: batched shuffles of every line, per-shuffle, per-sentence and summary CSVs."""
+"""Corpus mode: shuffles of every line through the model adapters, per-shuffle, per-sentence and summary CSVs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
 from orderlab.backends.specs import CorpusInputs
 from orderlab.cli import app
+from orderlab.devices import CPU
+from orderlab.load import load_spec
+from orderlab.models import build_adapters
 
 CORPUS = """# tiny corpus
 dog bites man
@@ -68,21 +71,24 @@ def test_share_above_threshold_counts_shuffles(written):
     assert summary.loc[("trained", "all"), "shuffles"] == len(trained)
 
 
-def test_padding_in_a_batch_does_not_change_pooled_vectors(tmp_path, backend):
+def test_batch_size_does_not_change_pooled_vectors(tmp_path, minilm_folder):
     (tmp_path / "c.txt").write_text(CORPUS)
-    work = corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="c.txt", shuffles=2), backend)
-    backend.set_positions("trained", seed=0)
+    (tmp_path / "tiny.yaml").write_text(SPEC.replace("corpus.txt", "c.txt"))
+    loaded = load_spec(tmp_path / "tiny.yaml")
+    trained = build_adapters(loaded.spec, CPU, loaded.path)[0]
+    work = corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="c.txt", shuffles=2))
     with torch.inference_mode():
-        one_by_one = corpus.encode(backend, work.sequences, batch_size=1)
-        padded = corpus.encode(backend, work.sequences, batch_size=len(work.sequences))
+        one_by_one = corpus.encode(trained, work, batch_size=1)
+        together = corpus.encode(trained, work, batch_size=64)
+    assert set(one_by_one) == set(corpus.POOLINGS)
     for how in corpus.POOLINGS:
-        torch.testing.assert_close(one_by_one[how], padded[how], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(one_by_one[how], together[how], atol=1e-5, rtol=1e-4)
 
 
-def test_shuffles_of_a_sentence_do_not_depend_on_the_rest_of_the_corpus(tmp_path, backend):
+def test_shuffles_of_a_sentence_do_not_depend_on_the_rest_of_the_corpus(tmp_path):
     (tmp_path / "a.txt").write_text("the cat sat on the mat\nthe dog ran\n")
     (tmp_path / "b.txt").write_text("the cat sat on the mat\n")
     inputs = CorpusInputs(file="x", shuffles=4)
-    a = corpus.plan(read_corpus(tmp_path / "a.txt"), inputs, backend)
-    b = corpus.plan(read_corpus(tmp_path / "b.txt"), inputs, backend)
+    a = corpus.plan(read_corpus(tmp_path / "a.txt"), inputs)
+    b = corpus.plan(read_corpus(tmp_path / "b.txt"), inputs)
     assert a.permutations[0] == b.permutations[0]

@@ -7,10 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.metric_registry import FAMILY_NAMES, metrics_of
+from orderlab.metric_registry import FAMILY_NAMES, LM_LOGPROB_FAMILY, metrics_of
 
+MINILM = "model: {kind: pretrained, name: minilm, position_embeddings: [trained]}\n"
+CAUSAL_LM = "model: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 1, position_embeddings: [trained]}\n"
 SPEC = """
-model: {kind: pretrained, name: minilm, position_embeddings: [trained]}
 decodability: {sentences: 32, length: 4, vocabulary: 16}
 inputs: [{sentence: the cat saw the dog, permutations: swaps}]
 probes: [[the cat saw the dog, the dog saw the cat]]
@@ -26,7 +27,8 @@ def test_every_family_applies_to_pretrained_models_through_the_one_loop():
 def test_a_pretrained_run_of_one_family_writes_exactly_its_registered_metrics(
     family, write_spec, tmp_path, minilm_folder
 ):
-    spec = write_spec(f"name: only_{family}\n{SPEC}metrics: [{family}]\n")
+    model = CAUSAL_LM if family == LM_LOGPROB_FAMILY else MINILM  # MiniLM is an encoder: no LM head
+    spec = write_spec(f"name: only_{family}\n{model}{SPEC}metrics: [{family}]\n")
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output
     written = pd.read_csv(tmp_path / f"only_{family}" / "metrics.csv")["metric"]

@@ -71,17 +71,24 @@ def test_every_row_names_its_position_ablation(measured):
     assert set(measured["encoding"]) == {"trained", "zero"}
 
 
-def test_ablations_never_touch_the_model_files(minilm_folder, backend):
+def test_ablations_never_touch_the_model_files_or_the_loaded_weights(minilm_folder, backend):
     weights = minilm_folder / "model.safetensors"
     before = hashlib.sha256(weights.read_bytes()).hexdigest()
-    for ablation in ("zero", "shuffled", "sinusoidal", "trained"):
-        backend.set_positions(ablation, seed=0)
+    loaded = {name: tensor.clone() for name, tensor in backend.model.state_dict().items()}
+    ids = torch.tensor([backend.word_tokens(["dog", "bites", "man"]).ids])
+    with torch.inference_mode():
+        outputs = {}
+        for ablation in ("zero", "shuffled", "sinusoidal", "trained"):
+            backend.set_positions(ablation, seed=0)
+            outputs[ablation] = backend.forward(ids).hidden[0]
     assert hashlib.sha256(weights.read_bytes()).hexdigest() == before
-    assert torch.equal(backend.table.weight, backend.trained)  # back to the shipped table
+    for name, tensor in backend.model.state_dict().items():
+        assert torch.equal(tensor, loaded[name]), name
+    assert not torch.equal(outputs["zero"], outputs["trained"])  # the ablations did act, on the pass only
 
 
 def test_shuffled_table_reorders_trained_rows_and_sinusoidal_keeps_their_scale(backend):
-    trained = backend.trained
+    trained = backend.model.embeddings.position_embeddings.weight.detach()
     shuffled = position_table("shuffled", trained, seed=0)
     assert not torch.equal(shuffled, trained)
     assert torch.equal(shuffled.sort(dim=0).values, trained.sort(dim=0).values)  # same rows, new slots

@@ -1,0 +1,58 @@
+"""Llama: causal, rotary positions on queries and keys. trained: RoPE on; zero: every position id 0, so every
+rotation is the identity; shuffled: position ids in a seeded random order. Only the rotary module's input changes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from orderlab.backends.families.base import FFN_MULT, MAX_POSITIONS, FamilyCode, Shape, submodule
+
+
+def config(shape: Shape) -> dict[str, Any]:
+    return {
+        "vocab_size": shape.vocab,
+        "initializer_range": shape.init_std,
+        "hidden_size": shape.d_model,
+        "num_hidden_layers": shape.n_layers,
+        "num_attention_heads": shape.n_heads,
+        "num_key_value_heads": shape.n_heads,
+        "intermediate_size": FFN_MULT * shape.d_model,
+        "max_position_embeddings": MAX_POSITIONS,
+        "bos_token_id": 2,
+        "eos_token_id": 3,
+        "pad_token_id": 0,
+    }
+
+
+def position_ids(ablation: str, ids: torch.Tensor, seed: int) -> torch.Tensor:
+    """The position ids the rotation sees under `ablation`: ids (B, T) as the model made them."""
+    if ablation == "zero":
+        return torch.zeros_like(ids)
+    order = torch.randperm(MAX_POSITIONS, generator=torch.Generator().manual_seed(seed)).to(ids.device)
+    return order[ids]
+
+
+@contextmanager
+def ablate(model: torch.nn.Module, ablation: str, seed: int) -> Iterator[None]:
+    rotary = submodule(model, "rotary_emb")
+    if ablation == "trained" or rotary is None:
+        yield
+        return
+
+    def moved(_module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if "position_ids" in kwargs:
+            return args, {**kwargs, "position_ids": position_ids(ablation, kwargs["position_ids"], seed)}
+        return (args[0], position_ids(ablation, args[1], seed), *args[2:]), kwargs
+
+    handle = rotary.register_forward_pre_hook(moved, with_kwargs=True)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+LLAMA = FamilyCode("llama", "LlamaConfig", "LlamaForCausalLM", config, ablate, causal=True)
