@@ -125,7 +125,8 @@ def test_attention_csv_holds_each_sentence_once_and_still_plots(cli, tmp_path):
     shown = json.loads((folder / "manifest.json").read_text())["attention"]
     assert shown == {"input": 0, "words": " ".join(words), "permutation": " ".join(str(i) for i in range(23, -1, -1)),
                      "permuted": " ".join(reversed(words))}  # fmt: skip
-    assert (folder / "figures" / "attention.png").stat().st_size > 0
+    grids = sorted(path.name for path in (folder / "figures").glob("attention_*.png"))
+    assert grids == ["attention_none_layer1.png", "attention_rope_layer1.png"]  # every head of the one layer
 
 
 def test_plot_refuses_attention_maps_without_their_sentence_in_one_line(cli, tmp_path):
