@@ -25,6 +25,7 @@ from orderlab.spec import uses_backend
 from orderlab.streaming import condition_labels, tune_allocator
 from orderlab.sweep_run import SweepRun, summarize_sweep
 from orderlab.training.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.training.results import TRAINED, UNTRAINED, WEIGHTS
 
 
 def write_experiment(
@@ -75,6 +76,8 @@ def _write_experiment(
             dtype=spec.model.dtype, device=device, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
+        if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
+            manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
         if uses_backend(spec):
             describe_model(spec, manifest)
         if maps is not None:  # attention.csv's input and reordering, written once rather than on every row

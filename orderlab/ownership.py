@@ -118,6 +118,11 @@ def foreign_entries(folder: Path, found: Recorded) -> list[str]:
             mine = inner is not None and inner.writer.command == nested[entry] and not foreign_entries(path, inner)
         elif any(staging_leftover(entry, name) for name in nested):
             mine = True
+        elif path.is_dir() and not path.is_symlink():  # a run's checkpoints/: every file in it recorded
+            mine = found.owns(entry) and all(
+                found.owns(f"{entry}/{inner.name}") and inner.is_file() and not inner.is_symlink()
+                for inner in path.iterdir()
+            )
         else:
             mine = found.owns(entry) and path.is_file()
         if not mine:

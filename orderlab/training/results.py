@@ -31,6 +31,11 @@ def task_subject(spec: Spec, n: int) -> str:
     return f"{spec.train.task}: {spec.train.test_sentences} sentences of {n:>3} words"
 
 
+def tested_length(subject: str) -> int:
+    """The sentence length a task accuracy row's `input` (task_subject) names."""
+    return int(subject.rsplit(" of ", 1)[1].split()[0])
+
+
 def accuracy_rows(spec: Spec, stacks: list[TrainedStack]) -> pd.DataFrame:
     """Task accuracy per trained encoding and test length, as tidy rows (COLUMNS) sorted as metrics.csv is."""
     assert spec.train is not None
