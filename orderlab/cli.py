@@ -125,7 +125,9 @@ def run(
 
     loaded = load_spec(spec)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        outcome = write_experiment(loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force)
+        outcome = write_experiment(
+            loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force, notes=advance.note
+        )
     if plot:
         from orderlab.plots import plot_results
 

@@ -18,7 +18,7 @@ import json
 import math
 import os
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +76,11 @@ TOKENS_PER_WORD = 1.5
 SECONDS_PER_SEQUENCE = 60e-6
 # Collecting, sorting and formatting one tidy CSV row: 9 us measured (524k rows, loaded machine).
 SECONDS_PER_ROW = 12e-6
+# Training (training/train.py): float32 on one thread, small matmuls with their backward passes; an AdamW step's
+# own work (optimizer, data, autograd bookkeeping) on top. Conservative: the d_model 32 first_word spec measured
+# ~2.5 GFLOP/s and ~4 ms a step on this loaded 2-core machine.
+TRAINING_FLOPS_PER_SECOND = 2e9
+SECONDS_PER_STEP = 5e-3
 # Drawing one seeded weight (torch.randn, float64): 28 ns measured.
 SECONDS_PER_WEIGHT = 40e-9
 # Hashing a word into its seeded vector: 16 us measured at d_model 64 (plus drawing its numbers).
@@ -267,8 +272,38 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
                          "rows: summary" if per_permutation else "fewer inputs or encodings")  # fmt: skip
     chunk = max((_chunk_bytes(spec, words, rules, budget) for _, words, rules in _sentences(spec).values()), default=0)
     largest = max(tally.working, key=lambda c: c.amount, default=Cost(0, "nothing", (), "", ""))
-    return Estimate(columns, describe(columns), weights, largest, chunk, tally.sequences, tally.seconds, tally.rows,
-                    tally.least_rows, metrics_bytes, attention_rows, attention_bytes)  # fmt: skip
+    stack = Estimate(columns, describe(columns), weights, largest, chunk, tally.sequences, tally.seconds, tally.rows,
+                     tally.least_rows, metrics_bytes, attention_rows, attention_bytes)  # fmt: skip
+    return _trained(spec, stack) if spec.train else stack
+
+
+def _trained(spec: Spec, untrained: Estimate) -> Estimate:
+    """A trained spec: training, then every measurement twice (trained and untrained weights) and its task rows.
+
+    Training: steps x batch sentences at the longest training length, forward and backward (3 forward passes'
+    FLOPs) in float32 on one thread, and its activations kept for the backward pass; then the task accuracy
+    passes over every test length.
+    """
+    train, m, encodings = spec.train, spec.stack, len(spec.encodings)
+    assert train is not None
+    n, tested = train.train_lengths[1], range(train.tested[0], train.tested[1] + 1)
+    flops = encodings * train.steps * train.batch * 3 * stack_flops(spec, n)
+    flops += encodings * train.test_sentences * sum(stack_flops(spec, length) for length in tested)
+    subject = f"{train.steps:,} steps"
+    seconds = Cost(flops / TRAINING_FLOPS_PER_SECOND + encodings * train.steps * SECONDS_PER_STEP, "training",
+                   ("train", "steps"), subject, "fewer steps or a smaller batch")  # fmt: skip
+    activations = 3 * train.batch * sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, True) * 4
+    memory = Cost(activations, "training", ("train", "batch"), f"{train.batch:,} sentences", "a smaller batch")
+    task_rows = encodings * len(tested)
+    twice = untrained.metrics_bytes
+    return replace(
+        untrained, working=max(untrained.working, memory, key=lambda cost: cost.amount),
+        sequences=2 * untrained.sequences, seconds=[*untrained.seconds, *untrained.seconds, seconds],
+        metrics_rows=2 * untrained.metrics_rows + task_rows, least_rows=2 * untrained.least_rows + task_rows,
+        metrics_bytes=replace(twice, amount=2 * twice.amount + task_rows * (ROW_FIXED_BYTES + 40)),
+        attention_rows=2 * untrained.attention_rows,
+        attention_bytes=replace(untrained.attention_bytes, amount=2 * untrained.attention_bytes.amount),
+    )  # fmt: skip
 
 
 def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:

@@ -24,6 +24,8 @@ from orderlab.results import build_manifest, staged_folder, write_csv, write_csv
 from orderlab.spec import uses_backend
 from orderlab.streaming import condition_labels, tune_allocator
 from orderlab.sweep_run import SweepRun, summarize_sweep
+from orderlab.training.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.training.results import TRAINED, UNTRAINED, WEIGHTS
 
 
 def write_experiment(
@@ -33,6 +35,7 @@ def write_experiment(
     progress: Callable[[int, int], None] | None = None,
     chunk_size: int | None = None,
     force: bool = False,
+    notes: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
     (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
@@ -40,7 +43,7 @@ def write_experiment(
     The folder is claimed before anything is computed, so a folder that is not this spec's (without
     `force`: another spec's or command's) or that another run is writing is refused at once."""
     with claim(folder, Writer("run", loaded.spec.name), force):
-        return _write_experiment(loaded, device, folder, progress, chunk_size)
+        return _write_experiment(loaded, device, folder, progress, chunk_size, notes)
 
 
 def _write_experiment(
@@ -49,6 +52,7 @@ def _write_experiment(
     folder: Path,
     progress: Callable[[int, int], None] | None,
     chunk_size: int | None,
+    notes: Callable[[str], None] | None = None,
 ) -> Outcome:
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
@@ -56,12 +60,14 @@ def _write_experiment(
     validate_device(device)
     tune_allocator()
     started = time.perf_counter()
-    run = SweepRun(spec, device, chunk_size, progress, loaded.path)
+    run = SweepRun(spec, device, chunk_size, progress, loaded.path, notes)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
         rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
+        if run.trained:  # git-ignored: a baseline keeps only the CSVs, and `check` trains anew
+            write_checkpoints(staging / CHECKPOINTS, run.trained)
         worst = digest.worst_table()
-        tables = {"summary": summarize_sweep(worst, labels, run.swept)}
+        tables = {"summary": summarize_sweep(worst, labels, run.axes)}
         maps = digest.attention_table() if not uses_backend(spec) else None  # the stack's heatmaps
         if maps is not None:
             tables["attention"] = maps
@@ -70,6 +76,8 @@ def _write_experiment(
             dtype=spec.model.dtype, device=device, rows=rows,
         )  # fmt: skip
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
+        if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
+            manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
         if uses_backend(spec):
             describe_model(spec, manifest)
         if maps is not None:  # attention.csv's input and reordering, written once rather than on every row
@@ -77,6 +85,11 @@ def _write_experiment(
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.swept, tables["summary"], digest=worst)
-    files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, tables["summary"], digest=worst)
+    files = [
+        "metrics.csv",
+        *(f"{name}.csv" for name in tables),
+        "manifest.json",
+        *([CHECKPOINTS] if run.trained else []),
+    ]
     return Outcome(folder, rows, files, view, digest.non_finite, time.perf_counter() - started)

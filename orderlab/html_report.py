@@ -61,7 +61,7 @@ class HtmlTable:
 
 @dataclass(frozen=True)
 class InlineFigure:
-    kind: str  # metrics, decodability, attention
+    kind: str  # metrics, decodability, task, attention
     label: str
     svg: Markup
 

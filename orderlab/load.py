@@ -11,12 +11,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orderlab.checkpoints import read_metadata
+from orderlab.errors import OrderlabError
 from orderlab.estimate import validate_limits
 from orderlab.messages import first_error
 from orderlab.relations import validate_relations
-from orderlab.spec import Spec, folder_name_problem
+from orderlab.spec import CheckpointModelSpec, EncodingChoice, Spec, folder_name_problem, relative_to_spec
 from orderlab.sweep import validate_sweep
-from orderlab.yamlsource import read_yaml
+from orderlab.yamlsource import LocatedDocument, read_yaml
 
 
 def load_spec(path: str | Path) -> LoadedSpec:
@@ -35,9 +37,31 @@ def load_spec(path: str | Path) -> LoadedSpec:
             message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
             raise document.error((), message)
         spec = spec.model_copy(update={"name": path.stem})
+    if isinstance(spec.model, CheckpointModelSpec):
+        spec = from_checkpoint(spec, spec.model, document)
     validate_sweep(spec, document, validate_relations)
     validate_limits(spec, document)
     return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
+
+
+def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument) -> Spec:
+    """The spec with the checkpoint's stack fields, encoding and seed filled in; a field that would contradict the
+    checkpoint (the stack's shape, encodings, seed or a train: block) is refused."""
+    for name in model.model_fields_set - {"kind", "path"}:
+        raise doc.error(("model", name), "a checkpoint sets the stack's fields; expected only kind and path")
+    try:
+        metadata = read_metadata(relative_to_spec(doc.file, model.path))
+    except OrderlabError as error:
+        raise doc.error(("model", "path"), str(error)) from None
+    for name in ("encodings", "train"):
+        if name in spec.model_fields_set:
+            raise doc.error((name,), f"a checkpoint is measured as it was trained; expected no {name}: with it")
+    if "seed" in spec.model_fields_set and spec.seed != metadata["seed"]:
+        message = f"{spec.seed} differs from the checkpoint's seed {metadata['seed']}, which its word vectors need"
+        raise doc.error(("seed",), f"{message}; expected {metadata['seed']} or no seed")
+    filled = CheckpointModelSpec(kind="checkpoint", path=model.path, **metadata["model"])
+    encoding = EncodingChoice(**metadata["encoding"])
+    return spec.model_copy(update={"model": filled, "encodings": [encoding], "seed": metadata["seed"]})
 
 
 class LoadedSpec(BaseModel):

@@ -173,6 +173,11 @@ POSITION_CHANCE: Final = _metric(
     "position_chance", DECODABILITY_FAMILY, BOTH, "encoding × layer",
     "1 / length, the probe's chance accuracy; verdict `chance level`", reduction="none", passing=None,
 )  # fmt: skip
+TASK_ACCURACY: Final = _metric(
+    "task_accuracy", None, STACK, "trained encoding × test length",
+    "a trained stack's accuracy on its `train:` task over held-out sentences of one length; verdict "
+    "`trained length` or `untrained length` (length generalisation)", reduction="none", passing=None,
+)  # fmt: skip
 SIMILARITY_MEAN: Final = _metric(
     "similarity_mean", None, PRETRAINED, "corpus sentence × shuffle",
     "`cos(mean H_L(shuffle), mean H_L(sentence))` at the last layer L, attention-masked means over tokens",

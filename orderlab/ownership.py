@@ -124,6 +124,11 @@ def foreign_entries(folder: Path, found: Recorded) -> list[str]:
             mine = True
         elif entry == NESTED_FILES.get(found.writer.command):
             mine = _is_report(path)
+        elif path.is_dir() and not path.is_symlink():  # a run's checkpoints/: every file in it recorded
+            mine = found.owns(entry) and all(
+                found.owns(f"{entry}/{inner.name}") and inner.is_file() and not inner.is_symlink()
+                for inner in path.iterdir()
+            )
         else:
             mine = found.owns(entry) and path.is_file()
         if not mine:

@@ -24,10 +24,11 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
 from orderlab.errors import OrderlabError
-from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
+from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.ownership import Writer, claim
 from orderlab.results import Manifest, staged_folder
 from orderlab.sweep import describe
+from orderlab.training.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]
@@ -42,7 +43,7 @@ class Drawing:
     """One figure of a results folder, with what tells it apart from the others of its kind."""
 
     stem: str  # file name without extension: metrics_by_layer, attention_causal-true_rope_layer2
-    kind: str  # metrics, decodability or attention
+    kind: str  # metrics, decodability, task or attention
     label: str  # 'rope, layer 2 (causal=true)'; empty where the folder has one figure of its kind
     figure: Figure
 
@@ -94,7 +95,7 @@ def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention:
     swept = list(manifest.get("sweep", {}))
     name = manifest["spec"]["name"]
     drawn = []
-    errors = metrics[metrics["case"] != "decodability"]
+    errors = metrics[~metrics["case"].isin(["decodability", TASK_CASE])]
     if not errors.empty:
         drawn.append(
             Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest["dtype"]))
@@ -103,6 +104,10 @@ def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention:
     if not probe.empty:
         chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
         drawn.append(Drawing("decodability", "decodability", "", decodability(probe, swept, name, chance)))
+    accuracy = metrics[metrics["metric"] == TASK_ACCURACY]
+    if not accuracy.empty:
+        figure = task_accuracy(accuracy, [c for c in swept if c != WEIGHTS], name)
+        drawn.append(Drawing("task_accuracy", "task", "", figure))
     if attention is not None:
         shown = _attention_input(folder, manifest)
         for columns, configuration in _by_configuration(attention, swept):
@@ -221,6 +226,28 @@ def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float
     ax.set_ylabel(f"{POSITION_ACCURACY}: held-out accuracy of a linear slot probe")
     _integer_ticks(ax)
     ax.set_title(f"{name}: can position be read off the hidden state?\n{frame['input'].iloc[0]}")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
+    """A trained stack's task accuracy vs sentence length, per encoding and configuration; trained lengths shaded."""
+    figure = Figure(figsize=(7.5, 5), layout="constrained")
+    ax = figure.subplots()
+    colours = _colours()
+    frame = frame.assign(length=frame["input"].map(tested_length))
+    for label, e, c, group in _lines(frame, swept):
+        series = group.sort_values("length")
+        ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
+                linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)])  # fmt: skip
+    trained = frame.loc[frame["verdict"] == TRAINED_LENGTH, "length"]
+    ax.axvspan(trained.min() - 0.5, trained.max() + 0.5, color="grey", alpha=0.15, label="trained lengths")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sentence length (words)")
+    ax.set_ylabel("task accuracy, held-out sentences")
+    _integer_ticks(ax)
+    ax.set_title(f"{name}: does what was learned carry to other lengths?\n{frame['input'].iloc[0].split(':')[0]}")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return figure

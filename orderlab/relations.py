@@ -16,6 +16,7 @@ from orderlab.errors import OrderlabError
 from orderlab.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.spec import ExplicitEmbeddings, Spec, encoding_context, longest_sentence, relative_to_spec, uses_backend
 from orderlab.text import tokenize
+from orderlab.train_spec import TASKS
 from orderlab.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
@@ -69,12 +70,37 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     validate_sentences(spec, doc, spec.embeddings.lowercase)
     if isinstance(spec.embeddings, ExplicitEmbeddings):
         _check_vectors(spec, doc)
+    if spec.train is not None:  # first: its lengths, not the inputs', may be what no encoding covers
+        validate_training(spec, doc)
     context = encoding_context(spec, longest_sentence(spec))
     for index, choice in enumerate(spec.encodings):
         try:
             ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             raise doc.error(("encodings", index), str(error)) from None
+
+
+def validate_training(spec: Spec, doc: LocatedDocument) -> None:
+    """The task can be posed on every length asked for, on this stack, within every encoding's range."""
+    train, m = spec.train, spec.stack
+    assert train is not None
+    task = TASKS[train.task]
+    for name in ("train_lengths", "test_lengths"):
+        lengths = getattr(train, name)
+        if lengths is not None and lengths[0] < task.shortest:
+            message = f"{list(lengths)}: task {train.task} needs sentences of at least {task.shortest} words"
+            raise doc.error(("train", name), f"{message}; expected a shortest length >= {task.shortest}")
+    if task.causal_only and not m.causal:
+        raise doc.error(("train", "task"), f"{train.task} predicts the next word; expected model.causal: true")
+    if m.weights is not None:
+        raise doc.error(("model", "weights"), "explicit weights are not trained; expected seeded weights with train:")
+    context = encoding_context(spec, train.longest)
+    for index, choice in enumerate(spec.encodings):
+        try:
+            ENCODINGS.validate(choice.name, context, choice.params)
+        except (OrderlabError, ValueError) as error:
+            field = "test_lengths" if train.test_lengths else "train_lengths"
+            raise doc.error(("train", field), f"{error} (encodings[{index}])") from None
 
 
 def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:

@@ -7,6 +7,7 @@ import io
 import itertools
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
@@ -125,9 +126,20 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
 
 
+@dataclass(frozen=True)
+class ProgressBar:
+    """A (done, total) callback, and `note` for a line after the description (a training loss)."""
+
+    advance: Callable[[int, int], None]
+    note: Callable[[str], None]
+
+    def __call__(self, done: int, total: int) -> None:
+        self.advance(done, total)
+
+
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
-    """Yield a (done, total) callback drawing a bar with rate and ETA on a terminal.
+def progress_bar(description: str, quiet: bool) -> Iterator[ProgressBar]:
+    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line.
 
     The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
     extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
@@ -146,8 +158,11 @@ def progress_bar(description: str, quiet: bool) -> Iterator[Callable[[int, int],
         if not bar.live.is_started and time.monotonic() - started >= PROGRESS_DELAY_SECONDS:
             bar.start()
 
+    def note(text: str) -> None:
+        bar.update(task, description=f"{description}: {text}")
+
     try:
-        yield advance
+        yield ProgressBar(advance, note)
     finally:
         bar.stop()
 

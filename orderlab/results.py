@@ -81,10 +81,13 @@ def staged_folder(destination: Path) -> Iterator[Path]:
 
 
 def record_ownership(folder: Path, writer: Writer) -> None:
-    """Add `written_by` and `files` (every entry, manifest.json included) to the folder's manifest."""
+    """Add `written_by` and `files` (every entry, manifest.json included, and the files of its sub-folders: a run's
+    checkpoints/) to the folder's manifest."""
     path = folder / MANIFEST
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    files = sorted({entry.name for entry in folder.iterdir()} | {MANIFEST})
+    files = sorted({entry.name for entry in folder.iterdir()} | {MANIFEST}
+                   | {f"{entry.name}/{inner.name}" for entry in folder.iterdir() if entry.is_dir()
+                      for inner in entry.iterdir()})  # fmt: skip
     write_manifest(folder, {**manifest, "written_by": writer.record(), "files": files})
 
 

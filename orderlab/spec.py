@@ -22,6 +22,7 @@ from orderlab.fields import FfnMultiple, LayerCount, Sweepable, Width
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
+from orderlab.train_spec import TrainSpec
 from orderlab.yamlsource import read_yaml
 
 if TYPE_CHECKING:
@@ -90,6 +91,14 @@ class ModelSpec(StrictModel):
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+
+class CheckpointModelSpec(ModelSpec):
+    """A stack orderlab trained (results/<name>/checkpoints/*.safetensors): its shape, encoding and seed come from
+    the file, filled in when the spec is loaded (load.py), so the rest of the spec is as for any stack."""
+
+    kind: Literal["checkpoint"] = Field(description="checkpoint: a trained stack from a .safetensors file.")  # type: ignore[assignment]
+    path: str = Field(description="The checkpoint file, relative to the spec file.")
 
 
 class RandomEmbeddings(StrictModel):
@@ -212,7 +221,7 @@ class CheckTolerances(StrictModel):
     )
 
 
-MODEL_KINDS = ("stack", "pretrained", "hf")
+MODEL_KINDS = ("stack", "pretrained", "hf", "checkpoint")
 
 
 def _numbers(value: Any) -> list[float]:
@@ -243,7 +252,8 @@ def is_stack_spec(path: Path) -> bool:
 ModelChoice = Annotated[
     Annotated[ModelSpec, Tag("stack")]
     | Annotated[PretrainedModelSpec, Tag("pretrained")]
-    | Annotated[HFModelSpec, Tag("hf")],
+    | Annotated[HFModelSpec, Tag("hf")]
+    | Annotated[CheckpointModelSpec, Tag("checkpoint")],
     Discriminator(_model_kind),
 ]
 # A list of sentences, or {file: corpus.txt, shuffles: K} for corpus mode.
@@ -293,6 +303,9 @@ class Spec(StrictModel):
     )
     decodability: DecodabilitySpec = Field(
         default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
+    )
+    train: TrainSpec | None = Field(
+        None, description="Train one stack per encoding on a synthetic task, then measure it beside the untrained one."
     )
     check: CheckTolerances = Field(
         default_factory=CheckTolerances,
@@ -357,7 +370,8 @@ def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
 
 def longest_sentence(spec: Spec) -> int:
     sentences = [i.sentence for i in spec.sentences] + [s for pair in spec.probes for s in pair]
-    return max(len(tokenize(s)) for s in sentences)
+    trained = spec.train.longest if spec.train else 0  # a trained stack also runs its task's sentences
+    return max([trained, *(len(tokenize(s)) for s in sentences)])
 
 
 def uses_backend(spec: Spec) -> bool:

@@ -7,6 +7,7 @@ streams through `streaming.MeasuringLoop` on its own and memory stays one chunk'
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -16,10 +17,13 @@ from orderlab import probing
 from orderlab.devices import CPU
 from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
+from orderlab.models.trained import trained_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
 from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
-from orderlab.sweep import plan, swept_fields
+from orderlab.sweep import Configuration, plan, swept_fields
+from orderlab.training.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.training.train import TrainedStack, train_stack
 
 
 class SweepRun:
@@ -37,35 +41,70 @@ class SweepRun:
         chunk_size: int | None = None,
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
+        notes: Callable[[str], None] | None = None,
     ):
-        """spec_file: where relative paths in the spec (a model folder) start from."""
-        self.spec, self.device, self.progress, self.spec_file = spec, device, progress, spec_file
+        """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text."""
+        self.spec, self.device, self.progress, self.spec_file, self.notes = spec, device, progress, spec_file, notes
         self.swept = list(swept_fields(spec))
+        # A trained spec measures every combination twice, its trained and its untrained stacks (column `weights`).
+        self.axes = [*self.swept, *([WEIGHTS] if spec.train else [])]
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
-        self.loops: list[MeasuringLoop] = []
+        self.groups: list[tuple[Configuration, str | None, MeasuringLoop]] = []
+        self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
+        self.total = 0
         for configuration in self.configurations:  # each reports its progress after the ones before it
-            before = sum(loop.total for loop in self.loops)
-            self.loops.append(MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns))
-        self.total = sum(loop.total for loop in self.loops)
+            for weights in (TRAINED, UNTRAINED) if spec.train else (None,):
+                columns = configuration.columns | ({WEIGHTS: weights} if weights else {})
+                self.total += training_work(configuration.spec) if weights == TRAINED else 0
+                loop = MeasuringLoop(configuration.spec, chunk_size, self._after(self.total), columns)
+                self.groups.append((configuration, weights, loop))
+                self.total += loop.total
 
     @property
     def columns(self) -> list[str]:
-        return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
+        return [*self.axes, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
 
     def frames(self) -> Frames:
-        run = Digest()
-        for configuration, loop in zip(self.configurations, self.loops, strict=True):
-            adapters = build_adapters(configuration.spec, self.device, self.spec_file)
+        run, done = Digest(), 0
+        for configuration, weights, loop in self.groups:
+            spec = configuration.spec
+            if weights == TRAINED:
+                stacks = self._train(spec, done)
+                self.trained += [(configuration, stack) for stack in stacks]
+                done += training_work(spec)
+                yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
+                adapters = trained_adapters(spec, stacks, self.device)
+            else:
+                adapters = build_adapters(spec, self.device, self.spec_file)
             if DECODABILITY_FAMILY in self.spec.metrics:
-                probe = probing.measure_decodability(configuration.spec, adapters)
+                probe = probing.measure_decodability(spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
                 run.worst.append(probe)
                 yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
             digest = yield from loop.frames(adapters)
+            done += loop.total
             run.worst += digest.worst
             run.attention += digest.attention
             run.non_finite += digest.non_finite
         return run
+
+    def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
+        """One stack per encoding, in label order; progress counts each step as its batch of sentences."""
+        assert spec.train is not None
+        batch, steps = spec.train.batch, spec.train.steps
+        stacks = []
+        for index, choice in enumerate(sorted(spec.encodings, key=lambda c: c.label)):
+            start = before + index * steps * batch
+
+            def step(done: int, loss: float, start: int = start, label: str = choice.label) -> None:
+                self._advance(start + done * batch)
+                if self.notes:
+                    self.notes(f"training {label}: step {done}/{steps}, loss {loss:.3f}")
+
+            stacks.append(train_stack(spec, choice, step))
+        if self.notes:
+            self.notes("measuring")
+        return stacks
 
     def _after(self, before: int) -> Progress:
         """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
@@ -87,7 +126,7 @@ def run_sweep(
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
     """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out."""
-    errors = table[table["case"] != "decodability"]
+    errors = table[~table["case"].isin(["decodability", TASK_CASE])]
     if errors.empty:
         return pd.DataFrame(columns=["case", "subject", *swept, "metric", *encodings])
     if not swept:

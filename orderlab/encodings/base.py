@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 Kind = Literal["none", "additive", "bias", "rotary"]
+TableKey = tuple[tuple[int, ...], float]  # a seeded table's shape and sigma
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,18 @@ class PositionalEncoding:
         """q and k transformed by slot before the scores are taken. q, k: (B, h, n, d_head)."""
         return q, k
 
+    def tables(self) -> dict[TableKey, torch.Tensor]:
+        """The seeded tables drawn so far, by (shape, sigma): training adjusts them, checkpoints store them."""
+        # kept in the instance's __dict__: a subclass need not call __init__
+        tables: dict[TableKey, torch.Tensor] = self.__dict__.setdefault("_tables", {})
+        return tables
+
     def table(self, *shape: int, sigma: float = 1.0) -> torch.Tensor:
         """This encoding's seeded table of `shape` (see `seeded_table`), drawn once per instance and shape.
 
         Hooks run once per chunk: drawing a 512 x d table each time cost more than the hook's own arithmetic.
         """
-        # kept in the instance's __dict__: a subclass need not call __init__
-        tables: dict[tuple[tuple[int, ...], float], torch.Tensor] = self.__dict__.setdefault("_tables", {})
+        tables = self.tables()
         key = (shape, sigma)
         if key not in tables:
             tables[key] = seeded_table(self.context, self.name, *shape, sigma=sigma)

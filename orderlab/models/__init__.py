@@ -1,7 +1,8 @@
 """Every model behind one protocol (protocol.py), so that one measuring loop serves them all.
 
 `build_adapters` turns a concrete spec into one adapter per condition: an encoding of the attention
-stack (stack.py), or a position ablation of a pretrained model (pretrained.py).
+stack (stack.py), a trained stack from a checkpoint (trained.py), or a position ablation of a pretrained
+model (pretrained.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import torch
 
 from orderlab.models.protocol import Adapter, Pass, Sentence
 from orderlab.models.stack import stack_adapters
-from orderlab.spec import Spec, uses_backend
+from orderlab.models.trained import checkpoint_adapters
+from orderlab.spec import CheckpointModelSpec, Spec, uses_backend
 
 __all__ = ["Adapter", "Pass", "Sentence", "build_adapters"]
 
@@ -23,4 +25,6 @@ def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Ad
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
         return pretrained_adapters(spec, device, spec_file)
+    if isinstance(spec.model, CheckpointModelSpec):
+        return checkpoint_adapters(spec, device, spec_file)
     return stack_adapters(spec, device)

@@ -1,0 +1,45 @@
+"""Trained stacks as adapters: the attention stack's adapter (stack.py) with the weights and encoding tables that
+training (orderlab/training) gave it, so the one measuring loop measures a trained stack as it does any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from orderlab.models.protocol import Adapter
+from orderlab.models.stack import StackAdapter
+from orderlab.probing import random_sentences
+from orderlab.rows import stack_config
+from orderlab.spec import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
+from orderlab.stack import AttentionStack
+from orderlab.training.checkpoint import load_checkpoint
+from orderlab.training.train import TrainedStack, build_trained_encoding
+
+
+def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.device) -> list[Adapter]:
+    """One adapter per trained encoding, in label order (as stack_adapters gives the untrained ones)."""
+    config = stack_config(spec)
+    ordered = sorted(trained, key=lambda stack: stack.choice.label)
+    return [
+        TrainedAdapter(spec, stack.choice, config, stack.weights, device,
+                       build_trained_encoding(spec, stack, config.dtype, str(device)))
+        for stack in ordered
+    ]  # fmt: skip
+
+
+def checkpoint_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
+    """The checkpoint's trained stack (the spec was filled from its metadata when loaded: load.from_checkpoint)."""
+    assert isinstance(spec.model, CheckpointModelSpec)
+    return trained_adapters(spec, [load_checkpoint(relative_to_spec(spec_file, spec.model.path))], device)
+
+
+class TrainedAdapter(StackAdapter):
+    """A stack whose encoding holds trained tables: the position probe reuses that encoding rather than drawing
+    a fresh (untrained) one for the probe's length."""
+
+    def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
+        stack = AttentionStack(self.config, self.encoding, self.weights, str(self.device))
+        x = random_sentences(probe.sentences, probe.length, probe.vocabulary, self.config.d_model, seed)  # (S, n, d)
+        return stack(x).hidden
