@@ -2,7 +2,8 @@
 
 Each spec keeps its sentences, probes, model and seed; only its encodings (and, with --metric,
 its metrics) are replaced. A cell is the worst (largest) value over permutations and heads for
-one spec x input x metric x layer under one encoding, with that value's verdict. Never prints.
+one spec x input x metric x layer under one encoding, with that value's verdict; over a seed sweep,
+the mean over seeds of that worst value with its bootstrap interval (orderlab/intervals.py). Never prints.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import torch
 from orderlab.devices import CPU
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
+from orderlab.intervals import over_seeds
 from orderlab.load import LoadedSpec, load_spec, with_changes
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.registry import did_you_mean
 from orderlab.results import staged_folder, versions, write_csv, write_manifest
-from orderlab.spec import EncodingChoice, encoding_context, is_stack_spec, longest_sentence, uses_backend
-from orderlab.sweep import describe, plan, swept_fields
-from orderlab.sweep_run import run_sweep
+from orderlab.spec import EncodingChoice, Spec, encoding_context, is_stack_spec, longest_sentence, uses_backend
+from orderlab.sweep import SEED, describe, plan, swept_fields
+from orderlab.sweep_run import axes, run_sweep
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}
@@ -102,28 +104,40 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     return with_changes(loaded, update)
 
 
-def worst_cells(metrics: pd.DataFrame, spec_name: str, rows: list[str], swept: list[str]) -> pd.DataFrame:
-    """Tidy runner rows -> one row per (input, metric, layer, encoding): the largest value and its verdict.
+def worst_cells(metrics: pd.DataFrame, spec: Spec, rows: list[str]) -> pd.DataFrame:
+    """Tidy runner rows -> one row per (input, metric, layer, seed, encoding): the largest value and its verdict.
 
-    In a sweep the input is followed by its combination, e.g. "dog bites man [n_layers=2 causal=true]".
+    In a sweep the input is followed by its combination, e.g. "dog bites man [n_layers=2 causal=true]" (a
+    trained spec's too: "[weights=trained]"); the seed is a column of its own, the spec's seed unless swept.
     """
     chosen = metrics[metrics["metric"].isin(rows)]
     subject = np.where(chosen["case"] == "probe", chosen["input"] + " vs " + chosen["permuted"], chosen["input"])
-    if swept:
-        combination = chosen[swept].apply(lambda row: describe(row.to_dict()), axis=1)
+    named = [name for name in axes(spec) if name != SEED]
+    if named:
+        combination = chosen[named].apply(lambda row: describe(row.to_dict()), axis=1)
         subject = subject + " [" + combination + "]"
-    keys = [*GROUP_COLUMNS, "encoding"]
-    ordered = chosen.assign(spec=spec_name, input=subject).sort_values("value", kind="mergesort", na_position="last")
+    keys = [*GROUP_COLUMNS, SEED, "encoding"]
+    seeds = chosen[SEED] if SEED in chosen.columns else spec.seed
+    ordered = chosen.assign(spec=spec.name, input=subject, seed=seeds)
+    ordered = ordered.sort_values("value", kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
     return ordered.groupby(keys, sort=False).tail(1)[[*keys, "value", "verdict"]].reset_index(drop=True)
 
 
-def side_by_side(cells: pd.DataFrame, encodings: list[str], spec_order: list[str], rows: list[str]) -> pd.DataFrame:
-    """Pivot worst cells to one column per encoding (values) plus one per encoding (verdicts), in a fixed order."""
-    wide = cells.pivot(index=GROUP_COLUMNS, columns="encoding", values=["value", "verdict"])
+def side_by_side(
+    cells: pd.DataFrame, encodings: list[str], spec_order: list[str], rows: list[str], seeds: bool = False
+) -> pd.DataFrame:
+    """Pivot worst cells to one column per encoding (values) plus one per encoding (verdicts), in a fixed order;
+    with `seeds` (some spec sweeps them), each spec's cells as means over its seeds with their intervals (a spec
+    of one seed: the interval is its value)."""
+    wide = cells.pivot(index=[*GROUP_COLUMNS, SEED], columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
     table = pd.DataFrame(columns).reset_index()
+    if seeds:
+        table = pd.concat([over_seeds(part, SEED, encodings) for _, part in table.groupby("spec", sort=False)])
+    else:
+        table = table.drop(columns=SEED)
     rank = {"spec": {n: i for i, n in enumerate(spec_order)}, "metric": {m: i for i, m in enumerate(rows)}}
     return table.sort_values(
         GROUP_COLUMNS, key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="mergesort", ignore_index=True
@@ -146,13 +160,14 @@ def compare(
     cells = []
     for done, loaded in enumerate(prepared, start=1):
         result = run_sweep(loaded.spec, device)
-        cells.append(worst_cells(result.metrics, loaded.spec.name, rows, list(swept_fields(loaded.spec))))
+        cells.append(worst_cells(result.metrics, loaded.spec, rows))
         if progress:
             progress(done, len(prepared))
     found = pd.concat(cells, ignore_index=True)
     if found.empty:
         raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
-    table = side_by_side(found, encodings, names, rows)
+    seeds = any(SEED in swept_fields(loaded.spec) for loaded in prepared)
+    table = side_by_side(found, encodings, names, rows, seeds)
     dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
     return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
 

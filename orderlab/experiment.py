@@ -23,6 +23,7 @@ from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.spec import uses_backend
 from orderlab.streaming import condition_labels, tune_allocator
+from orderlab.sweep import swept_fields
 from orderlab.sweep_run import SweepRun, summarize_sweep
 from orderlab.training.checkpoint import CHECKPOINTS, write_checkpoints
 from orderlab.training.results import TRAINED, UNTRAINED, WEIGHTS
@@ -75,13 +76,14 @@ def _write_experiment(
             spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
             dtype=spec.model.dtype, device=device, rows=rows,
         )  # fmt: skip
-        manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
+        manifest["sweep"] = swept_fields(spec)  # model fields and seed, each with its values
         if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
             manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
         if uses_backend(spec):
             describe_model(spec, manifest)
         if maps is not None:  # attention.csv's input and reordering, written once rather than on every row
-            manifest["attention"] = shown_reordering(spec).manifest()
+            # (a seed sweep with a `random:` rule draws it per seed: the manifest names the first seed's)
+            manifest["attention"] = shown_reordering(run.configurations[0].spec).manifest()
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)

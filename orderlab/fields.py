@@ -15,6 +15,7 @@ from orderlab import bounds
 Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
 LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
 FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
+Seed = Annotated[int, Field(ge=0, le=bounds.MAX_SEED)]
 
 
 if TYPE_CHECKING:

@@ -27,6 +27,7 @@ from rich.table import Table as Table
 from rich.text import Text
 
 from orderlab.backends.zoo import ZooEntry
+from orderlab.intervals import LOWER, UPPER
 from orderlab.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
 from orderlab.outcome import RunView
 from orderlab.sweep import describe
@@ -53,8 +54,29 @@ def verdict_cell(value: float, verdict: str) -> Text:
     return Text("≈0 ✓", style="green")
 
 
-# Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding).
-METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH = 26, 12
+def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
+    """A seed sweep's cell: '2.5e-01 [2.1e-01, 2.9e-01] ✗', the mean over seeds and its 95% bootstrap interval,
+    marked as verdict_cell marks (the verdict is the worst of any seed)."""
+    if verdict == ORDER_SENSITIVE:
+        return Text(f"{mean:.1e} [{lower:.1e}, {upper:.1e}] ✗", style="red")
+    return verdict_cell(mean, verdict)
+
+
+def encoding_cell(row: pd.Series, name: str) -> Text:
+    """One encoding's cell of a wide row: with an interval when the row is a mean over seeds."""
+    if f"{name} {LOWER}" in row.index:
+        return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
+    return verdict_cell(row[name], row[f"{name} verdict"])
+
+
+def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
+    """What a caption adds for a table of means over seeds; nothing otherwise."""
+    return "; mean over seeds [95% bootstrap interval]" if f"{encodings[0]} {LOWER}" in table.columns else ""
+
+
+# Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding; a mean over
+# seeds with its interval "2.5e-01 [2.1e-01, 2.9e-01] ✗").
+METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH, INTERVAL_COLUMN_WIDTH = 26, 12, 30
 
 
 def run_tables(view: RunView, width: int) -> list[Table]:
@@ -70,7 +92,8 @@ def run_tables(view: RunView, width: int) -> list[Table]:
 
 def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
     """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width`."""
-    per_table = max(1, (width - METRIC_COLUMN_WIDTH) // ENCODING_COLUMN_WIDTH)
+    column = INTERVAL_COLUMN_WIDTH if over_seeds_note(summary, encodings) else ENCODING_COLUMN_WIDTH
+    per_table = max(1, (width - METRIC_COLUMN_WIDTH) // column)
     groups = [encodings[i : i + per_table] for i in range(0, len(encodings), per_table)]
     return [
         summary_table(summary, group, title if index == 0 else "", dtype, caption=index == len(groups) - 1)
@@ -79,10 +102,12 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
 
 
 def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
-    """Cells: the worst value over permutations, layers and heads, with its verdict."""
+    """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
+    over seeds and interval)."""
+    seeds = over_seeds_note(summary, encodings)
     table = Table(
         title=title or None,
-        caption=f"worst case over permutations, layers, heads ({dtype}); {VERDICT_LEGEND}" if caption else None,
+        caption=f"worst case over permutations, layers, heads ({dtype}){seeds}; {VERDICT_LEGEND}" if caption else None,
         title_justify="left",
     )
     table.add_column("metric", overflow="fold", min_width=22)
@@ -97,9 +122,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
             table.add_section()
         table.add_row(Text(str(subject[1]), style="bold"))
         for _, row in rows.iterrows():
-            table.add_row(
-                "  " + row["metric"], *(verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings)
-            )
+            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
     return table
 
 
@@ -174,7 +197,8 @@ def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtyp
     """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
     out = Table(
         title=title,
-        caption=f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))}); {VERDICT_LEGEND}",
+        caption=f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
+        f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}",
         title_justify="left",
     )
     out.add_column("input", overflow="fold", max_width=30)
@@ -189,7 +213,7 @@ def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtyp
         if previous is not None and subject != previous:
             out.add_section()
         new_metric = subject != previous or row["metric"] != previous_metric
-        cells = [verdict_cell(row[name], row[f"{name} verdict"]) for name in encodings]
+        cells = [encoding_cell(row, name) for name in encodings]
         shown = Text(subject if subject != previous else "")
         out.add_row(shown, row["metric"] if new_metric else "", str(row["layer"]), *cells)
         previous, previous_metric = subject, row["metric"]
@@ -274,7 +298,9 @@ def models_table(entries: list[ZooEntry]) -> Table:
 
 
 def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
-    """Fold the swept columns into the subject ('dog bites man · n_layers=2 causal=true') for summary_table."""
+    """Fold the swept columns into the subject ('dog bites man · n_layers=2 causal=true') for summary_table;
+    a seed sweep's summary has no seed column (its rows are means over seeds)."""
+    swept = [name for name in swept if name in summary.columns]
     if not swept or summary.empty:
         return summary
     labels = [describe(dict(zip(swept, values, strict=True))) for values in summary[swept].itertuples(index=False)]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from orderlab import bounds
 from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.encodings import EncodingContext
-from orderlab.fields import FfnMultiple, LayerCount, Sweepable, Width
+from orderlab.fields import FfnMultiple, LayerCount, Seed, Sweepable, Width
 from orderlab.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.registry import did_you_mean
 from orderlab.text import tokenize
@@ -271,8 +271,12 @@ class Spec(StrictModel):
         json_schema_extra={"pattern": rf"^([A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{NAME_LIMIT - 1}}})?$"},
     )
     description: str = Field("", description="What the experiment asks, in a sentence.")
-    seed: int = Field(
-        0, ge=0, le=bounds.MAX_SEED, description="Seed of word vectors, weights, encodings and random permutations."
+    seed: Sweepable[Seed] = Field(
+        0,
+        description=(
+            "Seed of word vectors, weights, encodings and random permutations (and of training, unless train.seed "
+            "is set); a list sweeps over seeds, and summaries give the mean and a bootstrap 95% interval over them."
+        ),
     )
     model: ModelChoice = Field(
         default_factory=ModelSpec, description="The attention stack, or a pretrained model (kind: pretrained | hf)."

@@ -15,15 +15,22 @@ import torch
 
 from orderlab import probing
 from orderlab.devices import CPU
+from orderlab.intervals import over_seeds
 from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.models.trained import trained_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.spec import Spec
 from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
-from orderlab.sweep import Configuration, plan, swept_fields
+from orderlab.sweep import SEED, Configuration, plan, swept_fields
 from orderlab.training.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.training.train import TrainedStack, train_stack
+
+
+def axes(spec: Spec) -> list[str]:
+    """The columns that lead every row: the swept fields, then, for a trained spec, `weights` (it measures every
+    combination twice, its trained and its untrained stacks)."""
+    return [*swept_fields(spec), *([WEIGHTS] if spec.train else [])]
 
 
 class SweepRun:
@@ -45,9 +52,7 @@ class SweepRun:
     ):
         """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text."""
         self.spec, self.device, self.progress, self.spec_file, self.notes = spec, device, progress, spec_file, notes
-        self.swept = list(swept_fields(spec))
-        # A trained spec measures every combination twice, its trained and its untrained stacks (column `weights`).
-        self.axes = [*self.swept, *([WEIGHTS] if spec.train else [])]
+        self.axes = axes(spec)
         self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
@@ -125,10 +130,11 @@ def run_sweep(
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
-    """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out."""
+    """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out.
+    Over a seed sweep, per cell the mean over seeds of the per-seed worst value and its bootstrap interval."""
     errors = table[~table["case"].isin(["decodability", TASK_CASE])]
     if errors.empty:
-        return pd.DataFrame(columns=["case", "subject", *swept, "metric", *encodings])
+        return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])
     if not swept:
         return summarize(errors, encodings)
     parts = []
@@ -138,4 +144,5 @@ def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str])
             # pandas-stubs type group keys as Hashable; each is a cell of a swept column
             part.insert(position, name, value)  # type: ignore[arg-type]
         parts.append(part)
-    return pd.concat(parts, ignore_index=True)
+    per_combination = pd.concat(parts, ignore_index=True)
+    return over_seeds(per_combination, SEED, encodings) if SEED in swept else per_combination
