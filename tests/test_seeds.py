@@ -78,7 +78,8 @@ def test_the_interval_shrinks_as_the_spread_shrinks(values, factor):
 def test_the_interval_depends_on_the_values_alone(rows):
     together = bootstrap_interval(rows)
     alone = [bootstrap_interval([row]) for row in rows]
-    assert np.array_equal(together[0], [a[0][0] for a in alone]) and np.array_equal(together[1], [a[1][0] for a in alone])
+    for side in (0, 1):
+        assert np.array_equal(together[side], [interval[side][0] for interval in alone])
     again = bootstrap_interval(rows)
     assert together[0].tobytes() == again[0].tobytes() and together[1].tobytes() == again[1].tobytes()
 
@@ -148,7 +149,8 @@ def test_validate_plans_every_seed_and_refuses_a_repeated_one(tmp_path):
     assert all(f"seed={seed}" in result.output for seed in (0, 1, 2))
     repeated = invoke("validate", str(path := spec_file(tmp_path, SEEDED, "[4, 4]")))
     assert repeated.exit_code == 2
-    assert repeated.output.strip() == f"error: {path}:2: seed: 4 is listed twice; expected distinct values to sweep over"
+    expected = f"error: {path}:2: seed: 4 is listed twice; expected distinct values to sweep over"
+    assert repeated.output.strip() == expected
     negative = invoke("validate", str(spec_file(tmp_path, SEEDED, "[1, -1]")))
     assert negative.exit_code == 2 and "seed[1]: got -1; expected greater than or equal to 0" in negative.output
 
