@@ -30,3 +30,6 @@ MAX_PROBE_VOCABULARY = 100_000
 MAX_SHUFFLES = 10_000
 # Sequences per forward pass of a pretrained model: 4,096 x 512 tokens x 384 wide is 3 GB of float32 a layer.
 MAX_BATCH_SIZE = 4096
+
+# attention_maps.permutations: each adds n^2 x heads x layers rows per encoding to attention.csv and a figure.
+MAX_SHOWN_REORDERINGS = 16

@@ -100,8 +100,9 @@ ATTENTION_ROW_MEMORY_BYTES = 200
 ROW_FIXED_BYTES = 66
 # A corpus-mode metrics.csv row without its permutation and encoding (sentence id, words, shuffle, metric, value).
 CORPUS_ROW_FIXED_BYTES = 45
-# An attention.csv row without its encoding and swept columns ("original", layer, head, slots, value, commas).
-ATTENTION_ROW_FIXED_BYTES = 32
+# An attention.csv row without its encoding and swept columns (layer, head, slots, value, commas), and without
+# the digits of its reordering's number.
+ATTENTION_ROW_FIXED_BYTES = 21
 
 # --- the limits -------------------------------------------------------------------------------------
 
@@ -338,20 +339,23 @@ def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
 
 
 def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float, Cost]:
-    """attention.csv (trace.attention_maps): the first input and one reordering, every encoding, layer, head."""
-    where, expected = ("inputs", 0, "sentence"), "a shorter first sentence, or metrics without attention"
+    """attention.csv (attention_maps.py): one input as written and its shown reorderings, every encoding, layer
+    and head; the reorderings the input's rule does not give take a pass of their own."""
+    shown = spec.attention_maps
+    where, expected = ("inputs", shown.input, "sentence"), "a shorter sentence, or metrics without attention"
     if ATTENTION_FAMILY not in spec.metrics or not spec.inputs:
-        return 0, Cost(0, "attention.csv", where, "the first sentence", expected)
+        return 0, Cost(0, "attention.csv", where, "the shown sentence", expected)
     m, encodings = spec.stack, len(spec.encodings)
-    n = len(tokenize(spec.sentences[0].sentence, spec.embeddings.lowercase))
-    rows = 2 * encodings * m.n_layers * m.n_heads * n * n
-    digits = 2 * len(str(n - 1)) + len(str(m.n_layers)) + len(str(m.n_heads - 1))
+    n = len(tokenize(spec.sentences[shown.input].sentence, spec.embeddings.lowercase))
+    maps = 1 + (len(shown.permutations) if shown.permutations is not None else 1)  # as written, then reordered
+    rows = maps * encodings * m.n_layers * m.n_heads * n * n
+    digits = 2 * len(str(n - 1)) + len(str(m.n_layers)) + len(str(m.n_heads - 1)) + len(str(maps - 1))
     subject = f"{n:,} words"
     tally.working.append(Cost(rows * ATTENTION_ROW_MEMORY_BYTES, "attention maps", where, subject, expected))
-    seconds = rows * SECONDS_PER_ROW + 2 * encodings * stack_flops(spec, n) / FLOPS_PER_SECOND[m.dtype]
+    seconds = rows * SECONDS_PER_ROW + maps * encodings * stack_flops(spec, n) / FLOPS_PER_SECOND[m.dtype]
     tally.seconds.append(Cost(seconds, "attention maps", where, subject, expected))
     width = ATTENTION_ROW_FIXED_BYTES + digits + extra_width
-    return rows, Cost(rows * width, "attention.csv", where, "the first sentence", expected)
+    return rows, Cost(rows * width, "attention.csv", where, "the shown sentence", expected)
 
 
 def _itemsize(dtype: str) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from orderlab.attention_maps import shown_reordering
+from orderlab.attention_maps import shown_maps
 from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
@@ -81,9 +81,9 @@ def _write_experiment(
             manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
         if uses_backend(spec):
             describe_model(spec, manifest)
-        if maps is not None:  # attention.csv's input and reordering, written once rather than on every row
-            # (a seed sweep with a `random:` rule draws it per seed: the manifest names the first seed's)
-            manifest["attention"] = shown_reordering(run.configurations[0].spec).manifest()
+        if maps is not None:  # attention.csv's input and reorderings, written once rather than on every row
+            # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
+            manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)

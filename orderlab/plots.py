@@ -109,14 +109,17 @@ def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention:
         figure = task_accuracy(accuracy, [c for c in swept if c != WEIGHTS], name)
         drawn.append(Drawing("task_accuracy", "task", "", figure))
     if attention is not None:
-        shown = _attention_input(folder, manifest)
+        words, reorderings = _attention_input(folder, manifest)
         for columns, configuration in _by_configuration(attention, swept):
             where = describe(columns)
             for (encoding, layer), group in configuration.groupby(["encoding", "layer"], sort=False):
-                stem = "_".join(["attention", *([where] if where else []), str(encoding), f"layer{layer}"])
-                label = f"{encoding}, layer {layer}" + (f" ({where})" if where else "")
-                title = f"{name}: {label}"
-                drawn.append(Drawing(_file_stem(stem), "attention", label, attention_heads(group, shown, title)))
+                for number, reordering in enumerate(reorderings, start=1):
+                    shown = [] if len(reorderings) == 1 else [f"P{number}"]
+                    stem = "_".join(["attention", *([where] if where else []), str(encoding), f"layer{layer}", *shown])
+                    label = ", ".join([str(encoding), f"layer {layer}", *shown]) + (f" ({where})" if where else "")
+                    maps = group[group["reordering"].isin([0, number])]
+                    figure = attention_heads(maps, words, reordering, number, f"{name}: {label}")
+                    drawn.append(Drawing(_file_stem(stem), "attention", label, figure))
     return drawn
 
 
@@ -132,15 +135,15 @@ def _no_date(file_format: str) -> dict[str, str | None]:
     return {"CreationDate": None} if file_format == "pdf" else {}
 
 
-def _attention_input(folder: Path, manifest: Manifest) -> dict[str, object]:
-    """The sentence and reordering attention.csv shows, which manifest.json records once."""
+def _attention_input(folder: Path, manifest: Manifest) -> tuple[str, list[dict[str, str]]]:
+    """The sentence and reorderings attention.csv shows, which manifest.json records once."""
     shown = manifest.get("attention")
-    if not isinstance(shown, dict) or not {"words", "permutation", "permuted"} <= set(shown):
+    if not isinstance(shown, dict) or not {"words", "reorderings"} <= set(shown):
         raise OrderlabError(
-            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence (results written before "
-            "attention.csv held each sentence once); expected a folder written by this orderlab: re-run the spec"
+            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
+            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
         )
-    return shown
+    return str(shown["words"]), list(shown["reorderings"])
 
 
 def _by_configuration(frame: pd.DataFrame, swept: list[str]) -> Iterator[tuple[dict[str, object], pd.DataFrame]]:
@@ -253,25 +256,26 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
     return figure
 
 
-def attention_heads(frame: pd.DataFrame, shown: dict[str, object], title: str) -> Figure:
+def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str], number: int, title: str) -> Figure:
     """Every head of one layer (columns): A(X), A(PX) and A(PX) - P A(X) Pᵀ (rows), the permutation in the title.
 
-    shown: the manifest's record of the input, {"words": ..., "permutation": "2 1 0", "permuted": ...}.
+    frame: attention.csv's rows of the input as written (reordering 0) and of reordering `number`, which the
+    manifest records as {"permutation": "2 1 0", "permuted": ...}.
     """
     heads = sorted(frame["head"].unique())
-    p = [int(i) for i in str(shown["permutation"]).split()]
-    words, moved = str(shown["words"]).split(), str(shown["permuted"]).split()
+    p = [int(i) for i in reordering["permutation"].split()]
+    moved = reordering["permuted"].split()
     maps = []
     for head in heads:
         rows = frame[frame["head"] == head]
-        original = _grid(rows[rows["sentence"] == "original"])
-        permuted = _grid(rows[rows["sentence"] == "permuted"])
+        original = _grid(rows[rows["reordering"] == 0])
+        permuted = _grid(rows[rows["reordering"] == number])
         maps.append((original, permuted, permuted - original[np.ix_(p, p)]))  # A(PX) - P A(X) P^T
     largest = max(float(np.abs(difference).max()) for _, _, difference in maps)
     limit = max(largest, 1e-3)  # round-off stays white
     figure = Figure(figsize=(2.4 * len(heads) + 1.6, 7.6), layout="constrained")
     axes = figure.subplots(3, len(heads), squeeze=False)
-    kinds = [("A(X)", words), ("A(PX)", moved), ("A(PX) − P A(X) Pᵀ", moved)]
+    kinds = [("A(X)", words.split()), ("A(PX)", moved), ("A(PX) − P A(X) Pᵀ", moved)]
     for col, head in enumerate(heads):
         for row, ((label, labels), grid) in enumerate(zip(kinds, maps[col], strict=True)):
             ax = axes[row, col]
@@ -282,7 +286,7 @@ def attention_heads(frame: pd.DataFrame, shown: dict[str, object], title: str) -
         if col == len(heads) - 1:
             figure.colorbar(image, ax=axes[2, :].tolist(), label=f"difference (max |Δ| = {largest:.1e})", shrink=0.9)
     figure.colorbar(axes[0, 0].images[0], ax=axes[:2, :].flatten().tolist(), label="attention weight", shrink=0.9)
-    permutation = f"P = [{shown['permutation']}]: “{shown['words']}” → “{shown['permuted']}”"
+    permutation = f"P = [{reordering['permutation']}]: “{words}” → “{reordering['permuted']}”"
     figure.suptitle(f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)")
     return figure
 

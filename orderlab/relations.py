@@ -47,6 +47,21 @@ def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> Non
         for side, sentence in enumerate(pair):
             if not tokenize(sentence, lowercase):
                 raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+    validate_shown(spec, doc, lowercase)
+
+
+def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+    """attention_maps names an input there is, and reorderings of its words."""
+    shown = spec.attention_maps
+    if shown.input >= len(spec.sentences) and (shown.input or shown.permutations is not None):
+        raise doc.error(("attention_maps", "input"), f"the spec has {len(spec.sentences)} input sentence(s); "
+                        f"expected 0..{len(spec.sentences) - 1}")  # fmt: skip
+    if shown.permutations is not None:
+        n = len(tokenize(spec.sentences[shown.input].sentence, lowercase))
+        try:
+            perms.validate_rule(shown.permutations, n)
+        except ValueError as error:
+            raise doc.error(("attention_maps", "permutations"), str(error)) from None
 
 
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:

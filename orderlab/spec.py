@@ -181,6 +181,21 @@ class EncodingChoice(StrictModel):
         return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
 
 
+class AttentionMapsSpec(StrictModel):
+    """Which reorderings attention.csv (and the attention grids) show, beside the input as written."""
+
+    input: int = Field(0, ge=0, description="Index in inputs of the sentence whose maps are kept.")
+    permutations: list[list[int]] | None = Field(
+        None,
+        min_length=1,
+        max_length=bounds.MAX_SHOWN_REORDERINGS,
+        description=(
+            "Reorderings of that sentence to show, each a permutation of its word slots (slot i takes word p[i]); "
+            "default: the first one its rule gives that moves a word."
+        ),
+    )
+
+
 class DecodabilitySpec(StrictModel):
     """Position probe: a linear classifier predicts each token's slot from its hidden state, per layer."""
 
@@ -307,6 +322,10 @@ class Spec(StrictModel):
     )
     decodability: DecodabilitySpec = Field(
         default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
+    )
+    attention_maps: AttentionMapsSpec = Field(
+        default_factory=lambda: AttentionMapsSpec(),
+        description="What attention.csv shows when the `attention` metric is on: one input, as written and reordered.",
     )
     train: TrainSpec | None = Field(
         None, description="Train one stack per encoding on a synthetic task, then measure it beside the untrained one."

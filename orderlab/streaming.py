@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from orderlab import permutations as perms
-from orderlab.attention_maps import AttentionCapture, shown_reordering
+from orderlab.attention_maps import AttentionCapture, shown_maps
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.metric_registry import ATTENTION_FAMILY, noise_families
@@ -58,7 +58,7 @@ class Digest:
     """What a run keeps besides the rows it streams out: small, whatever the number of permutations."""
 
     worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
-    attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reordering)
+    attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reorderings)
     non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
 
     def worst_table(self) -> pd.DataFrame:
@@ -218,7 +218,7 @@ class MeasuringLoop:
         rules: dict[str, list[perms.Rule]] = {}
         for item in spec.sentences:
             rules.setdefault(item.sentence, []).append(item.permutations)
-        capture = AttentionCapture(shown_reordering(spec)) if self.attention_maps and spec.sentences else None
+        capture = AttentionCapture(shown_maps(spec)) if self.attention_maps and spec.sentences else None
         for sentence in sorted(rules):
             shown = capture if capture and capture.shown.sentence == sentence else None
             for adapter, twin in pairs:
@@ -296,8 +296,7 @@ class MeasuringLoop:
             reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
             noise = self.measure_noise(adapter, twin, words, reference).figures
         if capture:
-            capture.keep(label, "original", reference.attention)
-        pending = capture.shown.permutation if capture else None  # the reordering whose maps are still to keep
+            capture.keep_original(label, reference.attention)
         ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
         stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
@@ -310,18 +309,17 @@ class MeasuringLoop:
                 rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
                 collector = FanOut(rows, summary)
             output = self.measure_chunk(adapter, bound, reference, chunk, collector)
-            if capture and pending in chunk:
-                capture.keep(label, "permuted", output.attention, chunk.index(pending))
-                pending = None
+            if capture:
+                capture.keep_shown(label, chunk, output.attention)
             advance(len(chunk))
             if self.per_permutation:
                 table = rows.frame()
                 digest.non_finite += judge(table, noise, self.dtype)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        if capture and pending:  # the rule never moves a word: show the reversal, through the same model
+        if capture and (missing := capture.missing(label)):  # shown, but not among the rule's: the same model runs them
             with torch.inference_mode():
-                reversal = torch.tensor([pending], dtype=torch.long, device=adapter.device)
-                capture.keep(label, "permuted", bound.forward(reversal, True).attention)
+                orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
+                capture.keep_shown(label, missing, bound.forward(orders, True).attention)
         table = summary.frame()
         judged = judge(table, noise, self.dtype)
         digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already

@@ -52,7 +52,7 @@ def test_validate_plan_of_a_spec_without_a_sweep_is_the_whole_run_only(cli):
     assert len(rows) == 3  # two residual settings, then the run
     _, *rows = plan_table(cli, ROOT / "experiments" / "dog_bites_man.yaml")
     assert [cells(row)[0] for row in rows] == ["whole run"]
-    assert cells(rows[0])[5:] == ["495", "51.0 kB", "432", "18.1 kB"]
+    assert cells(rows[0])[5:] == ["495", "51.0 kB", "432", "13.8 kB"]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -119,12 +119,12 @@ def test_attention_csv_holds_each_sentence_once_and_still_plots(cli, tmp_path):
     text = (folder / "attention.csv").read_text()
     assert "word" not in text  # no row repeats the sentence, or any of its words
     maps = pd.read_csv(folder / "attention.csv")
-    assert list(maps.columns) == ["encoding", "sentence", "layer", "head", "query", "key", "value"]
+    assert list(maps.columns) == ["encoding", "reordering", "layer", "head", "query", "key", "value"]
     assert len(maps) == 2 * 2 * 2 * 24 * 24  # encodings x orders x heads x query x key
     assert len(text) / len(maps) < 40  # a row's bytes do not grow with the sentence
     shown = json.loads((folder / "manifest.json").read_text())["attention"]
-    assert shown == {"input": 0, "words": " ".join(words), "permutation": " ".join(str(i) for i in range(23, -1, -1)),
-                     "permuted": " ".join(reversed(words))}  # fmt: skip
+    reversal = {"permutation": " ".join(str(i) for i in range(23, -1, -1)), "permuted": " ".join(reversed(words))}
+    assert shown == {"input": 0, "words": " ".join(words), "reorderings": [reversal]}
     grids = sorted(path.name for path in (folder / "figures").glob("attention_*.png"))
     assert grids == ["attention_none_layer1.png", "attention_rope_layer1.png"]  # every head of the one layer
 
