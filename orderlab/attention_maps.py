@@ -64,10 +64,13 @@ class AttentionCapture:
             }))  # fmt: skip
 
     def frame(self) -> pd.DataFrame:
-        """Rows by encoding, layer, then original before permuted, head, query, key."""
-        table = pd.concat(self.frames, ignore_index=True)
-        order = {"original": 0, "permuted": 1}
-        return table.sort_values(
-            ["encoding", "layer", "sentence", "head", "query", "key"], kind="mergesort", ignore_index=True,
-            key=lambda column: column.map(order) if column.name == "sentence" else column,
-        )[MAP_COLUMNS]  # fmt: skip
+        return sort_maps(pd.concat(self.frames, ignore_index=True))[MAP_COLUMNS]
+
+
+def sort_maps(table: pd.DataFrame, leading: list[str] | None = None) -> pd.DataFrame:
+    """Rows by the `leading` columns (a sweep's), encoding, layer, then original before permuted, head, query, key."""
+    order = {"original": 0, "permuted": 1}
+    return table.sort_values(
+        [*(leading or []), "encoding", "layer", "sentence", "head", "query", "key"], kind="mergesort",
+        ignore_index=True, key=lambda column: column.map(order) if column.name == "sentence" else column,
+    )  # fmt: skip

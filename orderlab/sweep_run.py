@@ -17,9 +17,10 @@ from orderlab.devices import CPU
 from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.shards import DECODABILITY, Unit
 from orderlab.spec import Spec
-from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
-from orderlab.sweep import plan, swept_fields
+from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
+from orderlab.sweep import in_row_order, swept_fields
 
 
 class SweepRun:
@@ -37,34 +38,52 @@ class SweepRun:
         chunk_size: int | None = None,
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
+        units: list[Unit] | None = None,
     ):
-        """spec_file: where relative paths in the spec (a model folder) start from."""
+        """spec_file: where relative paths in the spec (a model folder) start from.
+        units: a shard's units (shards.partition): only they are measured, each leaving a Piece in the digest."""
         self.spec, self.device, self.progress, self.spec_file = spec, device, progress, spec_file
         self.swept = list(swept_fields(spec))
-        self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
+        self.configurations = in_row_order(spec)
+        self.units = units
         self.loops: list[MeasuringLoop] = []
-        for configuration in self.configurations:  # each reports its progress after the ones before it
+        for index, configuration in enumerate(self.configurations):  # each reports progress after those before it
             before = sum(loop.total for loop in self.loops)
-            self.loops.append(MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns))
+            mine = None if units is None else [unit for unit in units if unit.combination == index]
+            loop = MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns, mine)
+            self.loops.append(loop)
         self.total = sum(loop.total for loop in self.loops)
 
     @property
+    def per_permutation(self) -> bool:
+        return self.spec.rows == "per_permutation"
+
+    @property
     def columns(self) -> list[str]:
-        return [*self.swept, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
+        return [*self.swept, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS)]
 
     def frames(self) -> Frames:
         run = Digest()
-        for configuration, loop in zip(self.configurations, self.loops, strict=True):
+        for index, (configuration, loop) in enumerate(zip(self.configurations, self.loops, strict=True)):
+            mine = None if self.units is None else [unit for unit in self.units if unit.combination == index]
+            if mine == []:
+                continue  # other shards measure this combination
             adapters = build_adapters(configuration.spec, self.device, self.spec_file)
-            if DECODABILITY_FAMILY in self.spec.metrics:
+            decodability = next((unit for unit in mine or [] if unit.kind == DECODABILITY), None)
+            if DECODABILITY_FAMILY in self.spec.metrics and (mine is None or decodability):
                 probe = probing.measure_decodability(configuration.spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
-                run.worst.append(probe)
-                yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+                rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+                yield rows
+                if decodability is None:
+                    run.worst.append(probe)
+                else:
+                    run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
             digest = yield from loop.frames(adapters)
             run.worst += digest.worst
             run.attention += digest.attention
             run.non_finite += digest.non_finite
+            run.pieces += digest.pieces
         return run
 
     def _after(self, before: int) -> Progress:
