@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format baselines clean bench bench-pretrained
+.PHONY: run test lint format baselines clean bench bench-pretrained bench-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -49,6 +49,9 @@ bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop -> 
 bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
 	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_pretrained.py
+
+bench-scale: $(STAMP)  ## a 9! sweep in one process, on 1 and on 2 local Dask workers -> "scale" in benchmarks/results.json
+	$(BIN)/python benchmarks/bench_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
