@@ -410,10 +410,10 @@ class MeasuringLoop:
                 digest.non_finite += judge(table, noise, self.dtype)
                 rows_written += len(table)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        if capture and pending:  # the rule never moves a word: show the reversal, through the same model
+        if capture and pending:  # the rule moves no word (so show the reversal) or a later shard has the reordering
             with torch.inference_mode():
-                reversal = torch.tensor([pending], dtype=torch.long, device=adapter.device)
-                capture.keep(label, "permuted", bound.forward(reversal, True).attention)
+                reordering = torch.tensor([pending], dtype=torch.long, device=adapter.device)
+                capture.keep(label, "permuted", bound.forward(reordering, True).attention)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
             digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
             return

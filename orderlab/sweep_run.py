@@ -45,12 +45,13 @@ class SweepRun:
         self.spec, self.device, self.progress, self.spec_file = spec, device, progress, spec_file
         self.swept = list(swept_fields(spec))
         self.configurations = in_row_order(spec)
-        self.units = units
+        # Per combination, the shard's units of it (None: all its work).
+        self.shares = [None if units is None else [u for u in units if u.combination == index]
+                       for index in range(len(self.configurations))]  # fmt: skip
         self.loops: list[MeasuringLoop] = []
-        for index, configuration in enumerate(self.configurations):  # each reports progress after those before it
-            before = sum(loop.total for loop in self.loops)
-            mine = None if units is None else [unit for unit in units if unit.combination == index]
-            loop = MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns, mine)
+        for configuration, share in zip(self.configurations, self.shares, strict=True):
+            before = sum(loop.total for loop in self.loops)  # each reports its progress after the ones before it
+            loop = MeasuringLoop(configuration.spec, chunk_size, self._after(before), configuration.columns, share)
             self.loops.append(loop)
         self.total = sum(loop.total for loop in self.loops)
 
@@ -64,13 +65,12 @@ class SweepRun:
 
     def frames(self) -> Frames:
         run = Digest()
-        for index, (configuration, loop) in enumerate(zip(self.configurations, self.loops, strict=True)):
-            mine = None if self.units is None else [unit for unit in self.units if unit.combination == index]
-            if mine == []:
+        for configuration, loop, share in zip(self.configurations, self.loops, self.shares, strict=True):
+            if share == []:
                 continue  # other shards measure this combination
             adapters = build_adapters(configuration.spec, self.device, self.spec_file)
-            decodability = next((unit for unit in mine or [] if unit.kind == DECODABILITY), None)
-            if DECODABILITY_FAMILY in self.spec.metrics and (mine is None or decodability):
+            decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
+            if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
                 probe = probing.measure_decodability(configuration.spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
                 rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
