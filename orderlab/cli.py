@@ -21,6 +21,9 @@ import typer
 if TYPE_CHECKING:
     import torch
 
+    from orderlab.load import LoadedSpec
+    from orderlab.outcome import Outcome
+
 from orderlab.errors import OrderlabError
 
 app = typer.Typer(
@@ -113,6 +116,32 @@ def run(
         typer.Option(min=1, help="Permutations per forward pass; chosen from d_model, length and memory if omitted."),
     ] = None,
     force: ForceOption = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            metavar="K/N",
+            help="Run only shard K of N (a fixed partition of the work) into OUT/<spec name>.shard-K-of-N/; "
+            "`orderlab merge` joins the N shards into the folder the whole run writes.",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Run shards on a local Dask cluster of this many processes, then merge them (needs the [dist] extra).",
+            show_default=False,
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help="Run shards on an existing Dask cluster (tcp://host:8786), one per "
+            "worker, then merge them here (needs the [dist] extra).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a spec: print the summary table and write metrics.csv, summary.csv (and more) and manifest.json.
 
@@ -120,14 +149,25 @@ def run(
     bad input.
     """
     from orderlab import report
-    from orderlab.experiment import write_experiment
     from orderlab.load import load_spec
 
+    if sum(option is not None for option in (shard, workers, scheduler)) > 1:
+        raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
     loaded = load_spec(spec)
+    if shard is not None:
+        return run_shard(loaded, shard, out, device, quiet, plot, chunk_size, force)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
-        outcome = write_experiment(
-            loaded, device.torch(), out / loaded.spec.name, advance, chunk_size, force, notes=advance.note
-        )
+        if workers is not None or scheduler is not None:
+            from orderlab.workers import run_on_dask
+
+            cluster = workers if workers is not None else scheduler
+            assert cluster is not None
+            outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
+        else:
+            from orderlab.experiment import write_experiment
+
+            folder = out / loaded.spec.name
+            outcome = write_experiment(loaded, device.torch(), folder, advance, chunk_size, force, notes=advance.note)
     if plot:
         from orderlab.plots import plot_results
 
@@ -140,6 +180,13 @@ def run(
         written = write_report([outcome.folder], outcome.folder / REPORT_FILE, "--html")
         if not quiet:
             typer.echo(f"wrote {written}")
+    show_outcome(outcome, quiet)
+
+
+def show_outcome(outcome: Outcome, quiet: bool) -> None:
+    """The summary tables and the files written; exit 1 if some values came out NaN or inf."""
+    from orderlab import report
+
     if not quiet:
         console = report.Console()
         for table in report.run_tables(outcome.view, console.width):
@@ -151,6 +198,54 @@ def run(
     if outcome.non_finite:
         report.non_finite_line(outcome.non_finite, outcome.folder)
         raise typer.Exit(NON_FINITE_EXIT)
+
+
+def run_shard(
+    loaded: LoadedSpec,
+    shard: str,
+    out: Path,
+    device: Device,
+    quiet: bool,
+    plot: bool,
+    chunk_size: int | None,
+    force: bool,
+) -> None:
+    """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
+    from orderlab import report
+    from orderlab.experiment import write_shard
+    from orderlab.shards import parse_shard, shard_folder_name
+
+    index, count = parse_shard(shard)
+    if plot:
+        raise OrderlabError("--plot: a shard has no figures of its own; expected `orderlab plot` on the merged folder")
+    folder = out / shard_folder_name(loaded.spec.name, index, count)
+    with report.progress_bar(f"running {loaded.spec.name} shard {index}/{count}", quiet) as advance:
+        outcome = write_shard(loaded, device.torch(), folder, (index, count), advance, chunk_size, force)
+    if not quiet:
+        typer.echo(
+            f"wrote shard {index} of {count} ({len(outcome.units)} unit(s), {outcome.rows:,} rows) to {folder} "
+            f"in {outcome.seconds:.1f} s; join the shards with `orderlab merge`"
+        )
+
+
+@app.command()
+@user_errors
+def merge(
+    shards: Annotated[
+        list[Path],
+        typer.Argument(help="The N shard folders of one run (any order).", metavar="SHARD_DIR...", show_default=False),
+    ],
+    out: Annotated[Path, typer.Option(help="Results root; the merged run goes to OUT/<spec name>/.")] = Path("results"),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
+    force: ForceOption = False,
+) -> None:
+    """Join the shards of `run --shard K/N` into the folder the whole run writes (byte for byte, on one set-up).
+
+    Missing, repeated or mismatched shards (another spec, another N) are refused before anything is written.
+    """
+    from orderlab.merge import merge_shards
+
+    show_outcome(merge_shards(shards, out, force), quiet)
 
 
 @app.command()

@@ -9,6 +9,7 @@ exactly, as a Fraction. Cost per value: a few numpy operations. Must not import 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,28 @@ class ExactSum:
         bins = exponent + EXPONENT_OFFSET
         self.high += np.bincount(bins, weights=high.astype(np.float64), minlength=EXPONENTS)
         self.low += np.bincount(bins, weights=(whole - (high << HALF_BITS)).astype(np.float64), minlength=EXPONENTS)
+
+    def absorb(self, other: ExactSum) -> None:
+        """Add everything `other` summed (a shard's values): exact, as if its values had been added here."""
+        self.high += other.high
+        self.low += other.low
+        self.special += other.special
+
+    def state(self) -> dict[str, object]:
+        """Plain data (the nonzero bins as integers), for a shard's partial summary on disk; `from_state` reads it."""
+        used = np.flatnonzero(self.high.astype(bool) | self.low.astype(bool))
+        return {
+            "bins": [int(i) for i in used], "high": [int(self.high[i]) for i in used],
+            "low": [int(self.low[i]) for i in used], "special": self.special,
+        }  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ExactSum:
+        exact = cls()
+        exact.high[state["bins"]] = state["high"]
+        exact.low[state["bins"]] = state["low"]
+        exact.special = float(state["special"])
+        return exact
 
     def total(self) -> Fraction:
         """The exact sum (finite values only; see `special`)."""

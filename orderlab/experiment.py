@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -18,11 +19,14 @@ from orderlab.backends.experiment import describe_model, write_corpus_experiment
 from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
+from orderlab.metric_registry import ATTENTION_FAMILY
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.ownership import Writer, claim
-from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
+from orderlab.partials import RunFacts, write_partials
+from orderlab.results import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
+from orderlab.shards import Unit, condition_labels, partition, require_shardable
 from orderlab.spec import uses_backend
-from orderlab.streaming import condition_labels, tune_allocator
+from orderlab.streaming import tune_allocator
 from orderlab.sweep import swept_fields
 from orderlab.sweep_run import SweepRun, summarize_sweep
 from orderlab.training.checkpoint import CHECKPOINTS, write_checkpoints
@@ -72,18 +76,7 @@ def _write_experiment(
         maps = digest.attention_table() if not uses_backend(spec) else None  # the stack's heatmaps
         if maps is not None:
             tables["attention"] = maps
-        manifest = build_manifest(
-            spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-            dtype=spec.model.dtype, device=device, rows=rows,
-        )  # fmt: skip
-        manifest["sweep"] = swept_fields(spec)  # model fields and seed, each with its values
-        if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
-            manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
-        if uses_backend(spec):
-            describe_model(spec, manifest)
-        if maps is not None:  # attention.csv's input and reorderings, written once rather than on every row
-            # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
-            manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()
+        manifest = run_manifest(loaded, run, device, rows, maps is not None)
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
@@ -95,3 +88,61 @@ def _write_experiment(
         *([CHECKPOINTS] if run.trained else []),
     ]
     return Outcome(folder, rows, files, view, digest.non_finite, time.perf_counter() - started)
+
+
+def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: int, maps: bool) -> Manifest:
+    """A run's manifest.json (before ownership is recorded); maps: whether it writes attention.csv."""
+    spec = loaded.spec
+    manifest = build_manifest(
+        spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
+        dtype=spec.model.dtype, device=device, rows=rows,
+    )  # fmt: skip
+    manifest["sweep"] = swept_fields(spec)  # model fields and seed, each with its values
+    if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
+        manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
+    if uses_backend(spec):
+        describe_model(spec, manifest)
+    if maps:  # attention.csv's input and reorderings, written once rather than on every row
+        # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
+        manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()
+    return manifest
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    folder: Path
+    rows: int  # rows of the shard's metrics.csv
+    units: list[Unit]
+    non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
+    seconds: float
+
+
+def write_shard(
+    loaded: LoadedSpec,
+    device: torch.device,
+    folder: Path,
+    shard: tuple[int, int],
+    progress: Callable[[int, int], None] | None = None,
+    chunk_size: int | None = None,
+    force: bool = False,
+) -> ShardOutcome:
+    """Shard K of N (shards.partition) through the same loop as a whole run, into its own folder: metrics.csv
+    (its stretch of the whole run's rows), partials.json (what `orderlab merge` finishes), manifest.json (the
+    run's, plus `shard`: K, N and the units with their ranges)."""
+    spec, (index, count) = loaded.spec, shard
+    require_shardable(spec, loaded.path)
+    with claim(folder, Writer("run", spec.name), force):
+        validate_device(device)
+        tune_allocator()
+        started = time.perf_counter()
+        units = partition(spec, count)[index - 1]
+        run = SweepRun(spec, device, chunk_size, progress, loaded.path, units=units)
+        with staged_folder(folder) as staging:
+            rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
+            maps = ATTENTION_FAMILY in spec.metrics and not uses_backend(spec)
+            manifest = run_manifest(loaded, run, device, rows, maps)
+            manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
+            facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
+            write_partials(staging, facts, digest)
+            write_manifest(staging, manifest)
+    return ShardOutcome(folder, rows, units, digest.non_finite, time.perf_counter() - started)

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import numpy
 import pandas as pd
@@ -154,7 +154,12 @@ def write_csv_chunks(frames: Generator[pd.DataFrame, None, Returned], path: Path
             except StopIteration as end:
                 returned: Returned = end.value
                 return rows, returned
-            _with_blanks(frame).to_csv(
-                file, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
-            )
+            append_csv(frame, file, header)
             rows, header = rows + len(frame), False
+
+
+def append_csv(frame: pd.DataFrame, file: TextIO, header: bool) -> None:
+    """A frame's rows (and the header line if asked) as `write_csv` writes them, to an open file."""
+    _with_blanks(frame).to_csv(
+        file, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
+    )

@@ -7,17 +7,20 @@ rows.record_metrics, the one place metrics are defined) either leave at once as 
 into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
 chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
 every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
+
+A shard (orderlab/shards.py) runs this same loop on its units only: a range of a sentence's permutations
+ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
+orderlab/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
 """
 
 from __future__ import annotations
 
 import ctypes
-import heapq
 import math
 import sys
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
@@ -27,7 +30,7 @@ from orderlab.attention_maps import AttentionCapture, shown_maps
 from orderlab.estimate import CPU_CHUNK_BYTES, GPU_CHUNK_BYTES, available_memory, sequence_values, sequences_per_chunk
 from orderlab.exactsum import ExactSum
 from orderlab.metric_registry import ATTENTION_FAMILY, noise_families
-from orderlab.noise import NoiseCollector, judge, merge
+from orderlab.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.rows import (
     COLUMNS,
     KEY_COLUMNS,
@@ -36,7 +39,8 @@ from orderlab.rows import (
     record_metrics,
     record_pair,
 )
-from orderlab.spec import ModelSpec, Spec
+from orderlab.shards import PERMUTATIONS, PROBES, Unit, condition_labels
+from orderlab.spec import Spec
 from orderlab.stack import StackConfig
 from orderlab.sweep import SweptValue
 from orderlab.text import occurrence_matching, tokenize
@@ -54,12 +58,32 @@ Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's ord
 
 
 @dataclass
+class Partial:
+    """A shard's share of one sentence under one condition: its running summary and the round-off measured for it."""
+
+    summary: SummaryCollector
+    noise: dict[NoiseKey, float]
+
+
+@dataclass
+class Piece:
+    """What one unit of a shard left: the rows it wrote to metrics.csv, and its max rows or its partial summary."""
+
+    unit: Unit
+    combination: dict[str, SweptValue]  # the swept fields' values of the unit's combination
+    rows: int
+    worst: pd.DataFrame | None = None  # a whole unit (probes, position probe): its max rows, tagged
+    partial: Partial | None = None  # a range of permutations: the summary to fold with the other shards'
+
+
+@dataclass
 class Digest:
     """What a run keeps besides the rows it streams out: small, whatever the number of permutations."""
 
     worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
     attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reorderings)
     non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
+    pieces: list[Piece] = field(default_factory=list)  # a shard's units in order (in place of `worst`); else empty
 
     def worst_table(self) -> pd.DataFrame:
         """The max over permutations per group, layer, head and metric (probes as they are), for `summarize`."""
@@ -128,12 +152,45 @@ class SummaryCollector:
     def _fold(self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
         self.first.setdefault(key, chunk[0])
-        top_value = float(top)
-        known = self.worst.get(key)
-        if known is None or top_value > known[0] or (math.isnan(top_value) and not math.isnan(known[0])):
-            self.worst[key] = (top_value, chunk[int(where)])
+        self._keep_max(key, float(top), chunk[int(where)])
         self.sums.setdefault(key, ExactSum()).add(values.double().cpu().numpy())
         self.counts[key] = self.counts.get(key, 0) + len(chunk)
+
+    def _keep_max(self, key: StatKey, value: float, where: perms.Permutation) -> None:
+        """A later maximum replaces the known one only if larger (or NaN over a number): the first one stays."""
+        known = self.worst.get(key)
+        if known is None or value > known[0] or (math.isnan(value) and not math.isnan(known[0])):
+            self.worst[key] = (value, where)
+
+    def absorb(self, later: SummaryCollector) -> None:
+        """Fold in the summary of the permutations that come after this one's (a later shard's range)."""
+        for key, (value, where) in later.worst.items():
+            self.first.setdefault(key, later.first[key])
+            self._keep_max(key, value, where)
+            self.sums.setdefault(key, ExactSum()).absorb(later.sums[key])
+            self.counts[key] = self.counts.get(key, 0) + later.counts[key]
+
+    def state(self) -> dict[str, Any]:
+        """Plain data, for a shard's partial summary on disk (JSON); `from_state` reads it back."""
+        stats = [
+            {"layer": layer, "head": head, "metric": metric, "max": value, "where": list(where),
+             "first": list(self.first[(layer, head, metric)]), "sum": self.sums[(layer, head, metric)].state(),
+             "count": self.counts[(layer, head, metric)]}
+            for (layer, head, metric), (value, where) in self.worst.items()
+        ]  # fmt: skip
+        return {"case": self.fixed["case"], "input": self.fixed["input"], "encoding": self.fixed["encoding"],
+                "words": self.words, "statistics": stats}  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SummaryCollector:
+        summary = cls(state["case"], state["input"], state["encoding"], state["words"])
+        for stat in state["statistics"]:
+            key = (stat["layer"], stat["head"], stat["metric"])
+            summary.worst[key] = (float(stat["max"]), tuple(stat["where"]))
+            summary.first[key] = tuple(stat["first"])
+            summary.sums[key] = ExactSum.from_state(stat["sum"])
+            summary.counts[key] = stat["count"]
+        return summary
 
     def frame(self) -> pd.DataFrame:
         """Two rows per (layer, head, metric): the max with its permutation, and the mean."""
@@ -160,6 +217,24 @@ class SummaryCollector:
             row = table.loc[index]
             first = self.first[(row["layer"], None if pd.isna(row["head"]) else row["head"], row["metric"])]
             table.loc[index, ["permutation", "permuted"]] = perms.label(first), " ".join(perms.apply(first, self.words))
+
+
+def finish_summary(
+    summary: SummaryCollector, noise: dict[NoiseKey, float], dtype: str
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows; how many
+    came out non-finite). The one place a summary is finished, for a whole run and for a merge of shards alike."""
+    table = summary.frame()
+    judged = judge(table, noise, dtype)
+    summary.name_first_where_round_off(table)
+    order = ["layer", "head", "metric", "statistic"]
+    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    return rows, table[table["statistic"] == "max"], judged
+
+
+def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:
+    """The combination's columns first, then the frame's own."""
+    return frame.assign(**combination)[[*combination, *frame.columns]] if combination else frame
 
 
 class FanOut:
@@ -192,16 +267,21 @@ class MeasuringLoop:
         chunk_size: int | None = None,
         progress: Advance | None = None,
         combination: Mapping[str, SweptValue] | None = None,
+        units: list[Unit] | None = None,
     ):
-        """combination: the swept fields' values this concrete spec stands for, written first on every row."""
+        """combination: the swept fields' values this concrete spec stands for, written first on every row.
+        units: a shard's units of this combination (shards.partition); None measures everything."""
         self.spec, self.chunk_size, self.progress = spec, chunk_size, progress
         self.combination = dict(combination or {})
         self.dtype = spec.model.dtype
         self.attention_maps = ATTENTION_FAMILY in spec.metrics
         self.per_permutation = spec.rows == "per_permutation"
+        self.units = None if units is None else {unit.segment[1:]: unit for unit in units}
         lowercase = spec.embeddings.lowercase
         sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
         self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
+        if units is not None:
+            self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
         # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
         self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
 
@@ -222,32 +302,39 @@ class MeasuringLoop:
         for sentence in sorted(rules):
             shown = capture if capture and capture.shown.sentence == sentence else None
             for adapter, twin in pairs:
-                for frame in self.sweep_sentence(adapter, twin, sentence, rules[sentence], digest, advance, shown):
+                unit = self.units.get((PERMUTATIONS, sentence, adapter.label)) if self.units is not None else None
+                if self.units is not None and unit is None:
+                    continue  # another shard's
+                held = shown if unit is None or unit.start == 0 else None  # maps come from the first range
+                for frame in self.sweep_sentence(adapter, twin, sentence, rules[sentence], digest, advance, held, unit):
                     yield self.tagged(frame)
         probes = []
-        for adapter, twin in pairs:
+        probe_unit = self.units.get((PROBES, "", "")) if self.units is not None else None
+        for adapter, twin in pairs if self.units is None or probe_unit else []:
             for a, b in spec.probes:
                 table, non_finite = self.measure_probe(adapter, twin, a, b)
                 digest.non_finite += non_finite
                 probes.append(table)
                 advance(1)
         if probes:
-            table = pd.concat(probes, ignore_index=True)
-            digest.worst.append(table)
+            worst = pd.concat(probes, ignore_index=True)
             if not self.per_permutation:
-                both = [table.assign(statistic=s) for s in STATISTICS]
+                both = [worst.assign(statistic=s) for s in STATISTICS]
                 table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
-                yield self.tagged(table[SUMMARY_COLUMNS])
+                table = table[SUMMARY_COLUMNS]
             else:
-                yield self.tagged(table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS])
+                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+            yield self.tagged(table)
+            if probe_unit is None:
+                digest.worst.append(worst)
+            else:
+                digest.pieces.append(Piece(probe_unit, self.combination, len(table), worst=self.tagged(worst)))
         digest.worst = [self.tagged(table) for table in digest.worst]
-        digest.attention = [self.tagged(capture.frame())] if capture else []
+        digest.attention = [self.tagged(capture.frame())] if capture and capture.frames else []
         return digest
 
     def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The combination's columns first, then the frame's own."""
-        columns = [*self.combination, *frame.columns]
-        return frame.assign(**self.combination)[columns] if self.combination else frame
+        return tag(frame, self.combination)
 
     def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
@@ -286,8 +373,11 @@ class MeasuringLoop:
         digest: Digest,
         advance: Callable[[int], None],
         capture: AttentionCapture | None,
+        unit: Unit | None = None,
     ) -> Generator[pd.DataFrame]:
-        """All permutations of one sentence under one condition, chunk by chunk; its max rows go to the digest."""
+        """All permutations of one sentence under one condition, chunk by chunk; its max rows go to the digest.
+
+        unit: a shard's range of them, whose summary goes to the digest as a Partial instead; None: all of them."""
         spec, label = self.spec, adapter.label
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
@@ -297,10 +387,11 @@ class MeasuringLoop:
             noise = self.measure_noise(adapter, twin, words, reference).figures
         if capture:
             capture.keep_original(label, reference.attention)
-        ordered = [perms.in_label_order(rule, n, spec.seed) for rule in rules]
-        stream = ordered[0] if len(ordered) == 1 else heapq.merge(*ordered, key=perms.label)
+        start, stop = (unit.start, unit.stop) if unit else (0, None)
+        stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
+        rows_written = 0
         for chunk in perms.chunks(stream, size):
             summary.start(chunk)
             collector: Collector = summary
@@ -315,19 +406,20 @@ class MeasuringLoop:
             if self.per_permutation:
                 table = rows.frame()
                 digest.non_finite += judge(table, noise, self.dtype)
+                rows_written += len(table)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        if capture and (missing := capture.missing(label)):  # shown, but not among the rule's: the same model runs them
-            with torch.inference_mode():
+        if capture and (missing := capture.missing(label)):  # not in the rule, or in a later shard's range: the
+            with torch.inference_mode():  # same model runs them
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
                 capture.keep_shown(label, missing, bound.forward(orders, True).attention)
-        table = summary.frame()
-        judged = judge(table, noise, self.dtype)
+        if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
+            digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
+            return
+        summary_rows, worst, judged = finish_summary(summary, noise, self.dtype)
         digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already
-        summary.name_first_where_round_off(table)
-        digest.worst.append(table[table["statistic"] == "max"])
+        digest.worst.append(worst)
         if not self.per_permutation:
-            order = ["layer", "head", "metric", "statistic"]
-            yield table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+            yield summary_rows
 
     @torch.inference_mode()
     def measure_chunk(
@@ -349,10 +441,3 @@ class MeasuringLoop:
 def identity(words: list[str], adapter: Adapter) -> torch.Tensor:
     """The unpermuted order of a sentence, as a batch of one: (1, n)."""
     return torch.arange(len(words), device=adapter.device)[None]
-
-
-def condition_labels(spec: Spec) -> list[str]:
-    """The `encoding` column's values: the stack's encodings, or a pretrained model's position ablations."""
-    if isinstance(spec.model, ModelSpec):
-        return [choice.label for choice in spec.encodings]
-    return list(spec.model.position_embeddings)

@@ -79,6 +79,11 @@ def plan(spec: Spec) -> list[Configuration]:
     return configurations
 
 
+def in_row_order(spec: Spec) -> list[Configuration]:
+    """The combinations in the order their rows appear in metrics.csv: sorted by their columns' values."""
+    return sorted(plan(spec), key=lambda configuration: tuple(configuration.columns.values()))
+
+
 def validate_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, LocatedDocument], None]) -> None:
     """Refuse repeated or too many values, then run `check` on every combination, naming it in errors."""
     axes = swept_fields(spec)

@@ -20,9 +20,10 @@ from orderlab.metric_registry import DECODABILITY_FAMILY
 from orderlab.models import build_adapters
 from orderlab.models.trained import trained_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.shards import DECODABILITY, Unit
 from orderlab.spec import Spec
-from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
-from orderlab.sweep import SEED, Configuration, plan, swept_fields
+from orderlab.streaming import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
+from orderlab.sweep import SEED, Configuration, in_row_order, swept_fields
 from orderlab.training.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.training.train import TrainedStack, train_stack
 
@@ -49,29 +50,39 @@ class SweepRun:
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
         notes: Callable[[str], None] | None = None,
+        units: list[Unit] | None = None,
     ):
-        """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text."""
+        """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text;
+        units: a shard's units (shards.partition): only they are measured, each leaving a Piece in the digest."""
         self.spec, self.device, self.progress, self.spec_file, self.notes = spec, device, progress, spec_file, notes
         self.axes = axes(spec)
-        self.configurations = sorted(plan(spec), key=lambda c: tuple(c.columns.values()))  # the CSV's row order
-        self.groups: list[tuple[Configuration, str | None, MeasuringLoop]] = []
+        self.configurations = in_row_order(spec)
+        # Per combination and weights: its loop and the shard's units of it (None: all its work).
+        self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
         self.total = 0
-        for configuration in self.configurations:  # each reports its progress after the ones before it
+        for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
+            share = None if units is None else [unit for unit in units if unit.combination == index]
             for weights in (TRAINED, UNTRAINED) if spec.train else (None,):
                 columns = configuration.columns | ({WEIGHTS: weights} if weights else {})
                 self.total += training_work(configuration.spec) if weights == TRAINED else 0
-                loop = MeasuringLoop(configuration.spec, chunk_size, self._after(self.total), columns)
-                self.groups.append((configuration, weights, loop))
+                loop = MeasuringLoop(configuration.spec, chunk_size, self._after(self.total), columns, share)
+                self.groups.append((configuration, weights, loop, share))
                 self.total += loop.total
 
     @property
+    def per_permutation(self) -> bool:
+        return self.spec.rows == "per_permutation"
+
+    @property
     def columns(self) -> list[str]:
-        return [*self.axes, *(COLUMNS if self.spec.rows == "per_permutation" else SUMMARY_COLUMNS)]
+        return [*self.axes, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS)]
 
     def frames(self) -> Frames:
         run, done = Digest(), 0
-        for configuration, weights, loop in self.groups:
+        for configuration, weights, loop, share in self.groups:
+            if share == []:
+                continue  # other shards measure this combination
             spec = configuration.spec
             if weights == TRAINED:
                 stacks = self._train(spec, done)
@@ -81,16 +92,22 @@ class SweepRun:
                 adapters = trained_adapters(spec, stacks, self.device)
             else:
                 adapters = build_adapters(spec, self.device, self.spec_file)
-            if DECODABILITY_FAMILY in self.spec.metrics:
+            decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
+            if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
                 probe = probing.measure_decodability(spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
-                run.worst.append(probe)
-                yield probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+                rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+                yield rows
+                if decodability is None:
+                    run.worst.append(probe)
+                else:
+                    run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
             digest = yield from loop.frames(adapters)
             done += loop.total
             run.worst += digest.worst
             run.attention += digest.attention
             run.non_finite += digest.non_finite
+            run.pieces += digest.pieces
         return run
 
     def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
