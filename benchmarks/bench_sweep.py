@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from orderlab import metrics as M
+from orderlab.batching import aligned_batch
 from orderlab.models.stack import stack_adapters
 from orderlab.rows import word_vectors
 from orderlab.spec import Spec
@@ -79,6 +80,38 @@ def matmul_peak(dtype: torch.dtype, rows: int, seconds: float = 1.0) -> dict:
             best = min(best, (time.perf_counter() - started) / 5)
         rates[f"{rows}x{k} @ {k}x{m}"] = 2 * rows * k * m / best / 1e9
     return {"gflops": max(rates.values()), "by_shape": rates}
+
+
+def matmul_bound(dtype: torch.dtype, chunk: int, n: int, seconds: float = 1.0, layers: int = 4) -> dict:
+    """Sequences/s of the forward's own matmuls alone, at the runner's chunk shape: the bound the runner can reach.
+
+    Per layer, as the stack runs them: the fused q|k|v projection (R x d @ d x 3d), the output projection
+    (R x d @ d x d), FFN in (R x d @ d x 4d) and FFN out (R x 4d @ 4d x d), R = chunk * n rows padded to
+    whole row tiles as the runner pads them; each into a reused buffer, best of repeated bursts.
+    """
+    d, f = 128, 512
+    rows = aligned_rows(chunk, n)
+    x, wide = torch.randn(rows, d, dtype=dtype), torch.randn(rows, f, dtype=dtype)
+    shapes = [(x, d, 3 * d), (x, d, d), (x, d, f), (wide, f, d)]
+    steps = [(a, torch.randn(k, m, dtype=dtype), torch.empty(rows, m, dtype=dtype)) for a, k, m in shapes]
+
+    def forward_matmuls() -> None:
+        for _ in range(layers):
+            for a, w, out in steps:
+                torch.mm(a, w, out=out)
+
+    forward_matmuls()
+    best, deadline = math.inf, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        started = time.perf_counter()
+        forward_matmuls()
+        best = min(best, time.perf_counter() - started)
+    return {"sequences_per_s": chunk / best, "gflops": chunk * flops_per_sequence(n) / best / 1e9}
+
+
+def aligned_rows(chunk: int, n: int) -> int:
+    """Rows of one chunk's matmuls after the runner pads them to whole row tiles (orderlab.batching)."""
+    return aligned_batch(torch.empty(chunk, n, 0)).shape[0] * n
 
 
 def naive_loop(dtype: str, n: int, count: int) -> float:
@@ -207,6 +240,7 @@ def measure_round(dtype: str, n: int, naive_count: int) -> dict:
     """Runner, matmul peak and naive loop back to back, so their ratios share one stretch of machine load."""
     run = runner(dtype, n)
     peak = matmul_peak(getattr(torch, dtype), run["chunk_size"] * n)
+    bound = matmul_bound(getattr(torch, dtype), run["chunk_size"], n)
     naive = naive_loop(dtype, n, naive_count)
     rate = run["sequences_per_s"]
     figures = {
@@ -214,7 +248,9 @@ def measure_round(dtype: str, n: int, naive_count: int) -> dict:
         "naive_sequences_per_s": naive, "naive_permutations_timed": naive_count,
         "runner_sequences_per_s": rate, "runner_seconds": run["seconds"], "chunk_size": run["chunk_size"],
         "runner_gflops": rate * flops_per_sequence(n) / 1e9, "naive_gflops": naive * flops_per_sequence(n) / 1e9,
+        "matmul_bound_sequences_per_s": bound["sequences_per_s"], "matmul_bound_gflops": bound["gflops"],
     }  # fmt: skip
+    figures["fraction_of_matmul_bound"] = rate / bound["sequences_per_s"]
     figures["fraction_of_peak"] = figures["runner_gflops"] / peak["gflops"]
     figures["speedup_over_naive"] = rate / naive
     return figures
@@ -258,14 +294,16 @@ def print_table(results: dict) -> None:
     n = results["sentence_tokens"]
     print(f"{results['machine']['cpu']}, {results['machine']['torch_threads']} threads, torch {torch.__version__}")
     print(f"all {n}! = {results['permutations']:,} permutations, {results['flops_per_sequence'] / 1e6:.1f} MFLOP each")
-    print(f"{'':10} {'mm peak':>9} {'naive':>12} {'runner':>12} {'runner':>9} {'of peak':>8} {'vs naive':>9}")
-    print(f"{'':10} {'GFLOP/s':>9} {'seq/s':>12} {'seq/s':>12} {'GFLOP/s':>9} {'':>8} {'':>9}")
+    heads = [("mm peak", "GFLOP/s"), ("mm bound", "seq/s"), ("naive", "seq/s"), ("runner", "seq/s")]
+    heads += [("runner", "GFLOP/s"), ("of peak", ""), ("of bound", ""), ("vs naive", "")]
+    for line in range(2):
+        print(f"{'':10} " + " ".join(f"{head[line]:>9}" for head in heads))
     for dtype in ("float32", "float64"):
         e = results[dtype]
         print(
-            f"{dtype:10} {e['matmul_peak_gflops']:9.1f} {e['naive_sequences_per_s']:12,.0f} "
-            f"{e['runner_sequences_per_s']:12,.0f} {e['runner_gflops']:9.1f} {e['fraction_of_peak']:8.0%} "
-            f"{e['speedup_over_naive']:8.1f}x"
+            f"{dtype:10} {e['matmul_peak_gflops']:9.1f} {e['matmul_bound_sequences_per_s']:9,.0f} "
+            f"{e['naive_sequences_per_s']:9,.0f} {e['runner_sequences_per_s']:9,.0f} {e['runner_gflops']:9.1f} "
+            f"{e['fraction_of_peak']:8.0%} {e['fraction_of_matmul_bound']:9.0%} {e['speedup_over_naive']:8.1f}x"
         )
     print("peak RSS (MB): " + ", ".join(f"{k} {v['peak_mb']:.0f}" for k, v in results["peak_rss"].items()))
     cli = results["cli"]
