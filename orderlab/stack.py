@@ -63,6 +63,23 @@ class LayerWeights:
 
 
 @dataclass(frozen=True)
+class RunLayer:
+    """One layer's weights as the stack runs them: on its device and dtype, q, k and v projections side by side."""
+
+    w_qkv: torch.Tensor  # (d, 3d) = [W_Q | W_K | W_V]: one matmul (one pass over x) projects all three
+    w_o: torch.Tensor  # (d, d)
+    w_in: torch.Tensor  # (d, ffn_mult * d)
+    w_out: torch.Tensor  # (ffn_mult * d, d)
+
+    @classmethod
+    def of(cls, w: LayerWeights, device: torch.device | str, dtype: torch.dtype) -> RunLayer:
+        def put(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device=device, dtype=dtype)
+
+        return cls(put(torch.cat([w.w_q, w.w_k, w.w_v], dim=1)), put(w.w_o), put(w.w_in), put(w.w_out))
+
+
+@dataclass(frozen=True)
 class StackOutput:
     hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, n, d); hidden[0] is the input, encoding added
     attention: list[torch.Tensor]  # n_layers tensors (B, h, n, n); row i: how slot i spreads its attention
@@ -110,10 +127,7 @@ class AttentionStack:
     ):
         self.config, self.encoding = config, encoding
         dtype = getattr(torch, config.dtype)
-        self.layers = [
-            LayerWeights(*(getattr(w, f).to(device=device, dtype=dtype) for f in LayerWeights.__dataclass_fields__))
-            for w in weights
-        ]
+        self.layers = [RunLayer.of(w, device, dtype) for w in weights]
         self.device, self.dtype = torch.device(device), dtype
 
     def __call__(self, x: torch.Tensor, attention_maps: bool = True, hooks: Hooks | None = None) -> StackOutput:
@@ -139,7 +153,7 @@ class AttentionStack:
         return StackOutput(hidden, attention)
 
     def block(
-        self, x: torch.Tensor, layer: LayerWeights, attention_maps: bool = True, hooks: Hooks | None = None,
+        self, x: torch.Tensor, layer: RunLayer, attention_maps: bool = True, hooks: Hooks | None = None,
         index: int = 1,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
         c = self.config
@@ -160,7 +174,7 @@ class AttentionStack:
         return x, weights
 
     def attend(
-        self, x: torch.Tensor, layer: LayerWeights, hooks: Hooks | None = None, index: int = 1
+        self, x: torch.Tensor, layer: RunLayer, hooks: Hooks | None = None, index: int = 1
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Multi-head attention; returns the output (B, n, d) and the weights (B, h, n, n)."""
         B, n, d = x.shape
@@ -184,17 +198,18 @@ class AttentionStack:
         record(hooks, hook_name(index, "heads"), heads)
         return heads.transpose(1, 2).reshape(B, n, d) @ layer.w_o, weights
 
-    def project(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries, keys (rotated by the encoding) and values, split into heads: each (B, h, n, dh)."""
+    def project(self, x: torch.Tensor, layer: RunLayer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys (rotated by the encoding) and values, split into heads: each (B, h, n, dh).
+
+        One matmul for all three; q, k and v are strided views of its output (no copies).
+        """
         B, n, _ = x.shape
         h, dh = self.config.n_heads, self.config.d_head
-        q = (x @ layer.w_q).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
-        k = (x @ layer.w_k).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
-        v = (x @ layer.w_v).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
+        q, k, v = (x @ layer.w_qkv).view(B, n, 3, h, dh).permute(2, 0, 3, 1, 4)  # each (B, h, n, dh)
         q, k = self.encoding.rotate(q, k)
         return q.to(v), k.to(v), v  # in the stack's dtype, whatever the encoding computed in
 
-    def attend_fused(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, None]:
+    def attend_fused(self, x: torch.Tensor, layer: RunLayer) -> tuple[torch.Tensor, None]:
         """The same attention through torch's fused kernel: output (B, n, d), no weights."""
         B, n, d = x.shape
         q, k, v = self.project(x, layer)  # each (B, h, n, dh)
