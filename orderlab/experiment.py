@@ -19,6 +19,7 @@ from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
+from orderlab.models import prefix_sharing
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.results import build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
@@ -78,6 +79,8 @@ def _write_experiment(
         manifest["sweep"] = {name: getattr(spec.model, name) for name in run.swept}
         if uses_backend(spec):
             describe_model(spec, manifest)
+        elif sharing := prefix_sharing(spec):
+            manifest["prefix_sharing"] = sharing  # how each encoding's causal stack ran: shared prefixes or dense
         if maps is not None:
             manifest["attention"] = maps.shown  # attention.csv's input, written once rather than on every row
         for name, frame in tables.items():

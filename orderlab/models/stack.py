@@ -14,9 +14,10 @@ import torch
 
 from orderlab import metrics as M
 from orderlab.batching import aligned_batch
-from orderlab.encodings import PositionalEncoding, build_encoding
+from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.models.protocol import Adapter, Pass
+from orderlab.prefix_trie import shared_prefix_pass
 from orderlab.probing import random_sentences
 from orderlab.rows import layer_weights, stack_config, word_vectors
 from orderlab.spec import DecodabilitySpec, EncodingChoice, Spec, encoding_context, longest_sentence
@@ -27,12 +28,31 @@ from orderlab.verdicts import twin_dtype
 POOLINGS = M.POOLS  # over words: mean, max, first, last
 
 
-def stack_adapters(spec: Spec, device: torch.device) -> list[Adapter]:
-    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position)."""
+def stack_adapters(spec: Spec, device: torch.device, share_prefixes: bool = True) -> list[Adapter]:
+    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position).
+
+    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does.
+    """
     config = stack_config(spec)
     weights = layer_weights(spec, config)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
-    return [StackAdapter(spec, choice, config, weights, device) for choice in choices]
+    return [StackAdapter(spec, choice, config, weights, device, share_prefixes=share_prefixes) for choice in choices]
+
+
+def prefix_sharing(spec: Spec) -> dict[str, str]:
+    """For a spec with causal stacks, how each encoding runs them (manifest.json's `prefix_sharing`); else empty.
+
+    'shared': each distinct prefix of a chunk computed once (orderlab/prefix_trie.py); 'dense: ...': every
+    reordering computed whole, because the encoding does not declare that its hooks read earlier slots only.
+    """
+    causal = spec.stack.causal
+    if not any(causal if isinstance(causal, list) else [causal]):
+        return {}
+    notes = {}
+    for choice in spec.encodings:
+        shares = ENCODINGS.resolve(choice.name).shares_prefixes
+        notes[choice.label] = "shared" if shares else f"dense: {choice.name} does not declare shares_prefixes"
+    return notes
 
 
 class StackAdapter:
@@ -52,6 +72,7 @@ class StackAdapter:
         weights: list[LayerWeights],
         device: torch.device,
         encoding: PositionalEncoding | None = None,
+        share_prefixes: bool = True,
     ):
         self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
         self.label = choice.label
@@ -59,13 +80,16 @@ class StackAdapter:
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = AttentionStack(config, self.encoding, weights, str(device))
         self.dtype = self.stack.dtype
+        self.allow_sharing = share_prefixes
+        # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
+        self.shares_prefixes = share_prefixes and config.causal and self.encoding.shares_prefixes
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
 
     def twin(self) -> StackAdapter:
         other = replace(self.config, dtype=twin_dtype(self.config.dtype))
-        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding)
+        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding, self.allow_sharing)
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)
@@ -88,8 +112,11 @@ class StackSentence:
         self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
 
     def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
-        B = orders.shape[0]
-        output = self.adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
+        B, adapter = orders.shape[0], self.adapter
+        if adapter.shares_prefixes:
+            output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
+        else:
+            output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled = {how: [M.pool(h, how) for h in hidden] for how in POOLINGS}
         return Pass(hidden, pooled, [a[:B] for a in output.attention])
