@@ -8,7 +8,8 @@ attention map, for the metrics to read.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -129,6 +130,38 @@ class AttentionStack:
         dtype = getattr(torch, config.dtype)
         self.layers = [RunLayer.of(w, device, dtype) for w in weights]
         self.device, self.dtype = torch.device(device), dtype
+        self.compiled: Callable[[torch.Tensor], list[torch.Tensor]] | None = None
+        self.compile_seconds: float | None = None  # the first compiled call's wall time, compilation included
+        self.compile_failure = ""  # why the compiled pass fell back to eager, if it did
+
+    def compile(self, backend: str = "inductor") -> None:
+        """Run passes without maps or hooks through torch.compile (inductor) from the next call on.
+
+        Inductor fuses the elementwise work around the matmuls (LayerNorm, GELU, adds, the head reshapes);
+        one compilation with dynamic batch sizes serves every chunk. Where no compiler works, the first call
+        falls back to eager (compile_failure says why) and the run goes on.
+        """
+        self.compiled = torch.compile(self.fused_hidden, dynamic=True, backend=backend)
+
+    def fused_hidden(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The hidden states of a pass without maps or hooks: the function torch.compile compiles."""
+        hidden = [x]
+        for layer in self.layers:
+            x, _ = self.block(x, layer, attention_maps=False)
+            hidden.append(x)
+        return hidden
+
+    def run_compiled(self, x: torch.Tensor, compiled: Callable[[torch.Tensor], list[torch.Tensor]]) -> StackOutput:
+        if self.compile_seconds is not None:
+            return StackOutput(compiled(x), [])
+        started = time.perf_counter()
+        try:
+            hidden = compiled(x)
+        except Exception as error:  # any compiler failure (no C compiler, no headers, an unsupported op): run eager
+            self.compiled, self.compile_failure = None, f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            return StackOutput(self.fused_hidden(x), [])
+        self.compile_seconds = time.perf_counter() - started
+        return StackOutput(hidden, [])
 
     def __call__(self, x: torch.Tensor, attention_maps: bool = True, hooks: Hooks | None = None) -> StackOutput:
         """x: (B, n, d) token vectors of B sentences of equal length n.
@@ -144,6 +177,8 @@ class AttentionStack:
         if offsets is not None:
             x = x + offsets.to(x)  # (B, n, d)
             record(hooks, "position", offsets.to(x))  # (n, d)
+        if self.compiled is not None and not attention_maps and hooks is None:
+            return self.run_compiled(x, self.compiled)
         hidden, attention = [x], []
         for index, layer in enumerate(self.layers, start=1):
             x, weights = self.block(x, layer, attention_maps, hooks, index)

@@ -7,7 +7,9 @@ sequence's numbers do not depend on the chunk it landed in.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -15,6 +17,8 @@ import torch
 from orderlab import metrics as M
 from orderlab.batching import aligned_batch
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
+from orderlab.errors import OrderlabError
+from orderlab.estimate import estimate, run_seconds
 from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.models.protocol import Adapter, Pass
 from orderlab.prefix_trie import shared_prefix_pass
@@ -26,17 +30,34 @@ from orderlab.streaming import auto_chunk_size
 from orderlab.verdicts import twin_dtype
 
 POOLINGS = M.POOLS  # over words: mean, max, first, last
+COMPILE_SETTINGS = ("auto", "always", "never")
+COMPILE_AFTER_SECONDS = 300.0  # estimated (at estimate.py's conservative rates); compiling took 10-60 s here
 
 
 def stack_adapters(spec: Spec, device: torch.device, share_prefixes: bool = True) -> list[Adapter]:
     """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position).
 
-    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does.
+    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. Dense passes are compiled
+    where `compile_wanted`; the round-off twins, which run one sequence per input, never are.
     """
     config = stack_config(spec)
     weights = layer_weights(spec, config)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
-    return [StackAdapter(spec, choice, config, weights, device, share_prefixes=share_prefixes) for choice in choices]
+    compile_dense = compile_wanted(spec)
+    return [
+        StackAdapter(spec, choice, config, weights, device, None, share_prefixes, compile_dense) for choice in choices
+    ]
+
+
+def compile_wanted(spec: Spec) -> bool:
+    """Whether dense passes go through torch.compile: ORDERLAB_COMPILE=always|never, else (auto) when the run is
+    estimated to take longer than COMPILE_AFTER_SECONDS, so that the compilation (10-60 s) pays for itself."""
+    setting = os.environ.get("ORDERLAB_COMPILE", "auto")
+    if setting not in COMPILE_SETTINGS:
+        raise OrderlabError(f"ORDERLAB_COMPILE={setting!r}; expected one of {', '.join(COMPILE_SETTINGS)}")
+    if setting != "auto":
+        return setting == "always"
+    return run_seconds(estimate(spec, Path("spec.yaml"))) > COMPILE_AFTER_SECONDS
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:
@@ -73,6 +94,7 @@ class StackAdapter:
         device: torch.device,
         encoding: PositionalEncoding | None = None,
         share_prefixes: bool = True,
+        compile_dense: bool = False,
     ):
         self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
         self.label = choice.label
@@ -83,6 +105,8 @@ class StackAdapter:
         self.allow_sharing = share_prefixes
         # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
         self.shares_prefixes = share_prefixes and config.causal and self.encoding.shares_prefixes
+        if compile_dense and not self.shares_prefixes:
+            self.stack.compile()
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
