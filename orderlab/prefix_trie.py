@@ -8,7 +8,7 @@ prefix. At n = 8 a chunk of 862 reorderings holds about 2,350 distinct prefixes 
 token positions. Memory is one chunk's: the cache holds one depth's prefixes at a time.
 
 Valid only for encodings whose hooks, at slot t, depend on slots <= t and not on the sentence's
-length (`PositionalEncoding.shares_prefixes`); stacks with other encodings run dense. The result
+length, with a rotation linear slot by slot (`PositionalEncoding.shares_prefixes`); others run dense. The result
 is the dense pass's (same StackOutput, word-level) to round-off, and the same whatever the chunk:
 every matmul runs on whole row tiles (batching.py). Knows nothing of specs or metrics.
 """

@@ -69,7 +69,8 @@ class PositionalEncoding:
     relative: ClassVar[bool]  # True when attention scores depend on slot offsets i - j only
     reference: ClassVar[str]  # the paper, for `orderlab encodings` and docs
     # True when, under a causal mask, every hook's result at slot i depends on slots <= i only and not on the
-    # sentence's length: then a causal stack computes each distinct prefix of a chunk once (orderlab/prefix_trie.py)
+    # sentence's length, and rotate is linear slot by slot: then a causal stack computes each distinct prefix of
+    # a chunk once (orderlab/prefix_trie.py; docs/encodings.md)
     shares_prefixes: ClassVar[bool] = False
     Params: ClassVar[type[BaseModel]] = NoParams
 
