@@ -61,6 +61,8 @@ def test_maps_and_hooks_never_take_the_compiled_path():
     ("always", 3, True), ("never", 9, False), ("auto", 3, False), ("auto", 10, True),
 ])  # fmt: skip
 def test_compilation_is_opt_in_or_automatic_for_long_runs(monkeypatch, setting, words, wanted):
+    monkeypatch.delenv("ORDERLAB_COMPILE", raising=False)
+    assert not compile_wanted(Spec.model_validate({"inputs": [{"sentence": "a b c d e f g h i j"}]}))  # default: off
     monkeypatch.setenv("ORDERLAB_COMPILE", setting)
     sentence = " ".join(f"w{i}" for i in range(words))
     spec = Spec.model_validate({"model": {"d_model": 256}, "inputs": [{"sentence": sentence, "permutations": "all"}]})
