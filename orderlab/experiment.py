@@ -20,6 +20,7 @@ from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
+from orderlab.models import prefix_sharing
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.ownership import Writer, claim
 from orderlab.partials import RunFacts, write_partials
@@ -102,6 +103,8 @@ def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: 
         manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
     if uses_backend(spec):
         describe_model(spec, manifest)
+    elif sharing := prefix_sharing(spec):
+        manifest["prefix_sharing"] = sharing  # how each encoding's causal stack ran: shared prefixes or dense
     if maps:  # attention.csv's input and reorderings, written once rather than on every row
         # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
         manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()

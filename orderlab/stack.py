@@ -8,7 +8,8 @@ attention map, for the metrics to read.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +64,23 @@ class LayerWeights:
 
 
 @dataclass(frozen=True)
+class RunLayer:
+    """One layer's weights as the stack runs them: on its device and dtype, q, k and v projections side by side."""
+
+    w_qkv: torch.Tensor  # (d, 3d) = [W_Q | W_K | W_V]: one matmul (one pass over x) projects all three
+    w_o: torch.Tensor  # (d, d)
+    w_in: torch.Tensor  # (d, ffn_mult * d)
+    w_out: torch.Tensor  # (ffn_mult * d, d)
+
+    @classmethod
+    def of(cls, w: LayerWeights, device: torch.device | str, dtype: torch.dtype) -> RunLayer:
+        def put(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device=device, dtype=dtype)
+
+        return cls(put(torch.cat([w.w_q, w.w_k, w.w_v], dim=1)), put(w.w_o), put(w.w_in), put(w.w_out))
+
+
+@dataclass(frozen=True)
 class StackOutput:
     hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, n, d); hidden[0] is the input, encoding added
     attention: list[torch.Tensor]  # n_layers tensors (B, h, n, n); row i: how slot i spreads its attention
@@ -110,11 +128,40 @@ class AttentionStack:
     ):
         self.config, self.encoding = config, encoding
         dtype = getattr(torch, config.dtype)
-        self.layers = [
-            LayerWeights(*(getattr(w, f).to(device=device, dtype=dtype) for f in LayerWeights.__dataclass_fields__))
-            for w in weights
-        ]
+        self.layers = [RunLayer.of(w, device, dtype) for w in weights]
         self.device, self.dtype = torch.device(device), dtype
+        self.compiled: Callable[[torch.Tensor], list[torch.Tensor]] | None = None
+        self.compile_seconds: float | None = None  # the first compiled call's wall time, compilation included
+        self.compile_failure = ""  # why the compiled pass fell back to eager, if it did
+
+    def compile(self, backend: str = "inductor") -> None:
+        """Run passes without maps or hooks through torch.compile (inductor) from the next call on.
+
+        Inductor fuses the elementwise work around the matmuls (LayerNorm, GELU, adds, the head reshapes);
+        one compilation with dynamic batch sizes serves every chunk. Where no compiler works, the first call
+        falls back to eager (compile_failure says why) and the run goes on.
+        """
+        self.compiled = torch.compile(self.fused_hidden, dynamic=True, backend=backend)
+
+    def fused_hidden(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The hidden states of a pass without maps or hooks: the function torch.compile compiles."""
+        hidden = [x]
+        for layer in self.layers:
+            x, _ = self.block(x, layer, attention_maps=False)
+            hidden.append(x)
+        return hidden
+
+    def run_compiled(self, x: torch.Tensor, compiled: Callable[[torch.Tensor], list[torch.Tensor]]) -> StackOutput:
+        if self.compile_seconds is not None:
+            return StackOutput(compiled(x), [])
+        started = time.perf_counter()
+        try:
+            hidden = compiled(x)
+        except Exception as error:  # any compiler failure (no C compiler, no headers, an unsupported op): run eager
+            self.compiled, self.compile_failure = None, f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            return StackOutput(self.fused_hidden(x), [])
+        self.compile_seconds = time.perf_counter() - started
+        return StackOutput(hidden, [])
 
     def __call__(self, x: torch.Tensor, attention_maps: bool = True, hooks: Hooks | None = None) -> StackOutput:
         """x: (B, n, d) token vectors of B sentences of equal length n.
@@ -130,6 +177,8 @@ class AttentionStack:
         if offsets is not None:
             x = x + offsets.to(x)  # (B, n, d)
             record(hooks, "position", offsets.to(x))  # (n, d)
+        if self.compiled is not None and not attention_maps and hooks is None:
+            return self.run_compiled(x, self.compiled)
         hidden, attention = [x], []
         for index, layer in enumerate(self.layers, start=1):
             x, weights = self.block(x, layer, attention_maps, hooks, index)
@@ -139,7 +188,7 @@ class AttentionStack:
         return StackOutput(hidden, attention)
 
     def block(
-        self, x: torch.Tensor, layer: LayerWeights, attention_maps: bool = True, hooks: Hooks | None = None,
+        self, x: torch.Tensor, layer: RunLayer, attention_maps: bool = True, hooks: Hooks | None = None,
         index: int = 1,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
         c = self.config
@@ -160,7 +209,7 @@ class AttentionStack:
         return x, weights
 
     def attend(
-        self, x: torch.Tensor, layer: LayerWeights, hooks: Hooks | None = None, index: int = 1
+        self, x: torch.Tensor, layer: RunLayer, hooks: Hooks | None = None, index: int = 1
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Multi-head attention; returns the output (B, n, d) and the weights (B, h, n, n)."""
         B, n, d = x.shape
@@ -184,17 +233,18 @@ class AttentionStack:
         record(hooks, hook_name(index, "heads"), heads)
         return heads.transpose(1, 2).reshape(B, n, d) @ layer.w_o, weights
 
-    def project(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries, keys (rotated by the encoding) and values, split into heads: each (B, h, n, dh)."""
+    def project(self, x: torch.Tensor, layer: RunLayer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys (rotated by the encoding) and values, split into heads: each (B, h, n, dh).
+
+        One matmul for all three; q, k and v are strided views of its output (no copies).
+        """
         B, n, _ = x.shape
         h, dh = self.config.n_heads, self.config.d_head
-        q = (x @ layer.w_q).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
-        k = (x @ layer.w_k).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
-        v = (x @ layer.w_v).view(B, n, h, dh).transpose(1, 2)  # (B, h, n, dh)
+        q, k, v = (x @ layer.w_qkv).view(B, n, 3, h, dh).permute(2, 0, 3, 1, 4)  # each (B, h, n, dh)
         q, k = self.encoding.rotate(q, k)
         return q.to(v), k.to(v), v  # in the stack's dtype, whatever the encoding computed in
 
-    def attend_fused(self, x: torch.Tensor, layer: LayerWeights) -> tuple[torch.Tensor, None]:
+    def attend_fused(self, x: torch.Tensor, layer: RunLayer) -> tuple[torch.Tensor, None]:
         """The same attention through torch's fused kernel: output (B, n, d), no weights."""
         B, n, d = x.shape
         q, k, v = self.project(x, layer)  # each (B, h, n, dh)

@@ -35,6 +35,7 @@ class Alibi(PositionalEncoding):
     name = "alibi"
     kind = "bias"
     relative = True
+    shares_prefixes = True
     reference = "Press et al. 2022, Train Short, Test Long (arXiv:2108.12409)"
     Params = AlibiParams
 

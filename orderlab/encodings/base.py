@@ -69,6 +69,10 @@ class PositionalEncoding:
     kind: ClassVar[Kind]
     relative: ClassVar[bool]  # True when attention scores depend on slot offsets i - j only
     reference: ClassVar[str]  # the paper, for `orderlab encodings` and docs
+    # True when, under a causal mask, every hook's result at slot i depends on slots <= i only and not on the
+    # sentence's length, and rotate is linear slot by slot: then a causal stack computes each distinct prefix of
+    # a chunk once (orderlab/prefix_trie.py; docs/encodings.md)
+    shares_prefixes: ClassVar[bool] = False
     Params: ClassVar[type[BaseModel]] = NoParams
 
     def __init__(self, context: EncodingContext, params: dict[str, Any] | None = None):

@@ -28,6 +28,7 @@ class Cope(PositionalEncoding):
     name = "cope"
     kind = "bias"
     relative = True  # depends on the content between i and j, never on absolute slots
+    shares_prefixes = True
     reference = "Golovneva et al. 2024, Contextual Position Encoding (arXiv:2405.18719); untrained here"
     Params = CopeParams
 

@@ -27,6 +27,7 @@ class Learned(PositionalEncoding):
     name = "learned"
     kind = "additive"
     relative = False
+    shares_prefixes = True
     reference = "Devlin et al. 2019, BERT (arXiv:1810.04805); untrained here"
     Params = LearnedParams
 

@@ -9,4 +9,5 @@ class NoEncoding(PositionalEncoding):
     name = "none"
     kind = "none"
     relative = False
+    shares_prefixes = True
     reference = "-"

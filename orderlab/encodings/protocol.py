@@ -83,7 +83,7 @@ class CheckedEncoding(PositionalEncoding):
     def __init__(self, name: str, inner: PositionalEncoding):
         self.spec_name, self.inner = name, inner
         self.context, self.params = inner.context, inner.params
-        for attribute in ("name", "kind", "relative", "reference", "Params"):
+        for attribute in ("name", "kind", "relative", "reference", "shares_prefixes", "Params"):
             setattr(self, attribute, getattr(inner, attribute))
 
     def input_offsets(self, n: int) -> torch.Tensor | None:

@@ -54,6 +54,7 @@ class Rotary(PositionalEncoding):
     name = "rope"
     kind = "rotary"
     relative = True
+    shares_prefixes = True
     reference = "Su et al. 2021, RoFormer (arXiv:2104.09864)"
     Params = RotaryParams
 

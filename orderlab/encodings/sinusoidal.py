@@ -22,6 +22,7 @@ class Sinusoidal(PositionalEncoding):
     name = "sinusoidal"
     kind = "additive"
     relative = False
+    shares_prefixes = True
     reference = "Vaswani et al. 2017, Attention Is All You Need"
     Params = SinusoidalParams
 

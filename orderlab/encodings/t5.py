@@ -46,6 +46,7 @@ class T5Bias(PositionalEncoding):
     name = "t5"
     kind = "bias"
     relative = True
+    shares_prefixes = True
     reference = "Raffel et al. 2020, T5 (arXiv:1910.10683); untrained table here"
     Params = T5Params
 

@@ -25,6 +25,7 @@ class Xpos(PositionalEncoding):
     name = "xpos"
     kind = "rotary"
     relative = True
+    shares_prefixes = True
     reference = "Sun et al. 2023, A Length-Extrapolatable Transformer (arXiv:2212.10554)"
     Params = XposParams
 

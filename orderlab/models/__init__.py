@@ -12,11 +12,11 @@ from pathlib import Path
 import torch
 
 from orderlab.models.protocol import Adapter, Pass, Sentence
-from orderlab.models.stack import stack_adapters
+from orderlab.models.stack import prefix_sharing, stack_adapters
 from orderlab.models.trained import checkpoint_adapters
 from orderlab.spec import CheckpointModelSpec, Spec, uses_backend
 
-__all__ = ["Adapter", "Pass", "Sentence", "build_adapters"]
+__all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "prefix_sharing"]
 
 
 def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:

@@ -7,32 +7,75 @@ sequence's numbers do not depend on the chunk it landed in.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import ClassVar
 
 import torch
 
 from orderlab import metrics as M
 from orderlab.batching import aligned_batch
-from orderlab.encodings import PositionalEncoding, build_encoding
+from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
+from orderlab.errors import OrderlabError
+from orderlab.estimate import estimate, run_seconds
 from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.models.protocol import Adapter, Pass
+from orderlab.prefix_trie import shared_prefix_pass
 from orderlab.probing import random_sentences
 from orderlab.rows import layer_weights, stack_config, word_vectors
-from orderlab.spec import DecodabilitySpec, EncodingChoice, Spec, encoding_context, longest_sentence
+from orderlab.spec import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 from orderlab.stack import AttentionStack, LayerWeights, StackConfig
 from orderlab.streaming import auto_chunk_size
 from orderlab.verdicts import twin_dtype
 
 POOLINGS = M.POOLS  # over words: mean, max, first, last
+COMPILE_SETTINGS = ("auto", "always", "never")
+COMPILE_AFTER_SECONDS = 300.0  # estimated (at estimate.py's conservative rates); compiling took 10-60 s here
 
 
-def stack_adapters(spec: Spec, device: torch.device) -> list[Adapter]:
-    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position)."""
+def stack_adapters(spec: Spec, device: torch.device, share_prefixes: bool = True) -> list[Adapter]:
+    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position).
+
+    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. Dense passes are compiled
+    where `compile_wanted`; the round-off twins, which run one sequence per input, never are.
+    """
     config = stack_config(spec)
     weights = layer_weights(spec, config)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
-    return [StackAdapter(spec, choice, config, weights, device) for choice in choices]
+    compile_dense = compile_wanted(spec)
+    return [
+        StackAdapter(spec, choice, config, weights, device, None, share_prefixes, compile_dense) for choice in choices
+    ]
+
+
+def compile_wanted(spec: Spec) -> bool:
+    """Whether dense passes go through torch.compile: ORDERLAB_COMPILE=always|never (the default), or auto: when the
+    run is estimated to take longer than COMPILE_AFTER_SECONDS, so that the compilation (5-60 s) pays for itself."""
+    setting = os.environ.get("ORDERLAB_COMPILE", "never")  # opt-in: no gain measured yet on this loaded 2-core box
+    if setting not in COMPILE_SETTINGS:
+        raise OrderlabError(f"ORDERLAB_COMPILE={setting!r}; expected one of {', '.join(COMPILE_SETTINGS)}")
+    if setting != "auto":
+        return setting == "always"
+    return run_seconds(estimate(spec, Path("spec.yaml"))) > COMPILE_AFTER_SECONDS
+
+
+def prefix_sharing(spec: Spec) -> dict[str, str]:
+    """For a spec with causal stacks, how each encoding runs them (manifest.json's `prefix_sharing`); else empty.
+
+    'shared': each distinct prefix of a chunk computed once (orderlab/prefix_trie.py); 'dense: ...': every
+    reordering computed whole, because the encoding does not declare that its hooks read earlier slots only.
+    """
+    if not isinstance(spec.model, ModelSpec):
+        return {}  # a pretrained model, or a checkpoint's stack
+    causal = spec.stack.causal
+    if not any(causal if isinstance(causal, list) else [causal]):
+        return {}
+    notes = {}
+    for choice in spec.encodings:
+        shares = ENCODINGS.resolve(choice.name).shares_prefixes
+        notes[choice.label] = "shared" if shares else f"dense: {choice.name} does not declare shares_prefixes"
+    return notes
 
 
 class StackAdapter:
@@ -52,6 +95,8 @@ class StackAdapter:
         weights: list[LayerWeights],
         device: torch.device,
         encoding: PositionalEncoding | None = None,
+        share_prefixes: bool = True,
+        compile_dense: bool = False,
     ):
         self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
         self.label = choice.label
@@ -59,13 +104,18 @@ class StackAdapter:
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = AttentionStack(config, self.encoding, weights, str(device))
         self.dtype = self.stack.dtype
+        self.allow_sharing = share_prefixes
+        # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
+        self.shares_prefixes = share_prefixes and config.causal and self.encoding.shares_prefixes
+        if compile_dense and not self.shares_prefixes:
+            self.stack.compile()
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
 
     def twin(self) -> StackAdapter:
         other = replace(self.config, dtype=twin_dtype(self.config.dtype))
-        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding)
+        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding, self.allow_sharing)
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)
@@ -88,8 +138,11 @@ class StackSentence:
         self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
 
     def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
-        B = orders.shape[0]
-        output = self.adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
+        B, adapter = orders.shape[0], self.adapter
+        if adapter.shares_prefixes:
+            output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
+        else:
+            output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled = {how: [M.pool(h, how) for h in hidden] for how in POOLINGS}
         return Pass(hidden, pooled, [a[:B] for a in output.attention])

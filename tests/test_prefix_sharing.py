@@ -1,0 +1,119 @@
+"""Causal prefix sharing: each distinct prefix computed once gives the dense pass's numbers, whatever the chunk."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+from stacks import make_stack
+
+from orderlab.cli import app
+from orderlab.devices import CPU
+from orderlab.encodings import ENCODINGS
+from orderlab.models.stack import stack_adapters
+from orderlab.permutations import in_label_order
+from orderlab.prefix_trie import distinct_prefixes, shared_prefix_pass
+from orderlab.spec import Spec
+from orderlab.streaming import MeasuringLoop
+from orderlab.sweep_run import run_sweep
+
+TOLERANCE = {"float64": 1e-12, "float32": 2e-5}
+BUILT_IN = sorted(ENCODINGS.names())
+DEFAULT_THREADS = torch.get_num_threads()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small matmuls on a loaded 2-core machine are far slower with 2 threads; the equalities hold either way."""
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(DEFAULT_THREADS)
+
+
+def causal_spec(encodings: list[str], sentence: str = "the cat saw the dog", rule: object = "all", **model) -> Spec:
+    return Spec.model_validate({
+        "model": {"d_model": 16, "n_heads": 2, "n_layers": 2, "causal": True, "dtype": "float64"} | model,
+        "encodings": encodings, "rows": "per_permutation",
+        "metrics": ["equivariance", "invariance", "attention", "token_shift", "prefix_invariance"],
+        "inputs": [{"sentence": sentence, "permutations": rule}],
+    })  # fmt: skip
+
+
+def measured(spec: Spec, share_prefixes: bool) -> pd.DataFrame:
+    """Every row of the measuring loop, with the causal stacks run shared or dense."""
+    adapters = stack_adapters(spec, CPU, share_prefixes=share_prefixes)
+    return pd.concat(list(MeasuringLoop(spec).frames(adapters)), ignore_index=True)
+
+
+@pytest.mark.parametrize("encoding", BUILT_IN)
+@pytest.mark.parametrize("maps", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_shared_pass_equals_the_dense_pass_for_every_built_in_encoding(encoding, maps, dtype):
+    assert ENCODINGS.get(encoding).shares_prefixes  # every built-in can run causally with shared prefixes
+    stack = make_stack(encoding, d_model=16, n_heads=2, n_layers=3, causal=True, dtype=dtype)
+    x = torch.randn(6, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(stack.dtype)
+    orders = torch.tensor(list(itertools.permutations(range(6)))[100:400])  # a contiguous run, as a chunk is
+    with torch.inference_mode():
+        dense, shared = stack(x[orders], attention_maps=maps), shared_prefix_pass(stack, x, orders, maps)
+    assert len(shared.attention) == (3 if maps else 0)
+    for expected, got in zip(dense.hidden + dense.attention, shared.hidden + shared.attention, strict=True):
+        torch.testing.assert_close(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_shared_results_do_not_depend_on_the_chunk_size(dtype):
+    spec = causal_spec(["none", "rope", "alibi"], dtype=dtype)
+    whole = run_sweep(spec, chunk_size=10_000).metrics
+    for chunk_size in (7, 50):
+        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=chunk_size).metrics, whole, check_exact=True)
+
+
+@pytest.mark.parametrize("rule", ["all", "prefixes"])
+def test_shared_and_dense_runs_give_the_same_verdicts_and_values_within_round_off(rule):
+    spec = causal_spec(BUILT_IN, sentence="the dog bit the man", rule=rule)
+    shared, dense = measured(spec, share_prefixes=True), measured(spec, share_prefixes=False)
+    assert len(shared) > 1000
+    pd.testing.assert_series_equal(shared["verdict"], dense["verdict"])
+    pd.testing.assert_series_equal(shared["value"], dense["value"], check_exact=False, rtol=1e-9, atol=1e-12)
+
+
+def test_distinct_prefixes_of_every_order_are_the_permutation_tries_nodes():
+    orders = torch.tensor(list(itertools.permutations(range(6))))
+    nodes = sum(math.perm(6, depth) for depth in range(1, 7))  # 6 + 30 + 120 + 360 + 720 + 720
+    assert distinct_prefixes(orders) == nodes == 1956
+    assert distinct_prefixes(orders[:1]) == 6  # one reordering: nothing to share
+
+
+def test_prefixes_rule_shares_all_but_the_last_slot_in_label_order():
+    orders = torch.tensor(list(in_label_order("prefixes", 6, 0)))  # orders of the first five words, last in place
+    assert (orders[:, -1] == 5).all() and len(orders) == 120
+    assert distinct_prefixes(orders) == sum(math.perm(5, depth) for depth in range(1, 6)) + 120
+
+
+def test_an_encoding_that_does_not_declare_prefix_sharing_runs_dense_and_the_manifest_says_so(
+    cli, write_spec, plugins, tmp_path
+):
+    spec = write_spec(
+        "name: fallback\nmodel: {d_model: 8, n_heads: 2, n_layers: 1, causal: true}\n"
+        "encodings: [none, 'plugin_encodings:SquaredDistance']\n"
+        "inputs: [{sentence: a b c d, permutations: all}]\nmetrics: [equivariance]\n"
+    )
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "out/fallback/manifest.json").read_text())
+    assert manifest["prefix_sharing"] == {
+        "none": "shared",
+        "plugin_encodings:SquaredDistance": "dense: plugin_encodings:SquaredDistance does not declare shares_prefixes",
+    }
+    adapters = stack_adapters(causal_spec(["none", "plugin_encodings:SquaredDistance"]), CPU)
+    assert [adapter.shares_prefixes for adapter in adapters] == [True, False]
+
+
+def test_bidirectional_runs_record_no_prefix_sharing(cli, write_spec, tmp_path):
+    spec = write_spec("name: both\nmodel: {d_model: 8, n_heads: 2, n_layers: 1}\ninputs: [{sentence: a b c}]\n")
+    assert cli.invoke(app, ["run", str(spec), "--out", str(tmp_path), "--quiet"]).exit_code == 0
+    assert "prefix_sharing" not in json.loads((tmp_path / "both/manifest.json").read_text())
