@@ -142,13 +142,13 @@ def test_per_permutation_rows_past_the_csv_limit_suggest_summary_rows(cli, write
             "whole; the limit is 2.0 GB", "expected rows: summary")  # fmt: skip
 
 
-def test_attention_csv_past_the_csv_limit_names_the_first_sentence(cli, write_spec, memory):
+def test_attention_csv_past_the_csv_limit_names_the_shown_sentence(cli, write_spec, memory):
     memory(10**12)  # 2 orders x 8 heads x 5,000^2 slot pairs: 400 million rows
     words = " ".join(f"w{i}" for i in range(5000))
     path = write_spec("model: {d_model: 8, n_heads: 8, n_layers: 1}\nencodings: [none]\n"
                       f"inputs: [{{sentence: {words}, permutations: reverse}}]\n")  # fmt: skip
-    refused(cli, path, "inputs[0].sentence: the first sentence would write ~", "to attention.csv",
-            "expected a shorter first sentence, or metrics without attention")  # fmt: skip
+    refused(cli, path, "inputs[0].sentence: the shown sentence would write ~", "to attention.csv",
+            "expected a shorter sentence, or metrics without attention")  # fmt: skip
 
 
 def test_a_long_sentence_fits_once_attention_is_left_out(cli, write_spec, memory):
