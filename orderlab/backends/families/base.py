@@ -33,6 +33,19 @@ class Shape:
         return float(self.d_model**-0.5)
 
 
+def standard_config(shape: Shape) -> dict[str, Any]:
+    """The config arguments that bert, deberta and llama name alike; each family adds its own."""
+    return {
+        "vocab_size": shape.vocab,
+        "initializer_range": shape.init_std,
+        "hidden_size": shape.d_model,
+        "num_hidden_layers": shape.n_layers,
+        "num_attention_heads": shape.n_heads,
+        "intermediate_size": FFN_MULT * shape.d_model,
+        "max_position_embeddings": MAX_POSITIONS,
+    }
+
+
 @dataclass(frozen=True)
 class FamilyCode:
     """A family's transformers classes, its seeded config, and its ablations as context managers."""

@@ -6,19 +6,17 @@ from typing import Any
 
 import torch
 
-from orderlab.backends.families.base import FFN_MULT, MAX_POSITIONS, FamilyCode, Shape, learned_table, submodule
+from orderlab.backends.families.base import (
+    FamilyCode,
+    Shape,
+    learned_table,
+    standard_config,
+    submodule,
+)
 
 
 def config(shape: Shape) -> dict[str, Any]:
-    return {
-        "vocab_size": shape.vocab,
-        "initializer_range": shape.init_std,
-        "hidden_size": shape.d_model,
-        "num_hidden_layers": shape.n_layers,
-        "num_attention_heads": shape.n_heads,
-        "intermediate_size": FFN_MULT * shape.d_model,
-        "max_position_embeddings": MAX_POSITIONS,
-    }
+    return standard_config(shape)
 
 
 def ablate(model: torch.nn.Module, ablation: str, seed: int) -> Any:

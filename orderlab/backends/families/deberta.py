@@ -9,12 +9,11 @@ from typing import Any
 import torch
 
 from orderlab.backends.families.base import (
-    FFN_MULT,
-    MAX_POSITIONS,
     FamilyCode,
     Shape,
     replaced_output,
     stacked,
+    standard_config,
     submodule,
     swapped_method,
     zeroed,
@@ -23,13 +22,7 @@ from orderlab.backends.families.base import (
 
 def config(shape: Shape) -> dict[str, Any]:
     return {
-        "vocab_size": shape.vocab,
-        "initializer_range": shape.init_std,
-        "hidden_size": shape.d_model,
-        "num_hidden_layers": shape.n_layers,
-        "num_attention_heads": shape.n_heads,
-        "intermediate_size": FFN_MULT * shape.d_model,
-        "max_position_embeddings": MAX_POSITIONS,
+        **standard_config(shape),
         "relative_attention": True,
         "position_biased_input": False,
         "pos_att_type": ["p2c", "c2p"],

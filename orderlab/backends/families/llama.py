@@ -9,19 +9,13 @@ from typing import Any
 
 import torch
 
-from orderlab.backends.families.base import FFN_MULT, MAX_POSITIONS, FamilyCode, Shape, submodule
+from orderlab.backends.families.base import MAX_POSITIONS, FamilyCode, Shape, standard_config, submodule
 
 
 def config(shape: Shape) -> dict[str, Any]:
     return {
-        "vocab_size": shape.vocab,
-        "initializer_range": shape.init_std,
-        "hidden_size": shape.d_model,
-        "num_hidden_layers": shape.n_layers,
-        "num_attention_heads": shape.n_heads,
+        **standard_config(shape),
         "num_key_value_heads": shape.n_heads,
-        "intermediate_size": FFN_MULT * shape.d_model,
-        "max_position_embeddings": MAX_POSITIONS,
         "bos_token_id": 2,
         "eos_token_id": 3,
         "pad_token_id": 0,
