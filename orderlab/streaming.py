@@ -408,8 +408,10 @@ class MeasuringLoop:
                 digest.non_finite += judge(table, noise, self.dtype)
                 rows_written += len(table)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
-        if capture and (missing := capture.missing(label)):  # not in the rule, or in a later shard's range: the
-            with torch.inference_mode():  # same model runs them
+        # Shown reorderings this pass never reached (not in the rule, or in a later shard's range): the same
+        # model runs them once more.
+        if capture and (missing := capture.missing(label)):
+            with torch.inference_mode():
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
                 capture.keep_shown(label, missing, bound.forward(orders, True).attention)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
