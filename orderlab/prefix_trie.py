@@ -19,7 +19,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from orderlab.batching import ROW_ALIGNMENT
 from orderlab.stack import AttentionStack, RunLayer, StackOutput
@@ -79,7 +78,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
     maps = [x.new_zeros(B, c.n_heads, n, n) for _ in stack.layers] if attention else []
     states: list[list[torch.Tensor]] = [[] for _ in range(c.n_layers + 1)]  # per layer, per depth (U, d)
-    caches: list[torch.Tensor] = []  # per layer (n, U, 2, h, dh): each prefix's rotated keys and values, slot-major
+    caches: list[torch.Tensor] = []  # per layer (U, n, 2d): each prefix's rotated key and value per slot, side by side
     depths = trie_depths(orders.to(stack.device))
     rotations = [slot_rotation(stack, t, n) for t in range(n)]
     for t, depth in enumerate(depths):
@@ -89,7 +88,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
             if t:
                 caches[index] = inherit(caches[index], depth, depths[t - 1], t)
             else:
-                caches.append(x.new_empty(n, len(depth.word), 2, c.n_heads, c.d_head))
+                caches.append(x.new_empty(len(depth.word), n, 2 * c.d_model))
             state, weights = new_token(stack, layer, state, caches[index], t, rotations[t], attention)
             states[index + 1].append(state)
             if weights is not None:
@@ -115,14 +114,14 @@ def slot_rotation(stack: AttentionStack, t: int, n: int) -> Rotation:
 
 
 def inherit(cache: torch.Tensor, depth: Depth, parents: Depth, t: int) -> torch.Tensor:
-    """Depth t's cache from its parents' (n, U, 2, h, dh): slots 0..t-1 gathered, slot t left to be written.
+    """Depth t's cache from its parents' (U, n, 2d): slots 0..t-1 gathered row by row, slot t left to be written.
 
     Where each parent has one child (the last slot of a full trie) the parents' cache is taken over as it is.
     """
     if depth.distinct == parents.distinct:  # parent[i] == i: the trie's keys are sorted, padding repeats row 0
         return cache
-    inherited = cache.new_empty(cache.shape[0], len(depth.parent), *cache.shape[2:])
-    torch.index_select(cache[:t], 1, depth.parent, out=inherited[:t])
+    inherited = cache.new_empty(len(depth.parent), *cache.shape[1:])
+    torch.index_select(cache[:, :t], 0, depth.parent, out=inherited[:, :t])
     return inherited
 
 
@@ -130,30 +129,38 @@ def new_token(
     stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation, maps: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One layer for the token at slot t of U prefixes: x (U, d) -> its output (U, d), and its attention
-    weights (U, h, t + 1) when asked for. Writes its rotated key and value into slot t of cache (n, U, 2, h, dh)."""
+    weights (U, h, t + 1) when asked for. Writes its rotated key and value into slot t of cache (U, n, 2d).
+
+    One query per prefix: its scores and weighted sum are elementwise products summed over the head's
+    dimensions and over the slots, which costs far less here than a batched matmul of U * h one-row matrices.
+    """
     c = stack.config
     U, d = x.shape
-    q, k, v = (stack.pre_norm(x) @ layer.w_qkv).view(U, 3, c.n_heads, 1, c.d_head).unbind(1)  # each (U, h, 1, dh)
-    if rotation is not None:  # slot t's rotation, as (h, dh, dh) matrices
-        q, k = (torch.einsum("uhsd,hde->uhse", q, rotation[0]), torch.einsum("uhsd,hde->uhse", k, rotation[1]))
-    cache[t, :, 0] = k[..., 0, :]
-    cache[t, :, 1] = v[..., 0, :]
-    keys, values = cache[: t + 1].permute(2, 1, 3, 0, 4)  # each (U, h, t + 1, dh), strided views
+    h, dh = c.n_heads, c.d_head
+    qkv = stack.pre_norm(x) @ layer.w_qkv  # (U, 3d) = [q | k | v]
+    if rotation is None:
+        q = qkv[:, :d]
+        cache[:, t] = qkv[:, d:]
+    else:  # slot t's rotation, as (h, dh, dh) matrices
+        q = torch.einsum("uhd,hde->uhe", qkv[:, :d].view(U, h, dh), rotation[0]).reshape(U, d)
+        cache[:, t, :d] = torch.einsum("uhd,hde->uhe", qkv[:, d : 2 * d].view(U, h, dh), rotation[1]).reshape(U, d)
+        cache[:, t, d:] = qkv[:, 2 * d :]
+    keys = cache[:, : t + 1, :d].view(U, t + 1, h, dh)  # strided views
+    values = cache[:, : t + 1, d:].view(U, t + 1, h, dh)
+    scores = (keys * q.view(U, 1, h, dh)).sum(-1)  # (U, t + 1, h)
+    scores = scores / math.sqrt(dh) if c.scale == "sqrt" else scores
     # the bias hook sees t + 1 query slots (this token's query in each); slot t's row is read back
-    bias = stack.encoding.attention_bias(q.expand(-1, -1, t + 1, -1), keys)
-    bias = None if bias is None else bias[..., t:, :].to(q)  # (.., 1, t + 1): slot t's row; no mask needed
-    weights = None
-    if maps:
-        scores = q @ keys.transpose(-2, -1)  # (U, h, 1, t + 1)
-        scores = scores / math.sqrt(c.d_head) if c.scale == "sqrt" else scores  # as the dense pass rounds it
-        weights = (scores if bias is None else scores + bias).softmax(dim=-1)
-        heads = weights @ values  # (U, h, 1, dh)
-    else:
-        scale = 1 / math.sqrt(c.d_head) if c.scale == "sqrt" else 1.0
-        heads = F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=scale)  # (U, h, 1, dh)
-    attended = heads.reshape(U, d) @ layer.w_o
+    head_q = q.view(U, h, 1, dh)
+    bias = stack.encoding.attention_bias(head_q.expand(-1, -1, t + 1, -1), keys.transpose(1, 2))
+    if bias is not None:
+        row = bias[..., t:, :].to(scores)  # slot t's row: no mask needed
+        row = row.reshape((1,) * (4 - row.dim()) + row.shape)[:, :, 0]  # (U or 1, h or 1, t + 1)
+        scores = scores + row.transpose(1, 2)
+    weights = scores.softmax(dim=1)  # (U, t + 1, h)
+    heads = (weights[..., None] * values).sum(1)  # (U, h, dh)
+    attended = heads.view(U, d) @ layer.w_o
     x = stack.post_norm(x + attended if c.residual else attended)
     if c.ffn:
-        transformed = F.gelu(stack.pre_norm(x) @ layer.w_in) @ layer.w_out
+        transformed = stack.feed_forward(x, layer)
         x = stack.post_norm(x + transformed if c.residual else transformed)
-    return x, None if weights is None else weights[:, :, 0]
+    return x, weights.transpose(1, 2) if maps else None

@@ -203,10 +203,17 @@ class AttentionStack:
         record(hooks, hook_name(index, "attended"), attended)
         x = self.post_norm(x + attended if c.residual else attended)
         if c.ffn:
-            transformed = F.gelu(self.pre_norm(x) @ layer.w_in) @ layer.w_out
+            transformed = self.feed_forward(x, layer)
             x = self.post_norm(x + transformed if c.residual else transformed)
         record(hooks, hook_name(index, "output"), x)
         return x, weights
+
+    def feed_forward(self, x: torch.Tensor, layer: RunLayer) -> torch.Tensor:
+        """The position-wise FFN: GELU(norm(x) W_in) W_out, its GELU in place where no gradient is taken
+        (measured: writing the widest activation anew cost a third of the GELU's time)."""
+        widened = self.pre_norm(x) @ layer.w_in
+        activated = F.gelu(widened) if torch.is_grad_enabled() else torch.ops.aten.gelu_(widened)
+        return activated @ layer.w_out
 
     def attend(
         self, x: torch.Tensor, layer: RunLayer, hooks: Hooks | None = None, index: int = 1
