@@ -54,11 +54,13 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
         out = next_tokens(backend, root, None)
         states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
+        parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
-            out.past_key_values.reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            out = next_tokens(backend, new, out.past_key_values)
+            if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
+                out.past_key_values.reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            out, parents = next_tokens(backend, new, out.past_key_values), depth.distinct
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0

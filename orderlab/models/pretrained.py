@@ -40,8 +40,6 @@ from orderlab.stack import Hooks, hook_name
 from orderlab.text import tokenize
 from orderlab.verdicts import twin_dtype
 
-# A pass on the model's tokens: states L+1 x (B, T, d), attention maps L x (B, h, T, T) or none, log-probabilities (B,)
-TokenPass = tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor | None]
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 
 
@@ -175,32 +173,40 @@ class PretrainedSentence:
 
         Without maps or hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
         """
-        moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         if self.shares_prefixes and not attention and hooks is None:
-            tokens, maps, logprob = self.shared_prefixes(orders)
-        else:
-            tokens, maps, logprob = self.dense(torch.tensor([t.ids for t in moved]), attention, hooks)
-        pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
-        hidden = [word_states(h, pooling) for h in tokens]  # L+1 x (B, n, d)
-        pooled = {"mean": [M.pool(h, "mean") for h in tokens], "cls": [cls(h) for h in tokens]}
-        return Pass(hidden, pooled, maps, logprob)
+            return self.shared_prefixes(orders)
+        return self.dense(orders, attention, hooks)
 
-    def shared_prefixes(self, orders: torch.Tensor) -> TokenPass:
+    def shared_prefixes(self, orders: torch.Tensor) -> Pass:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
         shared = shared_pass(self.adapter.backend, self.tokens, orders)
-        return shared.hidden, [], shared.logprob
+        words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
+        return token_pass(shared.hidden, words, [], shared.logprob)
 
-    def dense(self, ids: torch.Tensor, attention: bool, hooks: Hooks | None) -> TokenPass:
-        """Every reordering's token ids (B, T) computed whole."""
+    def dense(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None) -> Pass:
+        """Every reordering's tokens computed whole."""
+        moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
+        ids = torch.tensor([t.ids for t in moved])  # (B, T)
         output = self.adapter.backend.forward(ids, attention=attention)
         if hooks is not None:
             record_hooks(hooks, output)
+        pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
+        words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
-        return output.hidden, output.attention, logprob
+        return token_pass(output.hidden, words, output.attention, logprob)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
         return torch.tensor(slots, device=orders.device)  # (B, T)
+
+
+def token_pass(
+    tokens: list[torch.Tensor], words: list[torch.Tensor], maps: list[torch.Tensor], logprob: torch.Tensor | None
+) -> Pass:
+    """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d): sentence vectors pooled
+    over all tokens (BOS, [CLS] and [SEP] included, as sentence-transformers') and the first token's."""
+    pooled = {"mean": [M.pool(h, "mean") for h in tokens], "cls": [cls(h) for h in tokens]}
+    return Pass(words, pooled, maps, logprob)
 
 
 def record_hooks(hooks: Hooks, output: Forward) -> None:
