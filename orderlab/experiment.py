@@ -103,8 +103,8 @@ def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: 
         manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
     if uses_backend(spec):
         describe_model(spec, manifest)
-    elif sharing := prefix_sharing(spec):
-        manifest["prefix_sharing"] = sharing  # how each encoding's causal stack ran: shared prefixes or dense
+    if sharing := prefix_sharing(spec):
+        manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
     if maps:  # attention.csv's input and reorderings, written once rather than on every row
         # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
         manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()

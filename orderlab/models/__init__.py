@@ -11,8 +11,10 @@ from pathlib import Path
 
 import torch
 
+from orderlab.models import kv_prefix
 from orderlab.models.protocol import Adapter, Pass, Sentence
-from orderlab.models.stack import prefix_sharing, stack_adapters
+from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
+from orderlab.models.stack import stack_adapters
 from orderlab.models.trained import checkpoint_adapters
 from orderlab.spec import CheckpointModelSpec, Spec, uses_backend
 
@@ -28,3 +30,9 @@ def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Ad
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file)
     return stack_adapters(spec, device)
+
+
+def prefix_sharing(spec: Spec) -> dict[str, str]:
+    """manifest.json's `prefix_sharing`: how each condition's causal passes run, shared prefixes or dense (empty
+    for a spec without causal models)."""
+    return kv_prefix.prefix_sharing(spec) if uses_backend(spec) else stack_prefix_sharing(spec)

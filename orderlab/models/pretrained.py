@@ -33,6 +33,7 @@ from orderlab.metric_registry import (
     INVARIANCE_MEAN,
     PAIR_COSINE_CLS,
 )
+from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.protocol import Adapter, Pass
 from orderlab.spec import DecodabilitySpec, Spec, relative_to_spec
 from orderlab.stack import Hooks, hook_name
@@ -42,8 +43,13 @@ from orderlab.verdicts import twin_dtype
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 
 
-def pretrained_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
-    """One adapter per position ablation, in label order, all on one loaded model (and one twin)."""
+def pretrained_adapters(
+    spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True
+) -> list[Adapter]:
+    """One adapter per position ablation, in label order, all on one loaded model (and one twin).
+
+    share_prefixes=False runs causal models dense, as the benchmark's comparison does.
+    """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
     family = model.family if isinstance(model, HFModelSpec) else "bert"
@@ -52,7 +58,7 @@ def pretrained_adapters(spec: Spec, device: torch.device, spec_file: Path) -> li
     source = folder if folder is not None else seeded(spec, spec_file)
     attention = ATTENTION_FAMILY in spec.metrics
     backend = PretrainedBackend(source, model.dtype, device, attention=attention, family=family)
-    shared = Shared(backend, spec.seed)
+    shared = Shared(backend, spec.seed, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation) for ablation in sorted(model.position_embeddings)]
 
@@ -70,16 +76,17 @@ def seeded(spec: Spec, spec_file: Path) -> Seeded:
 
 
 class Shared:
-    """The loaded model, its round-off twin (made when first asked for) and the seed of the ablations."""
+    """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, and whether
+    causal passes may share prefixes."""
 
-    def __init__(self, backend: PretrainedBackend, seed: int):
-        self.backend, self.seed = backend, seed
+    def __init__(self, backend: PretrainedBackend, seed: int, share_prefixes: bool = True):
+        self.backend, self.seed, self.share_prefixes = backend, seed, share_prefixes
         self.twin_backend: PretrainedBackend | None = None
 
     def twin(self) -> Shared:
         if self.twin_backend is None:
             self.twin_backend = self.backend.twin(twin_dtype(str(self.backend.dtype).removeprefix("torch.")))
-        return Shared(self.twin_backend, self.seed)
+        return Shared(self.twin_backend, self.seed, self.share_prefixes)
 
 
 class PretrainedAdapter:
@@ -99,6 +106,12 @@ class PretrainedAdapter:
         backend = self.shared.backend
         backend.set_positions(self.label, self.shared.seed)
         return backend
+
+    @property
+    def shares_prefixes(self) -> bool:
+        """Whether passes compute each distinct prefix once (models/kv_prefix.py): a causal family's declared
+        ablations only (an encoder declares none)."""
+        return self.shared.share_prefixes and self.label in self.shared.backend.code.cached_ablations
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)
@@ -153,23 +166,47 @@ class PretrainedSentence:
     def __init__(self, adapter: PretrainedAdapter, words: list[str]):
         self.adapter, self.words = adapter, words
         self.tokens: WordTokens = adapter.shared.backend.word_tokens(words)
+        self.shares_prefixes = adapter.shares_prefixes and one_token_words(self.tokens)  # else a word is no trie edge
 
     def forward(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None = None) -> Pass:
-        """B reorderings through the model; `hooks`, a dict, receives its named hook points (record_hooks)."""
+        """B reorderings through the model; `hooks`, a dict, receives its named hook points (record_hooks).
+
+        Without maps or hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
+        """
+        if self.shares_prefixes and not attention and hooks is None:
+            return self.shared_prefixes(orders)
+        return self.dense(orders, attention, hooks)
+
+    def shared_prefixes(self, orders: torch.Tensor) -> Pass:
+        """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
+        shared = shared_pass(self.adapter.backend, self.tokens, orders)
+        words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
+        return token_pass(shared.hidden, words, [], shared.logprob)
+
+    def dense(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None) -> Pass:
+        """Every reordering's tokens computed whole."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
         output = self.adapter.backend.forward(ids, attention=attention)
-        pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
-        hidden = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
-        pooled = {"mean": [M.pool(h, "mean") for h in output.hidden], "cls": [cls(h) for h in output.hidden]}
-        logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
         if hooks is not None:
             record_hooks(hooks, output)
-        return Pass(hidden, pooled, output.attention, logprob)
+        pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
+        words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
+        logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
+        return token_pass(output.hidden, words, output.attention, logprob)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
         return torch.tensor(slots, device=orders.device)  # (B, T)
+
+
+def token_pass(
+    tokens: list[torch.Tensor], words: list[torch.Tensor], maps: list[torch.Tensor], logprob: torch.Tensor | None
+) -> Pass:
+    """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d): sentence vectors pooled
+    over all tokens (BOS, [CLS] and [SEP] included, as sentence-transformers') and the first token's."""
+    pooled = {"mean": [M.pool(h, "mean") for h in tokens], "cls": [cls(h) for h in tokens]}
+    return Pass(words, pooled, maps, logprob)
 
 
 def record_hooks(hooks: Hooks, output: Forward) -> None:

@@ -58,6 +58,9 @@ class FamilyCode:
     causal: bool = False
     tokenizer_options: tuple[tuple[str, Any], ...] = ()  # AutoTokenizer arguments for pre-split words
     needs_mask: bool = False  # give every pass an all-ones attention mask (the ablation reads it)
+    # A causal family's ablations under which a pass fed one token at a time, after its prefix's KV cache, equals
+    # the dense pass (positions at token t depend on t alone): these share prefixes (models/kv_prefix.py).
+    cached_ablations: tuple[str, ...] = ()
 
 
 def submodule(model: torch.nn.Module, suffix: str) -> torch.nn.Module | None:

@@ -46,4 +46,5 @@ BLOOM = FamilyCode(
     causal=True,
     tokenizer_options=(("add_prefix_space", True),),
     needs_mask=True,
+    cached_ablations=("trained", "zero"),  # the bias is built from the mask over the cache and the new token
 )

@@ -34,4 +34,5 @@ GPT2 = FamilyCode(
     ablate,
     causal=True,
     tokenizer_options=(("add_prefix_space", True),),
+    cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
 )

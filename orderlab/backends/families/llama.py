@@ -49,4 +49,7 @@ def ablate(model: torch.nn.Module, ablation: str, seed: int) -> Iterator[None]:
         handle.remove()
 
 
-LLAMA = FamilyCode("llama", "LlamaConfig", "LlamaForCausalLM", config, ablate, causal=True)
+LLAMA = FamilyCode(
+    "llama", "LlamaConfig", "LlamaForCausalLM", config, ablate, causal=True,
+    cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
+)  # fmt: skip

@@ -1,0 +1,107 @@
+"""Causal prefix sharing for a causal LM of the zoo: each distinct word prefix of a chunk run once, through a KV cache.
+
+The synthetic stack's trie walk (orderlab/prefix_trie.py: trie_depths, state_rows) over a transformers model's
+own cache. BOS is the root, run once; at depth t every distinct prefix of t + 1 words feeds its last word's token
+after its parent prefix's keys and values (gathered on the batch dimension by Cache.reorder_cache), with the
+position ids (GPT-2's table, Llama's rotation) and the attention mask (BLOOM's ALiBi) that the model derives
+from the cache's length, under the ablation's hooks as a dense pass. Token states are gathered back to (B, T, d)
+per layer; a reordering's log-probability sums its words' terms, each read from its parent's next-token
+distribution. Every call runs on whole row tiles (pad_to_tiles), so results do not depend on the chunk.
+
+Valid only for a sentence of one token per word after a single BOS (a word is one trie edge), for the ablations
+a family declares (FamilyCode.cached_ablations), and without attention maps or hook points: models/pretrained.py
+runs the rest dense. Knows nothing of metrics or of the measuring loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from orderlab.backends.families import FAMILY_CODE, FamilyCode
+from orderlab.backends.grouping import WordTokens
+from orderlab.backends.pretrained import PretrainedBackend
+from orderlab.backends.specs import FAMILIES, HFModelSpec
+from orderlab.metric_registry import ATTENTION_FAMILY
+from orderlab.prefix_trie import pad_to_tiles, state_rows, trie_depths
+from orderlab.spec import Spec
+
+
+@dataclass(frozen=True)
+class SharedForward:
+    """What the dense pass gives the adapter, computed once per prefix."""
+
+    hidden: list[torch.Tensor]  # L+1 x (B, T, d): token states, BOS at slot 0, as the dense pass's
+    logprob: torch.Tensor  # (B,): each reordering's log-probability, as sentence_logprob's
+
+
+def one_token_words(tokens: WordTokens) -> bool:
+    """Whether the sentence is one BOS, then one token per word and nothing after: each word is one trie edge."""
+    n = len(tokens.spans)
+    return tokens.n_tokens == n + 1 and tokens.spans == tuple((slot, slot + 1) for slot in range(1, n + 1))
+
+
+def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor) -> SharedForward:
+    """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module)."""
+    B, n = orders.shape
+    orders = orders.to(backend.device)
+    depths = trie_depths(orders)
+    words = torch.tensor([tokens.ids[start] for start, _ in tokens.spans], device=backend.device)  # (n,) token ids
+    root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device))  # BOS, repeated to a whole row tile
+    terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
+    with backend.code.ablate(backend.model, backend.ablation, backend.seed):
+        out = next_tokens(backend, root, None)
+        states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
+        parents = 1  # distinct prefixes at the previous depth (the root: BOS)
+        for depth in depths:
+            new = words.index_select(0, depth.word)  # (U,)
+            terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
+            if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
+                out.past_key_values.reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            out, parents = next_tokens(backend, new, out.past_key_values), depth.distinct
+            for layer, h in zip(states, out.hidden_states, strict=True):
+                layer.append(h[:, 0])
+    rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
+    hidden = [torch.cat(layer).index_select(0, rows).view(B, n + 1, -1) for layer in states]
+    return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
+
+
+def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any) -> Any:
+    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output."""
+    past = 0 if cache is None else cache.get_seq_length()
+    mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
+    return backend.model(input_ids=ids[:, None], attention_mask=mask, past_key_values=cache, use_cache=True,
+                         output_hidden_states=True)  # fmt: skip
+
+
+def prefix_sharing(spec: Spec) -> dict[str, str]:
+    """For a spec with a causal zoo model, how each ablation runs (manifest.json's `prefix_sharing`); else empty.
+
+    Keyed by ablation, or by 'family/ablation' where the family is swept.
+    """
+    model = spec.model
+    if not isinstance(model, HFModelSpec):
+        return {}
+    families = model.family if isinstance(model.family, list) else [model.family]
+    maps = ATTENTION_FAMILY in spec.metrics
+    return {
+        ablation if len(families) == 1 else f"{family}/{ablation}": sharing_note(
+            FAMILY_CODE[family], ablation, maps, model.path is not None
+        )
+        for family in families
+        if FAMILIES[family].causal
+        for ablation in model.position_embeddings
+    }
+
+
+def sharing_note(code: FamilyCode, ablation: str, maps: bool, checkpoint: bool) -> str:
+    """'shared', or 'dense: why', for one ablation of a causal family."""
+    if maps:
+        return "dense: attention maps asked for (the attention metric); cached passes do not return them"
+    if ablation not in code.cached_ablations:
+        return f"dense: {code.name} does not declare {ablation} exact with a KV cache (FamilyCode.cached_ablations)"
+    if checkpoint:
+        return "shared for sentences whose every word is one token; dense for the others"
+    return "shared"

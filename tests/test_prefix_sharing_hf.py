@@ -1,0 +1,170 @@
+"""Causal prefix sharing for the zoo's causal LMs: each distinct word prefix of a chunk run once through the model's
+KV cache gives the dense pass's word states, pooled means and log-probabilities, whatever the chunk."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from orderlab.backends.extra import installed
+from orderlab.backends.families import FAMILY_CODE
+from orderlab.backends.grouping import WordTokens
+from orderlab.backends.specs import FAMILIES
+from orderlab.batching import ROW_ALIGNMENT
+from orderlab.cli import app
+from orderlab.devices import CPU
+from orderlab.models.kv_prefix import one_token_words
+from orderlab.models.pretrained import pretrained_adapters
+from orderlab.prefix_trie import trie_depths
+from orderlab.spec import Spec
+from orderlab.sweep_run import run_sweep
+
+pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+CAUSAL = [name for name, family in FAMILIES.items() if family.causal]
+CASES = [(family, ablation) for family in CAUSAL for ablation in FAMILY_CODE[family].cached_ablations]
+WORDS = ["the", "dog", "bit", "a", "man"]
+ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
+TOLERANCE = {"float64": 1e-12, "float32": 1e-5}  # relative to each tensor's largest magnitude
+DEFAULT_THREADS = torch.get_num_threads()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small matmuls on a loaded 2-core machine are far slower with 2 threads; the equalities hold either way."""
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(DEFAULT_THREADS)
+
+
+def zoo_spec(
+    family: str, ablations: list[str], dtype: str = "float32", metrics: tuple[str, ...] = (), words: list[str] = WORDS
+) -> Spec:
+    return Spec.model_validate({
+        "model": {"kind": "hf", "family": family, "d_model": 32, "n_heads": 2, "n_layers": 2, "dtype": dtype,
+                  "position_embeddings": ablations},
+        "inputs": [{"sentence": " ".join(words), "permutations": "all"}],
+        "metrics": list(metrics or ("equivariance", "invariance", "lm_logprob")),
+    })  # fmt: skip
+
+
+def sentences(family: str, ablation: str, dtype: str, metrics: tuple[str, ...] = ()):
+    """The sentence bound to the shared-prefix adapter and to the dense one of the same model."""
+    spec = zoo_spec(family, [ablation], dtype, metrics)
+    shared, dense = (pretrained_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=s)[0] for s in (True, False))
+    return shared.sentence(WORDS), dense.sentence(WORDS)
+
+
+def assert_close(got: torch.Tensor, expected: torch.Tensor, dtype: str) -> None:
+    scale = expected.abs().max().item()
+    torch.testing.assert_close(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype] * scale)
+
+
+@pytest.mark.parametrize(("family", "ablation"), CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_shared_pass_equals_the_dense_pass_for_every_causal_family_and_ablation(family, ablation, dtype):
+    shared, dense = sentences(family, ablation, dtype)
+    assert shared.shares_prefixes and not dense.shares_prefixes
+    with torch.inference_mode():
+        expected = dense.forward(ORDERS, False)
+        for start in range(0, len(ORDERS), 50):  # chunks that split the trie below its first level
+            rows = slice(start, start + 50)
+            got = shared.forward(ORDERS[rows], False)
+            for layer in range(len(got.hidden)):
+                assert_close(got.hidden[layer], expected.hidden[layer][rows], dtype)
+                assert_close(got.pooled["mean"][layer], expected.pooled["mean"][layer][rows], dtype)
+            assert_close(got.logprob, expected.logprob[rows], dtype)
+            assert got.attention == []
+
+
+def test_every_ablation_of_a_causal_family_shares_and_no_encoder_does():
+    for name, family in FAMILIES.items():
+        declared = set(FAMILY_CODE[name].cached_ablations)
+        assert declared == (set(family.ablations) if family.causal else set()), name
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
+    shared, _ = sentences(family, "trained", "float32")
+    backend = shared.adapter.backend
+    fed: list[int] = []
+    handle = backend.model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _out: fed.append(args[0].numel())
+    )
+    try:
+        with torch.inference_mode():
+            shared.forward(ORDERS, False)
+    finally:
+        handle.remove()
+    prefixes = [len(depth.word) for depth in trie_depths(ORDERS)]  # distinct prefixes, padded to row tiles
+    assert fed == [ROW_ALIGNMENT, *prefixes]  # BOS once (one row tile), then one token per prefix and depth
+    assert sum(fed) < len(ORDERS) * (len(WORDS) + 1) * 0.6  # the dense pass feeds 720 tokens
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+def test_shared_results_do_not_depend_on_the_chunk_size(family):
+    spec = zoo_spec(family, list(FAMILY_CODE[family].cached_ablations), words=WORDS[:4])
+    whole = run_sweep(spec, chunk_size=24).metrics
+    for chunk_size in (5, 11):
+        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=chunk_size).metrics, whole, check_exact=True)
+
+
+def test_attention_maps_and_hook_points_come_from_the_dense_pass():
+    shared, dense = sentences("llama", "trained", "float64", metrics=("attention", "invariance"))
+    hooks: dict[str, torch.Tensor] = {}
+    with torch.inference_mode():
+        with_maps, with_hooks = shared.forward(ORDERS[:8], True), shared.forward(ORDERS[:8], False, hooks=hooks)
+        expected = dense.forward(ORDERS[:8], True)
+    assert len(with_maps.attention) == 2 and hooks
+    for got in (with_maps, with_hooks):
+        for layer, states in enumerate(expected.hidden):
+            assert torch.equal(got.hidden[layer], states)  # bit for bit: the same dense pass
+
+
+def test_words_of_several_tokens_or_tokens_after_the_words_are_no_trie_edges():
+    assert one_token_words(WordTokens((2, 7, 8, 9), ((1, 2), (2, 3), (3, 4))))
+    assert not one_token_words(WordTokens((2, 7, 8, 9), ((1, 3), (3, 4))))  # a word of two tokens
+    assert not one_token_words(WordTokens((2, 7, 8, 3), ((1, 2), (2, 3))))  # an end-of-sentence token
+    assert not one_token_words(WordTokens((7, 8), ((0, 1), (1, 2))))  # no BOS
+
+
+def run_manifest(
+    cli, write_spec, tmp_path, model: str, metrics: str = "[invariance]", shape: str = "d_model: 16, n_heads: 2, "
+) -> dict:
+    spec = write_spec(
+        f"name: kv\nmodel: {{kind: hf, {shape}{model}}}\n"
+        f"inputs: [{{sentence: a b c d, permutations: all}}]\nmetrics: {metrics}\n"
+    )
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return json.loads((tmp_path / "out/kv/manifest.json").read_text())
+
+
+def test_the_manifest_says_each_causal_ablation_shares_prefixes(cli, write_spec, tmp_path):
+    manifest = run_manifest(cli, write_spec, tmp_path, "family: gpt2, position_embeddings: [trained, zero, shuffled]")
+    assert manifest["prefix_sharing"] == {"trained": "shared", "zero": "shared", "shuffled": "shared"}
+
+
+def test_attention_maps_run_dense_and_the_manifest_says_so(cli, write_spec, tmp_path):
+    manifest = run_manifest(cli, write_spec, tmp_path, "family: [bloom, bert]", metrics="[attention, invariance]")
+    note = "dense: attention maps asked for (the attention metric); cached passes do not return them"
+    assert manifest["prefix_sharing"] == {"bloom/trained": note, "bloom/zero": note}  # the encoder has no entry
+
+
+def test_a_checkpoint_shares_only_sentences_of_one_token_words_and_the_manifest_says_so(cli, write_spec, tmp_path):
+    saved = pretrained_adapters(zoo_spec("gpt2", ["trained"]), CPU, Path("spec.yaml"))[0].backend
+    saved.model.save_pretrained(tmp_path / "model")
+    saved.tokenizer.save_pretrained(tmp_path / "model")
+    manifest = run_manifest(cli, write_spec, tmp_path, f"family: gpt2, path: {tmp_path / 'model'}, "
+                            "position_embeddings: trained", shape="")  # fmt: skip
+    assert manifest["prefix_sharing"] == {
+        "trained": "shared for sentences whose every word is one token; dense for the others"
+    }
+
+
+def test_encoders_record_no_prefix_sharing(cli, write_spec, tmp_path):
+    assert "prefix_sharing" not in run_manifest(cli, write_spec, tmp_path, "family: bert")
