@@ -70,31 +70,36 @@ def distinct_prefixes(orders: torch.Tensor) -> int:
 
 
 def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool) -> StackOutput:
-    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n)."""
+    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n).
+
+    Layer by layer, each walking the trie depth by depth: a layer needs only its own cache and its input
+    layer's prefix states, so one layer's cache and two layers' states are held at a time (see shared_values).
+    """
     B, n = orders.shape
     c = stack.config
     x = x.to(device=stack.device, dtype=stack.dtype)
     offsets = stack.encoding.input_offsets(n)
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
-    maps = [x.new_zeros(B, c.n_heads, n, n) for _ in stack.layers] if attention else []
-    states: list[list[torch.Tensor]] = [[] for _ in range(c.n_layers + 1)]  # per layer, per depth (U, d)
-    caches: list[torch.Tensor] = []  # per layer (U, n, 2d): each prefix's rotated key and value per slot, side by side
     depths = trie_depths(orders.to(stack.device))
-    rotations = [slot_rotation(stack, t, n) for t in range(n)]
-    for t, depth in enumerate(depths):
-        state = (words if offsets is None else words[t]).index_select(0, depth.word)  # (U, d)
-        states[0].append(state)
-        for index, layer in enumerate(stack.layers):
-            if t:
-                caches[index] = inherit(caches[index], depth, depths[t - 1], t)
-            else:
-                caches.append(x.new_empty(len(depth.word), n, 2 * c.d_model))
-            state, weights = new_token(stack, layer, state, caches[index], t, rotations[t], attention)
-            states[index + 1].append(state)
-            if weights is not None:
-                maps[index][:, :, t, : t + 1] = weights[depth.of_order]
     rows = state_rows(depths).flatten()  # (B n): where each reordering's slot-t state lies among all depths' states
-    hidden = [torch.cat(layer).index_select(0, rows).view(B, n, -1) for layer in states]  # L+1 x (B, n, d)
+    rotations = [slot_rotation(stack, t, n) for t in range(n)]
+    states = torch.cat([(words if offsets is None else words[t]).index_select(0, depth.word)
+                        for t, depth in enumerate(depths)])  # (all depths' prefixes, d)  # fmt: skip
+    hidden, maps = [states.index_select(0, rows).view(B, n, -1)], []
+    for layer in stack.layers:
+        inputs = states.split_with_sizes([len(depth.word) for depth in depths])  # per depth (U, d)
+        cache = x.new_empty(len(depths[0].word), n, 2 * c.d_model)  # (U, n, 2d): rotated key and value per slot
+        outputs, layer_maps = [], x.new_zeros(B, c.n_heads, n, n) if attention else None
+        for t, depth in enumerate(depths):
+            if t:
+                cache = inherit(cache, depth, depths[t - 1], t)
+            state, weights = new_token(stack, layer, inputs[t], cache, t, rotations[t], attention)
+            outputs.append(state)
+            if layer_maps is not None and weights is not None:
+                layer_maps[:, :, t, : t + 1] = weights[depth.of_order]
+        states = torch.cat(outputs)
+        hidden.append(states.index_select(0, rows).view(B, n, -1))
+        maps += [] if layer_maps is None else [layer_maps]
     return StackOutput(hidden, maps)
 
 
