@@ -60,7 +60,7 @@ TARGETS = {
 PROFILED = {  # torch.profiler op names -> the part of a forward they are
     "matmuls": ("aten::mm", "aten::addmm", "aten::bmm"),
     "attention (fused kernel)": ("aten::_scaled_dot_product_flash_attention_for_cpu",),
-    "GELU": ("aten::gelu",),
+    "GELU": ("aten::gelu", "aten::gelu_"),
     "LayerNorm": ("aten::native_layer_norm",),
     "gathers and copies": ("aten::index", "aten::index_select", "aten::copy_", "aten::cat", "aten::clone"),
     "adds": ("aten::add", "aten::add_"),
