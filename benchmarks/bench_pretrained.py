@@ -118,7 +118,7 @@ def one_sentence(reference: object) -> dict:
 
     run_orderlab(), run_reference()  # warm-up
     timings: dict[str, list[float]] = {"orderlab": [], "sentence_transformers": []}
-    for _ in range(3):
+    for _ in range(ROUNDS):
         for name, call in (("orderlab", run_orderlab), ("sentence_transformers", run_reference)):
             started = time.perf_counter()
             call()
