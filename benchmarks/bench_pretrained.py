@@ -41,7 +41,8 @@ def main() -> None:
     lines = read_corpus(ROOT / "experiments" / "data" / "corpus.txt")
     inputs = CorpusInputs(file="corpus.txt", shuffles=SHUFFLES, batch_size=BATCH_SIZE)
     loaded = load_spec(ROOT / "experiments" / "minilm_corpus.yaml")
-    trained = build_adapters(loaded.spec, CPU, loaded.path)[0]  # the shipped weights, as corpus mode runs them
+    adapters = build_adapters(loaded.spec, CPU, loaded.path)  # in label order: shuffled, sinusoidal, trained, zero
+    trained = next(a for a in adapters if a.label == "trained")  # the shipped weights, as corpus mode runs them
     reference = sentence_transformers.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
     work = corpus.plan(lines, inputs)
     texts = [
