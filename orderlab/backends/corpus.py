@@ -1,10 +1,10 @@
 """Corpus mode: every sentence of a file against K random word shuffles of itself, through a model adapter.
 
-Each sentence and its shuffles go through the adapter protocol (models/protocol.py: a bound
-sentence's forward over its reorderings, batch_size at a time), so every model family gets corpus
-mode from the same path as single sentences. Only the last layer is kept, pooled the ways the
-adapter defines (mean as sentence-transformers, and [CLS] for encoders); the similarity of a
-shuffle is the cosine between its pooled vector and its sentence's.
+Sentences are bound and reordered by a pretrained adapter (models/pretrained.py), so every family of
+the zoo gets corpus mode from the same tokens and ablations as single sentences; the adapter runs
+reorderings of several sentences with one token count in one pass (last_pooled), batch_size at a time.
+Only the last layer is kept, pooled the ways the adapter defines (mean as sentence-transformers, and
+[CLS] for encoders); the similarity of a shuffle is the cosine between its pooled vector and its sentence's.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from orderlab.backends.specs import CorpusInputs
 from orderlab.metric_registry import SIMILARITY_CLS, SIMILARITY_MEAN
 
 if TYPE_CHECKING:
-    from orderlab.models.protocol import Adapter
+    from orderlab.models.pretrained import PretrainedAdapter
 
 # Sentence-length groups (words) of the summary: [low, high) -> label.
 LENGTH_GROUPS = ((2, 5, "2-4"), (5, 9, "5-8"), (9, 13, "9-12"), (13, 21, "13-20"), (21, 10**9, "21+"))
@@ -41,6 +41,11 @@ class Plan:
     permutations: list[list[perms.Permutation]]  # per sentence, its shuffles
     owner: np.ndarray  # (S,)
     shuffle: np.ndarray  # (S,)
+
+    def order(self, s: int) -> perms.Permutation:
+        """Sequence s's word order (slot i holds word order[i])."""
+        owner, shuffle = int(self.owner[s]), int(self.shuffle[s])
+        return self.permutations[owner][shuffle - 1] if shuffle else tuple(range(len(self.lines[owner].words)))
 
 
 def shuffle_seed(seed: int, index: int) -> int:
@@ -60,24 +65,36 @@ def plan(lines: list[CorpusLine], inputs: CorpusInputs) -> Plan:
     return Plan(lines, chosen, np.array(owner), np.array(shuffle))
 
 
-def poolings(adapter: Adapter) -> dict[str, str]:
+def poolings(adapter: PretrainedAdapter) -> dict[str, str]:
     """pooling -> the similarity metric it is written as, for the poolings the adapter defines."""
     return {how: metric for how, metric in POOLINGS.items() if how in adapter.cosine.values()}
 
 
-def encode(adapter: Adapter, work: Plan, batch_size: int, progress: Progress | None = None) -> dict[str, torch.Tensor]:
-    """Pooled last-layer vectors of every sequence, in plan order: {"mean": (S, d), "cls": (S, d)} (as defined)."""
+def encode(
+    adapter: PretrainedAdapter, work: Plan, batch_size: int, progress: Progress | None = None
+) -> dict[str, torch.Tensor]:
+    """Pooled last-layer vectors of every sequence, in plan order: {"mean": (S, d), "cls": (S, d)} (as defined).
+
+    Sequences of one token count share passes, batch_size at a time, whichever sentences they come from (every
+    order of a sentence has its tokens): nothing is padded or masked, so each vector is the one its sentence's
+    own pass gives, and the model runs full batches instead of one small batch per sentence.
+    """
+    bound = [adapter.sentence(line.words) for line in work.lines]
+    tokens = np.array([bound[o].tokens.n_tokens for o in work.owner])  # (S,)
     pooled: dict[str, list[torch.Tensor]] = {how: [] for how in poolings(adapter)}
-    for line, shuffles in zip(work.lines, work.permutations, strict=True):
-        bound = adapter.sentence(line.words)
-        orders = torch.tensor([list(range(len(line.words))), *shuffles], device=adapter.device)  # (K+1, n)
-        for start in range(0, len(orders), batch_size):
-            output = bound.forward(orders[start : start + batch_size], False)
+    encoded: list[np.ndarray] = []  # the plan indices of each pass's rows
+    for count in np.unique(tokens):
+        same = np.flatnonzero(tokens == count)
+        for start in range(0, len(same), batch_size):
+            batch = same[start : start + batch_size]
+            output = adapter.last_pooled([(bound[work.owner[s]], work.order(s)) for s in batch])
             for how, vectors in pooled.items():
-                vectors.append(output.pooled[how][-1].double().cpu())
+                vectors.append(output[how].double().cpu())
+            encoded.append(batch)
             if progress:
-                progress(len(orders[start : start + batch_size]))
-    return {how: torch.cat(vectors) for how, vectors in pooled.items()}
+                progress(len(batch))
+    in_plan_order = torch.from_numpy(np.argsort(np.concatenate(encoded)))
+    return {how: torch.cat(vectors)[in_plan_order] for how, vectors in pooled.items()}
 
 
 def similarities(work: Plan, pooled: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:

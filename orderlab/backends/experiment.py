@@ -20,7 +20,7 @@ from orderlab.backends.pretrained import import_transformers
 from orderlab.backends.specs import CorpusInputs
 from orderlab.devices import validate_device
 from orderlab.load import LoadedSpec
-from orderlab.models import Adapter, build_adapters
+from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.outcome import Outcome, RunView, run_title
 from orderlab.results import Manifest, build_manifest, write_results
 from orderlab.rows import Progress
@@ -36,7 +36,7 @@ def write_corpus_experiment(
     assert isinstance(inputs, CorpusInputs)
     validate_device(device)
     started = time.perf_counter()
-    adapters = build_adapters(spec, device, loaded.path)
+    adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
@@ -60,7 +60,9 @@ def describe_model(spec: Spec, manifest: Manifest) -> None:
     manifest["versions"]["transformers"] = import_transformers().__version__
 
 
-def run_corpus(spec: Spec, spec_path: Path, adapters: list[Adapter], advance: Progress) -> dict[str, pd.DataFrame]:
+def run_corpus(
+    spec: Spec, spec_path: Path, adapters: list[PretrainedAdapter], advance: Progress
+) -> dict[str, pd.DataFrame]:
     """Every corpus sentence against its shuffles, under every position ablation (one adapter each)."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)

@@ -26,7 +26,7 @@ def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Ad
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
-        return pretrained_adapters(spec, device, spec_file)
+        return list(pretrained_adapters(spec, device, spec_file))  # a list[Adapter] (lists are invariant)
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file)
     return stack_adapters(spec, device)

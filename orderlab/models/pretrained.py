@@ -12,6 +12,7 @@ forward pass as its metrics.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,7 +35,8 @@ from orderlab.metric_registry import (
     PAIR_COSINE_CLS,
 )
 from orderlab.models.kv_prefix import one_token_words, shared_pass
-from orderlab.models.protocol import Adapter, Pass
+from orderlab.models.protocol import Pass
+from orderlab.permutations import Permutation
 from orderlab.spec import DecodabilitySpec, Spec, relative_to_spec
 from orderlab.stack import Hooks, hook_name
 from orderlab.text import tokenize
@@ -45,7 +47,7 @@ WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the
 
 def pretrained_adapters(
     spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True
-) -> list[Adapter]:
+) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin).
 
     share_prefixes=False runs causal models dense, as the benchmark's comparison does.
@@ -121,6 +123,19 @@ class PretrainedAdapter:
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return CHUNK
+
+    def last_pooled(self, rows: Sequence[tuple[PretrainedSentence, Permutation]]) -> dict[str, torch.Tensor]:
+        """Last-layer sentence vectors {"mean"/"cls": (R, d)} of reorderings of several sentences, in one dense pass.
+
+        Corpus mode's batches across sentences: every row must have the same token count, so that no row is
+        padded or masked and each gets the numbers of its own sentence's pass (rows fill whole row tiles).
+        A causal model runs dense here: random shuffles of different sentences share few prefixes.
+        """
+        moved = [sentence.tokens.permuted(order) for sentence, order in rows]
+        if len({t.n_tokens for t in moved}) > 1:
+            raise ValueError("rows of one pass need the same token count")
+        output = self.backend.forward(torch.tensor([t.ids for t in moved]))  # (R, T)
+        return sentence_vectors(output.hidden[-1])
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
         """Seeded sentences of whole-word tokens (each word one token), so that slot i is word i."""
@@ -203,10 +218,16 @@ class PretrainedSentence:
 def token_pass(
     tokens: list[torch.Tensor], words: list[torch.Tensor], maps: list[torch.Tensor], logprob: torch.Tensor | None
 ) -> Pass:
-    """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d): sentence vectors pooled
-    over all tokens (BOS, [CLS] and [SEP] included, as sentence-transformers') and the first token's."""
-    pooled = {"mean": [M.pool(h, "mean") for h in tokens], "cls": [cls(h) for h in tokens]}
-    return Pass(words, pooled, maps, logprob)
+    """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d), with each layer's
+    sentence vectors."""
+    vectors = [sentence_vectors(h) for h in tokens]
+    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, maps, logprob)
+
+
+def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Token states (B, T, d) -> {pooling: (B, d)}: the mean over all tokens (BOS, [CLS] and [SEP] included, as
+    sentence-transformers') and the first token's."""
+    return {"mean": M.pool(tokens, "mean"), "cls": cls(tokens)}
 
 
 def record_hooks(hooks: Hooks, output: Forward) -> None:

@@ -12,11 +12,13 @@ from typer.testing import CliRunner
 
 from orderlab.backends import corpus
 from orderlab.backends.corpustext import read_corpus
+from orderlab.backends.extra import installed
 from orderlab.backends.specs import CorpusInputs
 from orderlab.cli import app
 from orderlab.devices import CPU
 from orderlab.load import load_spec
 from orderlab.models import build_adapters
+from orderlab.models.pretrained import pretrained_adapters
 
 CORPUS = """# tiny corpus
 dog bites man
@@ -92,3 +94,77 @@ def test_shuffles_of_a_sentence_do_not_depend_on_the_rest_of_the_corpus(tmp_path
     a = corpus.plan(read_corpus(tmp_path / "a.txt"), inputs)
     b = corpus.plan(read_corpus(tmp_path / "b.txt"), inputs)
     assert a.permutations[0] == b.permutations[0]
+
+
+# Token counts out of plan order (a long sentence before short ones), and three sentences of one count.
+MIXED = """the cat sat on the mat
+dog bites man
+Our neighbours adopted a three-legged dog from the shelter last spring.
+man bites dog
+a red ball
+Time flies.
+"""
+needs_transformers = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+
+
+def seeded_corpus_adapters(tmp_path: Path, family: str):
+    """A seeded zoo model's adapters over MIXED, and its plan; causal passes dense, as corpus mode runs them."""
+    (tmp_path / "c.txt").write_text(MIXED)
+    (tmp_path / "z.yaml").write_text(
+        f"name: z\nmodel: {{kind: hf, family: {family}, d_model: 16, n_heads: 2, n_layers: 2, "
+        "position_embeddings: [trained, zero]}\ninputs: {file: c.txt, shuffles: 4, seed: 3}\n"
+    )
+    loaded = load_spec(tmp_path / "z.yaml")
+    adapters = pretrained_adapters(loaded.spec, CPU, loaded.path, share_prefixes=False)
+    return adapters, corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="c.txt", shuffles=4, seed=3))
+
+
+def sentence_by_sentence(adapter, work: corpus.Plan) -> dict[str, torch.Tensor]:
+    """The single-sentence path: each sentence's orders through its own bound forward, sentences in line order."""
+    passes = [
+        adapter.sentence(line.words).forward(torch.tensor([list(range(len(line.words))), *shuffles]), False)
+        for line, shuffles in zip(work.lines, work.permutations, strict=True)
+    ]
+    return {how: torch.cat([p.pooled[how][-1].double() for p in passes]) for how in corpus.poolings(adapter)}
+
+
+@needs_transformers
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "bloom"])
+def test_passes_across_sentences_give_each_sequence_its_own_sentence_pass_in_plan_order(tmp_path, family):
+    adapters, work = seeded_corpus_adapters(tmp_path, family)
+    done: list[int] = []
+    for adapter in adapters:
+        with torch.inference_mode():
+            grouped = corpus.encode(adapter, work, batch_size=4, progress=done.append)  # groups split into passes
+            reference = sentence_by_sentence(adapter, work)
+        assert set(grouped) == set(corpus.poolings(adapter)) and len(grouped["mean"]) == len(work.owner)
+        for how in grouped:
+            assert torch.equal(grouped[how], reference[how]), (adapter.label, how)  # bit for bit: no padding
+    assert sum(done) == len(adapters) * len(work.owner)  # progress counts every sequence
+
+
+@needs_transformers
+def test_sentences_of_one_token_count_share_a_pass(tmp_path):
+    adapters, work = seeded_corpus_adapters(tmp_path, "bert")
+    passes: list[int] = []
+    with torch.inference_mode():
+        corpus.encode(adapters[0], work, batch_size=64, progress=passes.append)
+    counts = sorted({len(line.words) for line in work.lines})  # word-level tokenizer: one token per word
+    assert len(passes) == len(counts) < len(work.lines)
+    three_words = sum(len(p) + 1 for line, p in zip(work.lines, work.permutations, strict=True) if len(line.words) == 3)
+    assert three_words in passes  # "dog bites man", "man bites dog" and "a red ball" in one pass
+
+
+@needs_transformers
+def test_a_causal_zoo_model_runs_corpus_mode_with_its_mean_pooling(tmp_path):
+    (tmp_path / "c.txt").write_text(MIXED)
+    (tmp_path / "g.yaml").write_text(
+        "name: g\nmodel: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 2}\n"
+        "inputs: {file: c.txt, shuffles: 4, seed: 3, batch_size: 8}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "g.yaml"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    metrics = pd.read_csv(tmp_path / "out" / "g" / "metrics.csv")
+    assert set(metrics["metric"]) == {"similarity_mean"}  # no [CLS]: a causal LM's first token is BOS
+    assert len(metrics) == 2 * (4 + 4 + 4 + 4 + 4 + 1)  # ablations (trained, zero) x shuffles ("Time flies.": 1)
+    assert metrics["value"].between(-1, 1 + 1e-6).all() and metrics["value"].lt(1 - 1e-6).any()
