@@ -15,9 +15,10 @@ from orderlab.backends.extra import installed
 from orderlab.backends.families import FAMILY_CODE
 from orderlab.backends.grouping import WordTokens
 from orderlab.backends.specs import FAMILIES
+from orderlab.batching import ROW_ALIGNMENT
 from orderlab.cli import app
 from orderlab.devices import CPU
-from orderlab.models.kv_prefix import TOP_BELOW_LAST, one_token_words
+from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.pretrained import pretrained_adapters
 from orderlab.prefix_trie import trie_depths
 from orderlab.spec import Spec
@@ -100,8 +101,7 @@ def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
     finally:
         handle.remove()
     prefixes = [len(depth.word) for depth in trie_depths(ORDERS)]  # distinct prefixes, padded to row tiles
-    top = len(WORDS) - TOP_BELOW_LAST  # depths 0..top in one call: BOS and top + 1 words per depth-top prefix
-    assert fed == [prefixes[top] * (top + 2), *prefixes[top + 1 :]]  # then one token per prefix and depth
+    assert fed == [ROW_ALIGNMENT, *prefixes]  # BOS once (one row tile), then one token per prefix and depth
     assert sum(fed) < len(ORDERS) * (len(WORDS) + 1) * 0.6  # the dense pass feeds 720 tokens
 
 

@@ -25,13 +25,8 @@ from orderlab.backends.grouping import WordTokens
 from orderlab.backends.pretrained import PretrainedBackend
 from orderlab.backends.specs import FAMILIES, HFModelSpec
 from orderlab.metric_registry import ATTENTION_FAMILY
-from orderlab.prefix_trie import Depth, state_rows, trie_depths
+from orderlab.prefix_trie import pad_to_tiles, state_rows, trie_depths
 from orderlab.spec import Spec
-
-# Depths 0..n - TOP_BELOW_LAST run as one call over the distinct prefixes of the last of them: for all orders of
-# n words a chunk holds about chunk / 3! such prefixes, so the call is small, and it saves that many model calls.
-# A function of n alone, so that a prefix's numbers come from the same calls whatever the chunk.
-TOP_BELOW_LAST = 4
 
 
 @dataclass(frozen=True)
@@ -54,12 +49,13 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     orders = orders.to(backend.device)
     depths = trie_depths(orders)
     words = torch.tensor([tokens.ids[start] for start, _ in tokens.spans], device=backend.device)  # (n,) token ids
-    bos = torch.tensor(tokens.ids[:1], device=backend.device)
-    top = max(0, n - TOP_BELOW_LAST)
+    root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device))  # BOS, repeated to a whole row tile
+    terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
-        out, states, terms = top_pass(backend, bos, words, depths[: top + 1])
-        parents = depths[top].distinct  # distinct prefixes at the previous depth
-        for depth in depths[top + 1 :]:
+        out = next_tokens(backend, root, None)
+        states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
+        parents = 1  # distinct prefixes at the previous depth (the root: BOS)
+        for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
@@ -72,54 +68,11 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
 
 
-def top_pass(
-    backend: PretrainedBackend, bos: torch.Tensor, words: torch.Tensor, depths: list[Depth]
-) -> tuple[Any, list[list[torch.Tensor]], list[torch.Tensor]]:
-    """Depths 0..k in one call: BOS and the k + 1 words of each distinct depth-k prefix, cached for the next depth.
-
-    The top of the trie is a few prefixes per depth; running them token by token would cost a model call each.
-    Returns the model's output (its cache holds the depth-k prefixes), the states of every depth's prefixes per
-    layer (the root's first; each read from the first depth-k prefix below it) and each depth's log-probability
-    terms (B,).
-    """
-    last = depths[-1]
-    ancestors = [torch.arange(len(last.word), device=words.device)]  # per depth, from k up: each row's prefix
-    for depth in reversed(depths[1:]):
-        ancestors.insert(0, depth.parent.index_select(0, ancestors[0]))
-    slots = [
-        words.index_select(0, depth.word.index_select(0, rows)) for depth, rows in zip(depths, ancestors, strict=True)
-    ]
-    ids = torch.stack([bos.expand(len(last.word)), *slots], dim=1)  # (U, k + 2)
-    out = next_tokens(backend, ids, None)
-    states: list[list[torch.Tensor]] = [[h[:1, 0]] for h in out.hidden_states]  # the root once
-    logprobs = torch.log_softmax(out.logits, dim=-1)  # (U, k + 2, V): at slot s, the next token's distribution
-    terms = []
-    for slot, (depth, rows) in enumerate(zip(depths, ancestors, strict=True)):
-        first = first_rows(rows[: last.distinct], len(depth.word), depth.distinct)  # a depth-k row below each prefix
-        for layer, h in zip(states, out.hidden_states, strict=True):
-            layer.append(h[first, slot + 1])
-        terms.append(logprobs[first, slot, words.index_select(0, depth.word)][depth.of_order])
-    return out, states, terms
-
-
-def first_rows(ancestor: torch.Tensor, padded: int, distinct: int) -> torch.Tensor:
-    """(padded,): for each prefix of a depth, the first depth-k row below it; ancestor (R,) is sorted (trie order).
-    Padding rows repeat prefix 0, as pad_to_tiles pads."""
-    prefixes = torch.arange(padded, device=ancestor.device)
-    prefixes[distinct:] = 0
-    return torch.searchsorted(ancestor, prefixes)
-
-
 def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any) -> Any:
-    """Tokens ids (U,) one per row, or (U, T), after the cache's prefixes (None: none yet); the model's output."""
-    ids = ids if ids.dim() == 2 else ids[:, None]
+    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output."""
     past = 0 if cache is None else cache.get_seq_length()
-    mask = (
-        torch.ones(len(ids), past + ids.shape[1], dtype=torch.long, device=ids.device)
-        if backend.code.needs_mask
-        else None
-    )
-    return backend.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True,
+    mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
+    return backend.model(input_ids=ids[:, None], attention_mask=mask, past_key_values=cache, use_cache=True,
                          output_hidden_states=True)  # fmt: skip
 
 
