@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
+
+DEFAULT_THREADS = torch.get_num_threads()
 
 
 @pytest.fixture
@@ -29,3 +32,12 @@ def write_spec(tmp_path: Path):
 def plugins(monkeypatch):
     """Make tests/plugin_*.py importable, as a user's own encodings would be, for `package.module:Class` names."""
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny matmuls on a loaded 2-core machine are far slower with 2 OpenMP threads; a module whose equalities
+    hold at any thread count runs on one (pytestmark = pytest.mark.usefixtures("one_thread"))."""
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(DEFAULT_THREADS)

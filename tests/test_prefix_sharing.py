@@ -23,15 +23,7 @@ from orderlab.sweep_run import run_sweep
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5}
 BUILT_IN = sorted(ENCODINGS.names())
-DEFAULT_THREADS = torch.get_num_threads()
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small matmuls on a loaded 2-core machine are far slower with 2 threads; the equalities hold either way."""
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(DEFAULT_THREADS)
+pytestmark = pytest.mark.usefixtures("one_thread")  # the equalities hold at any thread count
 
 
 def causal_spec(encodings: list[str], sentence: str = "the cat saw the dog", rule: object = "all", **model) -> Spec:

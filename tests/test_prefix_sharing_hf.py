@@ -24,21 +24,15 @@ from orderlab.prefix_trie import trie_depths
 from orderlab.spec import Spec
 from orderlab.sweep_run import run_sweep
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+    pytest.mark.usefixtures("one_thread"),  # the equalities hold at any thread count
+]
 CAUSAL = [name for name, family in FAMILIES.items() if family.causal]
 CASES = [(family, ablation) for family in CAUSAL for ablation in FAMILY_CODE[family].cached_ablations]
 WORDS = ["the", "dog", "bit", "a", "man"]
 ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5}  # relative to each tensor's largest magnitude
-DEFAULT_THREADS = torch.get_num_threads()
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small matmuls on a loaded 2-core machine are far slower with 2 threads; the equalities hold either way."""
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(DEFAULT_THREADS)
 
 
 def zoo_spec(

@@ -13,15 +13,8 @@ from orderlab.spec import Spec
 from orderlab.sweep_run import run_sweep
 
 DEFAULT_THREADS = torch.get_num_threads()
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matmuls on a loaded 2-core machine are 40x slower with 2 OpenMP threads; the exact
-    equalities hold either way (test_chunking_holds_with_all_threads runs with the default)."""
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(DEFAULT_THREADS)
+# one thread: the exact equalities hold either way (test_chunking_holds_with_all_threads runs with the default)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def sweep_spec(**changes) -> Spec:
