@@ -5,7 +5,8 @@ that share a prefix share those states. Reorderings arrive in label (lexicograph
 chunk is a contiguous walk of the permutation trie: depth by depth, each distinct prefix of the
 chunk is computed once, its new token attending over the keys and values cached from its parent
 prefix. At n = 8 a chunk of 862 reorderings holds about 2,350 distinct prefixes against 6,896
-token positions. Memory is one chunk's: the cache holds one depth's prefixes at a time.
+token positions. Memory is one chunk's: the walk goes layer by layer, and a layer's cache holds two
+depths' prefixes at a time.
 
 Valid only for encodings whose hooks, at slot t, depend on slots <= t and not on the sentence's
 length, with a rotation linear slot by slot (`PositionalEncoding.shares_prefixes`); others run dense. The result
@@ -73,7 +74,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n).
 
     Layer by layer, each walking the trie depth by depth: a layer needs only its own cache and its input
-    layer's prefix states, so one layer's cache and two layers' states are held at a time (see shared_values).
+    layer's prefix states, so one layer's cache and two layers' states are held at a time.
     """
     B, n = orders.shape
     c = stack.config
@@ -137,7 +138,8 @@ def new_token(
     weights (U, h, t + 1) when asked for. Writes its rotated key and value into slot t of cache (U, n, 2d).
 
     One query per prefix: its scores and weighted sum are elementwise products summed over the head's
-    dimensions and over the slots, which costs far less here than a batched matmul of U * h one-row matrices.
+    dimensions and over the slots: measured at about half the time of the fused kernel, which runs U * h one-row
+    products (864 prefixes of 8 slots: 0.4-0.5 ms against 1.0 ms).
     """
     c = stack.config
     U, d = x.shape
