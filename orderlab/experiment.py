@@ -105,6 +105,8 @@ def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: 
         describe_model(spec, manifest)
     if sharing := prefix_sharing(spec):
         manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
+    if run.compiled:  # ORDERLAB_COMPILE: each compiled stack's compilation time, or why it fell back to eager
+        manifest["torch_compile"] = run.compiled
     if maps:  # attention.csv's input and reorderings, written once rather than on every row
         # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)
         manifest["attention"] = shown_maps(run.configurations[0].spec).manifest()

@@ -17,7 +17,7 @@ from orderlab import probing
 from orderlab.devices import CPU
 from orderlab.intervals import over_seeds
 from orderlab.metric_registry import DECODABILITY_FAMILY
-from orderlab.models import build_adapters
+from orderlab.models import build_adapters, compile_records
 from orderlab.models.trained import trained_adapters
 from orderlab.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.shards import DECODABILITY, Unit
@@ -60,6 +60,7 @@ class SweepRun:
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
+        self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
         self.total = 0
         for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
             share = None if units is None else [unit for unit in units if unit.combination == index]
@@ -103,6 +104,7 @@ class SweepRun:
                 else:
                     run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
             digest = yield from loop.frames(adapters)
+            self.compiled += compile_records(adapters, configuration.columns)
             done += loop.total
             run.worst += digest.worst
             run.attention += digest.attention

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from stacks import make_stack
@@ -9,6 +11,7 @@ from stacks import make_stack
 from orderlab.cli import app
 from orderlab.models.stack import compile_wanted
 from orderlab.spec import Spec
+from orderlab.stack import AttentionStack
 
 
 def small_inputs() -> torch.Tensor:
@@ -76,3 +79,38 @@ def test_an_unknown_compile_setting_is_one_line_and_exit_2(cli, monkeypatch, tmp
     result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert "ORDERLAB_COMPILE='sometimes'; expected one of auto, always, never" in result.output
+
+
+def broken_compiler(stack: AttentionStack, backend: str = "inductor") -> None:
+    def fail(x: torch.Tensor) -> list[torch.Tensor]:
+        raise RuntimeError("no C compiler found")
+
+    stack.compiled = fail
+
+
+def instant_compiler(stack: AttentionStack, backend: str = "inductor") -> None:
+    stack.compiled = stack.fused_hidden  # the eager function in place of its compilation: the same bookkeeping
+
+
+@pytest.mark.parametrize("compiler", [broken_compiler, instant_compiler])
+def test_the_manifest_reports_each_compiled_stacks_compile_time_or_why_it_ran_eager(
+    cli, monkeypatch, write_spec, tmp_path, compiler
+):
+    monkeypatch.setenv("ORDERLAB_COMPILE", "always")
+    monkeypatch.setattr(AttentionStack, "compile", compiler)
+    spec = write_spec("name: s\nencodings: [none, rope]\nmodel: {d_model: [8, 16], n_heads: 2, n_layers: 1}\n"
+                      "inputs: [{sentence: a b c, permutations: all}]\nmetrics: [equivariance]\n")  # fmt: skip
+    assert cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")]).exit_code == 0
+    records = json.loads((tmp_path / "out" / "s" / "manifest.json").read_text())["torch_compile"]
+    assert [(r["encoding"], r["d_model"]) for r in records] == [("none", 8), ("rope", 8), ("none", 16), ("rope", 16)]
+    if compiler is broken_compiler:
+        assert all(r["fallback"] == "RuntimeError: no C compiler found" for r in records)
+    else:
+        assert all(r["compile_seconds"] >= 0 and "fallback" not in r for r in records)
+
+
+def test_a_run_without_compilation_has_no_compile_record(cli, monkeypatch, write_spec, tmp_path):
+    monkeypatch.setenv("ORDERLAB_COMPILE", "never")
+    spec = write_spec("name: s\ninputs: [{sentence: a b c}]\n")
+    assert cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")]).exit_code == 0
+    assert "torch_compile" not in json.loads((tmp_path / "out" / "s" / "manifest.json").read_text())

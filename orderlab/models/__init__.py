@@ -13,12 +13,12 @@ import torch
 
 from orderlab.models import kv_prefix
 from orderlab.models.protocol import Adapter, Pass, Sentence
+from orderlab.models.stack import compile_records, stack_adapters
 from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
-from orderlab.models.stack import stack_adapters
 from orderlab.models.trained import checkpoint_adapters
 from orderlab.spec import CheckpointModelSpec, Spec, uses_backend
 
-__all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "prefix_sharing"]
+__all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "compile_records", "prefix_sharing"]
 
 
 def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:

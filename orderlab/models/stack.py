@@ -8,6 +8,7 @@ sequence's numbers do not depend on the chunk it landed in.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -78,6 +79,15 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     return notes
 
 
+def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) -> list[dict[str, object]]:
+    """One record per adapter whose dense passes were asked to go through torch.compile (see compilation)."""
+    return [
+        {"encoding": adapter.label, **columns, **record}
+        for adapter in adapters
+        if isinstance(adapter, StackAdapter) and (record := adapter.compilation()) is not None
+    ]
+
+
 class StackAdapter:
     """One encoding's stack; its twin shares the weights and the encoding object, in the other precision."""
 
@@ -107,11 +117,24 @@ class StackAdapter:
         self.allow_sharing = share_prefixes
         # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
         self.shares_prefixes = share_prefixes and config.causal and self.encoding.shares_prefixes
-        if compile_dense and not self.shares_prefixes:
+        self.compiles = compile_dense and not self.shares_prefixes
+        if self.compiles:
             self.stack.compile()
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
+
+    def compilation(self) -> dict[str, float | str] | None:
+        """How torch.compile served this stack's dense passes (manifest.json's torch_compile); None if not asked.
+
+        compile_seconds: the first compiled call's wall time, compilation included; or fallback: why it ran eager.
+        """
+        if not self.compiles:
+            return None
+        if self.stack.compile_failure:
+            return {"fallback": self.stack.compile_failure}
+        seconds = self.stack.compile_seconds
+        return {"compile_seconds": round(seconds, 2)} if seconds is not None else {"fallback": "no dense pass ran"}
 
     def twin(self) -> StackAdapter:
         other = replace(self.config, dtype=twin_dtype(self.config.dtype))
