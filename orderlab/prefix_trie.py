@@ -83,7 +83,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
     depths = trie_depths(orders.to(stack.device))
     rows = state_rows(depths).flatten()  # (B n): where each reordering's slot-t state lies among all depths' states
-    rotations = [slot_rotation(stack, t, n) for t in range(n)]
+    rotations = slot_rotations(stack, n)
     states = torch.cat([(words if offsets is None else words[t]).index_select(0, depth.word)
                         for t, depth in enumerate(depths)])  # (all depths' prefixes, d)  # fmt: skip
     hidden, maps = [states.index_select(0, rows).view(B, n, -1)], []
@@ -104,10 +104,10 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     return StackOutput(hidden, maps)
 
 
-def slot_rotation(stack: AttentionStack, t: int, n: int) -> Rotation:
-    """The encoding's rotation of q and of k at slot t as (h, dh, dh) matrices (row vectors: q @ R), or None.
+def slot_rotations(stack: AttentionStack, n: int) -> list[Rotation]:
+    """The encoding's rotation of q and of k at each slot t as (h, dh, dh) matrices (row vectors: q @ R), or Nones.
 
-    The encoding rotates the unit vectors placed in every slot of an n-slot sequence; slot t is read back.
+    The encoding rotates the unit vectors placed in every slot of an n-slot sequence once; slot t is read back.
     Rotating the one new token of each prefix is then a small matmul, where rotating a sequence per prefix
     cost more than the prefix's own projections.
     """
@@ -115,8 +115,9 @@ def slot_rotation(stack: AttentionStack, t: int, n: int) -> Rotation:
     basis = torch.eye(dh, dtype=stack.dtype, device=stack.device)[:, None, None, :].expand(dh, h, n, dh)
     q, k = stack.encoding.rotate(basis, basis)
     if q is basis and k is basis:
-        return None
-    return q[:, :, t].transpose(0, 1).to(stack.dtype), k[:, :, t].transpose(0, 1).to(stack.dtype)  # (h, dh, dh)
+        return [None] * n
+    q, k = q.to(stack.dtype).permute(2, 1, 0, 3), k.to(stack.dtype).permute(2, 1, 0, 3)  # (n, h, dh, dh)
+    return [(q[t], k[t]) for t in range(n)]
 
 
 def inherit(cache: torch.Tensor, depth: Depth, parents: Depth, t: int) -> torch.Tensor:
