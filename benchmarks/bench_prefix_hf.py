@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
-from orderlab import permutations as perms
-from orderlab.devices import CPU
+from orderlab.measure.loop import MeasuringLoop
+from orderlab.models.devices import CPU
+from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.models.pretrained import pretrained_adapters
-from orderlab.prefix_trie import distinct_prefixes
-from orderlab.spec import Spec
-from orderlab.streaming import MeasuringLoop
+from orderlab.spec import permutations as perms
+from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results.json"

@@ -19,15 +19,15 @@ from pathlib import Path
 
 import torch
 
-from orderlab.backends import corpus
-from orderlab.backends.corpustext import read_corpus
-from orderlab.backends.extra import packaged_model_folder
-from orderlab.backends.pretrained import import_transformers
-from orderlab.backends.specs import CorpusInputs
-from orderlab.devices import CPU
-from orderlab.load import load_spec
-from orderlab.models import build_adapters
-from orderlab.spec import Spec
+from orderlab.measure import corpus
+from orderlab.models.build import build_adapters
+from orderlab.models.devices import CPU
+from orderlab.models.hf.extra import packaged_model_folder
+from orderlab.models.hf.loader import import_transformers
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import load_spec
+from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH_SIZE, SHUFFLES, ROUNDS = 64, 10, 5

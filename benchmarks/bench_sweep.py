@@ -27,17 +27,17 @@ from pathlib import Path
 
 import torch
 
-from orderlab import metrics as M
-from orderlab import permutations as perms
-from orderlab.batching import aligned_batch
-from orderlab.devices import CPU
+from orderlab.measure import metrics as M
+from orderlab.measure.loop import MeasuringLoop, tune_allocator
+from orderlab.measure.rows import word_vectors
+from orderlab.measure.sweep_run import SweepRun
+from orderlab.models.batching import aligned_batch
+from orderlab.models.devices import CPU
+from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.models.stack import stack_adapters
-from orderlab.prefix_trie import distinct_prefixes
-from orderlab.rows import word_vectors
-from orderlab.spec import Spec
-from orderlab.streaming import MeasuringLoop, tune_allocator
-from orderlab.sweep_run import SweepRun
-from orderlab.text import tokenize
+from orderlab.spec import permutations as perms
+from orderlab.spec.schema import Spec
+from orderlab.spec.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [
@@ -126,7 +126,7 @@ def matmul_bound(dtype: torch.dtype, chunk: int, n: int, seconds: float = 1.0, l
 
 
 def aligned_rows(chunk: int, n: int) -> int:
-    """Rows of one chunk's matmuls after the runner pads them to whole row tiles (orderlab.batching)."""
+    """Rows of one chunk's matmuls after the runner pads them to whole row tiles (orderlab.models.batching)."""
     return aligned_batch(torch.empty(chunk, n, 0)).shape[0] * n
 
 
@@ -251,9 +251,9 @@ def profile_loop(spec: Spec, adapters: list) -> dict:
 RSS_PROBE = """
 import sys
 from benchmarks.bench_sweep import sweep_spec
-from orderlab.prefix_trie import distinct_prefixes
-from orderlab.streaming import MeasuringLoop, tune_allocator
-from orderlab.sweep_run import SweepRun
+from orderlab.models.prefix_trie import distinct_prefixes
+from orderlab.measure.loop import MeasuringLoop, tune_allocator
+from orderlab.measure.sweep_run import SweepRun
 def hwm():
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
 tune_allocator()

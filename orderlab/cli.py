@@ -21,8 +21,8 @@ import typer
 if TYPE_CHECKING:
     import torch
 
-    from orderlab.load import LoadedSpec
-    from orderlab.outcome import Outcome
+    from orderlab.results.outcome import Outcome
+    from orderlab.spec.load import LoadedSpec
 
 from orderlab.errors import OrderlabError
 
@@ -148,8 +148,8 @@ def run(
     Exit 0 when every value is finite, 1 when some came out NaN or inf (written as nan, verdict non-finite), 2 on
     bad input.
     """
-    from orderlab import report
-    from orderlab.load import load_spec
+    from orderlab.report import terminal as report
+    from orderlab.spec.load import load_spec
 
     if sum(option is not None for option in (shard, workers, scheduler)) > 1:
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
@@ -158,24 +158,24 @@ def run(
         return run_shard(loaded, shard, out, device, quiet, plot, chunk_size, force)
     with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
         if workers is not None or scheduler is not None:
-            from orderlab.workers import run_on_dask
+            from orderlab.dist.workers import run_on_dask
 
             cluster = workers if workers is not None else scheduler
             assert cluster is not None
             outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
         else:
-            from orderlab.experiment import write_experiment
+            from orderlab.commands.run import write_experiment
 
             folder = out / loaded.spec.name
             outcome = write_experiment(loaded, device.torch(), folder, advance, chunk_size, force, notes=advance.note)
     if plot:
-        from orderlab.plots import plot_results
+        from orderlab.report.figures import plot_results
 
         figures = plot_results(outcome.folder)
         if not quiet:
             typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if html:
-        from orderlab.html_report import REPORT_FILE, write_report
+        from orderlab.report.html import REPORT_FILE, write_report
 
         written = write_report([outcome.folder], outcome.folder / REPORT_FILE, "--html")
         if not quiet:
@@ -185,7 +185,7 @@ def run(
 
 def show_outcome(outcome: Outcome, quiet: bool) -> None:
     """The summary tables and the files written; exit 1 if some values came out NaN or inf."""
-    from orderlab import report
+    from orderlab.report import terminal as report
 
     if not quiet:
         console = report.Console()
@@ -211,9 +211,9 @@ def run_shard(
     force: bool,
 ) -> None:
     """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
-    from orderlab import report
-    from orderlab.experiment import write_shard
-    from orderlab.shards import parse_shard, shard_folder_name
+    from orderlab.commands.run import write_shard
+    from orderlab.dist.shards import parse_shard, shard_folder_name
+    from orderlab.report import terminal as report
 
     index, count = parse_shard(shard)
     if plot:
@@ -243,7 +243,7 @@ def merge(
 
     Missing, repeated or mismatched shards (another spec, another N) are refused before anything is written.
     """
-    from orderlab.merge import merge_shards
+    from orderlab.results.merge import merge_shards
 
     show_outcome(merge_shards(shards, out, force), quiet)
 
@@ -263,7 +263,7 @@ def validate(
 
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
     """
-    from orderlab.load import load_spec
+    from orderlab.spec.load import load_spec
 
     failed = False
     for path in specs:
@@ -275,7 +275,7 @@ def validate(
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")
             if plan:
-                from orderlab.estimate import estimate, plan_lines
+                from orderlab.spec.estimate import estimate, plan_lines
 
                 for line in plan_lines(estimate(loaded.spec, path)):
                     typer.echo(f"  {line}")
@@ -286,7 +286,7 @@ def validate(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of a spec, for editor completion and validation."""
-    from orderlab.spec import Spec
+    from orderlab.spec.schema import Spec
 
     typer.echo(json.dumps(Spec.model_json_schema(), indent=2))
 
@@ -313,9 +313,9 @@ HtmlOption = Annotated[
 @user_errors
 def list_encodings() -> None:
     """List every built-in positional encoding: kind, absolute or relative, parameters with defaults, reference."""
-    from orderlab import report
     from orderlab.encodings import ENCODINGS
     from orderlab.encodings.catalog import describe
+    from orderlab.report import terminal as report
 
     report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))
 
@@ -325,8 +325,8 @@ def list_encodings() -> None:
 def list_models() -> None:
     """List the model zoo's families: positions, encoder or causal LM, position ablations, real weights found locally
     (the packaged MiniLM, the Hugging Face cache). Loads and downloads nothing."""
-    from orderlab import report
-    from orderlab.backends.zoo import catalog
+    from orderlab.models.hf.zoo import catalog
+    from orderlab.report import terminal as report
 
     report.Console().print(report.models_table(catalog()))
 
@@ -361,10 +361,11 @@ def compare(
     Rows: spec input x metric x layer; columns: encodings; a cell is the worst value over
     permutations and heads, with its verdict (green ✓ within round-off, red ✗ order-sensitive).
     """
-    from orderlab import compare as comparing
-    from orderlab import html_report, report
-    from orderlab.devices import validate_device
-    from orderlab.ownership import Writer, claim
+    from orderlab.commands import compare as comparing
+    from orderlab.models.devices import validate_device
+    from orderlab.report import html as html_report
+    from orderlab.report import terminal as report
+    from orderlab.results.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
@@ -416,10 +417,10 @@ def properties(
 
     Definitions and reasoning: docs/properties.md.
     """
-    from orderlab import compare as comparing
-    from orderlab import report
-    from orderlab.ownership import Writer, claim
-    from orderlab.properties import PROPERTIES, measure_properties, write_properties
+    from orderlab.commands import compare as comparing
+    from orderlab.measure.properties import PROPERTIES, measure_properties, write_properties
+    from orderlab.report import terminal as report
+    from orderlab.results.ownership import Writer, claim
 
     names = comparing.parse_encodings(encodings)
     folder = out / "properties"
@@ -446,10 +447,10 @@ def trace(
     force: ForceOption = False,
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
-    from orderlab.trace import trace_and_write
+    from orderlab.measure.trace import trace_and_write
 
     outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
-    from orderlab import report
+    from orderlab.report import terminal as report
 
     console = report.Console()
     if outcome.note:
@@ -475,7 +476,7 @@ def plot(
 ) -> None:
     """Draw the figures of a results folder into RESULTS_DIR/figures/: metric vs layer, every attention head, probe
     accuracy."""
-    from orderlab.plots import plot_results
+    from orderlab.report.figures import plot_results
 
     for path in plot_results(results_dir, file_format.value):
         typer.echo(f"wrote {path}")
@@ -493,7 +494,7 @@ def write_html_report(
 ) -> None:
     """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
     and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
-    from orderlab.html_report import write_report
+    from orderlab.report.html import write_report
 
     typer.echo(f"wrote {write_report(results_dirs, out)}")
 
@@ -527,7 +528,7 @@ def check(
 
     Exit 0 clean; 1 drift (a value, row or CSV differs) or a spec without a baseline; 2 on a spec or baseline error.
     """
-    from orderlab.check_command import run_check
+    from orderlab.commands.check import run_check
 
     raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit, html))
 

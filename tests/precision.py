@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-import orderlab.noise
-from orderlab.devices import CPU
-from orderlab.experiment import write_experiment
-from orderlab.load import load_spec
-from orderlab.verdicts import ORDER_SENSITIVE
+import orderlab.measure.noise
+from orderlab.commands.run import write_experiment
+from orderlab.measure.verdicts import ORDER_SENSITIVE
+from orderlab.models.devices import CPU
+from orderlab.spec.load import load_spec
 
 
 @dataclass(frozen=True)
@@ -33,20 +33,20 @@ class Judged:
 
 
 def judged_run(spec_text: str, dtype: str, folder: Path, monkeypatch) -> Judged:
-    """Write the spec with model.dtype set, run it, and return what `orderlab.noise.judge` decided, row by row."""
+    """Write the spec with model.dtype set, run it, and return what `measure.noise.judge` decided, row by row."""
     data = yaml.safe_load(spec_text)
     data["model"]["dtype"] = dtype
     path = folder / f"{data['name']}_{dtype}.yaml"
     path.write_text(yaml.safe_dump(data))
     seen: list[tuple[np.ndarray, ...]] = []
-    judge_rows = orderlab.noise.verdicts
+    judge_rows = orderlab.measure.noise.verdicts
 
     def recording(metrics, values, lines):
         decided = judge_rows(metrics, values, lines)
         seen.append((np.asarray(metrics), np.asarray(values, dtype=float), np.asarray(lines, dtype=float), decided))
         return decided
 
-    monkeypatch.setattr(orderlab.noise, "verdicts", recording)
+    monkeypatch.setattr(orderlab.measure.noise, "verdicts", recording)
     write_experiment(load_spec(path), CPU, folder / f"out_{dtype}")
     monkeypatch.undo()
     return Judged(*(np.concatenate(part) for part in zip(*seen, strict=True)))

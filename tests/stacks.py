@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orderlab.encodings import EncodingContext, build_encoding
-from orderlab.stack import AttentionStack, StackConfig, seeded_weights
+from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
 
 
 def make_stack(encoding: str = "none", seed: int = 0, **config) -> AttentionStack:

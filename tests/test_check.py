@@ -12,7 +12,9 @@ import pytest
 from htmlcheck import parse
 from typer.testing import CliRunner
 
-from orderlab.check import (
+from orderlab.cli import app
+from orderlab.report.terminal import STACK_KEY, drift_key
+from orderlab.results.baseline_diff import (
     BaselineError,
     Tolerances,
     compare_csv,
@@ -21,10 +23,8 @@ from orderlab.check import (
     read_csv,
     tolerances_for,
 )
-from orderlab.cli import app
-from orderlab.junit import Case, junit_xml
-from orderlab.load import load_spec
-from orderlab.report import STACK_KEY, drift_key
+from orderlab.results.junit import Case, junit_xml
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("dog_bites_man", "cat_chased_dog")  # the core's experiments; others may be added beside them

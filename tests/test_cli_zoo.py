@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
-from orderlab.load import load_spec
-from orderlab.properties import PROPERTIES
-from orderlab.sweep_run import run_sweep
+from orderlab.measure.properties import PROPERTIES
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.spec.load import load_spec
 
 runner = CliRunner()
 TESTS = Path(__file__).parent

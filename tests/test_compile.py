@@ -9,9 +9,9 @@ import torch
 from stacks import make_stack
 
 from orderlab.cli import app
+from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.stack import compile_wanted
-from orderlab.spec import Spec
-from orderlab.stack import AttentionStack
+from orderlab.spec.schema import Spec
 
 
 def small_inputs() -> torch.Tensor:

@@ -11,7 +11,7 @@ import torch
 
 from orderlab.encodings import ENCODINGS, EncodingContext, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.stack import AttentionStack, StackConfig, seeded_weights
+from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
 
 NAMES = ENCODINGS.names()
 

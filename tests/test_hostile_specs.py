@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orderlab.errors import OrderlabError, SpecError
-from orderlab.load import load_spec
-from orderlab.spec import Spec
-from orderlab.yamlsource import MAX_DEPTH, MAX_EXPANDED_NODES, parse_yaml
+from orderlab.spec.load import load_spec
+from orderlab.spec.schema import Spec
+from orderlab.spec.yamlsource import MAX_DEPTH, MAX_EXPANDED_NODES, parse_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = [p.read_text() for p in sorted((ROOT / "experiments").glob("*.yaml"))]

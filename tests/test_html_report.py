@@ -15,7 +15,7 @@ from htmlcheck import parse
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.plots import metrics_by_layer
+from orderlab.report.figures import metrics_by_layer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

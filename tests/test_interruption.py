@@ -11,8 +11,10 @@ import pytest
 from stalling import snapshot, start_stalled
 from typer.testing import CliRunner
 
-from orderlab import experiment, results, streaming
 from orderlab.cli import app
+from orderlab.commands import run as experiment
+from orderlab.measure import loop as streaming
+from orderlab.results import folder as results
 
 
 def previous_results(out: Path, name: str) -> dict[str, bytes]:

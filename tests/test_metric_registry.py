@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from orderlab.backends.specs import CorpusInputs
 from orderlab.cli import app
 from orderlab.errors import OrderlabError
-from orderlab.load import load_spec
-from orderlab.metric_registry import (
+from orderlab.measure.verdicts import PASSING_WORDS
+from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import load_spec
+from orderlab.spec.metric_names import (
     FAMILIES,
     FAMILY_NAMES,
     METRICS,
@@ -23,13 +24,12 @@ from orderlab.metric_registry import (
     markdown_tables,
     metrics_of,
 )
-from orderlab.spec import uses_backend
-from orderlab.verdicts import PASSING_WORDS
+from orderlab.spec.schema import uses_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "metrics.md"
 GENERATED = re.compile(
-    r"<!-- generated from orderlab/metric_registry\.py[^\n]*-->\n(.*?)<!-- end of generated tables -->", re.S
+    r"<!-- generated from orderlab/spec/metric_names\.py[^\n]*-->\n(.*?)<!-- end of generated tables -->", re.S
 )
 
 
@@ -127,7 +127,7 @@ def test_docs_hold_the_registry_tables_verbatim():
     found = GENERATED.search(DOCS.read_text())
     assert found, "docs/metrics.md lost its generated tables' markers"
     assert found.group(1) == markdown_tables(), (
-        "run `python -m orderlab.metric_registry` and paste into docs/metrics.md"
+        "run `python -m orderlab.spec.metric_names` and paste into docs/metrics.md"
     )
 
 

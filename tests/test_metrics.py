@@ -6,7 +6,7 @@ import itertools
 
 import torch
 
-from orderlab import metrics as M
+from orderlab.measure import metrics as M
 
 GEN = torch.Generator().manual_seed(0)
 

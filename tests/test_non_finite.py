@@ -10,8 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orderlab import metrics as M
 from orderlab.cli import app
+from orderlab.measure import metrics as M
 
 SPEC = """
 name: {name}

@@ -9,13 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderlab import metrics as M
 from orderlab.encodings import EncodingContext, build_encoding
+from orderlab.measure import metrics as M
+from orderlab.measure.probing import fit_probe, measure_decodability
+from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
 from orderlab.models.stack import stack_adapters
-from orderlab.probing import fit_probe, measure_decodability
-from orderlab.spec import Spec
-from orderlab.stack import AttentionStack, StackConfig, seeded_weights
-from orderlab.text import repeated_pairs
+from orderlab.spec.schema import Spec
+from orderlab.spec.text import repeated_pairs
 
 FLOAT64_SLACK = 1e-13  # round-off of these stacks is ~1e-16 relative
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orderlab import batching, estimate
-from orderlab.backends.extra import installed
 from orderlab.cli import app
-from orderlab.load import load_spec
+from orderlab.models import batching
+from orderlab.models.hf.extra import installed
+from orderlab.spec import estimate
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

@@ -12,14 +12,14 @@ import torch
 from stacks import make_stack
 
 from orderlab.cli import app
-from orderlab.devices import CPU
 from orderlab.encodings import ENCODINGS
+from orderlab.measure.loop import MeasuringLoop
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.models.devices import CPU
+from orderlab.models.prefix_trie import distinct_prefixes, shared_prefix_pass
 from orderlab.models.stack import stack_adapters
-from orderlab.permutations import in_label_order
-from orderlab.prefix_trie import distinct_prefixes, shared_prefix_pass
-from orderlab.spec import Spec
-from orderlab.streaming import MeasuringLoop
-from orderlab.sweep_run import run_sweep
+from orderlab.spec.permutations import in_label_order
+from orderlab.spec.schema import Spec
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5}
 BUILT_IN = sorted(ENCODINGS.names())

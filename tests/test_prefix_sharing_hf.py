@@ -11,18 +11,18 @@ import pandas as pd
 import pytest
 import torch
 
-from orderlab.backends.extra import installed
-from orderlab.backends.families import FAMILY_CODE
-from orderlab.backends.grouping import WordTokens
-from orderlab.backends.specs import FAMILIES
-from orderlab.batching import ROW_ALIGNMENT
 from orderlab.cli import app
-from orderlab.devices import CPU
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.models.batching import ROW_ALIGNMENT
+from orderlab.models.devices import CPU
+from orderlab.models.hf.extra import installed
+from orderlab.models.hf.families import FAMILY_CODE
+from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.kv_prefix import one_token_words
+from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
-from orderlab.prefix_trie import trie_depths
-from orderlab.spec import Spec
-from orderlab.sweep_run import run_sweep
+from orderlab.spec.families import FAMILIES
+from orderlab.spec.schema import Spec
 
 pytestmark = [
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),

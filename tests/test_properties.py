@@ -1,4 +1,4 @@
-"""Properties that theory decides, measured by orderlab.properties."""
+"""Properties that theory decides, measured by orderlab.measure.properties."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from orderlab.encodings import ENCODINGS
-from orderlab.properties import PROPERTIES, measure_properties
+from orderlab.measure.properties import PROPERTIES, measure_properties
 
 MAX_LEN, D_MODEL, HEADS = 32, 16, 4
 BASELINE = Path(__file__).parent.parent / "results" / "properties"

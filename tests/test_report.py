@@ -7,7 +7,7 @@ import io
 import pandas as pd
 from rich.console import Console
 
-from orderlab.report import summary_tables
+from orderlab.report.terminal import summary_tables
 
 ENCODINGS = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"]
 

@@ -20,10 +20,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from orderlab.check import run_fresh
 from orderlab.cli import app
-from orderlab.load import load_spec
-from orderlab.rows import KEY_COLUMNS
+from orderlab.measure.rows import KEY_COLUMNS
+from orderlab.results.baseline_diff import run_fresh
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

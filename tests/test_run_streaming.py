@@ -10,8 +10,8 @@ import torch
 from rich.console import Console
 from typer.testing import CliRunner
 
-from orderlab import report
 from orderlab.cli import app
+from orderlab.report import terminal as report
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRESS_MARKS = ("━", "seq/s", "eta", "\x1b[")
@@ -47,8 +47,8 @@ def test_chunk_size_must_be_positive(tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none in this session)")
 def test_cuda_run_matches_cpu_run(tmp_path):
-    from orderlab.load import load_spec
-    from orderlab.sweep_run import run_sweep
+    from orderlab.measure.sweep_run import run_sweep
+    from orderlab.spec.load import load_spec
 
     spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
     cpu, cuda = run_sweep(spec, torch.device("cpu")).metrics, run_sweep(spec, torch.device("cuda")).metrics

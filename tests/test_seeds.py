@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.intervals import bootstrap_interval
-from orderlab.load import load_spec
-from orderlab.sweep_run import run_sweep
+from orderlab.measure.intervals import bootstrap_interval
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.spec.load import load_spec
 
 SEEDED = """\
 name: seeded

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orderlab import permutations as perms
 from orderlab.cli import app
-from orderlab.exactsum import ExactSum
-from orderlab.load import load_spec
-from orderlab.shards import PERMUTATIONS, partition, work
+from orderlab.dist.shards import PERMUTATIONS, partition, work
+from orderlab.measure.exactsum import ExactSum
+from orderlab.spec import permutations as perms
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from orderlab.encodings import EncodingContext, build_encoding
-from orderlab.stack import AttentionStack, StackConfig, seeded_weights
+from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
 
 
 @pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rope"])

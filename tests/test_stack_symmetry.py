@@ -80,7 +80,7 @@ def test_one_causal_layer_is_not_equivariant_but_keeps_the_first_token():
 def test_hooks_hold_every_intermediate_of_the_same_pass():
     """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
     from orderlab.encodings import EncodingContext, build_encoding
-    from orderlab.stack import HOOK_POINTS, AttentionStack, StackConfig, hook_name, seeded_weights
+    from orderlab.models.attention_stack import HOOK_POINTS, AttentionStack, StackConfig, hook_name, seeded_weights
 
     config = StackConfig(d_model=8, n_heads=2, n_layers=2)
     context = EncodingContext(d_model=8, n_heads=2, causal=False, seed=0)

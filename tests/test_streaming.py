@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from orderlab.spec import Spec
-from orderlab.sweep_run import run_sweep
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.spec.schema import Spec
 
 DEFAULT_THREADS = torch.get_num_threads()
 # one thread: the exact equalities hold either way (test_chunking_holds_with_all_threads runs with the default)
@@ -71,8 +71,8 @@ def test_summary_rows_are_the_max_and_exact_mean_over_permutations():
 
 
 def test_summary_csv_is_the_same_whichever_rows_are_kept(tmp_path):
-    from orderlab.results import write_csv_chunks
-    from orderlab.sweep_run import SweepRun
+    from orderlab.measure.sweep_run import SweepRun
+    from orderlab.results.folder import write_csv_chunks
 
     worst = []
     for rows in ("per_permutation", "summary"):
@@ -89,7 +89,7 @@ def test_progress_reports_every_chunk_up_to_the_total():
 
 def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
     from orderlab.errors import SpecError
-    from orderlab.load import load_spec
+    from orderlab.spec.load import load_spec
 
     path = tmp_path / "nine.yaml"
     path.write_text("inputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")
@@ -103,8 +103,8 @@ def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
 
 
 def test_chunk_size_is_chosen_from_width_length_and_dtype():
-    from orderlab.stack import StackConfig
-    from orderlab.streaming import auto_chunk_size
+    from orderlab.measure.loop import auto_chunk_size
+    from orderlab.models.attention_stack import StackConfig
 
     cpu = torch.device("cpu")
     bench = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float32")

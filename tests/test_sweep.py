@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.load import load_spec
-from orderlab.rows import COLUMNS, KEY_COLUMNS
-from orderlab.sweep import plan
-from orderlab.sweep_run import run_sweep
+from orderlab.measure.rows import COLUMNS, KEY_COLUMNS
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.spec.load import load_spec
+from orderlab.spec.sweep import plan
 
 SWEEP = """
 model: {d_model: 8, n_heads: 2, n_layers: [1, 2, 3], causal: [false, true], residual: [true, false]}

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.devices import CPU
-from orderlab.load import load_spec
+from orderlab.measure.trace import trace_layer, word_vectors
+from orderlab.models.devices import CPU
 from orderlab.models.stack import stack_adapters
-from orderlab.spec import Spec
-from orderlab.trace import trace_layer, word_vectors
+from orderlab.spec.load import load_spec
+from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKED = ROOT / "experiments" / "worked_example.yaml"

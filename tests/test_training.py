@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from orderlab.cli import app
-from orderlab.load import load_spec
-from orderlab.training.train import train_stack
+from orderlab.spec.load import load_spec
+from orderlab.train.train import train_stack
 
 TRAINED = """\
 name: tiny_trained

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from precision import assert_precisions_agree, judged_run
 
 from orderlab.cli import app
-from orderlab.verdicts import FLOOR, NON_FINITE, ORDER_SENSITIVE, canonical, eps, round_off_lines, verdicts
+from orderlab.measure.verdicts import FLOOR, NON_FINITE, ORDER_SENSITIVE, canonical, eps, round_off_lines, verdicts
 
 # Every stack feature that changes the round-off: depth, causal masks, repeated words, all encoding kinds.
 STACKS = """

@@ -13,9 +13,9 @@ from orderlab.encodings.none import NoEncoding
 from orderlab.encodings.protocol import CheckedEncoding, guarded, validate_class, validate_hooks
 from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
-from orderlab.encodings.t5 import T5Bias
+from orderlab.encodings.t5_bias import T5Bias
 from orderlab.encodings.xpos import Xpos
-from orderlab.registry import Registry
+from orderlab.spec.registry import Registry
 
 __all__ = ["ENCODINGS", "EncodingContext", "PositionalEncoding", "build_encoding"]
 

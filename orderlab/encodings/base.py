@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orderlab.registry import did_you_mean
+from orderlab.spec.registry import did_you_mean
 
 if TYPE_CHECKING:
     import torch
@@ -71,7 +71,7 @@ class PositionalEncoding:
     reference: ClassVar[str]  # the paper, for `orderlab encodings` and docs
     # True when, under a causal mask, every hook's result at slot i depends on slots <= i only and not on the
     # sentence's length, and rotate is linear slot by slot: then a causal stack computes each distinct prefix of
-    # a chunk once (orderlab/prefix_trie.py; docs/encodings.md)
+    # a chunk once (orderlab/models/prefix_trie.py; docs/encodings.md)
     shares_prefixes: ClassVar[bool] = False
     Params: ClassVar[type[BaseModel]] = NoParams
 

@@ -1,38 +1,6 @@
-"""Every model behind one protocol (protocol.py), so that one measuring loop serves them all.
+"""Every model behind one protocol (adapter_protocol.py), so that one measuring loop serves them all.
 
-`build_adapters` turns a concrete spec into one adapter per condition: an encoding of the attention
+`build.build_adapters` turns a concrete spec into one adapter per condition: an encoding of the attention
 stack (stack.py), a trained stack from a checkpoint (trained.py), or a position ablation of a pretrained
 model (pretrained.py).
 """
-
-from __future__ import annotations
-
-from pathlib import Path
-
-import torch
-
-from orderlab.models import kv_prefix
-from orderlab.models.protocol import Adapter, Pass, Sentence
-from orderlab.models.stack import compile_records, stack_adapters
-from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
-from orderlab.models.trained import checkpoint_adapters
-from orderlab.spec import CheckpointModelSpec, Spec, uses_backend
-
-__all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "compile_records", "prefix_sharing"]
-
-
-def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
-    """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin."""
-    if uses_backend(spec):
-        from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
-
-        return list(pretrained_adapters(spec, device, spec_file))  # a list[Adapter] (lists are invariant)
-    if isinstance(spec.model, CheckpointModelSpec):
-        return checkpoint_adapters(spec, device, spec_file)
-    return stack_adapters(spec, device)
-
-
-def prefix_sharing(spec: Spec) -> dict[str, str]:
-    """manifest.json's `prefix_sharing`: how each condition's causal passes run, shared prefixes or dense (empty
-    for a spec without causal models)."""
-    return kv_prefix.prefix_sharing(spec) if uses_backend(spec) else stack_prefix_sharing(spec)

@@ -1,6 +1,6 @@
 """Causal prefix sharing for a causal LM of the zoo: each distinct word prefix of a chunk run once, through a KV cache.
 
-The synthetic stack's trie walk (orderlab/prefix_trie.py: trie_depths, state_rows) over a transformers model's
+The synthetic stack's trie walk (orderlab/models/prefix_trie.py: trie_depths, state_rows) over a transformers model's
 own cache. BOS is the root, run once; at depth t every distinct prefix of t + 1 words feeds its last word's token
 after its parent prefix's keys and values (gathered on the batch dimension by Cache.reorder_cache), with the
 position ids (GPT-2's table, Llama's rotation) and the attention mask (BLOOM's ALiBi) that the model derives
@@ -20,13 +20,13 @@ from typing import Any
 
 import torch
 
-from orderlab.backends.families import FAMILY_CODE, FamilyCode
-from orderlab.backends.grouping import WordTokens
-from orderlab.backends.pretrained import PretrainedBackend
-from orderlab.backends.specs import FAMILIES, HFModelSpec
-from orderlab.metric_registry import ATTENTION_FAMILY
-from orderlab.prefix_trie import pad_to_tiles, state_rows, trie_depths
-from orderlab.spec import Spec
+from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
+from orderlab.models.hf.grouping import WordTokens
+from orderlab.models.hf.loader import PretrainedBackend
+from orderlab.models.prefix_trie import pad_to_tiles, state_rows, trie_depths
+from orderlab.spec.families import FAMILIES, HFModelSpec
+from orderlab.spec.metric_names import ATTENTION_FAMILY
+from orderlab.spec.schema import Spec
 
 
 @dataclass(frozen=True)

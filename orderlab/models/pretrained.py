@@ -1,11 +1,11 @@
-"""A model of the zoo (backends/pretrained.py) as adapters: one per position ablation, sharing one loaded model.
+"""A model of the zoo (models/hf/loader.py) as adapters: one per position ablation, sharing one loaded model.
 
 A word's state is the mean of its sub-tokens' states; a reordering moves whole words and leaves
-specials ([CLS], [SEP], a causal LM's BOS) in place (backends/grouping.py). Sentence vectors are
+specials ([CLS], [SEP], a causal LM's BOS) in place (models/hf/grouping.py). Sentence vectors are
 sentence-transformers' mean over all tokens and, for encoders, the first ([CLS]) state; a causal
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
-around each pass by the family's hooks (backends/families), never by writing weights.
+around each pass by the family's hooks (models/hf/families), never by writing weights.
 Named hook points of a pass (stack.hook_name: input, pattern, output per layer) come from the same
 forward pass as its metrics.
 """
@@ -19,14 +19,18 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from orderlab import metrics as M
-from orderlab.backends.corpustext import read_corpus
-from orderlab.backends.grouping import WordTokens
-from orderlab.backends.pooling import cls, word_states
-from orderlab.backends.pretrained import Forward, PretrainedBackend, Seeded, model_folder
-from orderlab.backends.specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.estimate import PRETRAINED_CHUNK as CHUNK
-from orderlab.metric_registry import (
+from orderlab.measure import metrics as M
+from orderlab.measure.pooling import cls, word_states
+from orderlab.measure.verdicts import twin_dtype
+from orderlab.models.adapter_protocol import Pass
+from orderlab.models.attention_stack import Hooks, hook_name
+from orderlab.models.hf.grouping import WordTokens
+from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
+from orderlab.models.kv_prefix import one_token_words, shared_pass
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.estimate import PRETRAINED_CHUNK as CHUNK
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.metric_names import (
     ATTENTION_FAMILY,
     COSINE_CLS,
     COSINE_MEAN,
@@ -34,13 +38,9 @@ from orderlab.metric_registry import (
     INVARIANCE_MEAN,
     PAIR_COSINE_CLS,
 )
-from orderlab.models.kv_prefix import one_token_words, shared_pass
-from orderlab.models.protocol import Pass
-from orderlab.permutations import Permutation
-from orderlab.spec import DecodabilitySpec, Spec, relative_to_spec
-from orderlab.stack import Hooks, hook_name
-from orderlab.text import tokenize
-from orderlab.verdicts import twin_dtype
+from orderlab.spec.permutations import Permutation
+from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
+from orderlab.spec.text import tokenize
 
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 

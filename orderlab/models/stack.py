@@ -1,4 +1,4 @@
-"""The attention stack (orderlab/stack.py) as an adapter: one per encoding, all with the same seeded weights.
+"""The attention stack (models/attention_stack.py) as an adapter: one per encoding, all with the same seeded weights.
 
 Words are the stack's tokens: a sentence is its seeded (or explicit) word vectors, a reordering
 gathers them, and poolings are taken over words. Passes run on whole row tiles (batching.py), so a
@@ -15,20 +15,20 @@ from typing import ClassVar
 
 import torch
 
-from orderlab import metrics as M
-from orderlab.batching import aligned_batch
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.estimate import estimate, run_seconds
-from orderlab.metric_registry import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
-from orderlab.models.protocol import Adapter, Pass
-from orderlab.prefix_trie import shared_prefix_pass
-from orderlab.probing import random_sentences
-from orderlab.rows import layer_weights, stack_config, word_vectors
-from orderlab.spec import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
-from orderlab.stack import AttentionStack, LayerWeights, StackConfig
-from orderlab.streaming import auto_chunk_size
-from orderlab.verdicts import twin_dtype
+from orderlab.measure import metrics as M
+from orderlab.measure.loop import auto_chunk_size
+from orderlab.measure.probing import random_sentences
+from orderlab.measure.rows import layer_weights, stack_config, word_vectors
+from orderlab.measure.verdicts import twin_dtype
+from orderlab.models.adapter_protocol import Adapter, Pass
+from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.models.batching import aligned_batch
+from orderlab.models.prefix_trie import shared_prefix_pass
+from orderlab.spec.estimate import estimate, run_seconds
+from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
+from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
 POOLINGS = M.POOLS  # over words: mean, max, first, last
 COMPILE_SETTINGS = ("auto", "always", "never")
@@ -64,7 +64,7 @@ def compile_wanted(spec: Spec) -> bool:
 def prefix_sharing(spec: Spec) -> dict[str, str]:
     """For a spec with causal stacks, how each encoding runs them (manifest.json's `prefix_sharing`); else empty.
 
-    'shared': each distinct prefix of a chunk computed once (orderlab/prefix_trie.py); 'dense: ...': every
+    'shared': each distinct prefix of a chunk computed once (orderlab/models/prefix_trie.py); 'dense: ...': every
     reordering computed whole, because the encoding does not declare that its hooks read earlier slots only.
     """
     if not isinstance(spec.model, ModelSpec):

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import torch
 
-from orderlab.models.protocol import Adapter
+from orderlab.measure.probing import random_sentences
+from orderlab.measure.rows import stack_config
+from orderlab.models.adapter_protocol import Adapter
+from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.stack import StackAdapter
-from orderlab.probing import random_sentences
-from orderlab.rows import stack_config
-from orderlab.spec import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
-from orderlab.stack import AttentionStack
-from orderlab.training.checkpoint import load_checkpoint
-from orderlab.training.train import TrainedStack, build_trained_encoding
+from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
+from orderlab.train.checkpoint import load_checkpoint
+from orderlab.train.train import TrainedStack, build_trained_encoding
 
 
 def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.device) -> list[Adapter]:

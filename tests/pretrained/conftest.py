@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orderlab.backends.extra import installed
+from orderlab.models.hf.extra import installed
 
 
 def needs_minilm() -> None:
@@ -20,13 +20,13 @@ def needs_minilm() -> None:
 @pytest.fixture(scope="session")
 def minilm_folder() -> Path:
     needs_minilm()
-    from orderlab.backends.extra import packaged_model_folder
+    from orderlab.models.hf.extra import packaged_model_folder
 
     return packaged_model_folder("minilm")
 
 
 @pytest.fixture(scope="session")
 def backend(minilm_folder):
-    from orderlab.backends.pretrained import PretrainedBackend
+    from orderlab.models.hf.loader import PretrainedBackend
 
     return PretrainedBackend(minilm_folder)

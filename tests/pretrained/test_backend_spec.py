@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from orderlab.backends.specs import HFModelSpec, PretrainedModelSpec
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.load import load_spec
-from orderlab.spec import ModelSpec
+from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.load import load_spec
+from orderlab.spec.schema import ModelSpec
 
 STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"
 

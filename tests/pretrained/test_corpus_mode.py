@@ -10,15 +10,15 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from orderlab.backends import corpus
-from orderlab.backends.corpustext import read_corpus
-from orderlab.backends.extra import installed
-from orderlab.backends.specs import CorpusInputs
 from orderlab.cli import app
-from orderlab.devices import CPU
-from orderlab.load import load_spec
-from orderlab.models import build_adapters
+from orderlab.measure import corpus
+from orderlab.models.build import build_adapters
+from orderlab.models.devices import CPU
+from orderlab.models.hf.extra import installed
 from orderlab.models.pretrained import pretrained_adapters
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import load_spec
 
 CORPUS = """# tiny corpus
 dog bites man

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orderlab.backends.grouping import WordTokens, spans_from_word_ids
+from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 
 
 def tokens_with_lengths(lengths: list[int]) -> WordTokens:

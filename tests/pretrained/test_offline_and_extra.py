@@ -10,10 +10,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from orderlab.backends.extra import MissingExtraError
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.load import load_spec
+from orderlab.models.hf.extra import MissingExtraError
+from orderlab.spec.load import load_spec
 
 MINILM_SPEC = """
 model: {kind: pretrained, name: minilm}
@@ -37,7 +37,7 @@ def no_network(monkeypatch):
 def test_packaged_model_loads_and_runs_with_no_network(no_network, monkeypatch, minilm_folder):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-    from orderlab.backends.pretrained import PretrainedBackend
+    from orderlab.models.hf.loader import PretrainedBackend
 
     backend = PretrainedBackend(minilm_folder)
     import os
@@ -83,7 +83,7 @@ def test_missing_model_package_names_the_extra(monkeypatch, write_spec):
 
 
 def test_failed_transformers_import_at_run_time_names_the_extra(monkeypatch):
-    from orderlab.backends.pretrained import import_transformers
+    from orderlab.models.hf.loader import import_transformers
 
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(MissingExtraError, match=r"orderlab\[hf\]"):

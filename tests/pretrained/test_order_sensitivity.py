@@ -13,9 +13,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from orderlab.backends.ablations import position_table
 from orderlab.cli import app
-from orderlab.verdicts import ORDER_SENSITIVE
+from orderlab.measure.verdicts import ORDER_SENSITIVE
+from orderlab.models.hf.ablations import position_table
 
 SPEC = """
 name: order

@@ -8,19 +8,19 @@ import math
 import pytest
 import torch
 
-from orderlab.backends.extra import installed
-from orderlab.backends.pretrained import PretrainedBackend, Seeded, import_transformers
-from orderlab.backends.specs import FAMILIES
-from orderlab.devices import CPU
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.alibi import alibi_slopes
-from orderlab.encodings.t5 import relative_buckets
-from orderlab.load import load_spec
-from orderlab.metric_registry import LOGPROB_CHANGE, PERMUTATION_PREFERRED
-from orderlab.models import build_adapters
-from orderlab.stack import hook_name
-from orderlab.sweep_run import run_sweep
-from orderlab.verdicts import ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.encodings.t5_bias import relative_buckets
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.models.attention_stack import hook_name
+from orderlab.models.build import build_adapters
+from orderlab.models.devices import CPU
+from orderlab.models.hf.extra import installed
+from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
+from orderlab.spec.families import FAMILIES
+from orderlab.spec.load import load_spec
+from orderlab.spec.metric_names import LOGPROB_CHANGE, PERMUTATION_PREFERRED
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 WORDS = ("dog", "bites", "man", "the")

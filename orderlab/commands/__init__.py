@@ -1,0 +1,1 @@
+"""What each command does, joining the layers below: run a spec into a folder, check, compare."""

@@ -1,0 +1,194 @@
+"""`orderlab compare`: run specs once per chosen encoding and line the results up side by side.
+
+Each spec keeps its sentences, probes, model and seed; only its encodings (and, with --metric,
+its metrics) are replaced. A cell is the worst (largest) value over permutations and heads for
+one spec x input x metric x layer under one encoding, with that value's verdict; over a seed sweep,
+the mean over seeds of that worst value with its bootstrap interval (orderlab/measure/intervals.py). Never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from orderlab.encodings import ENCODINGS
+from orderlab.errors import OrderlabError
+from orderlab.measure.intervals import over_seeds
+from orderlab.measure.sweep_run import axes, run_sweep
+from orderlab.models.devices import CPU
+from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
+from orderlab.spec.load import LoadedSpec, load_spec, with_changes
+from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
+from orderlab.spec.registry import did_you_mean
+from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, is_stack_spec, longest_sentence, uses_backend
+from orderlab.spec.sweep import SEED, describe, plan, swept_fields
+
+# The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
+ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}
+ROW_METRICS = [row for rows in ROWS_OF_FAMILY.values() for row in rows]
+GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    table: pd.DataFrame  # GROUP_COLUMNS, then one value column per encoding, then '<encoding> verdict' columns
+    encodings: list[str]
+    specs: list[LoadedSpec]
+    dtypes: list[str]
+    wall_seconds: float
+
+
+def parse_encodings(text: str | None) -> list[str]:
+    """'a,b' -> ['a', 'b'], each resolved now (did-you-mean on a typo); None or 'all' -> every built-in."""
+    if text is None or text.strip() == "all":
+        return ENCODINGS.names()
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise OrderlabError("--encodings is empty; expected names like sinusoidal,rope")
+    if len(set(names)) != len(names):
+        raise OrderlabError(f"--encodings {text!r} names an encoding twice; expected each once")
+    for name in names:
+        ENCODINGS.resolve(name)
+    return names
+
+
+def parse_metrics(metrics: list[str] | None) -> list[str]:
+    """Row metrics to show: each --metric is a row name (pair_l2) or a spec family (invariance)."""
+    if not metrics:
+        return list(ROW_METRICS)
+    chosen: list[str] = []
+    for metric in metrics:
+        if metric in ROWS_OF_FAMILY:
+            chosen += ROWS_OF_FAMILY[metric]
+        elif metric in ROW_METRICS:
+            chosen.append(metric)
+        else:
+            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*FAMILY_NAMES, *ROW_METRICS])}")
+    return list(dict.fromkeys(chosen))
+
+
+def default_specs(root: Path = Path("experiments")) -> list[Path]:
+    """Every attention-stack spec in `root` (pretrained-model specs have no encodings to swap)."""
+    found = [path for path in sorted(root.glob("*.yaml")) if is_stack_spec(path)]
+    if not found:
+        raise OrderlabError(f"no specs given and no attention-stack spec in {root}/*.yaml; expected SPEC paths")
+    return found
+
+
+def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
+    """The spec at `path` with its encodings replaced, checked against each encoding's constraints and,
+    like any spec, against what this machine can run."""
+    loaded = load_spec(path)
+    spec = loaded.spec
+    if uses_backend(spec):
+        raise OrderlabError(
+            f"{path}: a pretrained model brings its own positions, so compare cannot swap its encodings; "
+            "expected an attention-stack spec (ablate a pretrained model with model.position_embeddings)"
+        )
+    for configuration in plan(spec):  # every combination of a sweep must suit every encoding
+        context = encoding_context(configuration.spec, longest_sentence(spec))
+        for name in encodings:
+            try:
+                ENCODINGS.validate(name, context, {})
+            except ValueError as error:
+                where = f" (in the sweep combination {configuration.label})" if configuration.columns else ""
+                raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec{where}: {error}") from None
+    families = [family for family, produced in ROWS_OF_FAMILY.items() if set(produced) & set(rows)]
+    update = {"encodings": [EncodingChoice(name=name) for name in encodings], "metrics": families}
+    return with_changes(loaded, update)
+
+
+def worst_cells(metrics: pd.DataFrame, spec: Spec, rows: list[str]) -> pd.DataFrame:
+    """Tidy runner rows -> one row per (input, metric, layer, seed, encoding): the largest value and its verdict.
+
+    In a sweep the input is followed by its combination, e.g. "dog bites man [n_layers=2 causal=true]" (a
+    trained spec's too: "[weights=trained]"); the seed is a column of its own, the spec's seed unless swept.
+    """
+    chosen = metrics[metrics["metric"].isin(rows)]
+    subject = np.where(chosen["case"] == "probe", chosen["input"] + " vs " + chosen["permuted"], chosen["input"])
+    named = [name for name in axes(spec) if name != SEED]
+    if named:
+        combination = chosen[named].apply(lambda row: describe(row.to_dict()), axis=1)
+        subject = subject + " [" + combination + "]"
+    keys = [*GROUP_COLUMNS, SEED, "encoding"]
+    seeds = chosen[SEED] if SEED in chosen.columns else spec.seed
+    ordered = chosen.assign(spec=spec.name, input=subject, seed=seeds)
+    ordered = ordered.sort_values("value", kind="mergesort", na_position="last")
+    # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
+    return ordered.groupby(keys, sort=False).tail(1)[[*keys, "value", "verdict"]].reset_index(drop=True)
+
+
+def side_by_side(
+    cells: pd.DataFrame, encodings: list[str], spec_order: list[str], rows: list[str], seeds: bool = False
+) -> pd.DataFrame:
+    """Pivot worst cells to one column per encoding (values) plus one per encoding (verdicts), in a fixed order;
+    with `seeds` (some spec sweeps them), each spec's cells as means over its seeds with their intervals (a spec
+    of one seed: the interval is its value)."""
+    wide = cells.pivot(index=[*GROUP_COLUMNS, SEED], columns="encoding", values=["value", "verdict"])
+    columns = {name: wide[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    table = pd.DataFrame(columns).reset_index()
+    if seeds:
+        table = pd.concat([over_seeds(part, SEED, encodings) for _, part in table.groupby("spec", sort=False)])
+    else:
+        table = table.drop(columns=SEED)
+    rank = {"spec": {n: i for i, n in enumerate(spec_order)}, "metric": {m: i for i, m in enumerate(rows)}}
+    return table.sort_values(
+        GROUP_COLUMNS, key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="mergesort", ignore_index=True
+    )
+
+
+def compare(
+    paths: list[Path],
+    encodings: list[str],
+    rows: list[str],
+    device: torch.device = CPU,
+    progress: Callable[[int, int], None] | None = None,
+) -> Comparison:
+    """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
+    started = time.perf_counter()
+    prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
+    names = [loaded.spec.name for loaded in prepared]
+    if len(set(names)) != len(names):
+        raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
+    cells = []
+    for done, loaded in enumerate(prepared, start=1):
+        result = run_sweep(loaded.spec, device)
+        cells.append(worst_cells(result.metrics, loaded.spec, rows))
+        if progress:
+            progress(done, len(prepared))
+    found = pd.concat(cells, ignore_index=True)
+    if found.empty:
+        raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
+    seeds = any(SEED in swept_fields(loaded.spec) for loaded in prepared)
+    table = side_by_side(found, encodings, names, rows, seeds)
+    dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
+    return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
+
+
+def _first_repeat(names: list[str]) -> str:
+    return next(name for index, name in enumerate(names) if name in names[:index])
+
+
+def write_comparison(comparison: Comparison, destination: Path, device: torch.device) -> None:
+    """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
+
+    manifest = {
+        "encodings": comparison.encodings,
+        "specs": [{"name": s.spec.name, "path": str(s.path), "sha256": s.sha256} for s in comparison.specs],
+        "dtypes": comparison.dtypes,
+        "device": str(device),
+        "versions": versions(),
+        "wall_seconds": round(comparison.wall_seconds, 3),
+        "rows": len(comparison.table),
+    }
+
+    with staged_folder(destination) as folder:
+        write_csv(comparison.table, folder / "compare.csv")
+        write_manifest(folder, manifest)

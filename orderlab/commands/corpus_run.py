@@ -1,0 +1,86 @@
+"""Corpus mode end to end: every line of a text file against shuffles of its words, under each position ablation.
+
+Writes metrics.csv (one row per shuffle and pooling), sentences.csv (per sentence) and summary.csv
+(per sentence-length group). Single sentences of a pretrained model go through the one measuring
+loop like the stack's (orderlab/models/pretrained.py); `describe_model` adds what both write to the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from orderlab.measure import corpus
+from orderlab.measure.rows import Progress
+from orderlab.models.devices import validate_device
+from orderlab.models.hf.loader import import_transformers
+from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
+from orderlab.results.folder import Manifest, build_manifest, write_results
+from orderlab.results.outcome import Outcome, RunView, run_title
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import LoadedSpec
+from orderlab.spec.schema import Spec
+
+
+def write_corpus_experiment(
+    loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None
+) -> Outcome:
+    """Run a corpus-mode spec and write its results folder atomically (see experiment.write_experiment)."""
+    spec = loaded.spec
+    inputs = spec.inputs
+    assert isinstance(inputs, CorpusInputs)
+    validate_device(device)
+    started = time.perf_counter()
+    adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)
+    tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
+    manifest = build_manifest(
+        spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
+        dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
+    )  # fmt: skip
+    describe_model(spec, manifest)
+    corpus_file = loaded.path.parent / inputs.file
+    manifest["corpus"] = {"file": inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
+    write_results(folder, tables, manifest)
+    files = [f"{name}.csv" for name in tables] + ["manifest.json"]
+    ablations: list[str] = list(spec.pretrained.position_embeddings)
+    view = RunView(
+        run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
+    )
+    return Outcome(folder, len(tables["metrics"]), files, view, 0, time.perf_counter() - started)
+
+
+def describe_model(spec: Spec, manifest: Manifest) -> None:
+    """The pretrained model's spec and transformers' version, added to a run's manifest."""
+    manifest["model"] = spec.model.model_dump()
+    manifest["versions"]["transformers"] = import_transformers().__version__
+
+
+def run_corpus(
+    spec: Spec, spec_path: Path, adapters: list[PretrainedAdapter], advance: Progress
+) -> dict[str, pd.DataFrame]:
+    """Every corpus sentence against its shuffles, under every position ablation (one adapter each)."""
+    inputs = spec.inputs
+    assert isinstance(inputs, CorpusInputs)
+    ablations = spec.pretrained.position_embeddings
+    work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs)
+    total, done, frames = len(ablations) * len(work.owner), 0, []
+
+    def step(count: int) -> None:
+        nonlocal done
+        done += count
+        advance(done, total)
+
+    for adapter in adapters:
+        with torch.inference_mode():
+            pooled = corpus.encode(adapter, work, inputs.batch_size, step)
+        frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))
+    metrics = pd.concat(frames, ignore_index=True)
+    metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
+    sentences = corpus.sentence_rows(metrics, work, inputs.threshold)
+    summary = corpus.summary_rows(metrics, list(ablations), inputs.threshold)
+    return {"metrics": metrics, "sentences": sentences, "summary": summary}

@@ -1,0 +1,1 @@
+"""The one measuring loop, its rows and metrics, noise and verdicts, probing, attention maps, corpus mode."""

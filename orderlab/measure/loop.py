@@ -1,0 +1,451 @@
+"""Streaming sweeps: permutations go through the stack a chunk at a time; metrics are reduced as they stream.
+
+All orderings of 8 words are 40,320 sequences, of 9 words 362,880: building them all, or all their
+rows, makes memory grow with n!. Here permutations come from a lazy iterator in the order of the
+tidy CSV, f(X) is computed once per input and encoding, and each chunk's metrics (computed by
+rows.record_metrics, the one place metrics are defined) either leave at once as tidy rows or are folded
+into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
+chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
+every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
+
+A shard (orderlab/dist/shards.py) runs this same loop on its units only: a range of a sentence's permutations
+ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
+orderlab/results/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import sys
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import torch
+
+from orderlab.dist.shards import PERMUTATIONS, PROBES, Unit, condition_labels
+from orderlab.measure.attention_maps import AttentionCapture, shown_maps
+from orderlab.measure.exactsum import ExactSum
+from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
+from orderlab.measure.rows import (
+    COLUMNS,
+    KEY_COLUMNS,
+    Collector,
+    RowCollector,
+    record_metrics,
+    record_pair,
+)
+from orderlab.models.attention_stack import StackConfig
+from orderlab.spec import permutations as perms
+from orderlab.spec.estimate import (
+    CPU_CHUNK_BYTES,
+    GPU_CHUNK_BYTES,
+    available_memory,
+    sequence_values,
+    sequences_per_chunk,
+)
+from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
+from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import SweptValue
+from orderlab.spec.text import occurrence_matching, tokenize
+
+if TYPE_CHECKING:
+    from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+
+SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
+STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
+
+
+Advance = Callable[[int, int], None]  # (done, total) sequences
+StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
+Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's order, then the run's digest
+
+
+@dataclass
+class Partial:
+    """A shard's share of one sentence under one condition: its running summary and the round-off measured for it."""
+
+    summary: SummaryCollector
+    noise: dict[NoiseKey, float]
+
+
+@dataclass
+class Piece:
+    """What one unit of a shard left: the rows it wrote to metrics.csv, and its max rows or its partial summary."""
+
+    unit: Unit
+    combination: dict[str, SweptValue]  # the swept fields' values of the unit's combination
+    rows: int
+    worst: pd.DataFrame | None = None  # a whole unit (probes, position probe): its max rows, tagged
+    partial: Partial | None = None  # a range of permutations: the summary to fold with the other shards'
+
+
+@dataclass
+class Digest:
+    """What a run keeps besides the rows it streams out: small, whatever the number of permutations."""
+
+    worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
+    attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reorderings)
+    non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
+    pieces: list[Piece] = field(default_factory=list)  # a shard's units in order (in place of `worst`); else empty
+
+    def worst_table(self) -> pd.DataFrame:
+        """The max over permutations per group, layer, head and metric (probes as they are), for `summarize`."""
+        return pd.concat(self.worst, ignore_index=True)
+
+    def attention_table(self) -> pd.DataFrame | None:
+        return pd.concat(self.attention, ignore_index=True) if self.attention else None
+
+
+def tune_allocator() -> None:
+    """Keep glibc malloc from returning each chunk's large tensors to the OS and mapping them again.
+
+    Measured: per-chunk mmap/munmap of the 8-32 MB activations cost up to 40% of a sweep's time.
+    Raising the mmap threshold to glibc's maximum (32 MiB) and the trim threshold keeps that
+    memory in the heap for the next chunk, so peak memory is unchanged. No-op off glibc.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from <malloc.h>
+    libc.mallopt(m_mmap_threshold, 32 * 2**20)
+    libc.mallopt(m_trim_threshold, 512 * 2**20)
+
+
+def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: torch.device) -> int:
+    """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
+    itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
+    values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
+    budget = CPU_CHUNK_BYTES if device.type == "cpu" else GPU_CHUNK_BYTES
+    if device.type == "cuda":
+        budget = min(budget, torch.cuda.mem_get_info(device)[0] // 4)
+    else:
+        budget = min(budget, available_memory() // 4)
+    return sequences_per_chunk(values, itemsize, budget)
+
+
+class SummaryCollector:
+    """RowCollector's `add` and `add_where`, folding each chunk into a running max (and its first
+    permutation) and an exact mean."""
+
+    def __init__(self, case: str, sentence: str, encoding: str, words: list[str]):
+        self.fixed = {"case": case, "input": sentence, "encoding": encoding}
+        self.words = words
+        self.chunk: list[perms.Permutation] = []
+        self.worst: dict[StatKey, tuple[float, perms.Permutation]] = {}  # (layer, head, metric) -> max, where
+        self.first: dict[StatKey, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
+        self.sums: dict[StatKey, ExactSum] = {}
+        self.counts: dict[StatKey, int] = {}
+
+    def start(self, chunk: list[perms.Permutation]) -> None:
+        self.chunk = chunk
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
+        """values: (B,), one per permutation of the current chunk."""
+        self._fold((layer, head, metric), values, self.chunk)
+
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
+        """Fold only the permutations where keep (B,) is True; values: (B,)."""
+        chosen = [p for p, k in zip(self.chunk, keep.cpu().tolist(), strict=True) if k]
+        if chosen:
+            self._fold((layer, None, metric), values[keep], chosen)
+
+    def _fold(self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
+        top, where = values.max(dim=0)  # the first maximum; NaN wins
+        self.first.setdefault(key, chunk[0])
+        self._keep_max(key, float(top), chunk[int(where)])
+        self.sums.setdefault(key, ExactSum()).add(values.double().cpu().numpy())
+        self.counts[key] = self.counts.get(key, 0) + len(chunk)
+
+    def _keep_max(self, key: StatKey, value: float, where: perms.Permutation) -> None:
+        """A later maximum replaces the known one only if larger (or NaN over a number): the first one stays."""
+        known = self.worst.get(key)
+        if known is None or value > known[0] or (math.isnan(value) and not math.isnan(known[0])):
+            self.worst[key] = (value, where)
+
+    def absorb(self, later: SummaryCollector) -> None:
+        """Fold in the summary of the permutations that come after this one's (a later shard's range)."""
+        for key, (value, where) in later.worst.items():
+            self.first.setdefault(key, later.first[key])
+            self._keep_max(key, value, where)
+            self.sums.setdefault(key, ExactSum()).absorb(later.sums[key])
+            self.counts[key] = self.counts.get(key, 0) + later.counts[key]
+
+    def state(self) -> dict[str, Any]:
+        """Plain data, for a shard's partial summary on disk (JSON); `from_state` reads it back."""
+        stats = [
+            {"layer": layer, "head": head, "metric": metric, "max": value, "where": list(where),
+             "first": list(self.first[(layer, head, metric)]), "sum": self.sums[(layer, head, metric)].state(),
+             "count": self.counts[(layer, head, metric)]}
+            for (layer, head, metric), (value, where) in self.worst.items()
+        ]  # fmt: skip
+        return {"case": self.fixed["case"], "input": self.fixed["input"], "encoding": self.fixed["encoding"],
+                "words": self.words, "statistics": stats}  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SummaryCollector:
+        summary = cls(state["case"], state["input"], state["encoding"], state["words"])
+        for stat in state["statistics"]:
+            key = (stat["layer"], stat["head"], stat["metric"])
+            summary.worst[key] = (float(stat["max"]), tuple(stat["where"]))
+            summary.first[key] = tuple(stat["first"])
+            summary.sums[key] = ExactSum.from_state(stat["sum"])
+            summary.counts[key] = stat["count"]
+        return summary
+
+    def frame(self) -> pd.DataFrame:
+        """Two rows per (layer, head, metric): the max with its permutation, and the mean."""
+        columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
+        columns |= {"statistic": [], "value": []}
+        for (layer, head, metric), (top, where) in self.worst.items():
+            for statistic, label, permuted, value in (
+                ("max", perms.label(where), " ".join(perms.apply(where, self.words)), top),
+                ("mean", "", "", self.sums[(layer, head, metric)].mean(self.counts[(layer, head, metric)])),
+            ):
+                for column, item in zip(columns, (label, permuted, layer, head, metric, statistic, value), strict=True):
+                    columns[column].append(item)
+        frame = pd.DataFrame(columns)
+        frame["head"] = frame["head"].astype("Int64")
+        return frame.assign(**self.fixed)
+
+    def name_first_where_round_off(self, table: pd.DataFrame) -> None:
+        """A judged max within round-off is 0 for every permutation: name the first one, as per-permutation rows do.
+
+        Otherwise the permutation named would be wherever this CPU's round-off happened to peak.
+        """
+        zero = (table["statistic"] == "max") & (table["value"] == 0)
+        for index in table.index[zero]:
+            row = table.loc[index]
+            first = self.first[(row["layer"], None if pd.isna(row["head"]) else row["head"], row["metric"])]
+            table.loc[index, ["permutation", "permuted"]] = perms.label(first), " ".join(perms.apply(first, self.words))
+
+
+def finish_summary(
+    summary: SummaryCollector, noise: dict[NoiseKey, float], dtype: str
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows; how many
+    came out non-finite). The one place a summary is finished, for a whole run and for a merge of shards alike."""
+    table = summary.frame()
+    judged = judge(table, noise, dtype)
+    summary.name_first_where_round_off(table)
+    order = ["layer", "head", "metric", "statistic"]
+    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    return rows, table[table["statistic"] == "max"], judged
+
+
+def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:
+    """The combination's columns first, then the frame's own."""
+    return frame.assign(**combination)[[*combination, *frame.columns]] if combination else frame
+
+
+class FanOut:
+    """Passes each `add` and `add_where` to several collectors: one record_metrics call feeds rows and summary."""
+
+    def __init__(self, *collectors: Collector):
+        self.collectors = collectors
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
+        for collector in self.collectors:
+            collector.add(metric, layer, values, head)
+
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
+        for collector in self.collectors:
+            collector.add_where(keep, metric, layer, values)
+
+
+class MeasuringLoop:
+    """One concrete spec's measurements as a stream of tidy frames, already in metrics.csv's sorted order.
+
+    Concrete: no swept model fields (sweep_run.SweepRun runs each combination through one of these).
+    The models come as adapters (orderlab/models), one per condition (encoding or position ablation),
+    so this one loop measures the attention stack and pretrained models alike.
+    `frames(adapters)` yields the rows and returns the run's Digest; the loop keeps no results itself.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        chunk_size: int | None = None,
+        progress: Advance | None = None,
+        combination: Mapping[str, SweptValue] | None = None,
+        units: list[Unit] | None = None,
+    ):
+        """combination: the swept fields' values this concrete spec stands for, written first on every row.
+        units: a shard's units of this combination (shards.partition); None measures everything."""
+        self.spec, self.chunk_size, self.progress = spec, chunk_size, progress
+        self.combination = dict(combination or {})
+        self.dtype = spec.model.dtype
+        self.attention_maps = ATTENTION_FAMILY in spec.metrics
+        self.per_permutation = spec.rows == "per_permutation"
+        self.units = None if units is None else {unit.segment[1:]: unit for unit in units}
+        lowercase = spec.embeddings.lowercase
+        sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
+        self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
+        if units is not None:
+            self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
+        # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
+        self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
+
+    def frames(self, adapters: list[Adapter]) -> Frames:
+        spec, digest, done = self.spec, Digest(), 0
+
+        def advance(sequences: int) -> None:
+            nonlocal done
+            done += sequences
+            if self.progress:
+                self.progress(done, self.total)
+
+        pairs = [(adapter, adapter.twin()) for adapter in adapters]
+        rules: dict[str, list[perms.Rule]] = {}
+        for item in spec.sentences:
+            rules.setdefault(item.sentence, []).append(item.permutations)
+        capture = AttentionCapture(shown_maps(spec)) if self.attention_maps and spec.sentences else None
+        for sentence in sorted(rules):
+            shown = capture if capture and capture.shown.sentence == sentence else None
+            for adapter, twin in pairs:
+                unit = self.units.get((PERMUTATIONS, sentence, adapter.label)) if self.units is not None else None
+                if self.units is not None and unit is None:
+                    continue  # another shard's
+                held = shown if unit is None or unit.start == 0 else None  # maps come from the first range
+                for frame in self.sweep_sentence(adapter, twin, sentence, rules[sentence], digest, advance, held, unit):
+                    yield self.tagged(frame)
+        probes = []
+        probe_unit = self.units.get((PROBES, "", "")) if self.units is not None else None
+        for adapter, twin in pairs if self.units is None or probe_unit else []:
+            for a, b in spec.probes:
+                table, non_finite = self.measure_probe(adapter, twin, a, b)
+                digest.non_finite += non_finite
+                probes.append(table)
+                advance(1)
+        if probes:
+            worst = pd.concat(probes, ignore_index=True)
+            if not self.per_permutation:
+                both = [worst.assign(statistic=s) for s in STATISTICS]
+                table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
+                table = table[SUMMARY_COLUMNS]
+            else:
+                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+            yield self.tagged(table)
+            if probe_unit is None:
+                digest.worst.append(worst)
+            else:
+                digest.pieces.append(Piece(probe_unit, self.combination, len(table), worst=self.tagged(worst)))
+        digest.worst = [self.tagged(table) for table in digest.worst]
+        digest.attention = [self.tagged(capture.frame())] if capture and capture.frames else []
+        return digest
+
+    def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return tag(frame, self.combination)
+
+    def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
+        """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
+        identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
+        sentence = twin.sentence(words)
+        other = sentence.forward(identity, self.attention_maps).cast(adapter.dtype)
+        noise = NoiseCollector()
+        model_slots = sentence.attention_slots(identity) if self.attention_maps else None
+        record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
+        return noise
+
+    @torch.inference_mode()
+    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> tuple[pd.DataFrame, int]:
+        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass),
+        and how many came out non-finite."""
+        spec = self.spec
+        words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
+        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
+        matching = occurrence_matching(words_a, words_b)
+        rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
+        record_pair(spec, rows, adapter, out_a, out_b, matching)
+        sides = []
+        for out, words in ((out_a, words_a), (out_b, words_b)):
+            other = twin.sentence(words).forward(identity(words, twin), False).cast(adapter.dtype)
+            sides.append(NoiseCollector())
+            record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
+        table = rows.frame()
+        return table, judge(table, merge(*sides), self.dtype)
+
+    def sweep_sentence(
+        self,
+        adapter: Adapter,
+        twin: Adapter,
+        sentence: str,
+        rules: list[perms.Rule],
+        digest: Digest,
+        advance: Callable[[int], None],
+        capture: AttentionCapture | None,
+        unit: Unit | None = None,
+    ) -> Generator[pd.DataFrame]:
+        """All permutations of one sentence under one condition, chunk by chunk; its max rows go to the digest.
+
+        unit: a shard's range of them, whose summary goes to the digest as a Partial instead; None: all of them."""
+        spec, label = self.spec, adapter.label
+        words = tokenize(sentence, spec.embeddings.lowercase)
+        n = len(words)
+        with torch.inference_mode():
+            bound = adapter.sentence(words)
+            reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
+            noise = self.measure_noise(adapter, twin, words, reference).figures
+        if capture:
+            capture.keep_original(label, reference.attention)
+        start, stop = (unit.start, unit.stop) if unit else (0, None)
+        stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
+        size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
+        summary = SummaryCollector("permutation", sentence, label, words)
+        rows_written = 0
+        for chunk in perms.chunks(stream, size):
+            summary.start(chunk)
+            collector: Collector = summary
+            if self.per_permutation:
+                reordered = [" ".join(perms.apply(p, words)) for p in chunk]
+                rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
+                collector = FanOut(rows, summary)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector)
+            if capture:
+                capture.keep_shown(label, chunk, output.attention)
+            advance(len(chunk))
+            if self.per_permutation:
+                table = rows.frame()
+                digest.non_finite += judge(table, noise, self.dtype)
+                rows_written += len(table)
+                yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+        # Shown reorderings this pass never reached (not in the rule, or in a later shard's range): the same
+        # model runs them once more.
+        if capture and (missing := capture.missing(label)):
+            with torch.inference_mode():
+                orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
+                capture.keep_shown(label, missing, bound.forward(orders, True).attention)
+        if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
+            digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
+            return
+        summary_rows, worst, judged = finish_summary(summary, noise, self.dtype)
+        digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already
+        digest.worst.append(worst)
+        if not self.per_permutation:
+            yield summary_rows
+
+    @torch.inference_mode()
+    def measure_chunk(
+        self, adapter: Adapter, bound: Sentence, reference: Pass, chunk: list[perms.Permutation], collector: Collector
+    ) -> Pass:
+        """One chunk of reorderings of the bound sentence through the model; its metrics go to the collector."""
+        words, device = bound.words, adapter.device
+        slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
+        matching = slots  # without repeated words, occurrence matching is the permutation itself
+        if len(set(words)) < len(words):
+            matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
+            matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
+        output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
+        model_slots = bound.attention_slots(slots) if self.attention_maps else None
+        record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
+        return output
+
+
+def identity(words: list[str], adapter: Adapter) -> torch.Tensor:
+    """The unpermuted order of a sentence, as a batch of one: (1, n)."""
+    return torch.arange(len(words), device=adapter.device)[None]

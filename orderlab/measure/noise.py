@@ -1,0 +1,62 @@
+"""The round-off each metric carries in a run, measured, and the verdicts that follow from it.
+
+The reference pass f(X) is repeated in the other precision (float32 <-> float64) by a twin model
+with the same weights and encoding; evaluating a metric between the two passes with the identity
+permutation gives that metric's round-off at each layer and head (see orderlab/measure/verdicts.py for
+the rule). The same collectors that take a chunk's metrics take these figures, so every metric
+is measured by the one code path that computes it. Never prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from orderlab.measure.verdicts import NOISE_SOURCE, NON_FINITE, canonical, round_off_lines, verdicts
+
+NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary rows key the same way
+
+
+class NoiseCollector:
+    """RowCollector's `add` and `add_where`, keeping the largest figure per (layer, head, metric)."""
+
+    def __init__(self) -> None:
+        self.figures: dict[NoiseKey, float] = {}
+
+    def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
+        self.keep((layer, head, metric), values.double().cpu().tolist())
+
+    def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
+        self.keep((layer, None, metric), values[keep].double().cpu().tolist())
+
+    def keep(self, key: NoiseKey, values: Iterable[float]) -> None:
+        for value in values:
+            known = self.figures.get(key, -math.inf)
+            self.figures[key] = value if math.isnan(value) or value > known else known
+
+
+def merge(*collectors: NoiseCollector) -> dict[NoiseKey, float]:
+    """The largest figure of each key over several collectors (NaN wins): e.g. both sentences of a probe."""
+    merged = NoiseCollector()
+    for collector in collectors:
+        for key, value in collector.figures.items():
+            merged.keep(key, [value])
+    return merged.figures
+
+
+def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
+    """Set each row's verdict from its measured round-off and zero the values within it; return the non-finite count.
+
+    table: tidy rows with layer, head, metric and value columns, all measured under one noise map.
+    """
+    heads = [None if pd.isna(head) else int(head) for head in table["head"]]
+    keys = zip(table["layer"].astype(int), heads, table["metric"], strict=True)
+    figures = np.array([noise.get((layer, head, NOISE_SOURCE.get(m, m)), math.nan) for layer, head, m in keys])
+    judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), round_off_lines(figures, dtype))
+    table["verdict"] = judged
+    table["value"] = canonical(table["value"].to_numpy(), judged)
+    return int((judged == NON_FINITE).sum())

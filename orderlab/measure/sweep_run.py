@@ -1,0 +1,167 @@
+"""Running a sweep: every combination of a spec streamed through the runner, as one stream of tidy frames.
+
+Rows are grouped by combination (its columns come first and lead the sort), so each combination
+streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth. Never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from orderlab.dist.shards import DECODABILITY, Unit
+from orderlab.measure import probing
+from orderlab.measure.intervals import over_seeds
+from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
+from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.models.build import build_adapters, compile_records
+from orderlab.models.devices import CPU
+from orderlab.models.trained import trained_adapters
+from orderlab.spec.metric_names import DECODABILITY_FAMILY
+from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
+from orderlab.train.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.train.train import TrainedStack, train_stack
+
+
+def axes(spec: Spec) -> list[str]:
+    """The columns that lead every row: the swept fields, then, for a trained spec, `weights` (it measures every
+    combination twice, its trained and its untrained stacks)."""
+    return [*swept_fields(spec), *([WEIGHTS] if spec.train else [])]
+
+
+class SweepRun:
+    """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
+
+    Rows are grouped by combination (its columns come first and lead the sort), so each
+    combination streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth.
+    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        device: torch.device = CPU,
+        chunk_size: int | None = None,
+        progress: Progress | None = None,
+        spec_file: Path = Path("spec.yaml"),
+        notes: Callable[[str], None] | None = None,
+        units: list[Unit] | None = None,
+    ):
+        """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text;
+        units: a shard's units (shards.partition): only they are measured, each leaving a Piece in the digest."""
+        self.spec, self.device, self.progress, self.spec_file, self.notes = spec, device, progress, spec_file, notes
+        self.axes = axes(spec)
+        self.configurations = in_row_order(spec)
+        # Per combination and weights: its loop and the shard's units of it (None: all its work).
+        self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
+        self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
+        self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
+        self.total = 0
+        for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
+            share = None if units is None else [unit for unit in units if unit.combination == index]
+            for weights in (TRAINED, UNTRAINED) if spec.train else (None,):
+                columns = configuration.columns | ({WEIGHTS: weights} if weights else {})
+                self.total += training_work(configuration.spec) if weights == TRAINED else 0
+                loop = MeasuringLoop(configuration.spec, chunk_size, self._after(self.total), columns, share)
+                self.groups.append((configuration, weights, loop, share))
+                self.total += loop.total
+
+    @property
+    def per_permutation(self) -> bool:
+        return self.spec.rows == "per_permutation"
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.axes, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS)]
+
+    def frames(self) -> Frames:
+        run, done = Digest(), 0
+        for configuration, weights, loop, share in self.groups:
+            if share == []:
+                continue  # other shards measure this combination
+            spec = configuration.spec
+            if weights == TRAINED:
+                stacks = self._train(spec, done)
+                self.trained += [(configuration, stack) for stack in stacks]
+                done += training_work(spec)
+                yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
+                adapters = trained_adapters(spec, stacks, self.device)
+            else:
+                adapters = build_adapters(spec, self.device, self.spec_file)
+            decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
+            if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
+                probe = probing.measure_decodability(spec, adapters)
+                probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
+                rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
+                yield rows
+                if decodability is None:
+                    run.worst.append(probe)
+                else:
+                    run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
+            digest = yield from loop.frames(adapters)
+            self.compiled += compile_records(adapters, configuration.columns)
+            done += loop.total
+            run.worst += digest.worst
+            run.attention += digest.attention
+            run.non_finite += digest.non_finite
+            run.pieces += digest.pieces
+        return run
+
+    def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
+        """One stack per encoding, in label order; progress counts each step as its batch of sentences."""
+        assert spec.train is not None
+        batch, steps = spec.train.batch, spec.train.steps
+        stacks = []
+        for index, choice in enumerate(sorted(spec.encodings, key=lambda c: c.label)):
+            start = before + index * steps * batch
+
+            def step(done: int, loss: float, start: int = start, label: str = choice.label) -> None:
+                self._advance(start + done * batch)
+                if self.notes:
+                    self.notes(f"training {label}: step {done}/{steps}, loss {loss:.3f}")
+
+            stacks.append(train_stack(spec, choice, step))
+        if self.notes:
+            self.notes("measuring")
+        return stacks
+
+    def _after(self, before: int) -> Progress:
+        """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
+        return lambda done, _total: self._advance(before + done)
+
+    def _advance(self, done: int) -> None:
+        if self.progress:
+            self.progress(done, self.total)
+
+
+def run_sweep(
+    spec: Spec, device: torch.device = CPU, progress: Progress | None = None, chunk_size: int | None = None
+) -> RunResult:
+    """Every combination's rows in memory: for tests, `compare` and other small runs."""
+    started = time.perf_counter()
+    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)  # rows only
+    return RunResult(table, device, time.perf_counter() - started)
+
+
+def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
+    """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out.
+    Over a seed sweep, per cell the mean over seeds of the per-seed worst value and its bootstrap interval."""
+    errors = table[~table["case"].isin(["decodability", TASK_CASE])]
+    if errors.empty:
+        return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])
+    if not swept:
+        return summarize(errors, encodings)
+    parts = []
+    for values, group in errors.groupby(swept, sort=True):
+        part = summarize(group, encodings)
+        for position, (name, value) in enumerate(zip(swept, values, strict=True), start=2):
+            # pandas-stubs type group keys as Hashable; each is a cell of a swept column
+            part.insert(position, name, value)  # type: ignore[arg-type]
+        parts.append(part)
+    per_combination = pd.concat(parts, ignore_index=True)
+    return over_seeds(per_combination, SEED, encodings) if SEED in swept else per_combination

@@ -1,0 +1,77 @@
+"""The adapter protocol: what the measuring loop asks of a model, whatever the model is.
+
+A model is measured on one sentence at a time. `Adapter.sentence(words)` binds a sentence; its
+`forward(orders)` runs B reorderings of it (orders[b, i] = the word at slot i, as in
+orderlab.spec.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
+so that every metric compares the same word occurrences whatever the tokenizer did. Sentence-level
+poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) and
+attention maps on the model's own slots come with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import torch
+
+from orderlab.spec.schema import DecodabilitySpec
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One forward pass over B orderings of a sentence."""
+
+    hidden: list[torch.Tensor]  # L+1 x (B, n, d): word states per layer (layer 0: the input, positions added)
+    pooled: dict[str, list[torch.Tensor]]  # pooling -> L+1 x (B, d): the sentence vectors the model defines
+    attention: list[torch.Tensor]  # L x (B, h, T, T) on the model's own slots, when asked for; else empty
+    logprob: torch.Tensor | None = None  # (B,) a causal LM's log-probability of each reordering; else None
+
+    def cast(self, dtype: torch.dtype) -> Pass:
+        """The same pass in another dtype (the round-off twin's, compared with the run's)."""
+        return Pass(
+            [h.to(dtype) for h in self.hidden],
+            {how: [v.to(dtype) for v in vectors] for how, vectors in self.pooled.items()},
+            [a.to(dtype) for a in self.attention],
+            None if self.logprob is None else self.logprob.to(dtype),
+        )
+
+
+class Sentence(Protocol):
+    """A sentence bound to a model."""
+
+    words: list[str]
+
+    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
+        """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py)."""
+        ...
+
+    def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
+        """(B, T): where each reordering moves the model's own slots (its tokens), for attention metrics."""
+        ...
+
+
+class Adapter(Protocol):
+    """One condition of a run (an encoding, a position ablation): a model the loop measures."""
+
+    label: str  # the `encoding` column of its rows
+    dtype: torch.dtype
+    device: torch.device
+    # Row metrics (metric_registry) computed on pooled sentence vectors, each with the pooling it compares:
+    invariance: ClassVar[dict[str, str]]  # relative L2 change of the pooled vector
+    cosine: ClassVar[dict[str, str]]  # 1 - cos of the pooled vectors
+    pair_cosine: ClassVar[dict[str, str]]  # probes: 1 - cos of a's and b's pooled vectors, beside the mean's
+
+    def sentence(self, words: list[str]) -> Sentence: ...
+
+    def twin(self) -> Adapter:
+        """The same model in the other precision (float32 <-> float64): its passes measure this one's round-off."""
+        ...
+
+    def chunk_size(self, n: int, attention: bool) -> int:
+        """Reorderings per forward pass of an n-word sentence, so that one chunk fits the memory budget."""
+        ...
+
+    def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
+        """L+1 x (S, length, d): word states of the position probe's seeded random sentences."""
+        ...

@@ -1,0 +1,35 @@
+"""`build_adapters`: a concrete spec to one adapter per condition; `prefix_sharing`: how each runs its causal passes.
+
+Kept out of the package's __init__ so that importing one model module does not import them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from orderlab.models import kv_prefix
+from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+from orderlab.models.stack import compile_records, stack_adapters
+from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
+from orderlab.models.trained import checkpoint_adapters
+from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
+
+__all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "compile_records", "prefix_sharing"]
+
+
+def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
+    """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin."""
+    if uses_backend(spec):
+        from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
+
+        return list(pretrained_adapters(spec, device, spec_file))  # a list[Adapter] (lists are invariant)
+    if isinstance(spec.model, CheckpointModelSpec):
+        return checkpoint_adapters(spec, device, spec_file)
+    return stack_adapters(spec, device)
+
+
+def prefix_sharing(spec: Spec) -> dict[str, str]:
+    """manifest.json's `prefix_sharing`: how each condition's causal passes run, shared prefixes or dense (empty
+    for a spec without causal models)."""
+    return kv_prefix.prefix_sharing(spec) if uses_backend(spec) else stack_prefix_sharing(spec)

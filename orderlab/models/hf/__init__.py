@@ -1,0 +1,1 @@
+"""The model zoo through transformers (optional extra `orderlab[hf]`): loading, families, ablations."""

@@ -1,0 +1,179 @@
+"""Loading or building a model of the zoo offline, and running it under a position ablation.
+
+Nothing is downloaded, ever: HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before transformers is
+imported and every load passes local_files_only. A model comes from a checkpoint folder (its own
+tokenizer) or is built from its family's small config with seeded weights and a word-level
+tokenizer over the spec's words (`Seeded`). The tokenizer splits each white-space word separately
+(is_split_into_words), so a reordered sentence has exactly the sub-tokens the tokenizer would give
+it, and words can be moved as groups of sub-tokens. An ablation is applied around each pass by the
+family's code (models/hf/families), never by writing weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from orderlab.errors import OrderlabError
+from orderlab.models.batching import aligned_batch
+from orderlab.models.hf.extra import MissingExtraError, missing_message, packaged_model_folder
+from orderlab.models.hf.families import FAMILY_CODE
+from orderlab.models.hf.families.family_code import Shape
+from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a seeded model's word-level tokenizer: ids 0..3
+
+
+def import_transformers() -> ModuleType:
+    """transformers, switched to offline mode and silent; MissingExtraError if the extra is absent."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import transformers
+    except ImportError:
+        raise MissingExtraError(missing_message("hf", "transformers")) from None
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    return transformers
+
+
+def model_folder(model: PretrainedModelSpec | HFModelSpec, spec_file: Path) -> Path | None:
+    """The checkpoint folder of a spec's model; None for seeded weights."""
+    if isinstance(model, PretrainedModelSpec):
+        return packaged_model_folder(model.name)
+    return None if model.path is None else spec_file.parent / model.path
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """A model with seeded random weights from its family's small config, and a word-level tokenizer over `words`."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    words: tuple[str, ...]
+    seed: int
+
+
+@dataclass
+class Forward:
+    hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, T, d); hidden[0]: embeddings output
+    attention: list[torch.Tensor]  # n_layers tensors (B, h, T, T) when asked for, else empty
+    logits: torch.Tensor | None  # (B, T, V) next-token logits of a causal LM, else None
+
+
+def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool) -> Any:
+    """A fast tokenizer with one id per word (tokenizers library, offline): [CLS] w... [SEP], or [CLS] w... (causal)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors  # lazy: the hf extra
+
+    vocabulary = {token: index for index, token in enumerate((*SPECIALS, *sorted(set(words))))}
+    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    template = "[CLS] $A" if causal else "[CLS] $A [SEP]"
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=template, special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        bos_token="[CLS]", eos_token="[SEP]",
+    )  # fmt: skip
+
+
+class PretrainedBackend:
+    """A tokenizer and a model of one family in eval mode, run under a position ablation (`set_positions`)."""
+
+    def __init__(
+        self,
+        source: Path | Seeded,
+        dtype: str = "float32",
+        device: torch.device | str = "cpu",
+        attention: bool = False,
+        family: str = "bert",
+    ):
+        transformers = import_transformers()
+        self.code = FAMILY_CODE[family]
+        self.device, self.dtype = torch.device(device), getattr(torch, dtype)
+        implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
+        model_class = getattr(transformers, self.code.model_class)
+        if isinstance(source, Seeded):
+            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal)
+            shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
+            config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
+            with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
+                torch.manual_seed(source.seed)
+                self.model = model_class._from_config(config, attn_implementation=implementation)
+        else:
+            try:
+                options = dict(self.code.tokenizer_options)
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True, **options)
+                self.model = model_class.from_pretrained(
+                    source, local_files_only=True, attn_implementation=implementation
+                )
+            except (OSError, ValueError) as error:
+                raise OrderlabError(f"cannot load a model from {source}: {str(error).splitlines()[0]}") from None
+        self.model.to(device=self.device, dtype=self.dtype).eval()
+        self.ablation, self.seed = "trained", 0
+
+    def twin(self, dtype: str) -> PretrainedBackend:
+        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
+        other = copy.copy(self)
+        other.dtype = getattr(torch, dtype)
+        other.model = copy.deepcopy(self.model).to(dtype=other.dtype)
+        return other
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The longest sequence the model's positions cover (None: relative positions, no table to run out of)."""
+        config = self.model.config
+        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+        return None if self.code.name in ("t5", "bloom") or limit is None else int(limit)
+
+    @property
+    def width(self) -> int:
+        return int(self.model.get_input_embeddings().weight.shape[1])
+
+    def set_positions(self, ablation: str, seed: int) -> None:
+        """Run later passes under `ablation` (the family's hooks around each pass; weights are never written)."""
+        self.ablation, self.seed = ablation, seed
+
+    def word_tokens(self, words: list[str]) -> WordTokens:
+        """Tokenize white-space words one by one, keeping each word's span of sub-tokens.
+
+        A causal LM's sequence starts with its BOS token, so that every word's log-probability is conditioned.
+        """
+        encoded = self.tokenizer(words, is_split_into_words=True, add_special_tokens=True)
+        ids, word_ids = list(encoded["input_ids"]), list(encoded.word_ids())
+        bos = self.tokenizer.bos_token_id
+        if self.code.causal and bos is not None and ids[:1] != [bos]:
+            ids, word_ids = [bos, *ids], [None, *word_ids]
+        try:
+            spans = spans_from_word_ids(word_ids, len(words))
+        except ValueError as error:
+            raise OrderlabError(f"cannot split {' '.join(words)!r} into words: {error}") from None
+        if self.max_tokens is not None and len(ids) > self.max_tokens:
+            raise OrderlabError(f"{' '.join(words[:6])}...: {len(ids)} tokens; expected at most {self.max_tokens}")
+        return WordTokens(tuple(ids), spans)
+
+    def forward(self, ids: torch.Tensor, attention: bool = False) -> Forward:
+        """ids: (B, T). All hidden states (attention maps if asked for; next-token logits of a causal LM).
+
+        The batch is padded (repeating its first row) so that B * T fills whole matmul row tiles
+        (see orderlab/models/batching.py): a sequence's numbers then do not depend on the batch it is in
+        or on the thread count, so the identity permutation matches its reference pass exactly.
+        """
+        count = ids.shape[0]
+        ids = aligned_batch(ids.to(self.device))
+        mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
+        with self.code.ablate(self.model, self.ablation, self.seed):
+            out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
+                             output_attentions=attention)  # fmt: skip
+        logits = out.logits[:count] if self.code.causal else None
+        attentions = [a[:count] for a in out.attentions] if attention else []
+        return Forward([h[:count] for h in out.hidden_states], attentions, logits)

@@ -1,0 +1,60 @@
+"""`orderlab models`: every family of the zoo, its positions and ablations, and the real weights found locally.
+
+Local weights are the packaged MiniLM (a bert) and the checkpoints in the Hugging Face cache whose
+config.json names a family's model_type. Only file names and config.json are read: nothing is
+loaded, nothing downloaded. Torch-free; compute only (report.models_table draws it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from orderlab.models.hf.extra import installed
+from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
+from orderlab.spec.userfiles import read_bounded
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    family: str
+    positions: str
+    causal: bool
+    ablations: dict[str, str]  # name -> what it does to this family
+    weights: list[str]  # local real weights: "minilm (packaged)", "gpt2 (HF cache)", ...
+
+
+def hub_cache() -> Path:
+    """Where huggingface_hub keeps downloaded models: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+    return Path(home) / "hub"
+
+
+def cached_models(cache: Path) -> dict[str, list[str]]:
+    """model_type -> the cached repositories ('org/name') whose snapshots hold a config.json of that type."""
+    found: dict[str, list[str]] = {}
+    for config in sorted(cache.glob("models--*/snapshots/*/config.json")):
+        try:
+            model_type = json.loads(read_bounded(config, 2**20)).get("model_type")
+        except (OSError, ValueError, AttributeError):
+            continue  # not a readable JSON mapping: not a checkpoint we could load
+        name = config.parents[2].name.removeprefix("models--").replace("--", "/")
+        if isinstance(model_type, str) and name not in found.get(model_type, []):
+            found.setdefault(model_type, []).append(name)
+    return found
+
+
+def catalog(cache: Path | None = None) -> list[ZooEntry]:
+    """One entry per family, in FAMILIES' order, with the weights this machine has for it."""
+    cached = cached_models(cache or hub_cache())
+    packaged = [f"{name} (packaged)" for name, (package, _, _) in PACKAGED_MODELS.items() if installed(package)]
+    entries = []
+    for family in FAMILIES.values():
+        weights = packaged if family.name == "bert" else []
+        weights = weights + [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
+        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, weights))
+    return entries

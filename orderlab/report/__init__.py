@@ -1,0 +1,1 @@
+"""Rendering only: terminal tables (rich), matplotlib figures, the HTML report and its templates."""

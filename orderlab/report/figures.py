@@ -1,0 +1,325 @@
+"""Figures from a results folder: metric vs layer, all-heads attention grids, position-probe accuracy.
+
+Reads only what `orderlab run` wrote (metrics.csv, attention.csv, manifest.json) and never
+recomputes, so a committed baseline can be re-plotted without torch. Uses matplotlib's Figure
+API with the Agg canvas: no pyplot state, no display needed. `plot_results` saves the figures
+(PNG, SVG or PDF) to <folder>/figures/ with a manifest.json naming them, written whole or not at
+all; the HTML report (report/html.py) draws the same figures inline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from matplotlib.typing import ColorType
+
+from orderlab.errors import OrderlabError
+from orderlab.results.folder import Manifest, staged_folder
+from orderlab.results.ownership import Writer, claim
+from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
+from orderlab.spec.sweep import describe
+from orderlab.train.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
+
+FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
+STYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+DPI = 150
+FORMATS = ("png", "svg", "pdf")  # what `plot --format` writes; the HTML report inlines SVG
+DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """One figure of a results folder, with what tells it apart from the others of its kind."""
+
+    stem: str  # file name without extension: metrics_by_layer, attention_causal-true_rope_layer2
+    kind: str  # metrics, decodability, task or attention
+    label: str  # 'rope, layer 2 (causal=true)'; empty where the folder has one figure of its kind
+    figure: Figure
+
+
+# Columns of a run over sentences and their permutations: per-layer metrics to draw (corpus runs have none).
+LAYER_COLUMNS = frozenset({"case", "layer", "metric", "value"})
+
+
+def has_layer_metrics(folder: Path) -> bool:
+    """Whether the folder holds a run's per-layer metrics (its metrics.csv header names LAYER_COLUMNS)."""
+    try:
+        with (folder / "metrics.csv").open(encoding="utf-8") as file:
+            header = file.readline().rstrip("\n").split(",")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return set(header) >= LAYER_COLUMNS and (folder / "manifest.json").is_file()
+
+
+def read_results(folder: Path) -> tuple[pd.DataFrame, Manifest, pd.DataFrame | None]:
+    """metrics.csv, manifest.json and attention.csv (None if absent) of a results folder."""
+    if not (folder / "metrics.csv").is_file() or not (folder / "manifest.json").is_file():
+        raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
+
+    def read(name: str) -> pd.DataFrame:
+        return pd.read_csv(folder / name, keep_default_na=False, na_values=[""])
+
+    attention = read("attention.csv") if (folder / "attention.csv").is_file() else None
+    metrics = read("metrics.csv")
+    if not set(metrics.columns) >= LAYER_COLUMNS:
+        raise OrderlabError(
+            f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
+            "run over sentences and their permutations"
+        )
+    return metrics, json.loads((folder / "manifest.json").read_text()), attention
+
+
+def plot_results(folder: Path, file_format: str = "png") -> list[Path]:
+    """Write every figure the folder's data supports into <folder>/figures/; return their paths."""
+    drawn = drawings(folder, *read_results(folder))
+    with claim(folder / "figures", Writer("plot")), staged_folder(folder / "figures") as staging:
+        for drawing in drawn:
+            drawing.figure.savefig(staging / f"{drawing.stem}.{file_format}", dpi=DPI, metadata=_no_date(file_format))
+    return [folder / "figures" / f"{drawing.stem}.{file_format}" for drawing in drawn]
+
+
+def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention: pd.DataFrame | None) -> list[Drawing]:
+    """Every figure the data supports: metrics by layer, decodability, then attention per configuration,
+    encoding and layer."""
+    swept = list(manifest.get("sweep", {}))
+    name = manifest["spec"]["name"]
+    drawn = []
+    errors = metrics[~metrics["case"].isin(["decodability", TASK_CASE])]
+    if not errors.empty:
+        drawn.append(
+            Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest["dtype"]))
+        )
+    probe = metrics[metrics["metric"] == POSITION_ACCURACY]
+    if not probe.empty:
+        chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
+        drawn.append(Drawing("decodability", "decodability", "", decodability(probe, swept, name, chance)))
+    accuracy = metrics[metrics["metric"] == TASK_ACCURACY]
+    if not accuracy.empty:
+        figure = task_accuracy(accuracy, [c for c in swept if c != WEIGHTS], name)
+        drawn.append(Drawing("task_accuracy", "task", "", figure))
+    if attention is not None:
+        words, reorderings = _attention_input(folder, manifest)
+        for columns, configuration in _by_configuration(attention, swept):
+            where = describe(columns)
+            for (encoding, layer), group in configuration.groupby(["encoding", "layer"], sort=False):
+                for number, reordering in enumerate(reorderings, start=1):
+                    shown = [] if len(reorderings) == 1 else [f"P{number}"]
+                    stem = "_".join(["attention", *([where] if where else []), str(encoding), f"layer{layer}", *shown])
+                    label = ", ".join([str(encoding), f"layer {layer}", *shown]) + (f" ({where})" if where else "")
+                    maps = group[group["reordering"].isin([0, number])]
+                    figure = attention_heads(maps, words, reordering, number, f"{name}: {label}")
+                    drawn.append(Drawing(_file_stem(stem), "attention", label, figure))
+    return drawn
+
+
+def _file_stem(text: str) -> str:
+    """A file name from a figure's description: 'causal=true' -> 'causal-true', anything odd -> '-'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace("=", "-").replace(" ", "_"))
+
+
+def _no_date(file_format: str) -> dict[str, str | None]:
+    """Metadata that keeps re-plotting byte-stable: no creation date in SVG and PDF (PNG writes none)."""
+    if file_format == "svg":
+        return {"Date": None}
+    return {"CreationDate": None} if file_format == "pdf" else {}
+
+
+def _attention_input(folder: Path, manifest: Manifest) -> tuple[str, list[dict[str, str]]]:
+    """The sentence and reorderings attention.csv shows, which manifest.json records once."""
+    shown = manifest.get("attention")
+    if not isinstance(shown, dict) or not {"words", "reorderings"} <= set(shown):
+        raise OrderlabError(
+            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
+            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
+        )
+    return str(shown["words"]), list(shown["reorderings"])
+
+
+def _by_configuration(frame: pd.DataFrame, swept: list[str]) -> Iterator[tuple[dict[str, object], pd.DataFrame]]:
+    if not swept:
+        yield {}, frame
+        return
+    for values, group in frame.groupby(swept, sort=True):
+        yield dict(zip(swept, map(_plain, values), strict=True)), group
+
+
+def _lines(frame: pd.DataFrame, swept: list[str]) -> list[tuple[str, int, int, pd.DataFrame]]:
+    """(label, colour index, style index, group) per encoding x configuration, in file order."""
+    encodings = list(dict.fromkeys(frame["encoding"]))
+    configurations = list(dict.fromkeys(map(tuple, frame[swept].to_numpy()))) if swept else [()]
+    lines = []
+    for e, encoding in enumerate(encodings):
+        for c, values in enumerate(configurations):
+            mask = frame["encoding"] == encoding
+            for column, value in zip(swept, values, strict=True):
+                mask &= frame[column] == value
+            if mask.any():
+                config = describe(dict(zip(swept, map(_plain, values), strict=True)))
+                colour = e if len(encodings) > 1 else c  # one encoding: colour tells configurations apart
+                lines.append(((f"{encoding} · {config}" if config else encoding), colour, c, frame[mask]))
+    return lines
+
+
+def _draw_lines(ax: Axes, lines: list[tuple[str, pd.Series]], styles: list[tuple[int, int]]) -> None:
+    """One line per (label, values by layer), each shifted sideways by its own small offset (DODGE), so that
+    lines with equal values (every encoding at ≈0, say) sit side by side instead of hiding each other."""
+    colours = _colours()
+    for index, ((label, series), (colour, style)) in enumerate(zip(lines, styles, strict=True)):
+        offset = (index - (len(lines) - 1) / 2) * DODGE
+        ax.plot(series.index + offset, series.to_numpy(), label=label, color=colours[colour % len(colours)],
+                linestyle=STYLES[style % len(STYLES)], marker=MARKERS[index % len(MARKERS)], markersize=5,
+                markerfacecolor="none")  # fmt: skip
+
+
+def _metric_order(names: list[str]) -> list[str]:
+    """Panels in the registry's order (equivariance, invariance, attention, ..., probe distances); others after."""
+    rank = {name: i for i, name in enumerate(METRIC_NAMES)}
+    return sorted(dict.fromkeys(names), key=lambda name: (rank.get(name, len(rank)), name))
+
+
+def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: str) -> Figure:
+    """One panel per metric: the worst value over inputs, permutations and heads, per layer, log scale."""
+    names = _metric_order(list(frame["metric"]))
+    columns = min(3, len(names))
+    rows = -(-len(names) // columns)
+    figure = Figure(figsize=(5.2 * columns, 3.6 * rows + 1.2), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).flatten()
+    for ax, metric in zip(axes, names, strict=False):
+        lines = _lines(frame[frame["metric"] == metric], swept)
+        worst = [(label, group.groupby("layer")["value"].max().clip(lower=FLOOR)) for label, _, _, group in lines]
+        _draw_lines(ax, worst, [(e, c) for _, e, c, _ in lines])
+        ax.set_yscale("log")
+        probe = " (probe pair)" if (frame.loc[frame["metric"] == metric, "case"] == "probe").all() else ""
+        ax.set_title(metric + probe)
+        ax.set_xlabel("layer (0 = input)")
+        ax.set_ylabel(f"worst {metric} (log)")
+        _integer_ticks(ax)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize="small")
+    figure.suptitle(
+        f"{name}: order sensitivity by layer ({dtype}; values within round-off are 0, drawn at {FLOOR:.0e}; "
+        "lines shifted sideways a little so equal ones stay visible)"
+    )
+    return figure
+
+
+def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float) -> Figure:
+    """Held-out accuracy of the slot probe vs layer, per encoding (colour) and configuration (line style)."""
+    figure = Figure(figsize=(7.5, 5), layout="constrained")
+    ax = figure.subplots()
+    lines = _lines(frame, swept)
+    accuracy = [(label, group.set_index("layer")["value"].sort_index()) for label, _, _, group in lines]
+    _draw_lines(ax, accuracy, [(e, c) for _, e, c, _ in lines])
+    ax.axhline(chance, color="black", linewidth=1, linestyle=(0, (2, 2)), label=f"chance = {chance:.3f}")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("layer (0 = input, encoding added)")
+    ax.set_ylabel(f"{POSITION_ACCURACY}: held-out accuracy of a linear slot probe")
+    _integer_ticks(ax)
+    ax.set_title(f"{name}: can position be read off the hidden state?\n{frame['input'].iloc[0]}")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
+    """A trained stack's task accuracy vs sentence length, per encoding and configuration; trained lengths shaded."""
+    figure = Figure(figsize=(7.5, 5), layout="constrained")
+    ax = figure.subplots()
+    colours = _colours()
+    frame = frame.assign(length=frame["input"].map(tested_length))
+    for label, e, c, group in _lines(frame, swept):
+        series = group.sort_values("length")
+        ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
+                linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)])  # fmt: skip
+    trained = frame.loc[frame["verdict"] == TRAINED_LENGTH, "length"]
+    ax.axvspan(trained.min() - 0.5, trained.max() + 0.5, color="grey", alpha=0.15, label="trained lengths")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sentence length (words)")
+    ax.set_ylabel("task accuracy, held-out sentences")
+    _integer_ticks(ax)
+    ax.set_title(f"{name}: does what was learned carry to other lengths?\n{frame['input'].iloc[0].split(':')[0]}")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str], number: int, title: str) -> Figure:
+    """Every head of one layer (columns): A(X), A(PX) and A(PX) - P A(X) Pᵀ (rows), the permutation in the title.
+
+    frame: attention.csv's rows of the input as written (reordering 0) and of reordering `number`, which the
+    manifest records as {"permutation": "2 1 0", "permuted": ...}.
+    """
+    heads = sorted(frame["head"].unique())
+    p = [int(i) for i in reordering["permutation"].split()]
+    moved = reordering["permuted"].split()
+    maps = []
+    for head in heads:
+        rows = frame[frame["head"] == head]
+        original = _grid(rows[rows["reordering"] == 0])
+        permuted = _grid(rows[rows["reordering"] == number])
+        maps.append((original, permuted, permuted - original[np.ix_(p, p)]))  # A(PX) - P A(X) P^T
+    largest = max(float(np.abs(difference).max()) for _, _, difference in maps)
+    limit = max(largest, 1e-3)  # round-off stays white
+    figure = Figure(figsize=(2.4 * len(heads) + 1.6, 7.6), layout="constrained")
+    axes = figure.subplots(3, len(heads), squeeze=False)
+    kinds = [("A(X)", words.split()), ("A(PX)", moved), ("A(PX) − P A(X) Pᵀ", moved)]
+    for col, head in enumerate(heads):
+        for row, ((label, labels), grid) in enumerate(zip(kinds, maps[col], strict=True)):
+            ax = axes[row, col]
+            scale = {"vmin": 0, "vmax": 1, "cmap": "viridis"} if row < 2 else {"vmin": -limit, "vmax": limit,
+                                                                              "cmap": "RdBu_r"}  # fmt: skip
+            image = ax.imshow(grid, **scale)
+            _label_axes(ax, labels, f"head {head}: {label}", ylabels=col == 0)
+        if col == len(heads) - 1:
+            figure.colorbar(image, ax=axes[2, :].tolist(), label=f"difference (max |Δ| = {largest:.1e})", shrink=0.9)
+    figure.colorbar(axes[0, 0].images[0], ax=axes[:2, :].flatten().tolist(), label="attention weight", shrink=0.9)
+    permutation = f"P = [{reordering['permutation']}]: “{words}” → “{reordering['permuted']}”"
+    figure.suptitle(f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)")
+    return figure
+
+
+def _plain(value: object) -> object:
+    """numpy scalars read back from CSV -> Python values, so booleans print as true/false."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _grid(rows: pd.DataFrame) -> npt.NDArray[np.float64]:
+    n = int(rows["query"].max()) + 1
+    grid = np.zeros((n, n))
+    grid[rows["query"].to_numpy(), rows["key"].to_numpy()] = rows["value"].to_numpy()
+    return grid
+
+
+def _integer_ticks(ax: Axes) -> None:
+    """Layers are whole numbers: no tick at 0.5."""
+    locator = ax.xaxis.get_major_locator()
+    assert isinstance(locator, MaxNLocator)  # a linear axis's AutoLocator
+    locator.set_params(integer=True)
+
+
+def _label_axes(ax: Axes, words: list[str], title: str, ylabels: bool) -> None:
+    ax.set_xticks(range(len(words)), words, rotation=45, ha="right", fontsize="small")
+    ax.set_yticks(range(len(words)), words if ylabels else [], fontsize="small")
+    ax.set_xlabel("key", fontsize="small")
+    if ylabels:
+        ax.set_ylabel("query", fontsize="small")
+    ax.set_title(title, fontsize="small")
+
+
+def _colours() -> list[ColorType]:
+    from matplotlib import color_sequences
+
+    return color_sequences["tab10"]  # a fresh list of the tab10 colormap's colours

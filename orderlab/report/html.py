@@ -1,0 +1,316 @@
+"""HTML reports: one self-contained file over results folders (`report`, `run --html`, `compare --html`) and the
+drift report of `check --html`.
+
+A view: reads what orderlab commands wrote (CSVs, manifest.json, the spec file the manifest names)
+and never recomputes; figures come from report/figures.py as inline SVG. Everything the page needs is in
+the file (CSS, a little JS, SVG, images as data: URIs): no script, style, font or URL is fetched,
+so it opens offline and as a CI artifact. Templates: orderlab/report/templates/ (jinja2, autoescaped).
+Writes only the one file it is given, whole or not at all (artifact.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import jinja2
+import matplotlib
+from markupsafe import Markup
+
+from orderlab import __version__
+from orderlab.errors import OrderlabError
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.report import figures as plots
+from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
+from orderlab.results import artifact
+from orderlab.results.ownership import MANIFEST, NESTED_FILES, REPORT_MARK
+from orderlab.spec.userfiles import read_bounded
+from orderlab.spec.yamlsource import MAX_SPEC_BYTES
+
+if TYPE_CHECKING:
+    from orderlab.results.baseline_diff import Comparison, SpecCheck
+
+REPORT_FILE = NESTED_FILES["run"]  # `run --html` writes OUT/<spec name>/report.html
+ROWS_SHOWN = 1000  # rows of one table in the page; the CSV beside it holds them all
+DRIFT_LINES_SHOWN = 20 * DRIFT_ROWS_SHOWN  # drifted cells per CSV in a drift report
+FIGURE_SOURCES = ("metrics.csv", "attention.csv")  # drawn, not listed: thousands of rows each
+SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None, "Format": None, "Type": None}  # no RDF block
+CSS_OF_WORD = {word: "ok" for word in (*PASSING_WORDS, "pass")} | {ORDER_SENSITIVE: "bad", "fail": "bad"}
+CSS_OF_WORD |= {NON_FINITE: "nonfinite", "above chance": "strong"}
+CSS_OF_STATUS = {"clean": "ok", "unchanged": "ok", "created": "info", "updated": "info"}  # else failed: "bad"
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    sort: str  # what the column sorts by: the number for numeric cells, else the text
+    css: str = ""  # ok, bad, nonfinite, strong: the verdict's colour
+
+
+@dataclass(frozen=True)
+class HtmlTable:
+    name: str  # the CSV's file name
+    columns: list[str]
+    rows: list[list[Cell]]
+    total: int  # rows in the CSV; more than len(rows) when cut at ROWS_SHOWN
+    verdicts: bool  # some cells carry a verdict colour: the page offers 'order-sensitive rows only'
+
+
+@dataclass(frozen=True)
+class InlineFigure:
+    kind: str  # metrics, decodability, task, attention
+    label: str
+    svg: Markup
+
+
+@dataclass(frozen=True)
+class FolderView:
+    """One results folder as the page shows it."""
+
+    anchor: str
+    folder: str
+    title: str
+    written_by: str
+    tables: list[HtmlTable]
+    figures: list[InlineFigure]
+    manifest: str  # pretty JSON
+    spec: str | None  # the spec's YAML, None when its file was not found
+    spec_note: str  # where the spec came from, or why it is missing or may differ
+
+
+# --- reading a results folder ----------------------------------------------------------------------
+
+
+def read_folder(folder: Path, anchor: str) -> FolderView:
+    """The view of one folder an orderlab command wrote; OrderlabError (one line) for anything else."""
+    manifest = _read_manifest(folder)
+    tables = [_read_table(path) for path in sorted(folder.glob("*.csv")) if path.name not in FIGURE_SOURCES]
+    figures = _figures(folder, manifest)
+    if not tables and not figures:
+        raise OrderlabError(f"{folder}: no CSV that orderlab writes; expected the folder of an orderlab command")
+    spec, spec_note = _spec_text(folder, manifest)
+    return FolderView(
+        anchor=anchor,
+        folder=str(folder),
+        title=_title(folder, manifest),
+        written_by=_written_by(manifest),
+        tables=tables,
+        figures=figures,
+        manifest=json.dumps(manifest, indent=2, sort_keys=True),
+        spec=spec,
+        spec_note=spec_note,
+    )
+
+
+def _read_manifest(folder: Path) -> dict[str, object]:
+    path = folder / MANIFEST
+    if not folder.is_dir() or not path.is_file():
+        raise OrderlabError(
+            f"{folder}: not an orderlab results folder; expected a folder with manifest.json, as `orderlab run` "
+            "(or compare, properties) writes"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise OrderlabError(f"{path}: cannot read it as JSON ({error}); expected the manifest orderlab wrote") from None
+    if not isinstance(manifest, dict):
+        raise OrderlabError(f"{path}: a JSON {type(manifest).__name__}; expected an object, as orderlab writes")
+    return manifest
+
+
+def _title(folder: Path, manifest: dict[str, object]) -> str:
+    spec = manifest.get("spec")
+    return str(spec["name"]) if isinstance(spec, dict) and "name" in spec else folder.name
+
+
+def _written_by(manifest: dict[str, object]) -> str:
+    writer = manifest.get("written_by")
+    if not isinstance(writer, dict):
+        return ""
+    return f"orderlab {writer.get('command', '?')}" + (f" of spec {writer['spec']}" if writer.get("spec") else "")
+
+
+def _read_table(path: Path) -> HtmlTable:
+    """A CSV as cells: a value beside its verdict column ('rope' and 'rope verdict', 'value' and 'verdict') becomes
+    one coloured cell, as on the console."""
+    try:
+        with path.open(encoding="utf-8", newline="") as file:
+            header, *lines = list(csv.reader(file, strict=True))
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
+        raise OrderlabError(f"{path}: cannot read it as CSV ({error}); expected a CSV orderlab wrote") from None
+    verdict_of = {name: _verdict_column(name, header) for name in header}
+    shown = [name for name in header if name not in verdict_of.values()]
+    rows = []
+    for cells in lines[:ROWS_SHOWN]:
+        row = dict(zip(header, cells, strict=False))
+        rows.append([_cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])
+    verdicts = any(cell.css in ("ok", "bad", "nonfinite") for row in rows for cell in row)
+    return HtmlTable(path.name, shown, rows, len(lines), verdicts)
+
+
+def _verdict_column(name: str, header: list[str]) -> str | None:
+    """The column holding `name`'s verdict: '<encoding> verdict' for an encoding's column, 'verdict' for 'value'."""
+    candidate = "verdict" if name == "value" else f"{name} verdict"
+    return candidate if candidate in header and not name.endswith("verdict") else None
+
+
+def _cell(text: str, verdict: str | None) -> Cell:
+    number = _number(text)
+    if verdict is None:  # a plain cell, or a verdict word standing alone (properties' pass / fail)
+        shown = text if number is None or text.lstrip("-").isdigit() else f"{number:.4g}"
+        return Cell(shown, text if number is None else repr(number), CSS_OF_WORD.get(text, ""))
+    css = CSS_OF_WORD.get(verdict, "")
+    if verdict == NON_FINITE:
+        shown = f"{text} !"
+    elif verdict == ORDER_SENSITIVE:
+        shown = f"{number:.1e} ✗"
+    elif css == "ok" and number == 0:
+        shown = "≈0 ✓"
+    else:
+        shown = text if number is None else f"{number:.4g} ({verdict})"
+    return Cell(shown, repr(number) if number is not None else text, css)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _figures(folder: Path, manifest: dict[str, object]) -> list[InlineFigure]:
+    """The figures of a run over sentences (report/figures.py); none for corpus runs, comparisons and properties."""
+    if not plots.has_layer_metrics(folder):
+        return []
+    return [
+        InlineFigure(drawing.kind, drawing.label, _svg(drawing))
+        for drawing in plots.drawings(folder, *plots.read_results(folder))
+    ]
+
+
+def _svg(drawing: plots.Drawing) -> Markup:
+    """The figure as an inline <svg> element: text as text (small, searchable), ids unique within the page."""
+    text = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": drawing.stem}):
+        drawing.figure.savefig(text, format="svg", metadata=SVG_METADATA)
+    svg = text.getvalue()
+    return Markup(svg[svg.index("<svg") :])  # matplotlib's own markup, minus the XML prologue (it names a DTD URL)
+
+
+def _spec_text(folder: Path, manifest: dict[str, object]) -> tuple[str | None, str]:
+    """The spec file the manifest names (as given, or from the project holding results/NAME/) and a note on it."""
+    spec = manifest.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
+        return None, "this folder's manifest names no spec file"
+    named = Path(spec["path"])
+    candidates = list(dict.fromkeys([named, folder.parent.parent / named]))
+    found = [path for path in candidates if path.is_file()]
+    if not found:
+        return None, f"{named}: not found here; the manifest records its sha256 {spec.get('sha256', '?')}"
+    for path in found:
+        try:
+            data = read_bounded(path, MAX_SPEC_BYTES)
+        except (OSError, ValueError):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if hashlib.sha256(data).hexdigest() == spec.get("sha256"):
+            return text, f"{path} (sha256 as recorded: the spec of this run)"
+        return text, f"{path} has changed since this run (sha256 differs from the manifest's): shown as it is now"
+    return None, f"{named}: cannot be read"
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("orderlab.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def report_html(folders: list[Path], title: str = "") -> str:
+    """The page over `folders`, one section each, in the order given."""
+    views = [read_folder(folder, f"folder-{index}") for index, folder in enumerate(folders)]
+    heading = title or "orderlab report: " + ", ".join(view.title for view in views)
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(mark=Markup(REPORT_MARK), title=heading, version=__version__, views=views, legend=VERDICT_LEGEND)
+    )
+
+
+def check_destination(out: Path, option: str = "--html") -> None:
+    """Refuse a path that cannot take a report, before the work that feeds it starts."""
+    artifact.check_destination(out, option, REPORT_FILE)
+
+
+def write_report(folders: list[Path], out: Path, option: str = "--out", title: str = "") -> Path:
+    """Render the report over `folders` and write it to `out` whole (nothing else is touched)."""
+    check_destination(out, option)
+    artifact.write_file(out, report_html(folders, title).encode("utf-8"), option)
+    return out
+
+
+@dataclass(frozen=True)
+class DriftSection:
+    title: str  # 'drifted rows of results/x/metrics.csv'
+    lines: list[DriftLine]
+    left_out: int
+
+
+@dataclass(frozen=True)
+class SpecView:
+    name: str
+    path: str
+    status: str
+    css: str
+    summary: str
+    warnings: list[str]
+    sections: list[DriftSection]
+    unmatched: list[str]
+
+
+def drift_html(outcomes: list[SpecCheck]) -> str:
+    """The drift report of `check --html`: per spec its status line, warnings, and the drifted cells of each CSV."""
+    specs = [
+        SpecView(
+            name=outcome.name,
+            path=str(outcome.path),
+            status=outcome.status,
+            css=CSS_OF_STATUS.get(outcome.status, "bad"),
+            summary=outcome.summary,
+            warnings=outcome.warnings,
+            sections=[_drift_section(outcome, comparison) for comparison in outcome.drifted],
+            unmatched=[u.line() for u in outcome.unmatched],
+        )
+        for outcome in outcomes
+    ]
+    failed = sum(spec.css == "bad" for spec in specs)
+    return (
+        _environment()
+        .get_template("drift.html.j2")
+        .render(mark=Markup(REPORT_MARK), version=__version__, specs=specs, failed=failed)
+    )
+
+
+def _drift_section(outcome: SpecCheck, comparison: Comparison) -> DriftSection:
+    what = "changed" if outcome.status == "updated" else "drifted"  # --update shows what it rewrote
+    return DriftSection(f"{what} rows of {comparison.file}", *drift_lines(comparison, DRIFT_LINES_SHOWN))
+
+
+def check_drift_destination(path: Path) -> None:
+    """Refuse a --html path that cannot take the drift report, before any spec runs."""
+    artifact.check_destination(path, "--html", "check.html")
+
+
+def write_drift_report(path: Path, outcomes: list[SpecCheck]) -> None:
+    artifact.write_file(path, drift_html(outcomes).encode("utf-8"), "--html")

@@ -1,0 +1,507 @@
+"""Everything the terminal shows: rich tables and progress bars. The only module that imports rich."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+from rich import box
+from rich.console import Console as Console  # re-exported (as is Table): the CLI reaches rich through here
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table as Table
+from rich.text import Text
+
+from orderlab.measure.intervals import LOWER, UPPER
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.models.hf.zoo import ZooEntry
+from orderlab.results.outcome import RunView
+from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
+from orderlab.spec.sweep import describe
+
+if TYPE_CHECKING:
+    import torch
+    from rich.console import RenderableType
+
+    from orderlab.encodings.catalog import EncodingEntry
+    from orderlab.measure.trace import LayerTrace
+    from orderlab.results.baseline_diff import Comparison, DriftedRow, Row, SpecCheck
+
+# Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
+VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
+
+
+def verdict_cell(value: float, verdict: str) -> Text:
+    """'≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in bold red if non-finite."""
+    if verdict == NON_FINITE:
+        return Text(f"{value} !", style="bold red")
+    if verdict == ORDER_SENSITIVE:
+        return Text(f"{value:.1e} ✗", style="red")
+    return Text("≈0 ✓", style="green")
+
+
+def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
+    """A seed sweep's cell: '2.5e-01 [2.1e-01, 2.9e-01] ✗', the mean over seeds and its 95% bootstrap interval,
+    marked as verdict_cell marks (the verdict is the worst of any seed)."""
+    if verdict == ORDER_SENSITIVE:
+        return Text(f"{mean:.1e} [{lower:.1e}, {upper:.1e}] ✗", style="red")
+    return verdict_cell(mean, verdict)
+
+
+def encoding_cell(row: pd.Series, name: str) -> Text:
+    """One encoding's cell of a wide row: with an interval when the row is a mean over seeds."""
+    if f"{name} {LOWER}" in row.index:
+        return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
+    return verdict_cell(row[name], row[f"{name} verdict"])
+
+
+def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
+    """What a caption adds for a table of means over seeds; nothing otherwise."""
+    return "; mean over seeds [95% bootstrap interval]" if f"{encodings[0]} {LOWER}" in table.columns else ""
+
+
+# Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding; a mean over
+# seeds with its interval "2.5e-01 [2.1e-01, 2.9e-01] ✗").
+METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH, INTERVAL_COLUMN_WIDTH = 26, 12, 30
+
+
+def run_tables(view: RunView, width: int) -> list[Table]:
+    """The console view of a run: summary tables that fit `width`, then the position probe if measured;
+    a corpus run's table by sentence length."""
+    if view.corpus_threshold is not None:
+        return [corpus_table(view.summary, view.encodings, view.title, view.corpus_threshold)]
+    summary = sweep_subjects(view.summary, view.swept)
+    tables = summary_tables(summary, view.encodings, view.title, view.dtype, width)
+    probe = None if view.digest is None else decodability_table(view.digest, view.encodings, view.swept)
+    return tables if probe is None else [*tables, probe]
+
+
+def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
+    """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width`."""
+    column = INTERVAL_COLUMN_WIDTH if over_seeds_note(summary, encodings) else ENCODING_COLUMN_WIDTH
+    per_table = max(1, (width - METRIC_COLUMN_WIDTH) // column)
+    groups = [encodings[i : i + per_table] for i in range(0, len(encodings), per_table)]
+    return [
+        summary_table(summary, group, title if index == 0 else "", dtype, caption=index == len(groups) - 1)
+        for index, group in enumerate(groups)
+    ]
+
+
+def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
+    """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
+    over seeds and interval)."""
+    seeds = over_seeds_note(summary, encodings)
+    table = Table(
+        title=title or None,
+        caption=f"worst case over permutations, layers, heads ({dtype}){seeds}; {VERDICT_LEGEND}" if caption else None,
+        title_justify="left",
+    )
+    table.add_column("metric", overflow="fold", min_width=22)
+    for name in encodings:
+        table.add_column(name, justify="right", no_wrap=True)
+    rank = {m: i for i, m in enumerate(METRIC_NAMES)}  # rows in the registry's order
+    ordered = summary.sort_values(
+        ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
+    )
+    for subject, rows in ordered.groupby(["case", "subject"], sort=False):
+        if table.row_count:
+            table.add_section()
+        table.add_row(Text(str(subject[1]), style="bold"))
+        for _, row in rows.iterrows():
+            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
+    return table
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True)
+
+
+def non_finite_line(count: int, folder: object) -> None:
+    """One red line on stderr: how many values could not be measured, and where to find them."""
+    stderr_console().print(
+        f"error: {count:,} value(s) came out NaN or inf: written as nan/inf with verdict non-finite in {folder}/",
+        style="bold red", markup=False, highlight=False, soft_wrap=True,
+    )  # fmt: skip
+
+
+# A run must last this long before its progress bar appears (quick runs print no bar at all).
+PROGRESS_DELAY_SECONDS = 1.0
+
+
+class RateColumn(ProgressColumn):
+    """Sequences per second, from rich's running estimate."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
+
+
+@dataclass(frozen=True)
+class ProgressBar:
+    """A (done, total) callback, and `note` for a line after the description (a training loss)."""
+
+    advance: Callable[[int, int], None]
+    note: Callable[[str], None]
+
+    def __call__(self, done: int, total: int) -> None:
+        self.advance(done, total)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, quiet: bool) -> Iterator[ProgressBar]:
+    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line.
+
+    The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
+    extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
+    """
+    console = stderr_console()
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
+        disable=quiet or not console.is_terminal,
+    )  # fmt: skip
+    task = bar.add_task(description, total=None)
+    started = time.monotonic()
+
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        if not bar.live.is_started and time.monotonic() - started >= PROGRESS_DELAY_SECONDS:
+            bar.start()
+
+    def note(text: str) -> None:
+        bar.update(task, description=f"{description}: {text}")
+
+    try:
+        yield ProgressBar(advance, note)
+    finally:
+        bar.stop()
+
+
+# --- orderlab compare, properties, encodings -------------------------------------------------------
+
+
+def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str]) -> Table:
+    """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
+    out = Table(
+        title=title,
+        caption=f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
+        f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}",
+        title_justify="left",
+    )
+    out.add_column("input", overflow="fold", max_width=30)
+    out.add_column("metric", no_wrap=True)
+    out.add_column("layer", justify="right")
+    for name in encodings:
+        out.add_column(name, justify="right", no_wrap=True)
+    several = table["spec"].nunique() > 1
+    previous, previous_metric = None, None
+    for _, row in table.iterrows():
+        subject = (f"{row['spec']}: " if several else "") + row["input"]
+        if previous is not None and subject != previous:
+            out.add_section()
+        new_metric = subject != previous or row["metric"] != previous_metric
+        cells = [encoding_cell(row, name) for name in encodings]
+        shown = Text(subject if subject != previous else "")
+        out.add_row(shown, row["metric"] if new_metric else "", str(row["layer"]), *cells)
+        previous, previous_metric = subject, row["metric"]
+    return out
+
+
+PROPERTY_PASS = "pass"
+PROPERTY_HEADERS = {
+    "deterministic": "deter-\nministic",
+    "generalises": "gener-\nalises",
+    "relative-aware": "relative-\naware",
+}
+
+
+def short_number(x: float) -> str:
+    """Two significant digits, as short as they go: 0.23, 93, 3e-16."""
+    return f"{x:.0e}" if 0 < abs(x) < 1e-3 else f"{x:.2g}"
+
+
+def property_cell(figure: float, verdict: str, note: str) -> Text:
+    """'✓ 1.5' in green for a pass, '✗ 0' in red for a fail ('✗ error' when it could not run)."""
+    shown = "error" if note.startswith("error") else ("n/a" if figure != figure else short_number(figure))
+    if verdict == PROPERTY_PASS:
+        return Text(f"✓ {shown}", style="green")
+    return Text(f"✗ {shown}", style="red")
+
+
+def properties_table(frame: pd.DataFrame, properties: tuple[str, ...], title: str) -> Table:
+    """Rows: encodings; columns: the six properties; cells: verdict and the measured figure."""
+    out = Table(
+        title=title,
+        title_justify="left",
+        caption="figures and pass rules: orderlab properties --help",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    out.add_column("encoding", no_wrap=True)
+    for name in properties:
+        out.add_column(PROPERTY_HEADERS.get(name, name), justify="right", no_wrap=True)
+    for encoding, rows in frame.groupby("encoding", sort=False):
+        by_property = {row["property"]: row for _, row in rows.iterrows()}
+        cells = [
+            property_cell(by_property[p]["figure"], by_property[p]["verdict"], str(by_property[p]["note"]))
+            for p in properties
+        ]
+        out.add_row(str(encoding), *cells)
+    return out
+
+
+def encodings_table(entries: list[EncodingEntry]) -> Table:
+    """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference."""
+    out = Table(title="positional encodings", title_justify="left", show_lines=True)
+    out.add_column("name", no_wrap=True, style="bold")
+    out.add_column("kind", no_wrap=True)
+    out.add_column("position", no_wrap=True)
+    out.add_column("parameters (default)", overflow="fold")
+    out.add_column("reference", overflow="fold")
+    for entry in entries:
+        params = "\n".join(f"{name}={default}: {description}" for name, default, description in entry.params) or "-"
+        about = Text(entry.reference)
+        out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), about)  # Text: no markup in docs
+    return out
+
+
+def models_table(entries: list[ZooEntry]) -> Table:
+    """One row per model family of the zoo: positions, encoder or causal, ablations, local real weights."""
+    out = Table(title="model families (model: {kind: hf, family: NAME})", title_justify="left", show_lines=True)
+    out.add_column("family", no_wrap=True, style="bold")
+    out.add_column("positions", overflow="fold")
+    out.add_column("kind", no_wrap=True)
+    out.add_column("position_embeddings: ablations", overflow="fold")
+    out.add_column("real weights found locally", overflow="fold")
+    for entry in entries:
+        ablations = "\n".join(f"{name}: {what}" for name, what in entry.ablations.items())
+        weights = "\n".join(entry.weights) or "none (seeded weights only)"
+        kind = "causal LM" if entry.causal else "encoder"
+        out.add_row(Text(entry.family), Text(entry.positions), kind, Text(ablations), Text(weights))
+    return out
+
+
+# --- sweeps, position probe and traces (issue 5) -------------------------------------------------
+
+
+def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
+    """Fold the swept columns into the subject ('dog bites man · n_layers=2 causal=true') for summary_table;
+    a seed sweep's summary has no seed column (its rows are means over seeds)."""
+    swept = [name for name in swept if name in summary.columns]
+    if not swept or summary.empty:
+        return summary
+    labels = [describe(dict(zip(swept, values, strict=True))) for values in summary[swept].itertuples(index=False)]
+    return summary.assign(subject=summary["subject"] + " · " + pd.Series(labels, index=summary.index))
+
+
+def decodability_table(metrics: pd.DataFrame, encodings: list[str], swept: list[str]) -> Table | None:
+    """Held-out position-probe accuracy per (configuration, layer) and encoding; None if not measured."""
+    rows = metrics[metrics["metric"] == POSITION_ACCURACY]
+    if rows.empty:
+        return None
+    chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
+    table = Table(
+        title=f"position decodability: {rows['input'].iloc[0]}",
+        caption=f"held-out accuracy of a linear slot probe; chance = {chance:.3f}; bold = above chance",
+        title_justify="left",
+    )
+    for name in [*swept, "layer"]:
+        table.add_column(name, justify="right")
+    for name in encodings:
+        table.add_column(name, justify="right")
+    wide = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="value", aggfunc="first")
+    verdict = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="verdict", aggfunc="first")
+    for (key, values), (_, marks) in zip(wide.iterrows(), verdict.iterrows(), strict=True):
+        key = key if isinstance(key, tuple) else (key,)
+        cells = [Text(f"{values[n]:.3f}", style="bold" if marks[n] == "above chance" else "") for n in encodings]
+        table.add_row(*[str(k).lower() if isinstance(k, bool) else str(k) for k in key], *cells)
+    return table
+
+
+def vector_text(values: list[float], decimals: int) -> str:
+    """[1.0000, -0.5000] with a fixed number of decimals."""
+    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
+
+
+def trace_tables(trace: LayerTrace, decimals: int = 4) -> list[Table]:
+    """Rich tables of a LayerTrace: per-token vectors, then per head Q/K/V and the score matrices."""
+    words, n = trace.words, len(trace.words)
+
+    def vec(t: torch.Tensor, i: int) -> str:
+        return vector_text(t[i].tolist(), decimals)
+
+    title = f"layer {trace.layer}, encoding {trace.encoding}"
+    tokens = Table(title=f"{title}: input per token", title_justify="left")
+    columns = [("token vector", trace.tokens), ("+ position", trace.position), ("layer input x", trace.x),
+               ("LayerNorm(x)", trace.normed)]  # fmt: skip
+    if trace.layer > 1:
+        columns = [("layer input x", trace.x), ("LayerNorm(x)", trace.normed)]
+    shown = [(name, t) for name, t in columns if t is not None]
+    for name in ["slot", "word", *[name for name, _ in shown]]:
+        tokens.add_column(name, justify="right" if name == "slot" else "left")
+    for i in range(n):
+        tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in shown])
+    tables = [tokens]
+    for head in range(trace.q.shape[0]):
+        rotated = " (rotated by slot)" if trace.encoding.startswith("rope") else ""
+        qkv = Table(title=f"{title}, head {head}: Q{rotated}, K{rotated}, V and head output", title_justify="left")
+        for name in ("slot", "word", "Q", "K", "V", "weights @ V"):
+            qkv.add_column(name, justify="right" if name == "slot" else "left")
+        for i in range(n):
+            qkv.add_row(str(i), words[i], *[vec(t[head], i) for t in (trace.q, trace.k, trace.v, trace.heads)])
+        tables.append(qkv)
+        for name, matrix in (("raw scores q·k", trace.raw), ("scaled scores", trace.scaled),
+                             ("softmax weights", trace.weights)):  # fmt: skip
+            grid = Table(title=f"head {head}: {name}", caption="row: query, column: key", title_justify="left")
+            grid.add_column("query", justify="left")
+            for j in range(n):
+                grid.add_column(f"{j} {words[j]}", justify="right")
+            for i in range(n):
+                grid.add_row(f"{i} {words[i]}", *[f"{v:.{decimals}f}" for v in matrix[head, i].tolist()])
+            tables.append(grid)
+    out = Table(title=f"{title}: output per token", title_justify="left")
+    for name in ("slot", "word", "attention output (heads @ W_O)", "layer output"):
+        out.add_column(name, justify="right" if name == "slot" else "left")
+    for i in range(n):
+        out.add_row(str(i), words[i], vec(trace.attended, i), vec(trace.output, i))
+    tables.append(out)
+    return tables
+
+
+# --- orderlab check --------------------------------------------------------------------------------
+
+DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the lines left out
+
+
+def drift_table(comparison: Comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
+    """A check.Comparison's drift, one line per moved cell: the row's key, the column, baseline and new cell, diffs.
+
+    A missing or extra row is one line with its compared cells; lines past `limit` are counted, not shown.
+    """
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
+    table.add_column("row (key columns)", overflow="fold", ratio=1)
+    table.add_column("column", overflow="fold")
+    for column in ("baseline", "new"):
+        table.add_column(column, justify="right", overflow="fold")
+    for column in ("abs diff", "rel diff"):
+        table.add_column(column, justify="right", no_wrap=True)
+    lines, left_out = drift_lines(comparison, limit)
+    for line in lines:
+        whole_row = line.kind != "changed"  # missing or extra: the kind, in red, where the differences would be
+        diffs = (Text(line.kind, style="red"), "") if whole_row else (line.abs_diff, line.rel_diff)
+        table.add_row(line.key, line.column, line.baseline, line.new, *diffs)
+    if left_out > 0:
+        table.caption = f"... and {left_out:,} more drifted cells"
+    return table
+
+
+class DriftLine(NamedTuple):
+    """One line of a drift report: a moved cell of a changed row, or a whole missing or extra row."""
+
+    key: str  # the row's key, as drift_key writes it ('' on a changed row's later columns)
+    column: str  # the moved column ('' for a whole row)
+    baseline: str
+    new: str
+    abs_diff: str  # '1.00e-02' for a numeric column, else ''
+    rel_diff: str
+    kind: str  # changed, missing or extra
+
+
+def drift_lines(comparison: Comparison, limit: int) -> tuple[list[DriftLine], int]:
+    """The first `limit` lines of a comparison's drift, and how many more there are."""
+    lines = (line for drift in comparison.drifted for line in _drift_lines(drift, comparison.key_columns))
+    shown = list(itertools.islice(lines, limit))
+    return shown, sum(len(drift.columns) or 1 for drift in comparison.drifted) - len(shown)
+
+
+def _drift_lines(drift: DriftedRow, key_columns: list[str]) -> Iterator[DriftLine]:
+    key = drift_key(drift.key, key_columns)
+    if drift.kind != "changed":
+        yield DriftLine(key, "", _row_cells(drift.baseline), _row_cells(drift.new), "", "", drift.kind)
+        return
+    assert drift.baseline is not None and drift.new is not None  # a changed row has both sides
+    for index, column in enumerate(drift.columns):
+        old, new = drift.baseline.cells[column] or "(empty)", drift.new.cells[column] or "(empty)"
+        numeric = column in drift.baseline.numbers
+        diffs = (f"{drift.abs_diff(column):.2e}", f"{drift.rel_diff(column):.2e}") if numeric else ("", "")
+        yield DriftLine(key if index == 0 else "", column, old, new, *diffs, drift.kind)
+
+
+STACK_KEY = ("case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric")
+
+
+def drift_key(key: tuple[str, ...], names: list[str]) -> str:
+    """'dog bites man -> man bites dog [2 1 0]' over 'causal=true, rope, layer 1, head 0, attention_equivariance'.
+
+    Tables without the stack's key columns (summaries, attention, corpus runs) read as 'name=value, ...'.
+    """
+    cells = dict(zip(names, key, strict=True))
+    if not set(STACK_KEY) <= cells.keys():
+        return ", ".join(f"{name}={value}" for name, value in cells.items() if value != "")
+    swept = [f"{name}={value}" for name, value in cells.items() if name not in STACK_KEY]
+    layer, head = f"layer {cells['layer']}", [f"head {cells['head']}"] if cells["head"] else []
+    joiner = " vs " if cells["case"] == "probe" else " -> "
+    where = ", ".join([*swept, cells["encoding"], layer, *head, cells["metric"]])
+    return f"{cells['input']}{joiner}{cells['permuted']} [{cells['permutation']}]\n{where}"
+
+
+def _row_cells(row: Row | None) -> str:
+    return "-" if row is None else " ".join(cell or "(empty)" for cell in row.cells.values())
+
+
+def log_console(min_width: int = 120) -> Console:
+    """The stdout console, at least min_width wide when writing to a log rather than a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, min_width))
+
+
+def check_line(outcome: SpecCheck) -> Text:
+    """One summary line per spec, red when it failed."""
+    style = {"clean": "green", "unchanged": "green", "created": "cyan", "updated": "cyan"}.get(outcome.status, "red")
+    return Text(outcome.summary, style=style)
+
+
+def plain_text(renderable: RenderableType, width: int = 160) -> str:
+    """Render a table without colour, e.g. for a JUnit report."""
+    text = io.StringIO()
+    console = Console(width=width, file=text, color_system=None)
+    console.print(renderable)
+    return text.getvalue()
+
+
+def corpus_table(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float) -> Table:
+    """Rows: sentence-length groups; columns: position ablations; cells: mean / median similarity, share above."""
+    table = Table(
+        title=title,
+        caption=f"cosine similarity of a sentence's mean-pooled vector with its word shuffles: mean / median, "
+        f"and the share of shuffles above {threshold:g}; sentences.csv has every sentence",
+        title_justify="left",
+    )
+    table.add_column("words", no_wrap=True)
+    table.add_column("n", justify="right")  # sentences
+    for name in encodings:
+        table.add_column(name, justify="right", no_wrap=True)
+    for length, rows in summary.groupby("length", sort=False):
+        if length == "all":
+            table.add_section()
+        cells = []
+        for name in encodings:
+            row = rows[rows["encoding"] == name].iloc[0]
+            cells.append(
+                f"{row['mean_similarity']:.3f} / {row['median_similarity']:.3f}\n{row['share_above']:.0%} above"
+            )
+        table.add_row(str(length), str(rows["sentences"].iloc[0]), *cells)
+    return table

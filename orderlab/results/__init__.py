@@ -1,0 +1,1 @@
+"""Results folders: the staged writer, ownership, manifests, baseline diffs, junit, merge of shards."""

@@ -1,0 +1,165 @@
+"""Results on disk: tidy CSVs with a fixed float format, a manifest, written whole or not at all.
+
+A results folder is first written under a temporary name beside its destination and then renamed
+into place, so an interrupted or failed run leaves the previous folder exactly as it was. Only a
+folder the command has claimed (orderlab/results/ownership.py: locked, and orderlab's own to replace) is
+written, and its manifest records who wrote it and every file in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import numpy
+import pandas as pd
+
+from orderlab import __version__
+from orderlab.results.ownership import MANIFEST, Writer, held, path_error
+
+# Seven significant digits: what float32 carries, and plenty for float64 regression checks.
+FLOAT_FORMAT = "%.6e"
+# A value that could not be measured is written as nan (or inf), never as an empty cell or 0.
+NAN = "nan"
+# manifest.json: a JSON object whose keys depend on the command that wrote it; readers check what they use.
+Manifest = dict[str, Any]
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    _with_blanks(frame).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN)
+
+
+def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
+    """Missing cells of non-float columns (a metric without heads) as blanks, so that `nan` means a number alone."""
+    blanks = {
+        str(name): column.astype(object).where(column.notna(), "")
+        for name, column in frame.items()
+        if not pd.api.types.is_float_dtype(column) and column.hasnans
+    }
+    return frame.assign(**blanks) if blanks else frame
+
+
+@contextmanager
+def staged_folder(destination: Path) -> Iterator[Path]:
+    """A staging folder to write into; leaving the block without an error swaps it into `destination` whole.
+
+    Every artifact orderlab writes goes through here. The caller holds a claim on `destination`
+    (ownership.claim). Its manifest.json (made here if the block wrote none) gets `written_by` and
+    `files`, so a later command can tell orderlab's files from a user's. An error or an interrupt
+    leaves the previous folder as it was and no staging folder behind; an OSError becomes one line.
+    """
+    owner = held(destination)
+    retired = destination.with_name(f".{destination.name}.old")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent))
+    except OSError as error:
+        raise path_error(destination, error) from error
+    try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; results are for everyone to read
+        yield staging
+        record_ownership(staging, owner.writer)
+        owner.check()  # again: a user may have put a file into the folder while the block computed
+        if destination.exists():
+            shutil.rmtree(retired, ignore_errors=True)
+            os.replace(destination, retired)
+        os.replace(staging, destination)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if retired.exists() and not destination.exists():
+            os.replace(retired, destination)
+        if isinstance(error, OSError):
+            raise path_error(destination, error) from error
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def record_ownership(folder: Path, writer: Writer) -> None:
+    """Add `written_by` and `files` (every entry, manifest.json included, and the files of its sub-folders: a run's
+    checkpoints/) to the folder's manifest."""
+    path = folder / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    files = sorted({entry.name for entry in folder.iterdir()} | {MANIFEST}
+                   | {f"{entry.name}/{inner.name}" for entry in folder.iterdir() if entry.is_dir()
+                      for inner in entry.iterdir()})  # fmt: skip
+    write_manifest(folder, {**manifest, "written_by": writer.record(), "files": files})
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def versions() -> dict[str, str]:
+    import torch  # lazy: `orderlab plot` writes through this module and needs no torch
+
+    return {
+        "orderlab": __version__,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "pandas": pd.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: object,
+                   rows: int) -> Manifest:  # fmt: skip
+    """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
+    experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
+    import torch  # lazy, as in `versions`
+
+    return {
+        "spec": {"name": spec_name, "path": str(spec_path), "sha256": spec_sha256},
+        "seed": seed,
+        "dtype": dtype,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+        "versions": versions(),
+        "rows": rows,
+    }
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """manifest.json with sorted keys, so that reruns differ only where the run did."""
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest) -> None:
+    """Write each table as <name>.csv plus manifest.json into `destination`, atomically."""
+    with staged_folder(destination) as folder:
+        for name, frame in tables.items():
+            write_csv(frame, folder / f"{name}.csv")
+        write_manifest(folder, manifest)
+
+
+Returned = TypeVar("Returned")
+
+
+def write_csv_chunks(frames: Generator[pd.DataFrame, None, Returned], path: Path) -> tuple[int, Returned]:
+    """Write a stream's frames one after another as one CSV, as `write_csv` would write their concatenation.
+
+    Returns the rows written and what the stream returned when it ended (a run's digest)."""
+    rows, header = 0, True
+    with path.open("w", newline="") as file:
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration as end:
+                returned: Returned = end.value
+                return rows, returned
+            append_csv(frame, file, header)
+            rows, header = rows + len(frame), False
+
+
+def append_csv(frame: pd.DataFrame, file: TextIO, header: bool) -> None:
+    """A frame's rows (and the header line if asked) as `write_csv` writes them, to an open file."""
+    _with_blanks(frame).to_csv(
+        file, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
+    )

@@ -1,0 +1,225 @@
+"""`orderlab merge`: the shards of one run into the folder the whole run writes, byte for byte (on one set-up).
+
+Shard K's metrics.csv rows are a contiguous stretch of the whole run's (orderlab/dist/shards.py), so they are
+copied as they are, in shard order. A sentence whose permutations a cut split left a partial summary in
+each shard holding part of it: those are folded in order (max with its first permutation, exact sums,
+counts) and finished by streaming.finish_summary, the code a whole run finishes its summaries with, so
+the summary rows, summary.csv and the verdicts come out as the whole run's. Shards that are missing,
+given twice, of another spec or of another partition are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import pandas as pd
+
+from orderlab.errors import OrderlabError
+from orderlab.measure.attention_maps import sort_maps
+from orderlab.measure.loop import Piece, SummaryCollector, finish_summary, tag
+from orderlab.measure.noise import NoiseKey
+from orderlab.measure.sweep_run import summarize_sweep
+from orderlab.results.folder import Manifest, append_csv, staged_folder, write_csv, write_manifest
+from orderlab.results.outcome import Outcome, RunView
+from orderlab.results.ownership import MANIFEST, Writer, claim
+from orderlab.results.partials import ShardPartials, read_partials
+
+
+@dataclass(frozen=True)
+class Shard:
+    folder: Path
+    manifest: Manifest
+    spec: tuple[str, str]  # (name, sha256) of the spec the shard ran
+    index: int  # K of K/N
+    count: int  # N
+    partials: ShardPartials
+
+
+def read_shard(folder: Path) -> Shard:
+    """A shard folder; one line if it is not one (no folder, no manifest with a `shard` section, no partials)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        spec = (str(manifest["spec"]["name"]), str(manifest["spec"]["sha256"]))
+        index, count = int(manifest["shard"]["index"]), int(manifest["shard"]["count"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        detail = f"{folder}: not a shard folder ({type(error).__name__}: {error}); expected a folder of `run --shard`"
+        raise OrderlabError(detail) from None
+    return Shard(folder, manifest, spec, index, count, read_partials(folder))
+
+
+def complete(shards: list[Shard]) -> list[Shard]:
+    """The shards in order, K = 1..N each once, all of one spec and one N; else one line saying what is wrong."""
+    first = shards[0]
+    for shard in shards[1:]:
+        if shard.spec != first.spec:
+            raise OrderlabError(
+                f"{shard.folder} is a shard of spec {shard.spec[0]!r} (sha256 {shard.spec[1][:12]}), {first.folder} of "
+                f"{first.spec[0]!r} (sha256 {first.spec[1][:12]}); expected the shards of one run of one spec"
+            )
+        if shard.count != first.count:
+            raise OrderlabError(
+                f"{shard.folder} is shard {shard.index} of {shard.count}, {first.folder} shard {first.index} of "
+                f"{first.count}; expected shards of one partition (one N)"
+            )
+    seen: dict[int, Path] = {}
+    for shard in shards:
+        if shard.index in seen:
+            raise OrderlabError(
+                f"shard {shard.index} of {shard.count} is given twice: {seen[shard.index]} and {shard.folder}"
+            )
+        seen[shard.index] = shard.folder
+    missing = [k for k in range(1, first.count + 1) if k not in seen]
+    if missing:
+        listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        raise OrderlabError(f"shard(s) {listed} of {first.count} missing; expected all {first.count} shards of the run")
+    return sorted(shards, key=lambda shard: shard.index)
+
+
+def merge_shards(folders: list[Path], out: Path, force: bool = False) -> Outcome:
+    """Merge shard folders into OUT/<spec name>/, claimed as `orderlab run` claims it (a merge stands for the run)."""
+    shards = complete([read_shard(folder) for folder in folders])
+    name = shards[0].spec[0]
+    folder = out / name
+    with claim(folder, Writer("run", name), force):
+        return merge_into(shards, folder)
+
+
+def merge_into(shards: list[Shard], folder: Path) -> Outcome:
+    """Write the merged folder (the caller holds its claim and has checked the shards with `complete`)."""
+    started = time.perf_counter()
+    facts = shards[0].partials.facts
+    with staged_folder(folder) as staging:
+        with (staging / "metrics.csv").open("w", newline="") as file:
+            assembly = Assembly(file, facts.dtype, facts.per_permutation)
+            for shard in shards:
+                assembly.add(shard)
+            assembly.finish()
+        worst = pd.concat(assembly.worst, ignore_index=True)
+        tables = {"summary": summarize_sweep(worst, facts.conditions, facts.swept)}
+        maps = [frame for shard in shards for frame in shard.partials.attention]
+        if maps:
+            tables["attention"] = sort_maps(pd.concat(maps, ignore_index=True), facts.swept)
+        manifest = {key: value for key, value in shards[0].manifest.items() if key != "shard"}
+        manifest["rows"] = assembly.rows
+        if not maps:
+            manifest.pop("attention", None)
+        for name, frame in tables.items():
+            write_csv(frame, staging / f"{name}.csv")
+        write_manifest(staging, manifest)
+    non_finite = assembly.non_finite + sum(shard.partials.non_finite for shard in shards)
+    view = RunView(facts.title, facts.dtype, facts.conditions, facts.swept, tables["summary"], digest=worst)
+    files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
+    return Outcome(folder, assembly.rows, files, view, non_finite, time.perf_counter() - started)
+
+
+@dataclass
+class Pending:
+    """A sentence's summary folded from the shards seen so far, and where its next range must start."""
+
+    piece: Piece
+    summary: SummaryCollector
+    noise: dict[NoiseKey, float]
+    next_start: int
+
+
+class Assembly:
+    """metrics.csv written in the whole run's order: shards' rows copied, split summaries folded and finished."""
+
+    def __init__(self, file: TextIO, dtype: str, per_permutation: bool):
+        self.file, self.dtype, self.per_permutation = file, dtype, per_permutation
+        self.header = False
+        self.rows, self.non_finite = 0, 0
+        self.worst: list[pd.DataFrame] = []  # max rows, in the whole run's order
+        self.pending: Pending | None = None
+
+    def add(self, shard: Shard) -> None:
+        with (shard.folder / "metrics.csv").open(newline="") as source:
+            records = csv_records(source)
+            header = next(records, "")
+            for piece in shard.partials.pieces:
+                if self.pending and self.pending.piece.unit.segment != piece.unit.segment:
+                    self.finish()
+                self.copy(header, records, piece.rows, shard.folder)
+                if piece.worst is not None:
+                    self.worst.append(piece.worst)
+                if piece.partial is not None:
+                    self.fold(piece, shard.folder)
+            if next(records, None) is not None:
+                raise OrderlabError(f"{shard.folder}/metrics.csv has more rows than its partials.json accounts for")
+
+    def copy(self, header: str, records: Iterator[str], count: int, folder: Path) -> None:
+        for _ in range(count):
+            record = next(records, None)
+            if record is None:
+                raise OrderlabError(f"{folder}/metrics.csv has fewer rows than its partials.json accounts for")
+            if not self.header:
+                self.file.write(header)
+                self.header = True
+            self.file.write(record)
+        self.rows += count
+
+    def fold(self, piece: Piece, folder: Path) -> None:
+        assert piece.partial is not None
+        unit = piece.unit
+        if self.pending is None:
+            if unit.start != 0:
+                raise OrderlabError(
+                    f"{folder}: starts {unit.sentence!r} under {unit.condition} at {unit.start}, "
+                    "but no earlier shard holds its first permutations; expected one partition"
+                )
+            self.pending = Pending(piece, piece.partial.summary, piece.partial.noise, unit.stop)
+            return
+        if unit.start != self.pending.next_start:
+            raise OrderlabError(
+                f"{folder}: {unit.sentence!r} under {unit.condition} resumes at {unit.start}, "
+                f"expected {self.pending.next_start}; expected shards of one partition"
+            )
+        if not same_noise(piece.partial.noise, self.pending.noise):
+            raise OrderlabError(
+                f"{folder} measured another round-off for {unit.sentence!r} under {unit.condition} than the shard "
+                "before it; expected shards run on one set-up (machine, versions, threads), so that verdicts agree"
+            )
+        self.pending.summary.absorb(piece.partial.summary)
+        self.pending.next_start = unit.stop
+
+    def finish(self) -> None:
+        """Finish the pending summary as a whole run finishes it: its rows (summary mode) and its max rows."""
+        if self.pending is None:
+            return
+        pending, self.pending = self.pending, None
+        unit, combination = pending.piece.unit, pending.piece.combination
+        if pending.next_start != unit.total:
+            raise OrderlabError(
+                f"{unit.sentence!r} under {unit.condition}: the shards hold permutations "
+                f"0..{pending.next_start - 1} of {unit.total}; expected all of them"
+            )
+        rows, worst, judged = finish_summary(pending.summary, pending.noise, self.dtype)
+        self.worst.append(tag(worst, combination))
+        if not self.per_permutation:
+            append_csv(tag(rows, combination), self.file, not self.header)
+            self.header = True
+            self.rows += len(rows)
+            self.non_finite += judged
+
+
+def csv_records(file: TextIO) -> Iterator[str]:
+    """A CSV file's records as written, newlines included; a quoted field may hold a line break."""
+    record = ""
+    for line in file:
+        record += line
+        if record.count('"') % 2 == 0:
+            yield record
+            record = ""
+    if record:
+        yield record
+
+
+def same_noise(a: dict[NoiseKey, float], b: dict[NoiseKey, float]) -> bool:
+    """Equal round-off figures, NaN equal to NaN."""
+    return a.keys() == b.keys() and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)

@@ -1,0 +1,43 @@
+"""What a run hands back to the command that asked for it: plain data, and the device check every run starts with.
+
+Shared by the attention-stack path (commands/run.py) and the pretrained path (commands/corpus_run.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orderlab.spec.schema import Spec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the console shows of a run, as data: report.run_tables draws it at the terminal's width."""
+
+    title: str  # "name: description"
+    dtype: str
+    encodings: list[str]  # column order: encoding labels, or a pretrained model's position ablations
+    swept: list[str]  # swept model fields, in column order
+    summary: pd.DataFrame  # summary.csv
+    digest: pd.DataFrame | None = None  # max rows and position-probe rows, for the decodability table
+    corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
+
+
+@dataclass(frozen=True)
+class Outcome:
+    folder: Path
+    rows: int  # rows of metrics.csv
+    files: list[str]  # file names written into folder, metrics.csv first
+    view: RunView
+    non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
+    seconds: float  # wall time of the run
+
+
+def run_title(spec: Spec) -> str:
+    """How a run is headed on the console: its name, and its question if it states one."""
+    return f"{spec.name}: {spec.description}" if spec.description else spec.name

@@ -1,0 +1,318 @@
+"""Which folders a command may replace, one writer at a time, and output-path problems as one line.
+
+A command writes only its own folder (OUT/<spec name>/, OUT/compare/, ...) and replaces an existing
+one only when orderlab wrote it for the same command and spec: its manifest.json names the writer
+(`written_by`) and lists every entry (`files`), so nothing a user put there is ever deleted.
+`--force` lets a command replace a folder that another orderlab command or spec wrote; nothing lets
+it replace a folder holding anything orderlab did not write. While a command computes and writes,
+an exclusive lock beside the folder turns a second writer away at once instead of interleaving them.
+Must not import torch or pandas (cheap to import for every command).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from orderlab.errors import OrderlabError
+
+MANIFEST = "manifest.json"
+
+# Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
+LEGACY_ENTRIES = {
+    "run": r"(metrics|summary|attention|sentences)\.csv|manifest\.json",
+    "compare": r"compare\.csv|manifest\.json",
+    "properties": r"properties\.csv|manifest\.json",
+    "trace": r"input\d+-layer\d+-[A-Za-z0-9_.-]+\.csv",  # trace and plot wrote no manifest then
+    "plot": r"(metrics_by_layer|decodability|attention[A-Za-z0-9_.=-]*)\.png",
+}
+# Sub-folders that another command writes into a command's folder: `orderlab plot` draws into a run's figures/.
+NESTED = {"run": {"figures": "plot"}}
+# Files another command writes into a command's folder: `orderlab run --html` puts report.html into the run's
+# folder. Such a file is orderlab's when it opens with REPORT_MARK (report/html.py writes it there).
+NESTED_FILES = {"run": "report.html"}
+REPORT_MARK = '<meta name="generator" content="orderlab report">'
+
+
+@dataclass(frozen=True)
+class Writer:
+    """The command (and spec) that writes a folder, recorded in its manifest as `written_by`."""
+
+    command: str  # run (check --update writes exactly what run writes), compare, properties, trace, plot
+    spec: str = ""
+
+    def record(self) -> dict[str, str]:
+        return {"command": self.command, "spec": self.spec} if self.spec else {"command": self.command}
+
+    def __str__(self) -> str:
+        return f"`orderlab {self.command}` of spec {self.spec!r}" if self.spec else f"`orderlab {self.command}`"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Who wrote an existing folder and which of its entries are theirs."""
+
+    writer: Writer
+    owns: Callable[[str], bool]
+
+
+def staging_leftover(entry: str, name: str) -> bool:
+    """Whether `entry` is a staging folder, retired copy or lock of the folder `name` (see results.py)."""
+    return re.fullmatch(rf"\.{re.escape(name)}\.([^/]+\.tmp|old|lock)", entry) is not None
+
+
+def recorded(folder: Path) -> Recorded | None:
+    """Who wrote `folder`, from its manifest (or, for older folders, its shape); None if not orderlab."""
+    manifest = _read_manifest(folder / MANIFEST)
+    writer = _recorded_writer(manifest) if manifest is not None else None
+    files = manifest.get("files") if manifest is not None else None
+    if writer is not None and isinstance(files, list) and all(isinstance(f, str) for f in files):
+        return Recorded(writer, {*files, MANIFEST}.__contains__)
+    writer = writer or _legacy_writer(folder, manifest)
+    if writer is None:
+        return None
+    return Recorded(writer, lambda entry: re.fullmatch(LEGACY_ENTRIES[writer.command], entry) is not None)
+
+
+def _recorded_writer(manifest: dict[str, object]) -> Writer | None:
+    record = manifest.get("written_by")
+    if not isinstance(record, dict) or record.get("command") not in LEGACY_ENTRIES:
+        return None
+    spec = record.get("spec", "")
+    return Writer(record["command"], spec) if isinstance(spec, str) else None
+
+
+def _legacy_writer(folder: Path, manifest: dict[str, object] | None) -> Writer | None:
+    """The writer of a folder from before `written_by`: a run's manifest names its spec, trace and plot wrote none."""
+    if manifest is None:
+        if folder.name.endswith("_trace"):
+            return Writer("trace", folder.name.removesuffix("_trace"))
+        return Writer("plot") if folder.name == "figures" else None
+    spec = manifest.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        return Writer("run", spec["name"])
+    if "specs" in manifest:
+        return Writer("compare")
+    return Writer("properties") if "max_len" in manifest else None
+
+
+def _read_manifest(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def foreign_entries(folder: Path, found: Recorded) -> list[str]:
+    """Entries of `folder` that its writer did not write (sub-folders of another command checked in turn)."""
+    nested = NESTED.get(found.writer.command, {})
+    foreign = []
+    for entry in sorted(os.listdir(folder)):
+        path = folder / entry
+        if entry in nested and path.is_dir() and not path.is_symlink():
+            inner = recorded(path)
+            mine = inner is not None and inner.writer.command == nested[entry] and not foreign_entries(path, inner)
+        elif any(staging_leftover(entry, name) for name in nested):
+            mine = True
+        elif entry == NESTED_FILES.get(found.writer.command):
+            mine = _is_report(path)
+        elif path.is_dir() and not path.is_symlink():  # a run's checkpoints/: every file in it recorded
+            mine = found.owns(entry) and all(
+                found.owns(f"{entry}/{inner.name}") and inner.is_file() and not inner.is_symlink()
+                for inner in path.iterdir()
+            )
+        else:
+            mine = found.owns(entry) and path.is_file()
+        if not mine:
+            foreign.append(entry)
+    return foreign
+
+
+def _is_report(path: Path) -> bool:
+    """Whether `path` is an HTML report orderlab wrote: a regular file whose first bytes carry REPORT_MARK."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as file:
+            return REPORT_MARK.encode() in file.read(512)
+    except OSError:
+        return False
+
+
+def refusal(folder: Path, writer: Writer, force: bool) -> str | None:
+    """Why `writer` may not replace `folder`, as one line; None when it may (or the folder does not exist)."""
+    if not os.path.lexists(folder):
+        return None
+    if folder.is_symlink() or not folder.is_dir():
+        return f"{folder} exists and is not a folder; orderlab replaces only folders it wrote; nothing was written"
+    entries = os.listdir(folder)
+    if not entries:
+        return None
+    found = recorded(folder)
+    if found is None:
+        return (
+            f"{folder} was not written by orderlab (no manifest.json naming its writer; it holds {_some(entries)}); "
+            "nothing was written; move it away, or choose another name or --out"
+        )
+    foreign = foreign_entries(folder, found)
+    if foreign:
+        return (
+            f"{folder} holds {_some(foreign)}, which orderlab did not write; nothing was written; "
+            "move that away, or choose another name or --out"
+        )
+    if found.writer != writer and not force:
+        return (
+            f"{folder} holds the results of {found.writer}, not of {writer}; nothing was written; "
+            f"choose another name or --out, or replace them with `orderlab {writer.command} --force`"
+        )
+    return None
+
+
+def _some(entries: list[str]) -> str:
+    shown = ", ".join(sorted(entries)[:3])
+    return shown + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+
+
+# --- holding a folder while a command computes and writes it --------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A folder this thread holds the lock of, with the writer and whether --force was given."""
+
+    folder: Path
+    writer: Writer
+    force: bool
+
+    def check(self) -> None:
+        """Raise OrderlabError unless the folder may be replaced (again just before the swap: a user may
+        have put a file into it while the command computed)."""
+        reason = refusal(self.folder, self.writer, self.force)
+        if reason:
+            raise OrderlabError(reason)
+
+    def own_files(self) -> list[Path]:
+        """Files in the folder that this same writer wrote before (trace keeps earlier traces), manifest aside."""
+        found = recorded(self.folder) if self.folder.is_dir() else None
+        if found is None or found.writer != self.writer:
+            return []
+        return [p for p in sorted(self.folder.iterdir()) if p.name != MANIFEST and p.is_file() and found.owns(p.name)]
+
+
+_local = threading.local()
+
+
+def _claims() -> dict[str, Claim]:
+    if not hasattr(_local, "claims"):
+        _local.claims = {}
+    claims: dict[str, Claim] = _local.claims
+    return claims
+
+
+@contextmanager
+def claim(folder: Path, writer: Writer, force: bool = False) -> Iterator[Claim]:
+    """Lock `folder` and check that `writer` may replace it, before computing; held until the block ends.
+
+    Claiming a folder this thread already holds is a no-op, so a command can claim early (before it
+    computes) and the code that writes can claim again without knowing.
+    """
+    key = os.path.abspath(folder)
+    if key in _claims():
+        yield _claims()[key]
+        return
+    lock = _lock(folder)
+    try:
+        held = Claim(folder, writer, force)
+        held.check()
+        _claims()[key] = held
+        try:
+            yield held
+        finally:
+            del _claims()[key]
+    finally:
+        _unlock(folder, lock)
+
+
+def held(folder: Path) -> Claim:
+    """The claim this thread holds on `folder`; writing a folder nobody claimed is a bug in orderlab."""
+    found = _claims().get(os.path.abspath(folder))
+    if found is None:
+        raise RuntimeError(f"{folder}: written without ownership.claim")
+    return found
+
+
+def lock_path(folder: Path) -> Path:
+    return folder.with_name(f".{folder.name}.lock")
+
+
+def _lock(folder: Path) -> int:
+    """An exclusive, non-blocking flock on .NAME.lock beside the folder; OrderlabError if another holds it."""
+    path = lock_path(folder)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):  # the holder unlinks the file as it finishes: lock the file that is there now
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(descriptor)
+                break
+            if _is_file_at(descriptor, path):
+                return descriptor
+            os.close(descriptor)
+    except OSError as error:
+        raise path_error(folder, error) from error
+    raise OrderlabError(
+        f"{folder} is being written by another orderlab command (lock {path}); nothing was written; "
+        "run again when it has finished"
+    )
+
+
+def _is_file_at(descriptor: int, path: Path) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (on_disk.st_dev, on_disk.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _unlock(folder: Path, descriptor: int) -> None:
+    try:
+        lock_path(folder).unlink(missing_ok=True)  # while still locked, so nobody locks a file about to vanish
+    finally:
+        os.close(descriptor)
+
+
+# --- output-path problems as one line --------------------------------------------------------------
+
+
+def path_error(folder: Path, error: OSError) -> OrderlabError:
+    """An OSError met while writing `folder`, as one line naming the path and the reason (no traceback)."""
+    blocking = _file_in_the_way(folder)
+    if blocking is not None:
+        return OrderlabError(f"cannot write {folder}: {blocking} is a file, not a folder; expected a folder there")
+    reason = error.strerror or str(error)
+    where = ""
+    if error.filename and Path(error.filename) not in (folder, *folder.parents):
+        where = f" ({error.filename})"  # a file inside the folder or beside it (its lock), not the folder itself
+    return OrderlabError(f"cannot write {folder}: {reason}{where}; nothing was changed")
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The first part of `folder`'s path that exists but is not a folder, if any."""
+    for part in [*reversed(folder.parents), folder]:
+        try:
+            if part.exists() and not part.is_dir():
+                return part
+        except OSError:  # e.g. a component too long to stat
+            return None
+    return None

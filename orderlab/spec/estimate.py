@@ -1,0 +1,768 @@
+"""What a run will cost, worked out before it starts, and the limits that refuse what cannot fit this machine.
+
+`load_spec` calls `validate_limits`, so `validate`, `run`, `check` and `compare` refuse, in one line naming
+the figure and the field to change, a spec whose run would exhaust memory, run for weeks, write CSVs too
+large to read back, or write no rows at all. `orderlab validate --plan` prints `estimate(spec)`: memory,
+sequences, time and output size per sweep combination.
+
+The formulas follow the code they describe: measure/loop.py's chunks (`sequence_values` is the one
+definition of a sequence's working set), rows.record_metrics' rows, probing.py's probe,
+trace.attention_maps and the pretrained backends' passes; tests/test_plan.py holds the row counts
+and CSV sizes against real runs. Rates are conservative (a loaded machine's), so runs finish sooner.
+Pure and torch-free: must not import torch, numpy or pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orderlab.errors import SpecError
+from orderlab.models.hf.extra import packaged_model_folder
+from orderlab.spec import permutations as perms
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.metric_names import (
+    ATTENTION_FAMILY,
+    COSINE_CLS,
+    DECODABILITY_FAMILY,
+    EQUIVARIANCE_FAMILY,
+    INVARIANCE_CLS,
+    INVARIANCE_FAMILY,
+    LM_LOGPROB_FAMILY,
+    PAIR_COSINE_CLS,
+    PAIR_DISTANCE_FAMILY,
+    PREFIX_INVARIANCE_FAMILY,
+    REPEATED_WORDS_FAMILY,
+    TOKEN_SHIFT_FAMILY,
+    Model,
+    metrics_of,
+)
+from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
+from orderlab.spec.sweep import SweptValue, describe, plan
+from orderlab.spec.text import occurrence_matching, repeated_pairs, tokenize
+from orderlab.spec.userfiles import read_bounded
+
+if TYPE_CHECKING:
+    from orderlab.spec.schema import Spec
+    from orderlab.spec.yamlsource import FieldPath, LocatedDocument
+
+# --- this machine: budgets and measured rates ------------------------------------------------------
+
+# One chunk's activations on the CPU: about 1,000 sequences of the 4-layer, d_model 128 benchmark
+# stack in float32. Throughput was flat from there up to 4x more, while peak memory doubled.
+CPU_CHUNK_BYTES = 64 * 2**20
+GPU_CHUNK_BYTES = 1024 * 2**20
+# batching.ROW_ALIGNMENT (that module imports torch): a chunk is padded to a multiple of 16 token rows.
+ROW_ALIGNMENT = 16
+# Python, torch and pandas once imported: 262 MB of a run's measured peak RSS (README), rounded up.
+BASE_BYTES = 300 * 10**6
+# A run may plan on this share of the memory available when it is validated: the rest is for the OS,
+# the other processes of a shared machine and the allocator's slack.
+MEMORY_SHARE = 0.8
+# The stack's matmul FLOP/s, conservative: the runner measured 89-163 GFLOP/s (float32) and 35-70
+# (float64) on a quiet 2-core machine (shared/PERFORMANCE.md), 15 for both while other sessions ran.
+FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9}
+# A BERT-style model: MiniLM in corpus mode measured ~11 GFLOP/s here (45 sequences/s).
+PRETRAINED_FLOPS_PER_SECOND = 5e9
+# Word pieces per white-space word, rounded up (MiniLM: "dog bites man" is 3 pieces, long words 2-4).
+TOKENS_PER_WORD = 1.5
+# Work per sequence beside the matmuls (gather, metrics, reductions): 47 us measured on a tiny stack.
+SECONDS_PER_SEQUENCE = 60e-6
+# Collecting, sorting and formatting one tidy CSV row: 9 us measured (524k rows, loaded machine).
+SECONDS_PER_ROW = 12e-6
+# Training (train/train.py): float32 on one thread, small matmuls with their backward passes; an AdamW step's
+# own work (optimizer, data, autograd bookkeeping) on top. Conservative: the d_model 32 first_word spec measured
+# ~2.5 GFLOP/s and ~4 ms a step on this loaded 2-core machine.
+TRAINING_FLOPS_PER_SECOND = 2e9
+SECONDS_PER_STEP = 5e-3
+# Drawing one seeded weight (torch.randn, float64): 28 ns measured.
+SECONDS_PER_WEIGHT = 40e-9
+# Hashing a word into its seeded vector: 16 us measured at d_model 64 (plus drawing its numbers).
+SECONDS_PER_WORD = 30e-6
+# Drawing one random permutation (numpy), checking it is new and keeping it.
+SECONDS_PER_DRAW = 5e-6
+# Starting a run: importing torch and pandas. A pretrained model then loads its weights and tokenizer.
+START_SECONDS = 3.0
+MODEL_LOAD_SECONDS = 10.0
+# A materialised permutation of n tokens (tuple, set entry, sort label): 325 B measured at n = 13, 5 kB at n = 300.
+PERMUTATION_BYTES, PERMUTATION_BYTES_PER_TOKEN = 200, 16
+# A tidy row while its chunk is collected, sorted and formatted (Python lists, then a pandas frame).
+ROW_MEMORY_BYTES = 400
+# A row of attention.csv, built whole in memory (numeric columns, the concatenated copy, formatting).
+ATTENTION_ROW_MEMORY_BYTES = 200
+# A metrics.csv row without its text columns (case, layer, head, metric, value, verdict, commas): 62-66 B measured.
+ROW_FIXED_BYTES = 66
+# A corpus-mode metrics.csv row without its permutation and encoding (sentence id, words, shuffle, metric, value).
+CORPUS_ROW_FIXED_BYTES = 45
+# An attention.csv row without its encoding and swept columns (layer, head, slots, value, commas), and without
+# the digits of its reordering's number.
+ATTENTION_ROW_FIXED_BYTES = 21
+
+# --- the limits -------------------------------------------------------------------------------------
+
+# The longest run accepted, at the conservative rates above. A month here is still hours on a GPU;
+# past it a count or a size is far more likely a typo than a plan.
+MAX_RUN_SECONDS = 30 * 86400
+# The largest CSV accepted: `orderlab check` and `orderlab plot` read metrics.csv and attention.csv
+# whole, at several times their size in memory, and a 2 GB CSV already needs ~10 GB to check.
+MAX_CSV_BYTES = 2 * 10**9
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One figure of an estimate and the spec field that drives it, so that a refusal names what to change."""
+
+    amount: float  # bytes or seconds
+    what: str  # e.g. "weights"
+    field: FieldPath  # e.g. ("model", "d_model")
+    subject: str  # how the message starts: the field's value, e.g. "1,000,000,000" or "300 words"
+    expected: str  # e.g. "a smaller d_model"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one sweep combination (or a pretrained-model spec) costs: memory, sequences, time, output."""
+
+    columns: dict[str, SweptValue]  # the combination's swept fields, e.g. {"n_layers": 2}; {} when nothing is swept
+    name: str  # how a plan names it: the combination, "" without a sweep, or the pretrained model
+    weights: Cost  # bytes held for the whole run
+    working: Cost  # bytes of the largest working set beside the weights (a chunk, the probe, the maps)
+    chunk_bytes: float  # one chunk's activations at the longest sentence
+    sequences: int  # forward passes, every encoding included
+    seconds: list[Cost]  # parts that add up, START_SECONDS aside
+    metrics_rows: float  # expected: a random rule's draws decide how many keep the last word (prefix_invariance)
+    least_rows: float  # however the draws fall
+    metrics_bytes: Cost
+    attention_rows: float
+    attention_bytes: Cost
+
+    @property
+    def peak_bytes(self) -> float:
+        return BASE_BYTES + self.weights.amount + self.working.amount
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(cost.amount for cost in self.seconds)
+
+
+def estimate(spec: Spec, spec_file: str | Path) -> list[Estimate]:
+    """One estimate per sweep combination (a packaged model's spec is one); the spec is validated."""
+    if uses_backend(spec):
+        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file)) for configuration in plan(spec)]
+    budget = min(CPU_CHUNK_BYTES, available_memory() // 4)
+    return [_stack(configuration.spec, configuration.columns, budget) for configuration in plan(spec)]
+
+
+def run_seconds(estimates: list[Estimate]) -> float:
+    """The whole run: start-up once, then every combination."""
+    return START_SECONDS + sum(item.total_seconds for item in estimates)
+
+
+def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
+    """Refuse (SpecError, one line) a run that would not fit this machine, or would write no rows."""
+    estimates = estimate(spec, doc.file)
+    available = available_memory()
+    for item in estimates:
+        if item.peak_bytes > MEMORY_SHARE * available:
+            part = max(item.weights, item.working, key=lambda cost: cost.amount)
+            raise _refusal(doc, part, item.columns, (
+                f"needs ~{size(item.peak_bytes)} of memory ({part.what}: {size(part.amount)}); this machine has "
+                f"{size(available)} available, of which a run may use {MEMORY_SHARE:.0%}"
+            ))  # fmt: skip
+    seconds = run_seconds(estimates)
+    if seconds > MAX_RUN_SECONDS:
+        columns, part = max(((i.columns, c) for i in estimates for c in i.seconds), key=lambda pair: pair[1].amount)
+        raise _refusal(doc, part, columns, (
+            f"would run for ~{duration(seconds)} at this machine's rates ({part.what}: {duration(part.amount)}); "
+            f"the limit is {duration(MAX_RUN_SECONDS)}"
+        ))  # fmt: skip
+    for file, costs in (("metrics.csv", [i.metrics_bytes for i in estimates]),
+                        ("attention.csv", [i.attention_bytes for i in estimates])):  # fmt: skip
+        total = sum(cost.amount for cost in costs)
+        if total > MAX_CSV_BYTES:
+            raise _refusal(doc, max(costs, key=lambda cost: cost.amount), {}, (
+                f"would write ~{size(total)} to {file}, which `orderlab check` and `plot` read whole; the limit "
+                f"is {size(MAX_CSV_BYTES)}"
+            ))  # fmt: skip
+    if not sum(item.least_rows for item in estimates):
+        raise doc.error(("metrics",), (
+            f"[{', '.join(spec.metrics)}] measure nothing in these inputs and probes, so metrics.csv would have no "
+            f"rows ({PAIR_DISTANCE_FAMILY} needs probes, {REPEATED_WORDS_FAMILY} a repeated word, "
+            f"{PREFIX_INVARIANCE_FAMILY} permutations that keep the last word in place, e.g. prefixes); "
+            "expected a metric that applies"
+        ))  # fmt: skip
+
+
+def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], figure: str) -> SpecError:
+    where = f" (in the sweep combination {describe(columns)})" if columns else ""
+    return doc.error(cost.field, f"{cost.subject} {figure}; expected {cost.expected}{where}")
+
+
+# --- the attention stack ------------------------------------------------------------------------------
+
+
+def sequence_values(n: int, d_model: int, ffn_mult: int, n_layers: int, n_heads: int, attention_maps: bool) -> int:
+    """Numbers one sequence of n tokens holds in a chunk (streaming.auto_chunk_size divides its budget by them).
+
+    Kept for the metrics: layers + 1 hidden states; transient per layer: q, k, v, attention output,
+    two FFN activations of width ffn_mult * d_model, a few d-wide temporaries; maps: layers x heads x n x n.
+    """
+    d, f = d_model, ffn_mult * d_model
+    return n * ((n_layers + 1) * d + 6 * d + 2 * f) + (n_layers * n_heads * n * n if attention_maps else 0)
+
+
+def sequences_per_chunk(values: int, itemsize: int, budget: int) -> int:
+    """As many sequences as fit the budget, at least one."""
+    return max(1, budget // (values * itemsize))
+
+
+def stack_flops(spec: Spec, n: int) -> float:
+    """Matmul FLOPs of one n-token sequence, 2 per multiply-add: L * ((8 + 4 m) n d^2 + 4 n^2 d).
+
+    Per layer: q, k, v and output projections 8 n d^2, the FFN's two matmuls 4 m n d^2 (m = ffn_mult,
+    0 without an FFN), scores and weights @ v 4 n^2 d. With m = 4: L * (24 n d^2 + 4 n^2 d).
+    """
+    m = spec.stack
+    mult = m.ffn_mult if m.ffn else 0
+    return m.n_layers * ((8 + 4 * mult) * n * m.d_model**2 + 4 * n * n * m.d_model)
+
+
+@dataclass
+class _Tally:
+    """A stack estimate while it is added up, part by part (inputs, probes, position probe, attention maps)."""
+
+    rows: float = 0.0  # metrics.csv rows, every encoding included
+    least_rows: float = 0.0  # the rows however random draws fall
+    row_bytes: float = 0.0  # their bytes, without the encoding and swept columns
+    sequences: int = 0
+    seconds: list[Cost] = field(default_factory=list)
+    working: list[Cost] = field(default_factory=list)  # working sets that never coexist: the run holds the largest
+
+    def add_rows(self, rows: float, width: float, least: float | None = None) -> None:
+        self.rows, self.row_bytes = self.rows + rows, self.row_bytes + rows * width
+        self.least_rows += rows if least is None else least
+
+
+def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
+    """The estimate of one concrete spec (every model field one value); budget: a chunk's bytes."""
+    m, encodings = spec.stack, len(spec.encodings)
+    weights = _weights(spec)
+    drawing = weights.amount / 8 * _weight_draws(spec) * SECONDS_PER_WEIGHT
+    tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
+    _add_inputs(spec, tally, budget)
+    _add_probes(spec, tally, budget)
+    if DECODABILITY_FAMILY in spec.metrics:
+        probe = spec.decodability
+        width = ROW_FIXED_BYTES + len(f"{probe.sentences} random sentences of {probe.length} words")
+        tally.add_rows(encodings * len(metrics_of(DECODABILITY_FAMILY, "stack")) * (m.n_layers + 1), width)
+        tally.sequences += encodings * probe.sentences
+        tally.working.append(_decodability_memory(spec))
+        tally.seconds.append(_decodability_seconds(spec))
+    labels = sum(len(choice.label) for choice in spec.encodings) / encodings
+    swept = sum(len(str(value)) + 1 for value in columns.values())
+    attention_rows, attention_bytes = _add_attention(spec, tally, labels + swept)
+    per_permutation = spec.rows == "per_permutation"
+    metrics_bytes = Cost(tally.row_bytes + tally.rows * (labels + swept), "metrics.csv",
+                         ("rows",) if per_permutation else ("inputs",), f"{tally.rows:,.0f} rows",
+                         "rows: summary" if per_permutation else "fewer inputs or encodings")  # fmt: skip
+    chunk = max((_chunk_bytes(spec, words, rules, budget) for _, words, rules in _sentences(spec).values()), default=0)
+    largest = max(tally.working, key=lambda c: c.amount, default=Cost(0, "nothing", (), "", ""))
+    stack = Estimate(columns, describe(columns), weights, largest, chunk, tally.sequences, tally.seconds, tally.rows,
+                     tally.least_rows, metrics_bytes, attention_rows, attention_bytes)  # fmt: skip
+    return _trained(spec, stack) if spec.train else stack
+
+
+def _trained(spec: Spec, untrained: Estimate) -> Estimate:
+    """A trained spec: training, then every measurement twice (trained and untrained weights) and its task rows.
+
+    Training: steps x batch sentences at the longest training length, forward and backward (3 forward passes'
+    FLOPs) in float32 on one thread, and its activations kept for the backward pass; then the task accuracy
+    passes over every test length.
+    """
+    train, m, encodings = spec.train, spec.stack, len(spec.encodings)
+    assert train is not None
+    n, tested = train.train_lengths[1], range(train.tested[0], train.tested[1] + 1)
+    flops = encodings * train.steps * train.batch * 3 * stack_flops(spec, n)
+    flops += encodings * train.test_sentences * sum(stack_flops(spec, length) for length in tested)
+    subject = f"{train.steps:,} steps"
+    seconds = Cost(flops / TRAINING_FLOPS_PER_SECOND + encodings * train.steps * SECONDS_PER_STEP, "training",
+                   ("train", "steps"), subject, "fewer steps or a smaller batch")  # fmt: skip
+    activations = 3 * train.batch * sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, True) * 4
+    memory = Cost(activations, "training", ("train", "batch"), f"{train.batch:,} sentences", "a smaller batch")
+    task_rows = encodings * len(tested)
+    twice = untrained.metrics_bytes
+    return replace(
+        untrained, working=max(untrained.working, memory, key=lambda cost: cost.amount),
+        sequences=2 * untrained.sequences, seconds=[*untrained.seconds, *untrained.seconds, seconds],
+        metrics_rows=2 * untrained.metrics_rows + task_rows, least_rows=2 * untrained.least_rows + task_rows,
+        metrics_bytes=replace(twice, amount=2 * twice.amount + task_rows * (ROW_FIXED_BYTES + 40)),
+        attention_rows=2 * untrained.attention_rows,
+        attention_bytes=replace(untrained.attention_bytes, amount=2 * untrained.attention_bytes.amount),
+    )  # fmt: skip
+
+
+def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:
+    """Each sentence's permutations under every encoding, plus its reference pass f(X)."""
+    encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
+    for sentence, (index, words, rules) in _sentences(spec).items():
+        n = len(words)
+        count = sum(perms.count(rule, n) for rule in rules)
+        rows, width = _sentence_rows(spec, words, rules, sentence)
+        tally.add_rows(encodings * rows, width, encodings * _sentence_rows(spec, words, rules, sentence, sure=True)[0])
+        tally.sequences += encodings * (count + 1)
+        seconds = encodings * (count + 1) * (stack_flops(spec, n) / rate + SECONDS_PER_SEQUENCE)
+        seconds += sum(_random_draws(rule, n) for rule in rules) * SECONDS_PER_DRAW
+        tally.seconds.append(Cost(seconds + encodings * rows * SECONDS_PER_ROW, "the permutations' forward passes",
+                                  ("inputs", index, "permutations"), f"{count:,} permutations",
+                                  "fewer permutations or a smaller model"))  # fmt: skip
+        tally.working.append(_chunk_cost(spec, n, rules, rows / max(count, 1), ("inputs", index), budget))
+
+
+def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
+    """Each probe pair: one pass per sentence and encoding (rows.measure_probe)."""
+    encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
+    for index, pair in enumerate(spec.probes):
+        lengths = [len(tokenize(side, spec.embeddings.lowercase)) for side in pair]
+        rows, width = _probe_rows(spec, *pair)
+        tally.add_rows(encodings * rows, width)
+        tally.sequences += 2 * encodings
+        seconds = encodings * (sum(stack_flops(spec, n) for n in lengths) / rate + rows * SECONDS_PER_ROW)
+        tally.seconds.append(Cost(seconds, "the probes", ("probes", index), "the probe", "shorter probe sentences"))
+        for side, n in enumerate(lengths):
+            tally.working.append(_chunk_cost(spec, n, [], 0, ("probes", index, side), budget))
+
+
+def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float, Cost]:
+    """attention.csv (attention_maps.py): one input as written and its shown reorderings, every encoding, layer
+    and head; the reorderings the input's rule does not give take a pass of their own."""
+    shown = spec.attention_maps
+    where, expected = ("inputs", shown.input, "sentence"), "a shorter sentence, or metrics without attention"
+    if ATTENTION_FAMILY not in spec.metrics or not spec.inputs:
+        return 0, Cost(0, "attention.csv", where, "the shown sentence", expected)
+    m, encodings = spec.stack, len(spec.encodings)
+    n = len(tokenize(spec.sentences[shown.input].sentence, spec.embeddings.lowercase))
+    maps = 1 + (len(shown.permutations) if shown.permutations is not None else 1)  # as written, then reordered
+    rows = maps * encodings * m.n_layers * m.n_heads * n * n
+    digits = 2 * len(str(n - 1)) + len(str(m.n_layers)) + len(str(m.n_heads - 1)) + len(str(maps - 1))
+    subject = f"{n:,} words"
+    tally.working.append(Cost(rows * ATTENTION_ROW_MEMORY_BYTES, "attention maps", where, subject, expected))
+    seconds = rows * SECONDS_PER_ROW + maps * encodings * stack_flops(spec, n) / FLOPS_PER_SECOND[m.dtype]
+    tally.seconds.append(Cost(seconds, "attention maps", where, subject, expected))
+    width = ATTENTION_ROW_FIXED_BYTES + digits + extra_width
+    return rows, Cost(rows * width, "attention.csv", where, "the shown sentence", expected)
+
+
+def _itemsize(dtype: str) -> int:
+    return 8 if dtype == "float64" else 4
+
+
+def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
+    """Inputs grouped by sentence as the MeasuringLoop runs them: sentence -> (first input index, words, rules)."""
+    groups: dict[str, tuple[int, list[str], list[perms.Rule]]] = {}
+    for index, item in enumerate(spec.sentences):
+        words = tokenize(item.sentence, spec.embeddings.lowercase)
+        groups.setdefault(item.sentence, (index, words, []))[2].append(item.permutations)
+    return groups
+
+
+def _weights(spec: Spec) -> Cost:
+    """Seeded float64 weights (FFN included, drawn even without one), plus a float32 copy per encoding: the stack's
+    own in a float32 run, its round-off twin's in a float64 run (noise.py)."""
+    m = spec.stack
+    numbers = m.n_layers * m.d_model**2 * (4 + 2 * m.ffn_mult)
+    copies = 8 + len(spec.encodings) * 4
+    default = {name: ModelSpec.model_fields[name].default for name in ("d_model", "n_layers", "ffn_mult")}
+    growth = {
+        "d_model": (m.d_model / default["d_model"]) ** 2,
+        "n_layers": m.n_layers / default["n_layers"],
+        "ffn_mult": (4 + 2 * m.ffn_mult) / (4 + 2 * default["ffn_mult"]),
+    }
+    name = max(growth, key=lambda key: growth[key])
+    return Cost(numbers * copies, "weights", ("model", name), f"{getattr(m, name):,}", f"a smaller {name}")
+
+
+def _weight_draws(spec: Spec) -> int:
+    """How often the seeded weights are drawn: the sweep, the probe, attention.csv (once per encoding)."""
+    attention = len(spec.encodings) if ATTENTION_FAMILY in spec.metrics and spec.inputs else 0
+    return 1 + (DECODABILITY_FAMILY in spec.metrics) + attention
+
+
+def _chunk_sequences(spec: Spec, n: int, maps: bool, budget: int, most: int) -> tuple[int, int]:
+    """Sequences in one forward pass of n-token sequences, as streaming.auto_chunk_size sizes it on the CPU
+    (at most `most`, the sentence's permutations) and batching.aligned_batch pads it; and the numbers each holds."""
+    m = spec.stack
+    values = sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, maps)
+    chunk = min(sequences_per_chunk(values, _itemsize(m.dtype), budget), max(most, 1))
+    padding = ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT)
+    return -(-chunk // padding) * padding, values
+
+
+def _chunk_cost(
+    spec: Spec, n: int, rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, budget: int
+) -> Cost:
+    """A chunk of one sentence's permutations (or one probe sentence), the permutations materialised for it
+    and its rows in flight."""
+    m = spec.stack
+    maps = ATTENTION_FAMILY in spec.metrics or where[0] == "probes"  # probes always run with maps
+    count = sum(perms.count(rule, n) for rule in rules)
+    sequences, values = _chunk_sequences(spec, n, maps, budget, count)
+    chunk = sequences * values * _itemsize(m.dtype)
+    stored = sum(perms.count(rule, n) for rule in rules if not _lazy(rule, n)) * _permutation_bytes(n)
+    total = chunk + stored + sequences * rows_per_sequence * ROW_MEMORY_BYTES
+    if stored > chunk:
+        return Cost(total, "drawn permutations", (*where, "permutations"), f"{count:,} permutations",
+                    "fewer permutations")  # fmt: skip
+    if maps and m.n_layers * m.n_heads * n * n > values / 2:
+        sentence = (*where, "sentence") if where[0] == "inputs" else where
+        return Cost(total, "activations per chunk", sentence, f"{n:,} words",
+                    "a shorter sentence (its attention maps grow as its length squared)")  # fmt: skip
+    weights = _weights(spec)
+    return Cost(total, "activations per chunk", weights.field, weights.subject, weights.expected)
+
+
+def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], budget: int) -> float:
+    """Activations of one chunk of a sentence's permutations (what `validate --plan` shows)."""
+    n = len(words)
+    count = sum(perms.count(rule, n) for rule in rules)
+    sequences, values = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, budget, count)
+    return sequences * values * _itemsize(spec.model.dtype)
+
+
+def _lazy(rule: perms.Rule, n: int) -> bool:
+    """Rules streamed without building their list (perms.in_label_order)."""
+    return rule in ("all", "prefixes") and n <= 10
+
+
+def _permutation_bytes(n: int) -> int:
+    return PERMUTATION_BYTES + PERMUTATION_BYTES_PER_TOKEN * n
+
+
+def _random_draws(rule: perms.Rule, n: int) -> float:
+    """Expected draws to collect K distinct non-identity permutations (coupon collector); 0 for other rules."""
+    k = rule["random"] if isinstance(rule, dict) else getattr(rule, "random", 0)
+    if not k:
+        return 0
+    choices = math.factorial(n) - 1 if n <= 20 else math.inf
+    if choices > 100 * k:
+        return k
+
+    def harmonic(m: float) -> float:
+        return math.log(m) + 0.5772 + 1 / (2 * m) if m else 0.0
+
+    return choices * (harmonic(choices) - harmonic(choices - k))
+
+
+def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
+    """Permutations of the rule that keep the last word in place (prefix_invariance rows); random: expected."""
+    if rule in ("all", "prefixes"):
+        return math.factorial(n - 1)
+    if rule == "identity":
+        return 1
+    if rule == "swaps":
+        return max(n - 2, 0)
+    if isinstance(rule, list):
+        return sum(1 for p in rule if p and p[-1] == n - 1)
+    if rule in ("reverse", "shifts"):
+        return 0
+    return 0 if sure else perms.count(rule, n) / n  # random: 1/n of the draws, but a draw may miss them all
+
+
+def _rows_per_layer(wanted: Collection[str], model: Model, *families: str) -> int:
+    """How many row metrics the `wanted` ones among `families` write for `model`: rows per layer (and head)."""
+    return sum(len(metrics_of(family, model)) for family in families if family in wanted)
+
+
+def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
+    """Rows every permutation writes (rows.record_metrics), prefix_invariance aside."""
+    m, wanted = spec.stack, spec.metrics
+    per_layer = _rows_per_layer(wanted, "stack", EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
+    per_layer += _rows_per_layer(wanted, "stack", REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
+    return (m.n_layers + 1) * per_layer + _rows_per_layer(wanted, "stack", ATTENTION_FAMILY) * m.n_layers * m.n_heads
+
+
+def _sentence_rows(
+    spec: Spec, words: list[str], rules: list[perms.Rule], sentence: str, sure: bool = False
+) -> tuple[float, float]:
+    """metrics.csv rows one encoding writes for a sentence under its rules, and their mean width without
+    the encoding and swept columns."""
+    n, every = len(words), _per_permutation_rows(spec, words)
+    prefix = (spec.stack.n_layers + 1) * _rows_per_layer(spec.metrics, "stack", PREFIX_INVARIANCE_FAMILY)
+    count = sum(perms.count(rule, n) for rule in rules)
+    kept = sum(_kept_last(rule, n, sure) for rule in rules)
+    moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
+    if spec.rows == "per_permutation":
+        return count * every + kept * prefix, ROW_FIXED_BYTES + len(sentence) + moved
+    keys = (every if count else 0) + (prefix if kept else 0)
+    return 2 * keys, ROW_FIXED_BYTES + len("mean,") + len(sentence) + moved / 2  # max rows name a permutation
+
+
+def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
+    """Rows one encoding writes for a probe pair (rows.measure_probe), and their mean width."""
+    lowercase, wanted = spec.embeddings.lowercase, spec.metrics
+    words_a, words_b = tokenize(a, lowercase), tokenize(b, lowercase)
+    matched = occurrence_matching(words_a, words_b) is not None
+    per_layer = _rows_per_layer(wanted, "stack", PAIR_DISTANCE_FAMILY)
+    per_layer += _rows_per_layer(wanted, "stack", TOKEN_SHIFT_FAMILY) * matched
+    statistics = 1 if spec.rows == "per_permutation" else 2
+    return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
+
+
+def _decodability_memory(spec: Spec) -> Cost:
+    """The position probe (probing.measure_decodability): word table, sentences, the stack's states and maps
+    for all of them at once, and the least-squares fit per layer in float64."""
+    m, probe = spec.stack, spec.decodability
+    S, n, d = probe.sentences, probe.length, m.d_model
+    states = S * sequence_values(n, d, m.ffn_mult, m.n_layers, m.n_heads, True) * _itemsize(m.dtype)
+    terms = {
+        "vocabulary": 8 * probe.vocabulary * d,
+        "length": S * n * n * (m.n_layers * m.n_heads * _itemsize(m.dtype) + 3 * 8),
+        "sentences": states + 8 * S * n * (1 + 3 * d) + 16 * d * d,
+    }
+    terms["sentences"] -= S * n * n * m.n_layers * m.n_heads * _itemsize(m.dtype)  # counted under length
+    name = max(terms, key=lambda key: terms[key])
+    default = DecodabilitySpec.model_fields[name].default
+    return Cost(sum(terms.values()), "the position probe", ("decodability", name), f"{getattr(probe, name):,}",
+                f"a smaller {name} (default {default})")  # fmt: skip
+
+
+def _decodability_seconds(spec: Spec) -> Cost:
+    """The probe's forward passes, word vectors and per-layer least-squares fits (float64)."""
+    m, probe = spec.stack, spec.decodability
+    d, encodings = m.d_model, len(spec.encodings)
+    fits = encodings * (m.n_layers + 1) * (2 * probe.training_sentences * probe.length * d * d + d**3)
+    seconds = encodings * probe.sentences * stack_flops(spec, probe.length) / FLOPS_PER_SECOND[m.dtype]
+    seconds += fits / FLOPS_PER_SECOND["float64"] + probe.vocabulary * (SECONDS_PER_WORD + d * SECONDS_PER_WEIGHT)
+    return Cost(seconds, "the position probe", ("decodability", "sentences"), f"{probe.sentences:,}",
+                "fewer sentences")  # fmt: skip
+
+
+# --- pretrained models --------------------------------------------------------------------------------
+
+# Permutations per forward pass of a pretrained model (models/pretrained.py): batches of this size ran at
+# the model's full speed here.
+PRETRAINED_CHUNK = 256
+SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
+# all-MiniLM-L6-v2's shape, for a config.json that does not say.
+BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
+              "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
+
+
+def _backend_shape(spec: Spec, spec_file: Path) -> dict[str, int]:
+    """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json (torch-free),
+    MiniLM's where the file does not say."""
+    model = spec.pretrained
+    if isinstance(model, PretrainedModelSpec):
+        folder = packaged_model_folder(model.name)
+    elif model.path is None:
+        return BERT_SHAPE | {"hidden_size": model.d_model, "num_hidden_layers": model.n_layers,
+                             "num_attention_heads": model.n_heads, "intermediate_size": 4 * model.d_model,
+                             "vocab_size": SEEDED_VOCABULARY}  # fmt: skip
+    else:
+        folder = relative_to_spec(spec_file, model.path)
+    try:
+        config = json.loads(read_bounded(folder / "config.json", 2**20))
+    except (OSError, ValueError):
+        config = {}
+    config = config if isinstance(config, dict) else {}
+    return {key: value if isinstance(value := config.get(key), int) and value > 0 else default
+            for key, default in BERT_SHAPE.items()}  # fmt: skip
+
+
+def _bert_flops(shape: dict[str, int], words: int) -> float:
+    """Matmul FLOPs of one sequence of `words` words (word pieces, [CLS] and [SEP]) through the encoder."""
+    n, d, f = TOKENS_PER_WORD * words + 2, shape["hidden_size"], shape["intermediate_size"]
+    return shape["num_hidden_layers"] * (n * (8 * d * d + 4 * d * f) + 4 * n * n * d)
+
+
+@dataclass(frozen=True)
+class _Workload:
+    """What a pretrained-model run puts through the model, per position ablation, and what it writes."""
+
+    passes: list[tuple[int, int]]  # (words in the sequence, how many such sequences)
+    rows: float  # metrics.csv rows
+    row_bytes: float  # without the encoding column
+    batch: int  # sequences per forward pass
+    held: float  # bytes of rows kept in memory until the end
+    field: FieldPath  # what to change when it is too much
+    subject: str
+
+
+CLS_METRICS = (INVARIANCE_CLS, COSINE_CLS, PAIR_COSINE_CLS)  # an encoder's [CLS] rows (models/pretrained.py)
+
+
+def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
+    """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
+    so what stays in memory is a summary's worth (the max rows of each sentence)."""
+    layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+
+    def rows_per_layer(*families: str) -> int:
+        """As _rows_per_layer for pretrained models; a causal LM writes no [CLS] rows (its first token is BOS)."""
+        chosen = [m for family in families if family in wanted for m in metrics_of(family, "pretrained")]
+        return sum(1 for m in chosen if not (causal and m.name in CLS_METRICS))
+
+    per_layer = rows_per_layer(EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
+    every = (layers + 1) * per_layer + rows_per_layer(ATTENTION_FAMILY) * layers * heads
+    every += rows_per_layer(LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
+    prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
+    repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
+    passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
+    if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
+        passes.append((spec.decodability.length, spec.decodability.sentences))
+        rows += (layers + 1) * rows_per_layer(DECODABILITY_FAMILY)
+    for item in spec.sentences:
+        words = tokenize(item.sentence)
+        count = perms.count(item.permutations, len(words))
+        passes.append((len(words), count + 1))  # + the reference pass
+        kept = _kept_last(item.permutations, len(words), sure=False)
+        each = every + repeats * bool(repeated_pairs(words))  # rows of one permutation, prefix_invariance aside
+        width = ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words)
+        written = count * each + kept * prefix
+        if spec.rows == "summary":  # a max and a mean row per layer, head and metric
+            written, width = 2 * ((each if count else 0) + (prefix if kept else 0)), width + len("mean,")
+        rows, row_bytes, held = rows + written, row_bytes + written * width, held + (each + prefix)
+    for a, b in spec.probes:
+        passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
+        matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
+        pair_rows = rows_per_layer(PAIR_DISTANCE_FAMILY)
+        pair = (layers + 1) * (pair_rows + rows_per_layer(TOKEN_SHIFT_FAMILY) * matched)
+        pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
+        rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
+    counts = [perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences]
+    most = max(range(len(counts)), key=counts.__getitem__, default=None)
+    where = ("inputs", most, "permutations") if most is not None else ("probes",)
+    subject = f"{counts[most]:,} permutations" if most is not None else "the probes"
+    return _Workload(passes, rows, row_bytes, PRETRAINED_CHUNK, held * ROW_MEMORY_BYTES, where, subject)
+
+
+def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
+    """Corpus mode (backends.corpus): each line and its shuffles; two rows (poolings) per shuffle."""
+    inputs = spec.inputs
+    assert isinstance(inputs, CorpusInputs)
+    lines = read_corpus(relative_to_spec(spec_file, inputs.file))
+    shuffles = [min(inputs.shuffles, math.factorial(min(len(line.words), 20)) - 1) for line in lines]
+    passes = [(len(line.words), count + 1) for line, count in zip(lines, shuffles, strict=True)]
+    rows = 2 * sum(shuffles)
+    widths = [CORPUS_ROW_FIXED_BYTES + 2 * len(line.words) for line in lines]  # + the permutation's label
+    row_bytes = 2 * sum(count * width for count, width in zip(shuffles, widths, strict=True))
+    subject = f"{inputs.shuffles:,} shuffles of {len(lines):,} sentences"
+    return _Workload(passes, rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES, ("inputs", "shuffles"),
+                     subject)  # fmt: skip
+
+
+def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> Estimate:
+    """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
+    model, shape = spec.pretrained, _backend_shape(spec, spec_file)
+    ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
+    d, layers = shape["hidden_size"], shape["num_hidden_layers"]
+    parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
+    parameters += layers * (4 * d * d + 2 * d * shape["intermediate_size"])
+    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
+    # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
+    weights = Cost(parameters * 16, "model weights", ("model",), name, "a smaller model")
+    work = (
+        _corpus_workload(spec, spec_file) if isinstance(spec.inputs, CorpusInputs) else _sentence_workload(spec, shape)
+    )
+    expected = "fewer permutations or inputs"
+    tokens = math.ceil(TOKENS_PER_WORD * max(words for words, _ in work.passes) + 2)
+    values = sequence_values(tokens, d, max(shape["intermediate_size"] // d, 1), layers,
+                             shape["num_attention_heads"], ATTENTION_FAMILY in spec.metrics)  # fmt: skip
+    batch = work.batch * values * itemsize
+    flops = sum(count * _bert_flops(shape, words) for words, count in work.passes)
+    rows = ablations * work.rows
+    seconds = [
+        Cost(MODEL_LOAD_SECONDS, "loading the model", ("model",), name, "a smaller model"),
+        Cost(ablations * flops / PRETRAINED_FLOPS_PER_SECOND + rows * SECONDS_PER_ROW, "the forward passes",
+             work.field, work.subject, expected),
+    ]  # fmt: skip
+    working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
+    labels = sum(map(len, model.position_embeddings)) / ablations  # the encoding column
+    metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",
+                   expected)  # fmt: skip
+    sequences = ablations * sum(count for _, count in work.passes)
+    attention = Cost(0, "attention.csv", work.field, work.subject, expected)
+    return Estimate(
+        columns,
+        describe(columns) or name,
+        weights,
+        working,
+        batch,
+        sequences,
+        seconds,
+        rows,
+        rows,
+        metrics,
+        0,
+        attention,
+    )
+
+
+# --- `validate --plan` -----------------------------------------------------------------------------
+
+PLAN_HEADER = ["", "memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size", "attention.csv rows",
+               "size"]  # fmt: skip
+
+
+def plan_lines(estimates: list[Estimate]) -> list[str]:
+    """One aligned line per sweep combination (none without a sweep), then the whole run."""
+    lines = [_plan_row(e.name, e.chunk_bytes, e.peak_bytes, e.sequences, e.total_seconds, e.metrics_rows,
+                       e.metrics_bytes.amount, e.attention_rows, e.attention_bytes.amount)
+             for e in estimates if e.columns]  # fmt: skip
+    lines.append(_plan_row(
+        "whole run", max(e.chunk_bytes for e in estimates), max(e.peak_bytes for e in estimates),
+        sum(e.sequences for e in estimates), run_seconds(estimates), sum(e.metrics_rows for e in estimates),
+        sum(e.metrics_bytes.amount for e in estimates), sum(e.attention_rows for e in estimates),
+        sum(e.attention_bytes.amount for e in estimates),
+    ))  # fmt: skip
+    return _aligned([PLAN_HEADER, *lines])
+
+
+def _plan_row(name: str, chunk: float, peak: float, sequences: int, seconds: float, rows: float, row_bytes: float,
+              maps: float, map_bytes: float) -> list[str]:  # fmt: skip
+    attention = [f"{maps:,.0f}", size(map_bytes)] if maps else ["-", "-"]  # no attention.csv
+    return [name, size(chunk), size(peak), f"{sequences:,}", f"~{duration(seconds)}", f"{rows:,.0f}",
+            size(row_bytes), *attention]  # fmt: skip
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell: the first to the left, numbers to the right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths,
+            strict=True))).rstrip() for row in rows]  # fmt: skip
+
+
+# --- the machine and the words for its figures -------------------------------------------------------
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable on Linux; all physical memory elsewhere)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def size(count: float) -> str:
+    """8e12 -> '8.0 TB' (decimal units, as disks and `free -h --si` count)."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}" if count < 100 * scale else f"{count / scale:,.0f} {unit}"
+    return f"{count:,.0f} B"
+
+
+def duration(seconds: float) -> str:
+    """1.3e8 -> '4.1 years'; 90 -> '1.5 min'."""
+    for unit, scale in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= scale:
+            return f"{seconds / scale:,.1f} {unit}"
+    return f"{seconds:.1f} s"

@@ -1,0 +1,35 @@
+"""Field types shared by the spec models of the stack (spec/schema.py) and of pretrained models (spec/families.py).
+
+Bounded counts and `Sweepable[T]`, a field that may hold one value or a list to sweep over. Torch-free.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
+
+from pydantic import Discriminator, Field, Tag
+
+from orderlab.spec import bounds
+
+# Positive ints no larger than one of orderlab/spec/bounds.py's limits.
+Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
+LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
+FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
+Seed = Annotated[int, Field(ge=0, le=bounds.MAX_SEED)]
+
+
+if TYPE_CHECKING:
+    T = TypeVar("T")
+    # To the type checker a sweepable field holds one value: sweep.py alone reads the lists (by field name), and
+    # every spec the rest of orderlab works on is one combination of the sweep (sweep.plan), each field one value.
+    Sweepable: TypeAlias = Annotated[T, "one value, or a list of values to sweep over"]
+else:
+
+    class Sweepable:
+        """Sweepable[T]: one value, or a non-empty list of them to sweep over (a run takes the product of all lists)."""
+
+        def __class_getitem__(cls, scalar: Any) -> Any:
+            return Annotated[
+                Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
+                Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
+            ]

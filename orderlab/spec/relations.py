@@ -1,0 +1,202 @@
+"""Relations between the fields of a spec: what pydantic's per-field checks cannot see. Torch-free.
+
+d_model vs n_heads, explicit matrices and vectors vs d_model and the words used, permutation rules
+vs sentence lengths, each encoding's own constraints, and a pretrained backend's requirements (its
+extra installed, its model folder, its corpus file). Each problem is one SpecError naming the field.
+"""
+
+from __future__ import annotations
+
+from orderlab.encodings import ENCODINGS
+from orderlab.errors import OrderlabError
+from orderlab.models.hf.extra import MissingExtraError, packaged_model_folder, require_extra
+from orderlab.spec import permutations as perms
+from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.metric_names import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
+from orderlab.spec.schema import (
+    ExplicitEmbeddings,
+    Spec,
+    encoding_context,
+    longest_sentence,
+    relative_to_spec,
+    uses_backend,
+)
+from orderlab.spec.text import tokenize
+from orderlab.spec.train_block import TASKS
+from orderlab.spec.yamlsource import FieldPath, LocatedDocument
+
+STACK_ONLY_FIELDS = ("encodings", "embeddings")
+SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
+CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
+
+
+def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+    """There is something to measure, every input and probe has words, every permutation rule fits."""
+    if not spec.sentences and not spec.probes:
+        raise doc.error(("inputs",), "nothing to measure; expected at least one entry in inputs or probes")
+    for index, item in enumerate(spec.sentences):
+        words = tokenize(item.sentence, lowercase)
+        if not words:
+            raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
+        try:
+            perms.validate_rule(item.permutations, len(words))
+        except ValueError as error:
+            raise doc.error(("inputs", index, "permutations"), str(error)) from None
+        many = perms.count(item.permutations, len(words))
+        if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
+            raise doc.error(
+                ("inputs", index, "permutations"),
+                f"{many:,} permutations would write that many rows per layer and metric; expected "
+                f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
+            )
+    for index, pair in enumerate(spec.probes):
+        for side, sentence in enumerate(pair):
+            if not tokenize(sentence, lowercase):
+                raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+    validate_shown(spec, doc, lowercase)
+
+
+def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
+    """attention_maps names an input there is, and reorderings of its words."""
+    shown = spec.attention_maps
+    if shown.input >= len(spec.sentences) and (shown.input or shown.permutations is not None):
+        raise doc.error(("attention_maps", "input"), f"the spec has {len(spec.sentences)} input sentence(s); "
+                        f"expected 0..{len(spec.sentences) - 1}")  # fmt: skip
+    if shown.permutations is not None:
+        n = len(tokenize(spec.sentences[shown.input].sentence, lowercase))
+        try:
+            perms.validate_rule(shown.permutations, n)
+        except ValueError as error:
+            raise doc.error(("attention_maps", "permutations"), str(error)) from None
+
+
+def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
+    """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
+    if uses_backend(spec):
+        validate_backend(spec, doc)
+        return
+    m = spec.stack
+    if LM_LOGPROB_FAMILY in spec.metrics:
+        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
+                        f"{CAUSAL_FAMILIES}")  # fmt: skip
+    if m.d_model % m.n_heads:
+        raise doc.error(
+            ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
+        )
+    if m.weights is not None:
+        for key in ("W_Q", "W_K", "W_V", "W_O"):
+            matrix = getattr(m.weights, key)
+            if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
+                raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
+    validate_sentences(spec, doc, spec.embeddings.lowercase)
+    if isinstance(spec.embeddings, ExplicitEmbeddings):
+        _check_vectors(spec, doc)
+    if spec.train is not None:  # first: its lengths, not the inputs', may be what no encoding covers
+        validate_training(spec, doc)
+    context = encoding_context(spec, longest_sentence(spec))
+    for index, choice in enumerate(spec.encodings):
+        try:
+            ENCODINGS.validate(choice.name, context, choice.params)
+        except (OrderlabError, ValueError) as error:
+            raise doc.error(("encodings", index), str(error)) from None
+
+
+def validate_training(spec: Spec, doc: LocatedDocument) -> None:
+    """The task can be posed on every length asked for, on this stack, within every encoding's range."""
+    train, m = spec.train, spec.stack
+    assert train is not None
+    task = TASKS[train.task]
+    for name in ("train_lengths", "test_lengths"):
+        lengths = getattr(train, name)
+        if lengths is not None and lengths[0] < task.shortest:
+            message = f"{list(lengths)}: task {train.task} needs sentences of at least {task.shortest} words"
+            raise doc.error(("train", name), f"{message}; expected a shortest length >= {task.shortest}")
+    if task.causal_only and not m.causal:
+        raise doc.error(("train", "task"), f"{train.task} predicts the next word; expected model.causal: true")
+    if m.weights is not None:
+        raise doc.error(("model", "weights"), "explicit weights are not trained; expected seeded weights with train:")
+    context = encoding_context(spec, train.longest)
+    for index, choice in enumerate(spec.encodings):
+        try:
+            ENCODINGS.validate(choice.name, context, choice.params)
+        except (OrderlabError, ValueError) as error:
+            field = "test_lengths" if train.test_lengths else "train_lengths"
+            raise doc.error(("train", field), f"{error} (encodings[{index}])") from None
+
+
+def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
+    assert isinstance(spec.embeddings, ExplicitEmbeddings)
+    vectors, d_model = spec.embeddings.vectors, spec.stack.d_model
+    for word, vector in vectors.items():
+        if len(vector) != d_model:
+            raise doc.error(
+                ("embeddings", "vectors", word), f"vector of length {len(vector)}; expected d_model={d_model} numbers"
+            )
+    places: list[tuple[FieldPath, str]] = [
+        (("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.sentences)
+    ]
+    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
+    for path, sentence in places:
+        missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
+        if missing:
+            raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
+
+
+def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
+    """Its checkpoint folder or its seeded shape, and its family's ablations."""
+    family = FAMILIES[model.family]
+    if model.path is not None:
+        folder = relative_to_spec(doc.file, model.path)
+        if not (folder / "config.json").is_file():
+            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+        for field in SEEDED_FIELDS:
+            if field in model.model_fields_set:
+                raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
+    elif model.d_model % model.n_heads or (family.name == "llama" and model.d_model // model.n_heads % 2):
+        need = "an even multiple (RoPE rotates pairs)" if family.name == "llama" else "a multiple"
+        raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
+                        f"for {family.name}; expected {need}")  # fmt: skip
+    for index, ablation in enumerate(model.position_embeddings):
+        if ablation not in family.ablations:
+            known = ", ".join(family.ablations)
+            raise doc.error(("model", "position_embeddings", index),
+                            f"{family.name} has no {ablation!r} ablation; expected one of {known}")  # fmt: skip
+
+
+def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
+    """Raise SpecError (one line) for a backend spec that cannot run."""
+    if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
+        raise doc.error(
+            ("inputs", "file"), "corpus inputs need a pretrained model; expected model.kind pretrained or hf"
+        )
+    for field in STACK_ONLY_FIELDS:
+        if field in spec.model_fields_set:
+            raise doc.error(
+                (field,),
+                f"{field} apply to the synthetic attention stack; a pretrained model uses its own tokenizer and "
+                "positions (expected model.position_embeddings for ablations)",
+            )
+    corpus_mode = isinstance(spec.inputs, CorpusInputs)
+    if corpus_mode and "metrics" in spec.model_fields_set and ATTENTION_FAMILY in spec.metrics:
+        raise doc.error(("metrics",), f"corpus mode measures pooled sentences; expected no {ATTENTION_FAMILY!r} metric")
+    try:
+        if isinstance(spec.model, PretrainedModelSpec):
+            packaged_model_folder(spec.model.name)
+        else:
+            require_extra("hf")
+    except MissingExtraError as error:
+        raise doc.error(("model", "kind"), str(error)) from None
+    if isinstance(spec.model, HFModelSpec):
+        _check_zoo_model(spec.model, doc)
+    family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
+        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
+                        f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+    if isinstance(spec.inputs, CorpusInputs):
+        try:
+            read_corpus(relative_to_spec(doc.file, spec.inputs.file))
+        except OrderlabError as error:
+            raise doc.error(("inputs", "file"), str(error)) from None
+        return
+    validate_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written

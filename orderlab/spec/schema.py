@@ -1,0 +1,407 @@
+"""The experiment spec: pydantic models of the YAML file and `load_spec`, the one loader.
+
+Every problem in a spec surfaces as one SpecError `file:line: field.path: what, expected what`.
+Structure is checked by pydantic; relations between fields (d_model vs n_heads, vectors vs words,
+permutations vs sentence length, encoding constraints) by `_check_relations`. Must not import
+torch or pandas: `orderlab validate` has to answer fast.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+from orderlab.encodings import EncodingContext
+from orderlab.spec import bounds
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import FfnMultiple, LayerCount, Seed, Sweepable, Width
+from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES
+from orderlab.spec.registry import did_you_mean
+from orderlab.spec.text import tokenize
+from orderlab.spec.train_block import TrainSpec
+from orderlab.spec.yamlsource import read_yaml
+
+if TYPE_CHECKING:
+    Metric = str
+else:
+    Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
+Matrix = list[list[float]]
+NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        return "expected letters, digits, '_', '-' and '.' only"
+    if name.startswith("."):
+        return "expected a name not starting with '.' (so not '.', '..' or a hidden folder)"
+    if len(name) > NAME_LIMIT:
+        return f"{len(name)} characters; expected at most {NAME_LIMIT}"
+    return None
+
+
+class StrictModel(BaseModel):
+    # NaN and inf are refused wherever a number is read: a non-finite input can only give non-finite results.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class ExplicitWeights(StrictModel):
+    """Projection matrices typed in by hand (row-vector convention: q = x @ W_Q), used in every layer."""
+
+    W_Q: Matrix = Field(description="d_model x d_model query projection; q = x @ W_Q.")
+    W_K: Matrix = Field(description="d_model x d_model key projection; k = x @ W_K.")
+    W_V: Matrix = Field(description="d_model x d_model value projection; v = x @ W_V.")
+    W_O: Matrix | None = Field(None, description="d_model x d_model output projection; identity if omitted.")
+
+
+class ModelSpec(StrictModel):
+    """The attention stack: every knob that changes what it can know about order.
+
+    Every field but `dtype` and `weights` may also be a list: the run sweeps over the product of all lists
+    (see orderlab/spec/sweep.py), and each output row names its combination.
+    """
+
+    kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")
+    d_model: Sweepable[Width] = Field(64, description="Width of token vectors and hidden states.")
+    n_heads: Sweepable[Width] = Field(4, description="Attention heads per layer; must divide d_model.")
+    n_layers: Sweepable[LayerCount] = Field(2, description="Number of attention layers (blocks).")
+    residual: Sweepable[bool] = Field(
+        True, description="Add each sub-layer's input to its output (the residual stream)."
+    )
+    norm: Sweepable[Literal["pre", "post", "none"]] = Field(
+        "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
+    )
+    ffn: Sweepable[bool] = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
+    ffn_mult: Sweepable[FfnMultiple] = Field(4, description="FFN hidden width as a multiple of d_model.")
+    causal: Sweepable[bool] = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
+    scale: Sweepable[Literal["sqrt", "none"]] = Field(
+        "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
+    )
+    dtype: Literal["float32", "float64"] = Field(
+        "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
+    )
+    weights: ExplicitWeights | None = Field(
+        None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."
+    )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class CheckpointModelSpec(ModelSpec):
+    """A stack orderlab trained (results/<name>/checkpoints/*.safetensors): its shape, encoding and seed come from
+    the file, filled in when the spec is loaded (load.py), so the rest of the spec is as for any stack."""
+
+    kind: Literal["checkpoint"] = Field(description="checkpoint: a trained stack from a .safetensors file.")  # type: ignore[assignment]
+    path: str = Field(description="The checkpoint file, relative to the spec file.")
+
+
+class RandomEmbeddings(StrictModel):
+    """Each distinct word gets a seeded random vector that depends only on word, seed and d_model."""
+
+    kind: Literal["random"] = Field("random", description="Seeded random vector per distinct word.")
+    lowercase: bool = Field(False, description="Lowercase words before looking up their vectors.")
+
+
+class ExplicitEmbeddings(StrictModel):
+    """Vectors typed in by hand, e.g. to reproduce a textbook's worked example."""
+
+    kind: Literal["explicit"] = Field(description="Use the vectors given here.")
+    lowercase: bool = Field(False, description="Lowercase words before looking up their vectors.")
+    vectors: dict[str, list[float]] = Field(description="word -> vector of length d_model, for every word used.")
+
+
+Embeddings = Annotated[RandomEmbeddings | ExplicitEmbeddings, Field(discriminator="kind")]
+
+
+class RandomPermutations(StrictModel):
+    random: int = Field(
+        ge=1,
+        le=bounds.MAX_RANDOM_PERMUTATIONS,
+        description="How many distinct non-identity permutations to draw (seeded).",
+    )
+
+
+PermutationRule = (
+    Literal["identity", "reverse", "all", "swaps", "shifts", "prefixes"] | RandomPermutations | list[list[int]]
+)
+
+
+class InputSpec(StrictModel):
+    """A sentence and the reorderings of it to measure."""
+
+    sentence: str = Field(description="Words separated by white space, e.g. 'dog bites man'.")
+    permutations: PermutationRule = Field(
+        "all",
+        description=(
+            "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | prefixes (all orders of the words "
+            "before the last, which stays put) | {random: K} | explicit list like "
+            "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
+        ),
+    )
+
+    @field_validator("permutations", mode="before")
+    @classmethod
+    def _permutations_shape(cls, value: Any) -> Any:
+        named = ("identity", "reverse", "all", "swaps", "shifts", "prefixes")
+        if isinstance(value, str) and value not in named:
+            raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
+        if isinstance(value, dict) and set(value) != {"random"}:
+            raise ValueError("expected {random: K}")
+        if isinstance(value, list) and not all(isinstance(p, list) for p in value):
+            raise ValueError("expected a list of permutations, each a list of slots like [2, 1, 0]")
+        if not isinstance(value, str | dict | list):
+            raise ValueError("expected identity, reverse, all, swaps, shifts, {random: K} or [[2, 1, 0], ...]")
+        return value
+
+
+class EncodingChoice(StrictModel):
+    """A positional encoding by registry name (or `package.module:Class`) and its parameters."""
+
+    name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
+
+    @field_validator("params")
+    @classmethod
+    def _finite_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        for key, value in params.items():
+            if not all(math.isfinite(number) for number in _numbers(value)):
+                raise ValueError(f"{key}: {value!r} is not finite; expected finite numbers")
+        return params
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+
+
+class AttentionMapsSpec(StrictModel):
+    """Which reorderings attention.csv (and the attention grids) show, beside the input as written."""
+
+    input: int = Field(0, ge=0, description="Index in inputs of the sentence whose maps are kept.")
+    permutations: list[list[int]] | None = Field(
+        None,
+        min_length=1,
+        max_length=bounds.MAX_SHOWN_REORDERINGS,
+        description=(
+            "Reorderings of that sentence to show, each a permutation of its word slots (slot i takes word p[i]); "
+            "default: the first one its rule gives that moves a word."
+        ),
+    )
+
+
+class DecodabilitySpec(StrictModel):
+    """Position probe: a linear classifier predicts each token's slot from its hidden state, per layer."""
+
+    sentences: int = Field(
+        512, ge=8, le=bounds.MAX_PROBE_SENTENCES, description="Random sentences the probe is trained and scored on."
+    )
+    length: int = Field(
+        8, ge=2, le=bounds.MAX_PROBE_LENGTH, description="Words per random sentence; chance accuracy is 1/length."
+    )
+    vocabulary: int = Field(
+        64, ge=2, le=bounds.MAX_PROBE_VOCABULARY, description="Distinct random words the sentences are drawn from."
+    )
+    held_out: float = Field(0.25, gt=0, lt=1, description="Fraction of sentences kept out of training for scoring.")
+
+    @property
+    def training_sentences(self) -> int:
+        """How many of the sentences the probe is fit on; the rest are scored."""
+        return round(self.sentences * (1 - self.held_out))
+
+    @model_validator(mode="after")
+    def _both_sides(self) -> DecodabilitySpec:
+        if not 0 < self.training_sentences < self.sentences:
+            raise ValueError(
+                f"held_out {self.held_out} of {self.sentences} sentences leaves {self.training_sentences} to fit "
+                f"and {self.sentences - self.training_sentences} to score; expected at least one on each side"
+            )
+        return self
+
+
+class CheckTolerances(StrictModel):
+    """How far `orderlab check` lets a value move from its baseline before calling it drift."""
+
+    rtol: float | None = Field(
+        None, ge=0, description="Relative tolerance; default max(1000 * eps of the dtype, 2e-6, the CSV's precision)."
+    )
+    atol: float | None = Field(
+        None, ge=0, description="Absolute tolerance for values near zero; default 1000 * eps of the dtype."
+    )
+
+
+MODEL_KINDS = ("stack", "pretrained", "hf", "checkpoint")
+
+
+def _numbers(value: Any) -> list[float]:
+    """Every float in a parameter value, however nested in lists and mappings (YAML's .nan and .inf are floats)."""
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [n for item in value for n in _numbers(item)] if isinstance(value, list) else []
+
+
+def _model_kind(value: Any) -> str:
+    return value.get("kind", "stack") if isinstance(value, dict) else getattr(value, "kind", "stack")
+
+
+def _inputs_kind(value: Any) -> str:
+    return "corpus" if isinstance(value, dict | CorpusInputs) else "sentences"
+
+
+def is_stack_spec(path: Path) -> bool:
+    """Whether the spec file runs the attention stack, read from its raw YAML: no model or extra needed."""
+    data = read_yaml(path).data
+    data = data if isinstance(data, dict) else {}
+    return _model_kind(data.get("model")) == "stack" and _inputs_kind(data.get("inputs")) == "sentences"
+
+
+# `kind` may be left out: a model without one is the attention stack, as before pretrained backends.
+ModelChoice = Annotated[
+    Annotated[ModelSpec, Tag("stack")]
+    | Annotated[PretrainedModelSpec, Tag("pretrained")]
+    | Annotated[HFModelSpec, Tag("hf")]
+    | Annotated[CheckpointModelSpec, Tag("checkpoint")],
+    Discriminator(_model_kind),
+]
+# A list of sentences, or {file: corpus.txt, shuffles: K} for corpus mode.
+Inputs = Annotated[
+    Annotated[list[InputSpec], Tag("sentences")] | Annotated[CorpusInputs, Tag("corpus")], Discriminator(_inputs_kind)
+]
+
+
+class Spec(StrictModel):
+    """One experiment: sentences and probes, run through one stack per positional encoding."""
+
+    name: str = Field(
+        "",
+        description="Results folder name; the file's stem if empty.",
+        json_schema_extra={"pattern": rf"^([A-Za-z0-9_-][A-Za-z0-9_.-]{{0,{NAME_LIMIT - 1}}})?$"},
+    )
+    description: str = Field("", description="What the experiment asks, in a sentence.")
+    seed: Sweepable[Seed] = Field(
+        0,
+        description=(
+            "Seed of word vectors, weights, encodings and random permutations (and of training, unless train.seed "
+            "is set); a list sweeps over seeds, and summaries give the mean and a bootstrap 95% interval over them."
+        ),
+    )
+    model: ModelChoice = Field(
+        default_factory=ModelSpec, description="The attention stack, or a pretrained model (kind: pretrained | hf)."
+    )
+    embeddings: Embeddings = Field(default_factory=RandomEmbeddings, description="How words become vectors.")
+    encodings: list[EncodingChoice] = Field(
+        default_factory=lambda: [EncodingChoice(name=n) for n in ("none", "sinusoidal", "rope")],
+        min_length=1,
+        description="Positional encodings to compare; each as a name or {name: ..., <param>: ...}.",
+    )
+    inputs: Inputs = Field(
+        default_factory=list,
+        description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only).",
+    )
+    probes: list[tuple[str, str]] = Field(
+        default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
+    )
+    metrics: list[Metric] = Field(
+        default_factory=lambda: list(DEFAULT_FAMILIES), description="Which metrics to compute."
+    )
+    rows: Literal["per_permutation", "summary"] = Field(
+        "per_permutation",
+        description=(
+            "metrics.csv holds one row per permutation x layer x head x metric (per_permutation), or per "
+            "layer x head x metric the max over permutations (with the permutation that attains it) and the "
+            "mean, reduced while the sweep streams (summary; needed past 8! = 40,320 permutations)."
+        ),
+    )
+    decodability: DecodabilitySpec = Field(
+        default_factory=lambda: DecodabilitySpec(), description="The position probe (metric `decodability`)."
+    )
+    attention_maps: AttentionMapsSpec = Field(
+        default_factory=lambda: AttentionMapsSpec(),
+        description="What attention.csv shows when the `attention` metric is on: one input, as written and reordered.",
+    )
+    train: TrainSpec | None = Field(
+        None, description="Train one stack per encoding on a synthetic task, then measure it beside the untrained one."
+    )
+    check: CheckTolerances = Field(
+        default_factory=CheckTolerances,
+        description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_one_folder(cls, value: str) -> str:
+        problem = folder_name_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_kind_known(cls, value: Any) -> Any:
+        kind = _model_kind(value)
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"unknown model kind {kind!r}. {did_you_mean(str(kind), list(MODEL_KINDS))}")
+        return value
+
+    @field_validator("encodings", mode="before")
+    @classmethod
+    def _encoding_entries(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        entries = []
+        for entry in value:
+            if isinstance(entry, dict) and "params" not in entry and "name" in entry:
+                entry = {"name": entry["name"], "params": {k: v for k, v in entry.items() if k != "name"}}
+            entries.append({"name": entry} if isinstance(entry, str) else entry)
+        return entries
+
+    @property
+    def stack(self) -> ModelSpec:
+        """The attention stack, for code that runs it: a spec with a pretrained model has none (uses_backend)."""
+        assert isinstance(self.model, ModelSpec), "a pretrained-model spec has no attention stack"
+        return self.model
+
+    @property
+    def pretrained(self) -> PretrainedModelSpec | HFModelSpec:
+        """The pretrained model, for the backends: a spec that runs the attention stack has none."""
+        assert isinstance(self.model, PretrainedModelSpec | HFModelSpec), (
+            "an attention-stack spec has no pretrained model"
+        )
+        return self.model
+
+    @property
+    def sentences(self) -> list[InputSpec]:
+        """The inputs as sentences with their permutation rules: corpus inputs (a file) have none."""
+        assert isinstance(self.inputs, list), "corpus inputs are a file, not a list of sentences"
+        return self.inputs
+
+
+def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
+    m = spec.stack
+    return EncodingContext(
+        d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=spec.seed, dtype=m.dtype, max_len=max_len
+    )
+
+
+def longest_sentence(spec: Spec) -> int:
+    sentences = [i.sentence for i in spec.sentences] + [s for pair in spec.probes for s in pair]
+    trained = spec.train.longest if spec.train else 0  # a trained stack also runs its task's sentences
+    return max([trained, *(len(tokenize(s)) for s in sentences)])
+
+
+def uses_backend(spec: Spec) -> bool:
+    """True when the spec runs a pretrained model or reads a corpus file (orderlab/backends)."""
+    return isinstance(spec.model, PretrainedModelSpec | HFModelSpec) or isinstance(spec.inputs, CorpusInputs)
+
+
+def relative_to_spec(spec_file: str | Path, path: str) -> Path:
+    """A path written in a spec (a model folder, a corpus file) is relative to the spec file."""
+    return Path(spec_file).parent / path
