@@ -9,7 +9,6 @@ torch or pandas: `orderlab validate` has to answer fast.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -23,6 +22,7 @@ from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.text import tokenize
 from orderlab.spec.train_block import TrainSpec
+from orderlab.spec.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.spec.yamlsource import read_yaml
 
 if TYPE_CHECKING:
@@ -30,18 +30,6 @@ if TYPE_CHECKING:
 else:
     Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
 Matrix = list[list[float]]
-NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
-
-
-def folder_name_problem(name: str) -> str | None:
-    """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        return "expected letters, digits, '_', '-' and '.' only"
-    if name.startswith("."):
-        return "expected a name not starting with '.' (so not '.', '..' or a hidden folder)"
-    if len(name) > NAME_LIMIT:
-        return f"{len(name)} characters; expected at most {NAME_LIMIT}"
-    return None
 
 
 class StrictModel(BaseModel):

@@ -1,36 +1,163 @@
-"""Reading a file the user names (a spec, a corpus) with a bound on its size, before reading it.
+"""The one reader of files orderlab did not just write: specs, corpora, manifests, shard partials,
+checkpoint metadata, a model folder's config and tokenizer, results CSVs.
 
-`orderlab validate /dev/zero` or a spec path pointing at a 10 GB log must get one line at once, not
-a process that reads until memory runs out: the file is checked to be a regular file and its size
-is checked against the caller's limit before any byte is read, and at most limit + 1 bytes are read
-(a file that grows meanwhile is still caught). Callers turn the ValueError into their own one-line
-error. Must not import torch.
+Every such file is input from a stranger. It is opened without blocking (a FIFO or device named where a
+file belongs is refused at once, never waited on), must be a regular file, and is read only up to the
+caller's limit (a file that grows meanwhile is still caught). JSON is parsed strictly (no NaN, no
+numbers past Python's digit limit, no nesting past the recursion limit) into a pydantic model whose fields carry
+their own bounds, and names read from a file are held to the rule of a spec's `name`. Any problem is
+one `FileProblem` line, `file: field: what, expected what`, which the CLI prints with exit 2.
+Must not import torch, numpy or pandas: the spec layer reads files through it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+
+from orderlab.errors import OrderlabError
+
+NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging names must fit in 255
+JSON_LIMIT = 2**20  # bytes of a JSON file orderlab reads back (a manifest, checkpoint metadata, a model config)
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class FileProblem(OrderlabError):
+    """A file orderlab did not write is not what it should be: `file: field: what, expected what`."""
+
+    def __init__(self, path: Path | str, message: str, field: str = ""):
+        self.path, self.field, self.detail = str(path), field, message
+        super().__init__(": ".join(part for part in (str(path), field, message) if part))
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a results folder (one plain path component under --out), or None if it can."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        return "expected letters, digits, '_', '-' and '.' only"
+    if name.startswith("."):
+        return "expected a name not starting with '.' (so not '.', '..' or a hidden folder)"
+    if len(name) > NAME_LIMIT:
+        return f"{len(name)} characters; expected at most {NAME_LIMIT}"
+    return None
+
+
+def _held_to_name_rule(value: str) -> str:
+    problem = folder_name_problem(value)
+    if problem:
+        raise ValueError(f"got {value[:60]!r}; {problem}")
+    return value
+
+
+# A name read from a file (a spec's name in a manifest, a file a shard lists): the rule of a spec's `name`.
+SafeName = Annotated[str, AfterValidator(_held_to_name_rule)]
+
+
+class FileModel(BaseModel):
+    """A file's typed contents: unknown keys kept out of the way (ignored), values typed and bounded."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
 
 def read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of `path`, at most `limit` of them.
 
     Raises FileNotFoundError, IsADirectoryError or another OSError as `open` would, and ValueError
-    (a message for the user) for a device, pipe or socket, or a file over `limit` bytes.
+    (a message for the user) for a device, pipe or socket, or a file over `limit` bytes. The file is
+    opened without blocking and checked on the open descriptor, so a FIFO swapped in after a look is
+    still refused rather than waited on.
     """
-    mode = os.stat(path).st_mode  # opening a pipe would wait for a writer: look before opening
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(path)
-    if not stat.S_ISREG(mode):
-        raise ValueError("not a regular file (a device, pipe or socket)")
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        data = handle.read(limit + 1) if size <= limit else b""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise ValueError("not a regular file (a device, pipe or socket)")
+        size = os.fstat(descriptor).st_size
+        data = _read_at_most(descriptor, limit + 1) if size <= limit else b""
+    finally:
+        os.close(descriptor)
     if size > limit or len(data) > limit:
         raise ValueError(f"{max(size, len(data)):,} bytes, over the limit of {describe_bytes(limit)}")
     return data
+
+
+def _read_at_most(descriptor: int, count: int) -> bytes:
+    chunks, left = [], count
+    while left > 0:
+        chunk = os.read(descriptor, min(left, 2**20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_file(path: Path, limit: int, expected: str) -> bytes:
+    """`read_bounded` with every failure as one FileProblem line ending in what was `expected` there."""
+    try:
+        return read_bounded(path, limit)
+    except FileNotFoundError:
+        raise FileProblem(path, f"no such file; expected {expected}") from None
+    except IsADirectoryError:
+        raise FileProblem(path, f"a folder; expected {expected}") from None
+    except (OSError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise FileProblem(path, f"{reason}; expected {expected}") from None
+
+
+def read_text(path: Path, limit: int, expected: str) -> str:
+    """A bounded UTF-8 text file, or one FileProblem line."""
+    try:
+        return read_file(path, limit, expected).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise FileProblem(path, f"not UTF-8 text (byte {error.start}); expected {expected}") from None
+
+
+def parse_json(path: Path, text: str, expected: str) -> Any:
+    """Strict JSON: no NaN or Infinity, no integer past Python's digit limit, no nesting past the recursion limit."""
+
+    def refuse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a number JSON allows")
+
+    try:
+        return json.loads(text, parse_constant=refuse_constant)
+    except ValueError as error:  # json.JSONDecodeError, a NaN, or an integer past the digit limit
+        raise FileProblem(path, f"not valid JSON ({str(error)[:120]}); expected {expected}") from None
+    except RecursionError:
+        raise FileProblem(path, f"JSON nested too deep to read; expected {expected}") from None
+
+
+def read_json(path: Path, model: type[Model], expected: str, limit: int = JSON_LIMIT) -> Model:
+    """A JSON file as `model`, every field typed and bounded; one FileProblem line naming the field if not."""
+    data = parse_json(path, read_text(path, limit, expected), expected)
+    return validate_as(path, model, data, expected)
+
+
+def validate_as(path: Path, model: type[Model], data: Any, expected: str) -> Model:
+    """`data` read from `path` as `model`; one FileProblem line naming the field at fault if it is not."""
+    if not isinstance(data, dict):
+        raise FileProblem(path, f"a JSON {type(data).__name__}; expected {expected} (a JSON object)")
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        message = first["msg"].removeprefix("Value error, ").replace("Input should be", "expected")
+        given = first.get("input")
+        if first["type"] == "missing":
+            message = "missing; expected it in " + expected
+        elif isinstance(given, str | int | float | bool) and "got " not in message:
+            shown = repr(given[:60] if isinstance(given, str) else given)
+            message = f"got {shown[:80]}; {message}"
+        raise FileProblem(path, message, field) from None
 
 
 def describe_bytes(count: int) -> str:
