@@ -16,8 +16,9 @@ from orderlab.spec.checkpoint_meta import read_metadata
 from orderlab.spec.estimate import validate_limits
 from orderlab.spec.messages import first_error
 from orderlab.spec.relations import validate_relations
-from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, folder_name_problem, relative_to_spec
+from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.sweep import validate_sweep
+from orderlab.spec.userfiles import folder_name_problem
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
