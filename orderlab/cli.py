@@ -34,6 +34,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from orderlab import __version__
+
+        typer.echo(f"orderlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Measure how much an attention stack knows about word order, and where it loses it."""
+
+
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
@@ -129,7 +146,8 @@ def run(
         int | None,
         typer.Option(
             min=1,
-            help="Run shards on a local Dask cluster of this many processes, then merge them (needs the [dist] extra).",
+            help="Run shards on a local Dask cluster of this many processes, then merge them "
+            "(needs the \\[dist] extra).",
             show_default=False,
         ),
     ] = None,
@@ -138,7 +156,7 @@ def run(
         typer.Option(
             metavar="ADDRESS",
             help="Run shards on an existing Dask cluster (tcp://host:8786), one per "
-            "worker, then merge them here (needs the [dist] extra).",
+            "worker, then merge them here (needs the \\[dist] extra).",
             show_default=False,
         ),
     ] = None,
@@ -522,7 +540,9 @@ def check(
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML drift report: drifted rows, baseline vs new (one file).")
     ] = None,
-    results: Annotated[Path, typer.Option(help="Baseline root: RESULTS/<spec name>/*.csv.")] = Path("results"),
+    out: Annotated[
+        Path, typer.Option("--out", "--results", help="Baseline root: OUT/<spec name>/*.csv (--results: the old name).")
+    ] = Path("results"),
 ) -> None:
     """Re-run specs and compare every CSV with the committed results.
 
@@ -530,7 +550,7 @@ def check(
     """
     from orderlab.commands.check import run_check
 
-    raise typer.Exit(run_check(targets or [], results, rtol, atol, update, junit, html))
+    raise typer.Exit(run_check(targets or [], out, rtol, atol, update, junit, html))
 
 
 def main() -> None:

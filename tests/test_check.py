@@ -557,8 +557,30 @@ def test_manifest_records_what_a_rerun_needs(project: Path):
 def test_check_shows_in_help():
     result = runner.invoke(app, ["check", "--help"])
     assert result.exit_code == 0
-    for option in ("--rtol", "--atol", "--update", "--junit", "--html", "--results"):
+    for option in ("--rtol", "--atol", "--update", "--junit", "--html", "--out", "--results"):
         assert option in result.output
+
+
+def test_check_takes_out_like_every_command_and_results_as_its_old_name(tmp_path):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text("model: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [none]\ninputs: [{sentence: a b}]\n")
+    for option, root in (("--out", tmp_path / "new"), ("--results", tmp_path / "old")):
+        result = runner.invoke(app, ["check", "--update", str(spec), option, str(root)])
+        assert result.exit_code == 0, result.output
+        assert (root / "tiny" / "metrics.csv").is_file()
+
+
+def test_version_prints_the_package_version():
+    from orderlab import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"orderlab {__version__}"
+
+
+def test_help_shows_extras_in_brackets():
+    result = runner.invoke(app, ["run", "--help"], terminal_width=200)
+    assert "needs the [dist] extra" in result.output
 
 
 def test_ci_example_runs_check_with_a_junit_report():

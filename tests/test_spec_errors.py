@@ -108,6 +108,20 @@ BAD_SPECS = {
         ":9: inputs[0].permutations.random: got 0",
         "greater than or equal to 1",
     ),
+    "random without a count": (
+        GOOD.replace("permutations: all", "permutations: random"),
+        ":9: inputs[0].permutations:",
+        "'random' needs a count of orderings to draw; expected {random: K}",
+    ),
+    "a metrics.csv row named as a metrics entry": (
+        GOOD + "metrics: [pair_cosine]\n",
+        ":10: metrics[0]: 'pair_cosine' is a row of metrics.csv, written by the `pair_distance` entry",
+        "expected metrics: [pair_distance]",
+    ),
+    "misspelt metrics entry": (
+        GOOD + "metrics: [equivarance]\n",
+        ":10: metrics[0]: unknown metrics entry 'equivarance'. Did you mean: equivariance?",
+    ),
     "bad weights shape": (
         GOOD.replace("n_layers: 1", "n_layers: 1\n  weights: {W_Q: [[1]], W_K: [[1]], W_V: [[1]]}"),
         ":6: model.weights.W_Q: expected a 8 x 8 matrix",

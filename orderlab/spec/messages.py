@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ValidationError
 
 from orderlab.errors import OrderlabError
+from orderlab.spec.metric_names import FAMILY_NAMES, METRICS
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import Spec
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
@@ -30,9 +31,24 @@ def first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
         return doc.error(path, "required field is missing")
     message = message.replace("Input should be", "expected")
     given = first.get("input")
+    hint = metric_entry_hint(given) if kind == "literal_error" and path[:1] == ("metrics",) else None
+    if hint:
+        return doc.error(path, hint)
     if isinstance(given, str | int | float | bool):
         message = f"got {given!r}; {message}"
     return doc.error(path, message)
+
+
+def metric_entry_hint(entry: object) -> str | None:
+    """For a `metrics:` entry that is a row name of metrics.csv (pair_cosine), the family that writes that row."""
+    if not isinstance(entry, str):
+        return None
+    if entry in METRICS:
+        family = METRICS.get(entry).family
+        if family is not None:
+            return f"{entry!r} is a row of metrics.csv, written by the `{family}` entry; expected metrics: [{family}]"
+    close = did_you_mean(entry, list(FAMILY_NAMES))
+    return f"unknown metrics entry {entry!r}. {close}" if close.startswith("Did you mean") else None
 
 
 def _data_path(loc: tuple[int | str, ...], data: Any, kind: str) -> FieldPath:

@@ -137,6 +137,8 @@ class InputSpec(StrictModel):
     @classmethod
     def _permutations_shape(cls, value: Any) -> Any:
         named = ("identity", "reverse", "all", "swaps", "shifts", "prefixes")
+        if value == "random":
+            raise ValueError("'random' needs a count of orderings to draw; expected {random: K}, e.g. {random: 100}")
         if isinstance(value, str) and value not in named:
             raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
         if isinstance(value, dict) and set(value) != {"random"}:
