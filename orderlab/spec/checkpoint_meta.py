@@ -79,7 +79,8 @@ class CheckpointMeta(FileModel):
         """Every tensor's name and shape, as train/checkpoint.py saves them for this metadata."""
         d, n_layers = self.model.d_model, self.model.n_layers
         f = self.model.ffn_mult * d
-        layer = {"w_q": (d, d), "w_k": (d, d), "w_v": (d, d), "w_o": (d, d), "w_in": (d, f), "w_out": (f, d)}
+        layer: dict[str, tuple[int, ...]] = {"w_q": (d, d), "w_k": (d, d), "w_v": (d, d), "w_o": (d, d)}
+        layer |= {"w_in": (d, f), "w_out": (f, d)}
         classes = TASKS[self.train.task].classes(self.train.vocabulary)
         shapes = {f"layers.{i}.{name}": layer[name] for i in range(n_layers) for name in LAYER_TENSORS}
         shapes |= {f"tables.{i}": tuple(shape) for i, (shape, _) in enumerate(self.tables)}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orderlab.encodings import ENCODINGS
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
 from orderlab.spec.estimate import validate_limits
@@ -72,8 +72,8 @@ def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument
 
 
 def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:
-    """The checkpoint's encoding: a built-in, or a plug-in class only when the spec's own encodings: names it (a
-    name in a file orderlab did not write must not choose a module to import)."""
+    """The checkpoint's encoding, valid for the stack it was trained on: a built-in, or a plug-in class only when the
+    spec's own encodings: names it (a name in a file orderlab did not write must not choose a module to import)."""
     name, field = meta.encoding.name, f"{METADATA}: encoding.name"
     vouched = "encodings" in spec.model_fields_set and any(choice.name == name for choice in spec.encodings)
     if ":" in name and not vouched:
@@ -83,11 +83,18 @@ def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingCh
         raise FileProblem(file, f"got {name[:80]!r}, an unknown encoding. {did_you_mean(name, ENCODINGS.names())}",
                           field)  # fmt: skip
     try:
-        return EncodingChoice(name=name, params=meta.encoding.params)
+        choice = EncodingChoice(name=name, params=meta.encoding.params)
     except ValidationError as error:
-        raise FileProblem(
-            file, error.errors()[0]["msg"].removeprefix("Value error, "), f"{METADATA}: encoding.params"
-        ) from None
+        message = error.errors()[0]["msg"].removeprefix("Value error, ")
+        raise FileProblem(file, message, f"{METADATA}: encoding.params") from None
+    m = meta.model
+    context = EncodingContext(d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=meta.seed, dtype=m.dtype,
+                              max_len=meta.train.longest)  # fmt: skip
+    try:
+        ENCODINGS.validate(name, context, choice.params)
+    except (OrderlabError, ValueError) as error:
+        raise FileProblem(file, str(error), f"{METADATA}: encoding") from None
+    return choice
 
 
 class LoadedSpec(BaseModel):
