@@ -27,6 +27,7 @@ from orderlab.spec.checkpoint_meta import (
     read_checkpoint,
     some,
 )
+from orderlab.spec.load import trained_encoding
 from orderlab.spec.schema import EncodingChoice, Spec
 from orderlab.spec.sweep import Configuration
 from orderlab.spec.userfiles import FileProblem, read_file
@@ -77,7 +78,7 @@ def load_checkpoint(path: Path, spec: Spec) -> TrainedStack:
     """
     checkpoint = read_checkpoint(path)
     meta = checkpoint.meta
-    choice = EncodingChoice(name=meta.encoding.name, params=meta.encoding.params)
+    choice = trained_encoding(path, meta, spec)  # as validate checked it: the file may have changed since
     _check_matches_spec(path, meta, choice, spec)
     _check_tables(path, meta, choice)
     tensors = _read_tensors(checkpoint)
