@@ -95,3 +95,22 @@ def test_bad_train_fields_get_one_line_and_exit_2(cli, write_spec, change, where
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and where in lines[0] and expected in lines[0], result.output
+
+
+@pytest.mark.parametrize(
+    ("model", "inputs", "expected"),
+    [
+        ("{kind: pretrained, name: minilm}", "[{sentence: dog bites man}]", "model.kind pretrained brings its own"),
+        ("{kind: pretrained, name: minilm}", "{file: corpus.txt, shuffles: 2}", "model.kind pretrained brings its own"),
+        ("{kind: hf, family: bert}", "[{sentence: dog bites man}]", "model.kind hf brings its own weights"),
+        ("{d_model: 16, n_heads: 2}", "{file: corpus.txt, shuffles: 2}", "corpus inputs are for pretrained models"),
+    ],
+)  # fmt: skip
+def test_train_is_refused_where_nothing_would_train(cli, write_spec, model, inputs, expected):
+    """train: beside a pretrained model or corpus inputs was silently ignored (or an AssertionError at run)."""
+    write_spec("the dog bites the man\n", "corpus.txt")
+    spec = write_spec(f"model: {model}\ninputs: {inputs}\ntrain: {{task: first_word}}\n")
+    result = cli.invoke(app, ["validate", str(spec)])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert ":3: train: " in lines[0] and expected in lines[0] and "expected no train:" in lines[0], result.output

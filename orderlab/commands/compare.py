@@ -26,7 +26,15 @@ from orderlab.results.folder import staged_folder, versions, write_csv, write_ma
 from orderlab.spec.load import LoadedSpec, load_spec, with_changes
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.spec.registry import did_you_mean
-from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, is_stack_spec, longest_sentence, uses_backend
+from orderlab.spec.schema import (
+    CheckpointModelSpec,
+    EncodingChoice,
+    Spec,
+    encoding_context,
+    is_stack_spec,
+    longest_sentence,
+    uses_backend,
+)
 from orderlab.spec.sweep import SEED, describe, plan, swept_fields
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
@@ -91,6 +99,9 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
             f"{path}: a pretrained model brings its own positions, so compare cannot swap its encodings; "
             "expected an attention-stack spec (ablate a pretrained model with model.position_embeddings)"
         )
+    if isinstance(spec.model, CheckpointModelSpec):
+        raise OrderlabError(f"{path}: a checkpoint is measured under the encoding it was trained with, so compare "
+                            "cannot swap its encodings; expected an attention-stack spec")  # fmt: skip
     for configuration in plan(spec):  # every combination of a sweep must suit every encoding
         context = encoding_context(configuration.spec, longest_sentence(spec))
         for name in encodings:

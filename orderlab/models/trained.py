@@ -1,5 +1,5 @@
 """Trained stacks as adapters: the attention stack's adapter (stack.py) with the weights and encoding tables that
-training (orderlab/training) gave it, so the one measuring loop measures a trained stack as it does any other.
+training (orderlab/train) gave it, so the one measuring loop measures a trained stack as it does any other.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.devi
 def checkpoint_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
     """The checkpoint's trained stack (the spec was filled from its metadata when loaded: load.from_checkpoint)."""
     assert isinstance(spec.model, CheckpointModelSpec)
-    return trained_adapters(spec, [load_checkpoint(relative_to_spec(spec_file, spec.model.path))], device)
+    return trained_adapters(spec, [load_checkpoint(relative_to_spec(spec_file, spec.model.path), spec)], device)
 
 
 class TrainedAdapter(StackAdapter):

@@ -5,7 +5,7 @@ Bounded counts and `Sweepable[T]`, a field that may hold one value or a list to 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import Discriminator, Field, Tag
 
@@ -16,6 +16,10 @@ Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
 LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
 FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
 Seed = Annotated[int, Field(ge=0, le=bounds.MAX_SEED)]
+# The attention stack's named choices (spec/schema.py's ModelSpec; a checkpoint's metadata holds them too).
+Norm = Literal["pre", "post", "none"]
+Scale = Literal["sqrt", "none"]
+FloatType = Literal["float32", "float64"]
 
 
 if TYPE_CHECKING:

@@ -11,14 +11,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
-from orderlab.spec.checkpoint_meta import read_metadata
+from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
 from orderlab.spec.estimate import validate_limits
 from orderlab.spec.messages import first_error
+from orderlab.spec.registry import did_you_mean
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.sweep import validate_sweep
-from orderlab.spec.userfiles import folder_name_problem
+from orderlab.spec.userfiles import FileProblem, folder_name_problem
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
@@ -47,22 +49,52 @@ def load_spec(path: str | Path) -> LoadedSpec:
 
 def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument) -> Spec:
     """The spec with the checkpoint's stack fields, encoding and seed filled in; a field that would contradict the
-    checkpoint (the stack's shape, encodings, seed or a train: block) is refused."""
+    checkpoint (the stack's shape, another encoding or seed, a train: block) is refused, naming both values."""
     for name in model.model_fields_set - {"kind", "path"}:
         raise doc.error(("model", name), "a checkpoint sets the stack's fields; expected only kind and path")
+    if "train" in spec.model_fields_set:
+        raise doc.error(("train",), "a checkpoint is measured as it was trained; expected no train: with it")
+    file = relative_to_spec(doc.file, model.path)
     try:
-        metadata = read_metadata(relative_to_spec(doc.file, model.path))
+        meta = read_checkpoint(file).meta
+        encoding = trained_encoding(file, meta, spec)
     except OrderlabError as error:
         raise doc.error(("model", "path"), str(error)) from None
-    for name in ("encodings", "train"):
-        if name in spec.model_fields_set:
-            raise doc.error((name,), f"a checkpoint is measured as it was trained; expected no {name}: with it")
-    if "seed" in spec.model_fields_set and spec.seed != metadata["seed"]:
-        message = f"{spec.seed} differs from the checkpoint's seed {metadata['seed']}, which its word vectors need"
-        raise doc.error(("seed",), f"{message}; expected {metadata['seed']} or no seed")
-    filled = CheckpointModelSpec(kind="checkpoint", path=model.path, **metadata["model"])
-    encoding = EncodingChoice(**metadata["encoding"])
-    return spec.model_copy(update={"model": filled, "encodings": [encoding], "seed": metadata["seed"]})
+    if "encodings" in spec.model_fields_set and spec.encodings != [encoding]:
+        named = ", ".join(choice.label for choice in spec.encodings)
+        raise doc.error(("encodings",), f"[{named}] differs from the checkpoint's encoding {encoding.label}, which it "
+                        f"was trained with; expected [{encoding.label}] or no encodings")  # fmt: skip
+    if "seed" in spec.model_fields_set and spec.seed != meta.seed:
+        message = f"{spec.seed} differs from the checkpoint's seed {meta.seed}, which its word vectors need"
+        raise doc.error(("seed",), f"{message}; expected {meta.seed} or no seed")
+    filled = CheckpointModelSpec(kind="checkpoint", path=model.path, **meta.model.model_dump())
+    return spec.model_copy(update={"model": filled, "encodings": [encoding], "seed": meta.seed})
+
+
+def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:
+    """The checkpoint's encoding, valid for the stack it was trained on: a built-in, or a plug-in class only when the
+    spec's own encodings: names it (a name in a file orderlab did not write must not choose a module to import)."""
+    name, field = meta.encoding.name, f"{METADATA}: encoding.name"
+    vouched = "encodings" in spec.model_fields_set and any(choice.name == name for choice in spec.encodings)
+    if ":" in name and not vouched:
+        raise FileProblem(file, f"got {name[:80]!r}, a plug-in class the spec does not name; expected a built-in "
+                          f"encoding, or encodings: [{name[:80]}] in the spec to load it", field)  # fmt: skip
+    if ":" not in name and name not in ENCODINGS:
+        raise FileProblem(file, f"got {name[:80]!r}, an unknown encoding. {did_you_mean(name, ENCODINGS.names())}",
+                          field)  # fmt: skip
+    try:
+        choice = EncodingChoice(name=name, params=meta.encoding.params)
+    except ValidationError as error:
+        message = error.errors()[0]["msg"].removeprefix("Value error, ")
+        raise FileProblem(file, message, f"{METADATA}: encoding.params") from None
+    m = meta.model
+    context = EncodingContext(d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=meta.seed, dtype=m.dtype,
+                              max_len=meta.train.longest)  # fmt: skip
+    try:
+        ENCODINGS.validate(name, context, choice.params)
+    except (OrderlabError, ValueError) as error:
+        raise FileProblem(file, str(error), f"{METADATA}: encoding") from None
+    return choice
 
 
 class LoadedSpec(BaseModel):

@@ -74,6 +74,7 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
     if uses_backend(spec):
+        refuse_training_backend(spec, doc)
         validate_backend(spec, doc)
         return
     m = spec.stack
@@ -100,6 +101,17 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
             ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             raise doc.error(("encodings", index), str(error)) from None
+
+
+def refuse_training_backend(spec: Spec, doc: LocatedDocument) -> None:
+    """train: trains the synthetic attention stack: a pretrained model or corpus inputs would silently skip it."""
+    if spec.train is None:
+        return
+    if isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
+        message = f"model.kind {spec.model.kind} brings its own weights, so there is nothing to train"
+    else:
+        message = "corpus inputs are for pretrained models; the attention stack trains on its task's own sentences"
+    raise doc.error(("train",), f"{message}; expected no train: in this spec")
 
 
 def validate_training(spec: Spec, doc: LocatedDocument) -> None:

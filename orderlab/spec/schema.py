@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from orderlab.encodings import EncodingContext
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.fields import FfnMultiple, LayerCount, Seed, Sweepable, Width
+from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.text import tokenize
@@ -60,16 +60,16 @@ class ModelSpec(StrictModel):
     residual: Sweepable[bool] = Field(
         True, description="Add each sub-layer's input to its output (the residual stream)."
     )
-    norm: Sweepable[Literal["pre", "post", "none"]] = Field(
+    norm: Sweepable[Norm] = Field(
         "pre", description="LayerNorm before each sub-layer (pre), after the residual sum (post), or none."
     )
     ffn: Sweepable[bool] = Field(True, description="Follow attention with a position-wise feed-forward network (GELU).")
     ffn_mult: Sweepable[FfnMultiple] = Field(4, description="FFN hidden width as a multiple of d_model.")
     causal: Sweepable[bool] = Field(False, description="Mask attention so a token sees only itself and earlier slots.")
-    scale: Sweepable[Literal["sqrt", "none"]] = Field(
+    scale: Sweepable[Scale] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
-    dtype: Literal["float32", "float64"] = Field(
+    dtype: FloatType = Field(
         "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
     )
     weights: ExplicitWeights | None = Field(

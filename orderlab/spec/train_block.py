@@ -1,7 +1,8 @@
 """The `train:` block of a stack spec: which synthetic task, on which sentence lengths, for how long. Torch-free.
 
 The tasks themselves (their data and read-out) are orderlab/train/tasks.py's; here only what `validate`
-needs: each task's name, the shortest sentence it can be posed on and whether it needs a causal stack.
+needs: each task's name, the shortest sentence it can be posed on, whether it needs a causal stack and how many
+classes its read-out has (a checkpoint's head is checked against it).
 Must not import torch: spec/schema.py reads it.
 """
 
@@ -23,13 +24,18 @@ class TaskInfo:
     shortest: int  # the fewest words a sentence of the task has
     causal_only: bool  # next_token: a bidirectional stack would see the answer
     doc: str
+    answers: int | None = None  # how many classes the read-out chooses from; None: one per word of the vocabulary
+
+    def classes(self, vocabulary: int) -> int:
+        """The read-out's width: a checkpoint's `head` is (d_model, classes)."""
+        return vocabulary if self.answers is None else self.answers
 
 
 TASKS: Final[dict[str, TaskInfo]] = {
     "first_word": TaskInfo(2, False, "which word is at slot 0 (read out from the mean over slots)"),
     "copy": TaskInfo(1, False, "at every slot, the word at that slot"),
     "reverse": TaskInfo(2, False, "at slot i, the word at slot n-1-i"),
-    "order_pair": TaskInfo(2, False, "does marker word a come before marker word b (mean over slots)"),
+    "order_pair": TaskInfo(2, False, "does marker word a come before marker word b (mean over slots)", answers=2),
     "agent": TaskInfo(3, False, "'X verb Y' among filler nouns: which noun comes just before the verb (mean)"),
     "next_token": TaskInfo(3, True, "causal LM on a seeded toy grammar: each word follows from the two before it"),
 }

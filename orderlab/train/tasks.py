@@ -30,7 +30,6 @@ class Batch:
 @dataclass(frozen=True)
 class Task:
     per_slot: bool  # read out at every slot; else from the mean over slots
-    classes: Callable[[int], int]  # vocabulary -> number of classes
     draw: Callable[[torch.Generator, int, int, int, tuple[int, int, int]], Batch]  # (gen, B, n, V, grammar)
 
 
@@ -91,12 +90,12 @@ def _next_token(
 
 
 TASKS: dict[str, Task] = {
-    "first_word": Task(False, lambda v: v, _first_word),
-    "copy": Task(True, lambda v: v, _copy),
-    "reverse": Task(True, lambda v: v, _reverse),
-    "order_pair": Task(False, lambda v: 2, _order_pair),
-    "agent": Task(False, lambda v: v, _agent),
-    "next_token": Task(True, lambda v: v, _next_token),
+    "first_word": Task(False, _first_word),
+    "copy": Task(True, _copy),
+    "reverse": Task(True, _reverse),
+    "order_pair": Task(False, _order_pair),
+    "agent": Task(False, _agent),
+    "next_token": Task(True, _next_token),
 }
 
 

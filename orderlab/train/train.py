@@ -24,6 +24,7 @@ from orderlab.encodings.base import TableKey
 from orderlab.measure.rows import layer_weights, stack_config
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
+from orderlab.spec.train_block import TASKS as TASK_INFO
 from orderlab.spec.train_block import TrainSpec
 from orderlab.train.tasks import IGNORED, TASKS, Batch, TaskData, vocabulary_vectors
 
@@ -82,9 +83,9 @@ def train_stack(spec: Spec, choice: EncodingChoice, progress: StepProgress | Non
                   for layer in layer_weights(spec, config)]  # fmt: skip
         context = replace(encoding_context(spec, longest_sentence(spec)), dtype=TRAIN_DTYPE)
         encoding = build_encoding(choice.name, context, choice.params)
-        _draw_tables(encoding, config, train)
+        draw_tables(encoding, train)
         tables = {key: table.requires_grad_() for key, table in encoding.tables().items()}
-        head, bias = _head(config, TASKS[train.task].classes(train.vocabulary), seed)
+        head, bias = _head(config, TASK_INFO[train.task].classes(train.vocabulary), seed)
         parameters = [w for layer in layers for w in _tensors(layer)] + list(tables.values()) + [head, bias]
         optimizer = torch.optim.AdamW(parameters, lr=train.lr, weight_decay=WEIGHT_DECAY)
         losses = []
@@ -131,11 +132,11 @@ def _tensors(layer: LayerWeights) -> list[torch.Tensor]:
     return [getattr(layer, f.name) for f in fields(layer)]
 
 
-def _draw_tables(encoding: PositionalEncoding, config: StackConfig, train: TrainSpec) -> None:
+def draw_tables(encoding: PositionalEncoding, train: TrainSpec) -> None:
     """Let the encoding draw its seeded tables (it does so on first use), so that they can train from step one."""
-    n = train.longest
+    n, context = train.longest, encoding.context
     encoding.input_offsets(n)
-    q = torch.zeros(1, config.n_heads, n, config.d_head, dtype=getattr(torch, config.dtype))
+    q = torch.zeros(1, context.n_heads, n, context.d_head, dtype=getattr(torch, context.dtype))
     encoding.attention_bias(q, q)
 
 
