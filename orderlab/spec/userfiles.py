@@ -12,10 +12,12 @@ Must not import torch, numpy or pandas: the spec layer reads files through it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -27,6 +29,7 @@ NAME_LIMIT = 100  # characters of a spec name; OUT/<name>_trace and staging name
 JSON_LIMIT = 2**20  # bytes of a JSON file orderlab reads back (a manifest, checkpoint metadata, a model config)
 
 Model = TypeVar("Model", bound=BaseModel)
+Returned = TypeVar("Returned")
 
 
 class FileProblem(OrderlabError):
@@ -65,28 +68,57 @@ class FileModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
-    """The bytes of `path`, at most `limit` of them.
+def read_bounded(path: Path, limit: int, prefix: bool = False) -> bytes:
+    """The bytes of `path`, at most `limit` of them (prefix: its first `limit` bytes, however long it is).
 
     Raises FileNotFoundError, IsADirectoryError or another OSError as `open` would, and ValueError
-    (a message for the user) for a device, pipe or socket, or a file over `limit` bytes. The file is
-    opened without blocking and checked on the open descriptor, so a FIFO swapped in after a look is
-    still refused rather than waited on.
+    (a message for the user) for a device, pipe or socket, or (unless prefix) a file over `limit` bytes.
+    The file is opened without blocking and checked on the open descriptor, so a FIFO swapped in after a
+    look is still refused rather than waited on.
     """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    descriptor = _open_regular(path)
     try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(path)
-        if not stat.S_ISREG(mode):
-            raise ValueError("not a regular file (a device, pipe or socket)")
         size = os.fstat(descriptor).st_size
+        if prefix:
+            return _read_at_most(descriptor, limit)
         data = _read_at_most(descriptor, limit + 1) if size <= limit else b""
     finally:
         os.close(descriptor)
     if size > limit or len(data) > limit:
         raise ValueError(f"{max(size, len(data)):,} bytes, over the limit of {describe_bytes(limit)}")
     return data
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of `path`, opened without blocking; IsADirectoryError or ValueError unless a regular file."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except BaseException:
+        os.close(descriptor)
+        raise
+    if stat.S_ISREG(mode):
+        return descriptor
+    os.close(descriptor)
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(path)
+    raise ValueError("not a regular file (a device, pipe or socket)")
+
+
+def _sha256_bounded(path: Path, limit: int) -> str:
+    """The sha256 of a regular file of at most `limit` bytes, read in chunks; errors as `read_bounded`'s."""
+    digest, count = hashlib.sha256(), 0
+    descriptor = _open_regular(path)
+    try:
+        size = os.fstat(descriptor).st_size
+        while size <= limit and count <= limit and (chunk := os.read(descriptor, 2**20)):
+            digest.update(chunk)
+            count += len(chunk)
+    finally:
+        os.close(descriptor)
+    if size > limit or count > limit:
+        raise ValueError(f"{max(size, count):,} bytes, over the limit of {describe_bytes(limit)}")
+    return digest.hexdigest()
 
 
 def _read_at_most(descriptor: int, count: int) -> bytes:
@@ -100,10 +132,14 @@ def _read_at_most(descriptor: int, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_file(path: Path, limit: int, expected: str) -> bytes:
+def read_file(path: Path, limit: int, expected: str, prefix: bool = False) -> bytes:
     """`read_bounded` with every failure as one FileProblem line ending in what was `expected` there."""
+    return _as_file_problem(path, expected, lambda: read_bounded(path, limit, prefix))
+
+
+def _as_file_problem(path: Path, expected: str, read: Callable[[], Returned]) -> Returned:
     try:
-        return read_bounded(path, limit)
+        return read()
     except FileNotFoundError:
         raise FileProblem(path, f"no such file; expected {expected}") from None
     except IsADirectoryError:
@@ -111,6 +147,11 @@ def read_file(path: Path, limit: int, expected: str) -> bytes:
     except (OSError, ValueError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise FileProblem(path, f"{reason}; expected {expected}") from None
+
+
+def file_sha256(path: Path, limit: int, expected: str) -> str:
+    """The sha256 of a file of at most `limit` bytes, streamed (not held in memory); failures as `read_file`'s."""
+    return _as_file_problem(path, expected, lambda: _sha256_bounded(path, limit))
 
 
 def read_text(path: Path, limit: int, expected: str) -> str:
@@ -121,23 +162,26 @@ def read_text(path: Path, limit: int, expected: str) -> str:
         raise FileProblem(path, f"not UTF-8 text (byte {error.start}); expected {expected}") from None
 
 
-def parse_json(path: Path, text: str, expected: str) -> Any:
-    """Strict JSON: no NaN or Infinity, no integer past Python's digit limit, no nesting past the recursion limit."""
+def parse_json(path: Path, text: str, expected: str, non_finite: bool = False) -> Any:
+    """Strict JSON: no integer past Python's digit limit, no nesting past the recursion limit, and no NaN or
+    Infinity unless `non_finite` (a shard's partials.json, where Python's json wrote measured NaN as NaN)."""
 
     def refuse_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a number JSON allows")
 
     try:
-        return json.loads(text, parse_constant=refuse_constant)
+        return json.loads(text, parse_constant=float if non_finite else refuse_constant)
     except ValueError as error:  # json.JSONDecodeError, a NaN, or an integer past the digit limit
         raise FileProblem(path, f"not valid JSON ({str(error)[:120]}); expected {expected}") from None
     except RecursionError:
         raise FileProblem(path, f"JSON nested too deep to read; expected {expected}") from None
 
 
-def read_json(path: Path, model: type[Model], expected: str, limit: int = JSON_LIMIT) -> Model:
+def read_json(
+    path: Path, model: type[Model], expected: str, limit: int = JSON_LIMIT, non_finite: bool = False
+) -> Model:
     """A JSON file as `model`, every field typed and bounded; one FileProblem line naming the field if not."""
-    data = parse_json(path, read_text(path, limit, expected), expected)
+    data = parse_json(path, read_text(path, limit, expected), expected, non_finite)
     return validate_as(path, model, data, expected)
 
 
