@@ -112,7 +112,7 @@ def test_report_writes_only_its_output_file(tmp_path: Path):
     [
         (lambda p: p, "not an orderlab results folder; expected a folder with manifest.json"),
         (lambda p: p / "missing", "not an orderlab results folder"),
-        (lambda p: (p / "manifest.json").write_text("{oops") and p, "manifest.json: cannot read it as JSON"),
+        (lambda p: (p / "manifest.json").write_text("{oops") and p, "manifest.json: not valid JSON"),
         (lambda p: (p / "manifest.json").write_text("{}") and p, "no CSV that orderlab writes"),
     ],
 )

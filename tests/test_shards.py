@@ -3,6 +3,7 @@ a whole run writes (stack spec, sweep in summary mode, causal prefixes); refused
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -174,7 +175,7 @@ def test_shards_of_another_spec_or_another_n_are_refused(cli, causal_runs, write
     assert "expected the shards of one run of one spec" in refused(cli, [*shards[:3], *other], tmp_path / "out")
     eighth = run_shards(cli, EXPERIMENTS / "causal_prefix.yaml", 8, tmp_path / "eighths", [8])
     assert "expected shards of one partition" in refused(cli, [*shards, *eighth], tmp_path / "out")
-    assert "not a shard folder" in refused(cli, [tmp_path], tmp_path / "out")
+    assert "expected the manifest.json of a shard folder" in refused(cli, [tmp_path], tmp_path / "out")
 
 
 def test_a_shard_that_measured_another_round_off_is_refused(cli, causal_runs, tmp_path):
@@ -189,7 +190,17 @@ def test_a_shard_that_measured_another_round_off_is_refused(cli, causal_runs, tm
     noisy = next(p for p in partials["pieces"] if p["partial"] and p["unit"]["start"] > 0)  # continues shard 1's
     noisy["partial"]["noise"][0][3] = noisy["partial"]["noise"][0][3] * 2 + 1e-20
     (copies[1] / "partials.json").write_text(json.dumps(partials))
+    assert "partials.json: sha256" in refused(cli, copies, tmp_path / "out")  # edited since written
+    rehash(copies[1])  # as if the other shard had been written so: the merge still refuses it
     assert "measured another round-off" in refused(cli, copies, tmp_path / "out")
+
+
+def rehash(shard: Path) -> None:
+    """Record the sha256 of the shard's files as they are now (a shard forged consistently)."""
+    manifest = json.loads((shard / "manifest.json").read_text())
+    manifest["shard"]["sha256"] = {name: hashlib.sha256((shard / name).read_bytes()).hexdigest()
+                                   for name in manifest["shard"]["sha256"]}  # fmt: skip
+    (shard / "manifest.json").write_text(json.dumps(manifest))
 
 
 def test_a_bad_shard_option_is_one_line(cli, tmp_path):

@@ -22,9 +22,10 @@ from orderlab.measure.sweep_run import SweepRun, summarize_sweep
 from orderlab.models.build import prefix_sharing
 from orderlab.models.devices import validate_device
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
+from orderlab.results.manifest import file_hashes
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.ownership import Writer, claim
-from orderlab.results.partials import RunFacts, write_partials
+from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
@@ -149,5 +150,6 @@ def write_shard(
             manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
             facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
             write_partials(staging, facts, digest)
+            manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
             write_manifest(staging, manifest)
     return ShardOutcome(folder, rows, units, digest.non_finite, time.perf_counter() - started)

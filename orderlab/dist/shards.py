@@ -111,10 +111,12 @@ def require_shardable(spec: Spec, path: Path) -> None:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """'K/N' -> (K, N), 1-based; one line for anything else."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    """'K/N' -> (K, N), 1-based; one line for anything else (digits are counted before int() reads them: Python
+    refuses to read integers past 4300 digits with an error of its own)."""
+    match = re.fullmatch(r"\s*(\d{1,9})\s*/\s*(\d{1,9})\s*", text[:100])
     if match is None or not 1 <= int(match[1]) <= int(match[2]) <= MAX_SHARDS:
-        raise OrderlabError(f"--shard: {text!r} is not K/N; expected 1 <= K <= N <= {MAX_SHARDS:,}, like 2/8")
+        shown = repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
+        raise OrderlabError(f"--shard: {shown} is not K/N; expected 1 <= K <= N <= {MAX_SHARDS:,}, like 2/8")
     return int(match[1]), int(match[2])
 
 

@@ -9,7 +9,6 @@ all; the HTML report (report/html.py) draws the same figures inline.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,10 +23,13 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
 from orderlab.errors import OrderlabError
-from orderlab.results.folder import Manifest, staged_folder
+from orderlab.results import tables
+from orderlab.results.folder import staged_folder
+from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.spec.sweep import describe
+from orderlab.spec.userfiles import FileProblem
 from orderlab.train.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
@@ -50,66 +52,92 @@ class Drawing:
 
 # Columns of a run over sentences and their permutations: per-layer metrics to draw (corpus runs have none).
 LAYER_COLUMNS = frozenset({"case", "layer", "metric", "value"})
+METRICS = "metrics.csv of a run over sentences, as `orderlab run` writes it"
+ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its manifest.json names"
+
+
+@dataclass(frozen=True)
+class Results:
+    """What the figures of a results folder are drawn from, each file read back and checked."""
+
+    metrics: pd.DataFrame
+    manifest: ManifestFields
+    attention: pd.DataFrame | None
 
 
 def has_layer_metrics(folder: Path) -> bool:
     """Whether the folder holds a run's per-layer metrics (its metrics.csv header names LAYER_COLUMNS)."""
-    try:
-        with (folder / "metrics.csv").open(encoding="utf-8") as file:
-            header = file.readline().rstrip("\n").split(",")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return set(header) >= LAYER_COLUMNS and (folder / "manifest.json").is_file()
+    header = tables.csv_header(folder / "metrics.csv", METRICS)
+    return header is not None and set(header) >= LAYER_COLUMNS and (folder / MANIFEST).is_file()
 
 
-def read_results(folder: Path) -> tuple[pd.DataFrame, Manifest, pd.DataFrame | None]:
-    """metrics.csv, manifest.json and attention.csv (None if absent) of a results folder."""
-    if not (folder / "metrics.csv").is_file() or not (folder / "manifest.json").is_file():
+def read_results(folder: Path) -> Results:
+    """metrics.csv, manifest.json and attention.csv (None if absent) of a results folder, each held to what the
+    figures use (columns, kinds, bounds); one line naming the file and column if not."""
+    if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
         raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
-
-    def read(name: str) -> pd.DataFrame:
-        return pd.read_csv(folder / name, keep_default_na=False, na_values=[""])
-
-    attention = read("attention.csv") if (folder / "attention.csv").is_file() else None
-    metrics = read("metrics.csv")
+    manifest = read_manifest(folder).fields
+    if manifest.spec is None or manifest.dtype is None:
+        raise FileProblem(folder / MANIFEST, "no `spec` or `dtype`; expected the manifest of `orderlab run`")
+    swept = {name: tables.TEXT for name in manifest.sweep}
+    path = folder / "metrics.csv"
+    metrics = tables.read_table(path, METRICS)
     if not set(metrics.columns) >= LAYER_COLUMNS:
         raise OrderlabError(
             f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
             "run over sentences and their permutations"
         )
-    return metrics, json.loads((folder / "manifest.json").read_text()), attention
+    kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
+    kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
+    metrics = tables.require(metrics, path, swept | kinds, METRICS)
+    attention = _read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
+    return Results(metrics, manifest, attention)
+
+
+def _read_attention(folder: Path, manifest: ManifestFields, swept: dict[str, tables.Kind]) -> pd.DataFrame:
+    """attention.csv, its slots within the sentence and its reorderings within those the manifest records."""
+    if manifest.attention is None:
+        raise OrderlabError(
+            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
+            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
+        )
+    slots = len(manifest.attention.words.split()) - 1
+    kinds = {"encoding": tables.TEXT, "layer": tables.INDEX, "head": tables.INDEX, "value": tables.NUMBER}
+    kinds |= {"reordering": tables.integer(len(manifest.attention.reorderings))}
+    kinds |= {"query": tables.integer(slots), "key": tables.integer(slots)}
+    path = folder / "attention.csv"
+    return tables.require(tables.read_table(path, ATTENTION), path, swept | kinds, ATTENTION)
 
 
 def plot_results(folder: Path, file_format: str = "png") -> list[Path]:
     """Write every figure the folder's data supports into <folder>/figures/; return their paths."""
-    drawn = drawings(folder, *read_results(folder))
+    drawn = drawings(folder, read_results(folder))
     with claim(folder / "figures", Writer("plot")), staged_folder(folder / "figures") as staging:
         for drawing in drawn:
             drawing.figure.savefig(staging / f"{drawing.stem}.{file_format}", dpi=DPI, metadata=_no_date(file_format))
     return [folder / "figures" / f"{drawing.stem}.{file_format}" for drawing in drawn]
 
 
-def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention: pd.DataFrame | None) -> list[Drawing]:
+def drawings(folder: Path, results: Results) -> list[Drawing]:
     """Every figure the data supports: metrics by layer, decodability, then attention per configuration,
     encoding and layer."""
-    swept = list(manifest.get("sweep", {}))
-    name = manifest["spec"]["name"]
+    metrics, manifest, attention = results.metrics, results.manifest, results.attention
+    assert manifest.spec is not None and manifest.dtype is not None  # read_results checked them
+    swept, name = list(manifest.sweep), manifest.spec.name
     drawn = []
     errors = metrics[~metrics["case"].isin(["decodability", TASK_CASE])]
     if not errors.empty:
-        drawn.append(
-            Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest["dtype"]))
-        )
+        drawn.append(Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest.dtype)))
     probe = metrics[metrics["metric"] == POSITION_ACCURACY]
     if not probe.empty:
-        chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
+        chance = _one_value(folder, metrics, POSITION_CHANCE)
         drawn.append(Drawing("decodability", "decodability", "", decodability(probe, swept, name, chance)))
     accuracy = metrics[metrics["metric"] == TASK_ACCURACY]
     if not accuracy.empty:
-        figure = task_accuracy(accuracy, [c for c in swept if c != WEIGHTS], name)
+        figure = task_accuracy(_with_lengths(folder, accuracy), [c for c in swept if c != WEIGHTS], name)
         drawn.append(Drawing("task_accuracy", "task", "", figure))
-    if attention is not None:
-        words, reorderings = _attention_input(folder, manifest)
+    if attention is not None and manifest.attention is not None:
+        words, reorderings = manifest.attention.words, manifest.attention.reorderings
         for columns, configuration in _by_configuration(attention, swept):
             where = describe(columns)
             for (encoding, layer), group in configuration.groupby(["encoding", "layer"], sort=False):
@@ -118,9 +146,33 @@ def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention:
                     stem = "_".join(["attention", *([where] if where else []), str(encoding), f"layer{layer}", *shown])
                     label = ", ".join([str(encoding), f"layer {layer}", *shown]) + (f" ({where})" if where else "")
                     maps = group[group["reordering"].isin([0, number])]
-                    figure = attention_heads(maps, words, reordering, number, f"{name}: {label}")
+                    figure = attention_heads(maps, words, reordering.model_dump(), number, f"{name}: {label}")
                     drawn.append(Drawing(_file_stem(stem), "attention", label, figure))
     return drawn
+
+
+def _one_value(folder: Path, metrics: pd.DataFrame, metric: str) -> float:
+    """The value of a metric metrics.csv holds once per run (the probe's chance level)."""
+    values = metrics.loc[metrics["metric"] == metric, "value"]
+    if values.empty:
+        raise FileProblem(folder / "metrics.csv", f"no {metric} row beside the position probe's; expected {METRICS}")
+    return float(values.iloc[0])
+
+
+def _with_lengths(folder: Path, accuracy: pd.DataFrame) -> pd.DataFrame:
+    """Task accuracy rows with the sentence length each one's `input` names (train/results.task_subject)."""
+    lengths = [_tested_length(str(subject)) for subject in accuracy["input"]]
+    if None in lengths:
+        shown = str(accuracy["input"].iloc[lengths.index(None)])[:60]
+        raise FileProblem(folder / "metrics.csv", f"{shown!r} names no tested length; expected {METRICS}", "input")
+    return accuracy.assign(length=pd.Series(lengths, index=accuracy.index, dtype=int))
+
+
+def _tested_length(subject: str) -> int | None:
+    try:
+        return tested_length(subject)
+    except (IndexError, ValueError):
+        return None
 
 
 def _file_stem(text: str) -> str:
@@ -133,17 +185,6 @@ def _no_date(file_format: str) -> dict[str, str | None]:
     if file_format == "svg":
         return {"Date": None}
     return {"CreationDate": None} if file_format == "pdf" else {}
-
-
-def _attention_input(folder: Path, manifest: Manifest) -> tuple[str, list[dict[str, str]]]:
-    """The sentence and reorderings attention.csv shows, which manifest.json records once."""
-    shown = manifest.get("attention")
-    if not isinstance(shown, dict) or not {"words", "reorderings"} <= set(shown):
-        raise OrderlabError(
-            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
-            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
-        )
-    return str(shown["words"]), list(shown["reorderings"])
 
 
 def _by_configuration(frame: pd.DataFrame, swept: list[str]) -> Iterator[tuple[dict[str, object], pd.DataFrame]]:
@@ -239,7 +280,6 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
     figure = Figure(figsize=(7.5, 5), layout="constrained")
     ax = figure.subplots()
     colours = _colours()
-    frame = frame.assign(length=frame["input"].map(tested_length))
     for label, e, c, group in _lines(frame, swept):
         series = group.sort_values("length")
         ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
@@ -268,8 +308,8 @@ def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str],
     maps = []
     for head in heads:
         rows = frame[frame["head"] == head]
-        original = _grid(rows[rows["reordering"] == 0])
-        permuted = _grid(rows[rows["reordering"] == number])
+        original = _grid(rows[rows["reordering"] == 0], len(p))
+        permuted = _grid(rows[rows["reordering"] == number], len(p))
         maps.append((original, permuted, permuted - original[np.ix_(p, p)]))  # A(PX) - P A(X) P^T
     largest = max(float(np.abs(difference).max()) for _, _, difference in maps)
     limit = max(largest, 1e-3)  # round-off stays white
@@ -296,8 +336,8 @@ def _plain(value: object) -> object:
     return value.item() if hasattr(value, "item") else value
 
 
-def _grid(rows: pd.DataFrame) -> npt.NDArray[np.float64]:
-    n = int(rows["query"].max()) + 1
+def _grid(rows: pd.DataFrame, n: int) -> npt.NDArray[np.float64]:
+    """An n x n map from its rows (query and key within 0..n-1: read_results checked them)."""
     grid = np.zeros((n, n))
     grid[rows["query"].to_numpy(), rows["key"].to_numpy()] = rows["value"].to_numpy()
     return grid

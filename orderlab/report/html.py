@@ -1,10 +1,11 @@
 """HTML reports: one self-contained file over results folders (`report`, `run --html`, `compare --html`) and the
 drift report of `check --html`.
 
-A view: reads what orderlab commands wrote (CSVs, manifest.json, the spec file the manifest names)
-and never recomputes; figures come from report/figures.py as inline SVG. Everything the page needs is in
-the file (CSS, a little JS, SVG, images as data: URIs): no script, style, font or URL is fetched,
-so it opens offline and as a CI artifact. Templates: orderlab/report/templates/ (jinja2, autoescaped).
+A view: reads what orderlab commands wrote (CSVs, manifest.json, the spec file the manifest names, when its
+sha256 is the one recorded), each through the readers of untrusted files, and never recomputes; figures come
+from report/figures.py as inline SVG. Everything the page needs is in the file (CSS, a little JS, SVG, images
+as data: URIs): no script, style, font or URL is fetched, so it opens offline and as a CI artifact.
+Templates: orderlab/report/templates/ (jinja2, autoescaped).
 Writes only the one file it is given, whole or not at all (artifact.py).
 """
 
@@ -28,8 +29,10 @@ from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.report import figures as plots
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
 from orderlab.results import artifact
-from orderlab.results.ownership import MANIFEST, NESTED_FILES, REPORT_MARK
-from orderlab.spec.userfiles import read_bounded
+from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
+from orderlab.results.ownership import NESTED_FILES, REPORT_MARK
+from orderlab.results.tables import CSV_LIMIT
+from orderlab.spec.userfiles import FileProblem, read_bounded, read_text
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
 if TYPE_CHECKING:
@@ -90,59 +93,46 @@ def read_folder(folder: Path, anchor: str) -> FolderView:
     """The view of one folder an orderlab command wrote; OrderlabError (one line) for anything else."""
     manifest = _read_manifest(folder)
     tables = [_read_table(path) for path in sorted(folder.glob("*.csv")) if path.name not in FIGURE_SOURCES]
-    figures = _figures(folder, manifest)
+    figures = _figures(folder)
     if not tables and not figures:
         raise OrderlabError(f"{folder}: no CSV that orderlab writes; expected the folder of an orderlab command")
-    spec, spec_note = _spec_text(folder, manifest)
+    spec, spec_note = _spec_text(folder, manifest.fields.spec)
     return FolderView(
         anchor=anchor,
         folder=str(folder),
-        title=_title(folder, manifest),
-        written_by=_written_by(manifest),
+        title=manifest.fields.spec.name if manifest.fields.spec else folder.name,
+        written_by=_written_by(manifest.fields.written_by),
         tables=tables,
         figures=figures,
-        manifest=json.dumps(manifest, indent=2, sort_keys=True),
+        manifest=json.dumps(manifest.document, indent=2, sort_keys=True),
         spec=spec,
         spec_note=spec_note,
     )
 
 
-def _read_manifest(folder: Path) -> dict[str, object]:
-    path = folder / MANIFEST
-    if not folder.is_dir() or not path.is_file():
+def _read_manifest(folder: Path) -> ManifestFile:
+    if not folder.is_dir() or not (folder / MANIFEST).exists():
         raise OrderlabError(
             f"{folder}: not an orderlab results folder; expected a folder with manifest.json, as `orderlab run` "
             "(or compare, properties) writes"
         )
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise OrderlabError(f"{path}: cannot read it as JSON ({error}); expected the manifest orderlab wrote") from None
-    if not isinstance(manifest, dict):
-        raise OrderlabError(f"{path}: a JSON {type(manifest).__name__}; expected an object, as orderlab writes")
-    return manifest
+    return read_manifest(folder)
 
 
-def _title(folder: Path, manifest: dict[str, object]) -> str:
-    spec = manifest.get("spec")
-    return str(spec["name"]) if isinstance(spec, dict) and "name" in spec else folder.name
-
-
-def _written_by(manifest: dict[str, object]) -> str:
-    writer = manifest.get("written_by")
-    if not isinstance(writer, dict):
+def _written_by(writer: WrittenBy | None) -> str:
+    if writer is None:
         return ""
-    return f"orderlab {writer.get('command', '?')}" + (f" of spec {writer['spec']}" if writer.get("spec") else "")
+    return f"orderlab {writer.command}" + (f" of spec {writer.spec}" if writer.spec else "")
 
 
 def _read_table(path: Path) -> HtmlTable:
     """A CSV as cells: a value beside its verdict column ('rope' and 'rope verdict', 'value' and 'verdict') becomes
     one coloured cell, as on the console."""
+    text = read_text(path, CSV_LIMIT, "a CSV an orderlab command writes")
     try:
-        with path.open(encoding="utf-8", newline="") as file:
-            header, *lines = list(csv.reader(file, strict=True))
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
-        raise OrderlabError(f"{path}: cannot read it as CSV ({error}); expected a CSV orderlab wrote") from None
+        header, *lines = list(csv.reader(io.StringIO(text, newline=""), strict=True)) or [[]]
+    except csv.Error as error:
+        raise FileProblem(path, f"not valid CSV ({error}); expected a CSV an orderlab command writes") from None
     verdict_of = {name: _verdict_column(name, header) for name in header}
     shown = [name for name in header if name not in verdict_of.values()]
     rows = []
@@ -183,13 +173,13 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _figures(folder: Path, manifest: dict[str, object]) -> list[InlineFigure]:
+def _figures(folder: Path) -> list[InlineFigure]:
     """The figures of a run over sentences (report/figures.py); none for corpus runs, comparisons and properties."""
     if not plots.has_layer_metrics(folder):
         return []
     return [
         InlineFigure(drawing.kind, drawing.label, _svg(drawing))
-        for drawing in plots.drawings(folder, *plots.read_results(folder))
+        for drawing in plots.drawings(folder, plots.read_results(folder))
     ]
 
 
@@ -202,26 +192,24 @@ def _svg(drawing: plots.Drawing) -> Markup:
     return Markup(svg[svg.index("<svg") :])  # matplotlib's own markup, minus the XML prologue (it names a DTD URL)
 
 
-def _spec_text(folder: Path, manifest: dict[str, object]) -> tuple[str | None, str]:
-    """The spec file the manifest names (as given, or from the project holding results/NAME/) and a note on it."""
-    spec = manifest.get("spec")
-    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
+def _spec_text(folder: Path, spec: SpecRecord | None) -> tuple[str | None, str]:
+    """The spec the manifest names and a note on it: shown only when a file it names (as given, or from the project
+    holding results/NAME/) is a bounded regular file whose sha256 is the one the manifest records, so a manifest
+    naming any other file (a system file, a spec edited since) never puts that file's contents into the page."""
+    if spec is None or not spec.path:
         return None, "this folder's manifest names no spec file"
-    named = Path(spec["path"])
-    candidates = list(dict.fromkeys([named, folder.parent.parent / named]))
-    found = [path for path in candidates if path.is_file()]
-    if not found:
-        return None, f"{named}: not found here; the manifest records its sha256 {spec.get('sha256', '?')}"
-    for path in found:
+    named = Path(spec.path)
+    for path in dict.fromkeys([named, folder.parent.parent / named]):
         try:
             data = read_bounded(path, MAX_SPEC_BYTES)
         except (OSError, ValueError):
             continue
-        text = data.decode("utf-8", errors="replace")
-        if hashlib.sha256(data).hexdigest() == spec.get("sha256"):
-            return text, f"{path} (sha256 as recorded: the spec of this run)"
-        return text, f"{path} has changed since this run (sha256 differs from the manifest's): shown as it is now"
-    return None, f"{named}: cannot be read"
+        if hashlib.sha256(data).hexdigest() == spec.sha256:
+            return data.decode("utf-8", errors="replace"), f"{path} (sha256 as recorded: the spec of this run)"
+    return None, (
+        f"{named}: left out: no readable file there has the sha256 the manifest records ({spec.sha256[:12]}...); "
+        "the spec was edited, moved or is not at hand"
+    )
 
 
 # --- rendering -------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import json
 import math
 import tempfile
 import time
@@ -27,9 +26,13 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS, eps
 from orderlab.models.devices import CPU
 from orderlab.results.folder import staged_folder, versions, write_manifest
+from orderlab.results.manifest import ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
+from orderlab.results.tables import CSV_LIMIT
+from orderlab.spec import userfiles
 from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.schema import Spec
+from orderlab.spec.userfiles import FileProblem
 
 if TYPE_CHECKING:
     from orderlab.results.folder import Manifest
@@ -237,12 +240,13 @@ def _number(cell: str, column: str, file: str, line: int) -> float:
 
 
 def read_text(path: Path) -> str:
+    """A baseline CSV's text: a regular file, bounded (results/tables.py's limit), UTF-8; else one line."""
+    if not path.exists() and not path.is_symlink():
+        raise BaselineError(f"{path}: no baseline file; create it with `orderlab check --update`")
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no baseline file; create it with `orderlab check --update`") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BaselineError(f"{path}: cannot read: {error}") from None
+        return userfiles.read_text(path, CSV_LIMIT, "a baseline CSV, as `orderlab run` writes it")
+    except FileProblem as problem:
+        raise BaselineError(str(problem)) from None
 
 
 # --- comparing -------------------------------------------------------------------------------------
@@ -406,7 +410,7 @@ def run_fresh(loaded: LoadedSpec, progress: Progress | None = None) -> Fresh:
         folder = Path(scratch) / loaded.spec.name
         write_experiment(loaded, CPU, folder, progress)
         texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
-        return Fresh(texts, json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
+        return Fresh(texts, read_manifest(folder).document)
 
 
 @dataclass
@@ -502,12 +506,13 @@ def _data_rows(text: str) -> int:
 def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) -> bool:
     """Every CSV within `check`'s tolerances (so a clean check), none stale, and the manifest records this spec and
     these library versions. Round-off that differs between CPUs then never rewrites a baseline."""
-    manifest = _read_manifest(folder)
-    spec_record = _section(manifest, "spec")
+    manifest = _recorded(folder)
     if not (
         csv_names(folder) == fresh.files.keys()
-        and spec_record.get("sha256") == loaded.sha256
-        and manifest.get("versions") == fresh.manifest["versions"]
+        and isinstance(manifest, ManifestFields)
+        and manifest.spec is not None
+        and manifest.spec.sha256 == loaded.sha256
+        and manifest.versions == fresh.manifest["versions"]
     ):
         return False
     try:
@@ -544,40 +549,31 @@ def write_fresh(folder: Path, fresh: Fresh) -> None:
 
 def _read_or_none(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text(path)
+    except BaselineError:
         return None
 
 
-def _read_manifest(folder: Path) -> dict[str, object]:
+def _recorded(folder: Path) -> ManifestFields | str:
+    """The baseline's manifest, or why it cannot be read (a warning: the CSVs are still compared)."""
     try:
-        data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _section(manifest: dict[str, object], key: str) -> dict[str, object]:
-    """manifest[key] if it is a JSON object, else {} (a manifest edited by hand or from an older orderlab)."""
-    value = manifest.get(key)
-    return value if isinstance(value, dict) else {}
+        return read_manifest(folder).fields
+    except FileProblem as problem:
+        return str(problem)
 
 
 def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
     """Differences that may explain drift but are not drift: library versions, an edited spec."""
     manifest_path = folder / "manifest.json"
-    manifest = _read_manifest(folder)
-    if not manifest:
-        return [f"{manifest_path}: missing or unreadable; cannot compare versions"]
+    manifest = _recorded(folder)
+    if not isinstance(manifest, ManifestFields):
+        return [f"{manifest}; cannot compare versions"]
     warnings = []
-    recorded = _section(manifest, "versions")
     for package, running in versions().items():
-        if recorded.get(package) != running:
-            warnings.append(
-                f"{manifest_path}: baseline made with {package} {recorded.get(package, '?')}, running {running}"
-            )
-    spec_record = _section(manifest, "spec")
-    if spec_record.get("sha256") != loaded.sha256:
+        made = manifest.versions.get(package)
+        if made != running:
+            warnings.append(f"{manifest_path}: baseline made with {package} {made or '?'}, running {running}")
+    if manifest.spec is None or manifest.spec.sha256 != loaded.sha256:
         warnings.append(
             f"{manifest_path}: {loaded.path} changed since the baseline was written (sha256 differs); "
             "if that is intended, run `orderlab check --update`"

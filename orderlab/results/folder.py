@@ -22,7 +22,8 @@ import numpy
 import pandas as pd
 
 from orderlab import __version__
-from orderlab.results.ownership import MANIFEST, Writer, held, path_error
+from orderlab.results.manifest import MANIFEST, read_manifest
+from orderlab.results.ownership import Writer, held, path_error
 
 # Seven significant digits: what float32 carries, and plenty for float64 regression checks.
 FLOAT_FORMAT = "%.6e"
@@ -84,7 +85,7 @@ def record_ownership(folder: Path, writer: Writer) -> None:
     """Add `written_by` and `files` (every entry, manifest.json included, and the files of its sub-folders: a run's
     checkpoints/) to the folder's manifest."""
     path = folder / MANIFEST
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    manifest = read_manifest(folder).document if path.exists() else {}
     files = sorted({entry.name for entry in folder.iterdir()} | {MANIFEST}
                    | {f"{entry.name}/{inner.name}" for entry in folder.iterdir() if entry.is_dir()
                       for inner in entry.iterdir()})  # fmt: skip

@@ -10,7 +10,7 @@ given twice, of another spec or of another partition are refused before anything
 
 from __future__ import annotations
 
-import json
+import io
 import math
 import time
 from collections.abc import Iterator
@@ -26,9 +26,15 @@ from orderlab.measure.loop import Piece, SummaryCollector, finish_summary, tag
 from orderlab.measure.noise import NoiseKey
 from orderlab.measure.sweep_run import summarize_sweep
 from orderlab.results.folder import Manifest, append_csv, staged_folder, write_csv, write_manifest
+from orderlab.results.manifest import read_manifest, verify_hashes
 from orderlab.results.outcome import Outcome, RunView
-from orderlab.results.ownership import MANIFEST, Writer, claim
-from orderlab.results.partials import ShardPartials, read_partials
+from orderlab.results.ownership import Writer, claim
+from orderlab.results.partials import SHARD_FILES, ShardPartials, read_partials
+from orderlab.spec.userfiles import FileProblem
+
+RECORD_LIMIT = 2**20  # characters of one metrics.csv record: orderlab's are one short line
+CHECK_CHUNK_ROWS = 200_000  # rows of the merged metrics.csv held at once while checking it against the summary
+SHARD_MANIFEST = "the manifest.json of a shard folder, as `run --shard` writes it"
 
 
 @dataclass(frozen=True)
@@ -42,15 +48,16 @@ class Shard:
 
 
 def read_shard(folder: Path) -> Shard:
-    """A shard folder; one line if it is not one (no folder, no manifest with a `shard` section, no partials)."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        spec = (str(manifest["spec"]["name"]), str(manifest["spec"]["sha256"]))
-        index, count = int(manifest["shard"]["index"]), int(manifest["shard"]["count"])
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
-        detail = f"{folder}: not a shard folder ({type(error).__name__}: {error}); expected a folder of `run --shard`"
-        raise OrderlabError(detail) from None
-    return Shard(folder, manifest, spec, index, count, read_partials(folder))
+    """A shard folder: its manifest and partials typed and bounded, its files as `run --shard` wrote them (each
+    sha256 as its manifest records); one line naming the file and field if it is not one."""
+    if not folder.is_dir():
+        raise OrderlabError(f"{folder}: not a shard folder (no such folder); expected a folder of `run --shard`")
+    manifest = read_manifest(folder, SHARD_MANIFEST)
+    spec, shard = manifest.fields.spec, manifest.fields.shard
+    if spec is None or shard is None:
+        raise FileProblem(manifest.path, f"no `spec` or no `shard` section; expected {SHARD_MANIFEST}")
+    verify_hashes(folder, shard.sha256, SHARD_FILES)
+    return Shard(folder, manifest.document, (spec.name, spec.sha256), shard.index, shard.count, read_partials(folder))
 
 
 def complete(shards: list[Shard]) -> list[Shard]:
@@ -101,6 +108,7 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
                 assembly.add(shard)
             assembly.finish()
         worst = pd.concat(assembly.worst, ignore_index=True)
+        check_summary(staging / "metrics.csv", worst, facts.swept)
         tables = {"summary": summarize_sweep(worst, facts.conditions, facts.swept)}
         maps = [frame for shard in shards for frame in shard.partials.attention]
         if maps:
@@ -209,15 +217,69 @@ class Assembly:
 
 
 def csv_records(file: TextIO) -> Iterator[str]:
-    """A CSV file's records as written, newlines included; a quoted field may hold a line break."""
+    """A CSV file's records as written, newlines included; a quoted field may hold a line break (never a record
+    past RECORD_LIMIT characters: an unclosed quote in a shard's file must not gather the file in memory)."""
     record = ""
     for line in file:
         record += line
         if record.count('"') % 2 == 0:
             yield record
             record = ""
+        elif len(record) > RECORD_LIMIT:
+            raise OrderlabError(f"{file.name}: a record over {RECORD_LIMIT:,} characters; expected metrics.csv rows")
     if record:
         yield record
+
+
+SUMMARY_KEY = ["case", "input", "encoding", "layer", "head", "metric"]  # with the swept fields: one summary row
+
+
+def check_summary(metrics: Path, worst: pd.DataFrame, swept: list[str]) -> None:
+    """The merged metrics.csv's rows reach, per summary row, the max that summary.csv will show; else one line.
+
+    summary.csv is made from the shards' partial summaries, metrics.csv from their rows: a shard whose rows
+    and partials disagree (edited, yet with matching hashes) would merge into a folder that contradicts itself.
+    Both are compared as written (%.6e), metrics.csv streamed in chunks, so memory stays that of the summary.
+    """
+    key = [*swept, *SUMMARY_KEY]
+    summaries = _as_written(worst).set_index(key)["value"]
+    grouped = pd.concat(_maxima(chunk, key) for chunk in _read_as_written(metrics)).groupby(level=key, sort=False)
+    rows = grouped.max().where(~grouped.apply(lambda values: values.isna().any()))
+    for where in dict.fromkeys([*summaries.index, *rows.index]):
+        reached, summarised = rows.get(where), summaries.get(where)
+        if reached is not None and summarised is not None and _same(reached, summarised):
+            continue
+        label = ", ".join(f"{name}={cell}" for name, cell in zip(key, where, strict=True) if cell != "")
+        raise OrderlabError(
+            f"merged metrics.csv and summary disagree at {label}: the rows reach {_shown(reached)}, the shards' "
+            f"summaries {_shown(summarised)}; expected the rows and summaries of one run (a shard edited since?)"
+        )
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _shown(value: float | None) -> str:
+    return "nothing" if value is None else f"{value:.6e}"
+
+
+def _maxima(chunk: pd.DataFrame, key: list[str]) -> pd.Series:
+    rows = chunk[chunk["statistic"] != "mean"] if "statistic" in chunk else chunk
+    return rows.assign(value=pd.to_numeric(rows["value"])).groupby(key, sort=False)["value"].max(skipna=False)
+
+
+def _as_written(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame's cells as write_csv writes them, read back as text (numbers as %.6e, blanks for NA)."""
+    text = io.StringIO()
+    append_csv(frame, text, True)
+    text.seek(0)
+    written = pd.concat(_read_as_written(text))
+    return written.assign(value=pd.to_numeric(written["value"]))
+
+
+def _read_as_written(source: Path | TextIO) -> Iterator[pd.DataFrame]:
+    yield from pd.read_csv(source, dtype=str, keep_default_na=False, chunksize=CHECK_CHUNK_ROWS)
 
 
 def same_noise(a: dict[NoiseKey, float], b: dict[NoiseKey, float]) -> bool:

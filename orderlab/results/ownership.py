@@ -12,7 +12,6 @@ Must not import torch or pandas (cheap to import for every command).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import threading
@@ -22,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderlab.errors import OrderlabError
-
-MANIFEST = "manifest.json"
+from orderlab.results.manifest import MANIFEST, read_manifest
+from orderlab.spec.userfiles import FileProblem
 
 # Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
 LEGACY_ENTRIES = {
@@ -104,11 +103,11 @@ def _legacy_writer(folder: Path, manifest: dict[str, object] | None) -> Writer |
 
 
 def _read_manifest(path: Path) -> dict[str, object] | None:
+    """The manifest as read by results/manifest.py (typed and bounded); None if there is none orderlab could write."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        return read_manifest(path.parent).document
+    except FileProblem:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def foreign_entries(folder: Path, found: Recorded) -> list[str]:

@@ -12,18 +12,26 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pandas as pd
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from orderlab.dist.shards import Unit
-from orderlab.errors import OrderlabError
+from orderlab.measure.exactsum import EXPONENTS
 from orderlab.measure.loop import Digest, Partial, Piece, SummaryCollector
 from orderlab.measure.noise import NoiseKey
+from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
 from orderlab.spec.sweep import SweptValue
+from orderlab.spec.userfiles import FileModel, FileProblem, SafeName, read_json
 
 FILE = "partials.json"
-FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread
+FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)
+EXPECTED = "a shard's partial summaries, as `run --shard` writes them"
+PARTIALS_LIMIT = 2**28  # bytes: per-unit summaries and a shard's attention maps; real shards write kilobytes
+MAX_COLUMNS = 256  # columns of a table, swept fields of a combination
+MAX_WORDS = 10_000  # words of a sentence (a permutation of its slots)
+SHARD_FILES = ["metrics.csv", FILE]  # what merge reads of a shard besides its manifest, each checked by its sha256
 
 
 @dataclass(frozen=True)
@@ -57,22 +65,19 @@ def write_partials(folder: Path, facts: RunFacts, digest: Digest) -> None:
 
 
 def read_partials(folder: Path) -> ShardPartials:
-    """A shard's partials.json; one line naming the file when it is missing or not one orderlab wrote."""
+    """A shard's partials.json, typed and bounded; one FileProblem line naming the file and field if it is not one
+    orderlab wrote (or is of another format)."""
     path = folder / FILE
+    document = read_json(path, PartialsData, EXPECTED, PARTIALS_LIMIT, non_finite=True)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        if document.get("format") != FORMAT:
-            raise ValueError(f"format {document.get('format')!r}")
         return ShardPartials(
-            RunFacts(**document["facts"]),
-            [_piece(item) for item in document["pieces"]],
-            [data_frame(item) for item in document["attention"]],
-            int(document["non_finite"]),
+            RunFacts(**document.facts.model_dump()),
+            [_piece(item) for item in document.pieces],
+            [item.frame() for item in document.attention],
+            document.non_finite,
         )
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise OrderlabError(
-            f"{path}: not a shard's partial summaries ({error}); expected a folder of `run --shard`"
-        ) from None
+    except (ValueError, TypeError) as error:  # a column's values that its recorded dtype cannot hold
+        raise FileProblem(path, f"{str(error)[:120]}; expected {EXPECTED}") from None
 
 
 def _piece_data(piece: Piece) -> dict[str, Any]:
@@ -89,14 +94,14 @@ def _piece_data(piece: Piece) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _piece(data: dict[str, Any]) -> Piece:
-    combination: dict[str, SweptValue] = {name: value for name, value in data["combination"]}
+def _piece(data: PieceData) -> Piece:
+    combination: dict[str, SweptValue] = dict(data.combination)
     partial = None
-    if data["partial"] is not None:
-        noise: dict[NoiseKey, float] = {(l, h, m): float(v) for l, h, m, v in data["partial"]["noise"]}  # noqa: E741
-        partial = Partial(SummaryCollector.from_state(data["partial"]["summary"]), noise)
-    worst = None if data["worst"] is None else data_frame(data["worst"])
-    return Piece(Unit(**data["unit"]), combination, int(data["rows"]), worst, partial)
+    if data.partial is not None:
+        noise: dict[NoiseKey, float] = {(layer, head, name): value for layer, head, name, value in data.partial.noise}
+        partial = Partial(SummaryCollector.from_state(data.partial.summary.model_dump()), noise)
+    worst = None if data.worst is None else data.worst.frame()
+    return Piece(Unit(**data.unit.model_dump()), combination, data.rows, worst, partial)
 
 
 def frame_data(frame: pd.DataFrame) -> dict[str, Any]:
@@ -108,6 +113,127 @@ def frame_data(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def data_frame(data: dict[str, Any]) -> pd.DataFrame:
-    columns = zip(data["columns"], data["dtypes"], data["values"], strict=True)
-    return pd.DataFrame({name: pd.Series(values, dtype=dtype) for name, dtype, values in columns})
+# --- partials.json as read back: every field typed and bounded before it sizes anything ----------------
+
+Count = Annotated[int, Field(ge=0, le=MAX_ROWS)]
+Small = Annotated[int, Field(ge=0, le=MAX_ENTRIES)]  # a layer, head, slot or combination index
+Cell = bool | int | float | str | None
+FrameDtype = Literal["int64", "Int64", "float64", "float32", "bool", "boolean", "str", "string", "object"]
+Column = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class _MayHoldNaN(FileModel):
+    """Measured values: NaN and infinities are results (a run that failed to measure), so they are kept."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=True)
+
+
+class FrameData(_MayHoldNaN):
+    columns: list[Column] = Field(max_length=MAX_COLUMNS)
+    dtypes: list[FrameDtype] = Field(max_length=MAX_COLUMNS)
+    values: list[list[Cell]] = Field(max_length=MAX_COLUMNS)
+
+    @model_validator(mode="after")
+    def _rectangular(self) -> FrameData:
+        if not len(self.columns) == len(self.dtypes) == len(self.values):
+            raise ValueError("expected as many dtypes and value lists as columns")
+        if len({len(column) for column in self.values}) > 1:
+            raise ValueError("columns of different lengths; expected a table")
+        return self
+
+    def frame(self) -> pd.DataFrame:
+        columns = zip(self.columns, self.dtypes, self.values, strict=True)
+        return pd.DataFrame({name: pd.Series(values, dtype=dtype) for name, dtype, values in columns})
+
+
+class UnitData(FileModel):
+    combination: Small
+    kind: Literal["decodability", "permutations", "probes"]
+    sentence: Text = ""
+    condition: Text = ""
+    start: Count = 0
+    stop: Count = 0
+    total: Count = 0
+    weight: Count = 0
+
+    @model_validator(mode="after")
+    def _range(self) -> UnitData:
+        if not self.start <= self.stop <= self.total:
+            raise ValueError(f"range {self.start}..{self.stop} of {self.total}; expected start <= stop <= total")
+        return self
+
+
+Bin = Annotated[int, Field(ge=0, lt=EXPONENTS)]
+BinSum = Annotated[int, Field(ge=-(2**62), le=2**62)]
+
+
+class SumData(_MayHoldNaN):
+    bins: list[Bin] = Field(max_length=EXPONENTS)
+    high: list[BinSum] = Field(max_length=EXPONENTS)
+    low: list[BinSum] = Field(max_length=EXPONENTS)
+    special: float
+
+    @model_validator(mode="after")
+    def _one_per_bin(self) -> SumData:
+        if not len(self.bins) == len(self.high) == len(self.low):
+            raise ValueError("expected one high and one low sum per bin")
+        return self
+
+
+Slots = Annotated[list[Small], Field(max_length=MAX_WORDS)]
+
+
+class StatisticData(_MayHoldNaN):
+    layer: Small
+    head: Small | None
+    metric: SafeName
+    max: float
+    where: Slots
+    first: Slots
+    sum: SumData
+    count: Count
+
+
+class SummaryData(FileModel):
+    case: Text
+    input: Text
+    encoding: Text
+    words: list[Text] = Field(max_length=MAX_WORDS)
+    statistics: list[StatisticData] = Field(max_length=MAX_ENTRIES)
+
+    @model_validator(mode="after")
+    def _permutations_of_the_words(self) -> SummaryData:
+        slots = list(range(len(self.words)))
+        for stat in self.statistics:
+            if sorted(stat.where) != slots or sorted(stat.first) != slots:
+                raise ValueError(f"{stat.metric} at layer {stat.layer}: expected permutations of {len(slots)} slots")
+        return self
+
+
+class PartialData(_MayHoldNaN):
+    summary: SummaryData
+    noise: list[tuple[Small, Small | None, SafeName, float]] = Field(max_length=MAX_ENTRIES)
+
+
+class PieceData(FileModel):
+    unit: UnitData
+    combination: list[tuple[SafeName, SweptValue]] = Field(max_length=MAX_COLUMNS)
+    rows: Count
+    worst: FrameData | None
+    partial: PartialData | None
+
+
+class FactsData(FileModel):
+    title: Text
+    dtype: Literal["float32", "float64"]
+    conditions: list[Text] = Field(max_length=MAX_ENTRIES)
+    swept: list[SafeName] = Field(max_length=MAX_COLUMNS)
+    per_permutation: bool
+
+
+class PartialsData(FileModel):
+    format: Literal[1]  # FORMAT
+    facts: FactsData
+    pieces: list[PieceData] = Field(max_length=MAX_ENTRIES)
+    attention: list[FrameData] = Field(max_length=MAX_ENTRIES)
+    non_finite: Count

@@ -12,6 +12,7 @@ Must not import torch, numpy or pandas: the spec layer reads files through it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -100,13 +101,32 @@ def _open_regular(path: Path) -> tuple[int, int]:
     The check is on the open descriptor, so a FIFO swapped in after a look is still refused rather than waited on.
     """
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    status = os.fstat(descriptor)
+    try:
+        status = os.fstat(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        raise
     if not stat.S_ISREG(status.st_mode):
         os.close(descriptor)
         if stat.S_ISDIR(status.st_mode):
             raise IsADirectoryError(path)
         raise ValueError("not a regular file (a device, pipe or socket)")
     return descriptor, status.st_size
+
+
+def _sha256_bounded(path: Path, limit: int) -> str:
+    """The sha256 of a regular file of at most `limit` bytes, read in chunks; errors as `read_bounded`'s."""
+    digest, count = hashlib.sha256(), 0
+    descriptor, size = _open_regular(path)
+    try:
+        while size <= limit and count <= limit and (chunk := os.read(descriptor, 2**20)):
+            digest.update(chunk)
+            count += len(chunk)
+    finally:
+        os.close(descriptor)
+    if size > limit or count > limit:
+        raise ValueError(f"{max(size, count):,} bytes, over the limit of {describe_bytes(limit)}")
+    return digest.hexdigest()
 
 
 def _read_at_most(descriptor: int, count: int) -> bytes:
@@ -138,6 +158,14 @@ def _problem(path: Path, error: OSError | ValueError, expected: str) -> FileProb
     return FileProblem(path, f"{reason}; expected {expected}")
 
 
+def file_sha256(path: Path, limit: int, expected: str) -> str:
+    """The sha256 of a file of at most `limit` bytes, streamed (not held in memory); failures as `read_file`'s."""
+    try:
+        return _sha256_bounded(path, limit)
+    except (OSError, ValueError) as error:
+        raise _problem(path, error, expected) from None
+
+
 def read_text(path: Path, limit: int, expected: str) -> str:
     """A bounded UTF-8 text file, or one FileProblem line."""
     try:
@@ -146,23 +174,26 @@ def read_text(path: Path, limit: int, expected: str) -> str:
         raise FileProblem(path, f"not UTF-8 text (byte {error.start}); expected {expected}") from None
 
 
-def parse_json(path: Path, text: str, expected: str) -> Any:
-    """Strict JSON: no NaN or Infinity, no integer past Python's digit limit, no nesting past the recursion limit."""
+def parse_json(path: Path, text: str, expected: str, non_finite: bool = False) -> Any:
+    """Strict JSON: no integer past Python's digit limit, no nesting past the recursion limit, and no NaN or
+    Infinity unless `non_finite` (a shard's partials.json, where Python's json wrote measured NaN as NaN)."""
 
     def refuse_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a number JSON allows")
 
     try:
-        return json.loads(text, parse_constant=refuse_constant)
+        return json.loads(text, parse_constant=float if non_finite else refuse_constant)
     except ValueError as error:  # json.JSONDecodeError, a NaN, or an integer past the digit limit
         raise FileProblem(path, f"not valid JSON ({str(error)[:120]}); expected {expected}") from None
     except RecursionError:
         raise FileProblem(path, f"JSON nested too deep to read; expected {expected}") from None
 
 
-def read_json(path: Path, model: type[Model], expected: str, limit: int = JSON_LIMIT) -> Model:
+def read_json(
+    path: Path, model: type[Model], expected: str, limit: int = JSON_LIMIT, non_finite: bool = False
+) -> Model:
     """A JSON file as `model`, every field typed and bounded; one FileProblem line naming the field if not."""
-    data = parse_json(path, read_text(path, limit, expected), expected)
+    data = parse_json(path, read_text(path, limit, expected), expected, non_finite)
     return validate_as(path, model, data, expected)
 
 
