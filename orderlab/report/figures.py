@@ -27,6 +27,7 @@ from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
+from orderlab.results.run_folder import read_attention
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.spec.sweep import describe
 from orderlab.spec.userfiles import FileProblem
@@ -53,7 +54,6 @@ class Drawing:
 # Columns of a run over sentences and their permutations: per-layer metrics to draw (corpus runs have none).
 LAYER_COLUMNS = frozenset({"case", "layer", "metric", "value"})
 METRICS = "metrics.csv of a run over sentences, as `orderlab run` writes it"
-ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its manifest.json names"
 
 
 @dataclass(frozen=True)
@@ -90,23 +90,8 @@ def read_results(folder: Path) -> Results:
     kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
     kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
     metrics = tables.require(metrics, path, swept | kinds, METRICS)
-    attention = _read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
+    attention = read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
     return Results(metrics, manifest, attention)
-
-
-def _read_attention(folder: Path, manifest: ManifestFields, swept: dict[str, tables.Kind]) -> pd.DataFrame:
-    """attention.csv, its slots within the sentence and its reorderings within those the manifest records."""
-    if manifest.attention is None:
-        raise OrderlabError(
-            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
-            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
-        )
-    slots = len(manifest.attention.words.split()) - 1
-    kinds = {"encoding": tables.TEXT, "layer": tables.INDEX, "head": tables.INDEX, "value": tables.NUMBER}
-    kinds |= {"reordering": tables.integer(len(manifest.attention.reorderings))}
-    kinds |= {"query": tables.integer(slots), "key": tables.integer(slots)}
-    path = folder / "attention.csv"
-    return tables.require(tables.read_table(path, ATTENTION), path, swept | kinds, ATTENTION)
 
 
 def plot_results(folder: Path, file_format: str = "png") -> list[Path]:

@@ -1,0 +1,133 @@
+"""orderlab from Python: the CLI's commands as functions that return plain data (pandas frames, dicts).
+
+For notebooks, the TransformerLens habit: `validate`, `run`, `load` and `compare` go through the same code
+as `orderlab validate`, `run`, `check` and `compare` (spec loading, the one measuring loop, the staged
+results folder), so a number seen here is the number the CLI writes. Nothing here prints or draws; errors
+are raised as OrderlabError (the CLI's one-line messages), never swallowed.
+
+    >>> import orderlab.api as ol
+    >>> result = ol.run("experiments/dog_bites_man.yaml")
+    >>> result.summary                     # summary.csv as a DataFrame
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from orderlab.errors import OrderlabError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from orderlab.spec.load import LoadedSpec
+    from orderlab.spec.schema import Spec
+
+SpecSource = str | Path | Mapping[str, Any]  # a spec file's path, or the spec itself as a dict
+
+
+@dataclass(frozen=True)
+class Result:
+    """One run's results folder as data: the frames of its CSVs, its manifest, and verdict counts."""
+
+    name: str  # the spec's name
+    folder: Path | None  # where the files are; None when `run` was given no `out` (they lived in a temp folder)
+    metrics: pd.DataFrame  # metrics.csv: one tidy row per input x encoding x permutation x layer x metric
+    summary: pd.DataFrame  # summary.csv: the wide view a person reads
+    attention: pd.DataFrame | None  # attention.csv (attention maps of the shown reordering), if the run wrote it
+    manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
+    verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
+
+
+def validate(spec: SpecSource) -> Spec:
+    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not."""
+    with _spec_file(spec) as path:
+        return _load(path).spec
+
+
+def run(
+    spec: SpecSource,
+    out: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    chunk_size: int | None = None,
+    force: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Result:
+    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None)."""
+    import torch
+
+    from orderlab.commands.run import write_experiment
+
+    with _spec_file(spec) as path:
+        loaded = _load(path)
+        if out is not None:
+            folder = Path(out) / loaded.spec.name
+            write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
+            return load(folder)
+        with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
+            folder = Path(scratch) / loaded.spec.name
+            write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
+            result = load(folder)
+        return Result(result.name, None, result.metrics, result.summary, result.attention, result.manifest,
+                      result.verdicts)  # fmt: skip
+
+
+def load(results_dir: str | Path) -> Result:
+    """A results folder that `orderlab run` (or `check --update`, or `merge`) wrote, read and checked."""
+    from orderlab.results.run_folder import read_run_folder
+
+    folder = Path(results_dir)
+    read = read_run_folder(folder)
+    return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest, _verdicts(read.summary))
+
+
+def compare(
+    specs: list[str | Path],
+    encodings: str | list[str] = "all",
+    metrics: list[str] | None = None,
+    *,
+    device: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer."""
+    import torch
+
+    from orderlab.commands import compare as comparing
+
+    names = comparing.parse_encodings(encodings if isinstance(encodings, str) else ",".join(encodings))
+    rows = comparing.parse_metrics(metrics)
+    return comparing.compare([Path(spec) for spec in specs], names, rows, torch.device(device), progress).table
+
+
+def _load(path: Path) -> LoadedSpec:
+    from orderlab.spec.load import load_spec
+
+    return load_spec(path)
+
+
+def _verdicts(summary: pd.DataFrame) -> dict[str, int]:
+    columns = [column for column in summary.columns if str(column).endswith("verdict")]
+    counts = summary[columns].stack().value_counts() if columns else None
+    return {} if counts is None else {str(verdict): int(count) for verdict, count in counts.items()}
+
+
+@contextmanager
+def _spec_file(spec: SpecSource) -> Iterator[Path]:
+    """A spec given as a path is used as it is; one given as a dict is written to a temporary spec.yaml, so that both
+    go through the one loader (whose messages then name that file)."""
+    if isinstance(spec, str | Path):
+        yield Path(spec)
+        return
+    if not isinstance(spec, Mapping):
+        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
+    with tempfile.TemporaryDirectory(prefix="orderlab-spec-") as scratch:
+        path = Path(scratch) / "spec.yaml"
+        path.write_text(yaml.safe_dump(dict(spec), sort_keys=False))
+        yield path

@@ -1,0 +1,64 @@
+"""A run's results folder read back whole (metrics, summary, attention, manifest): `orderlab.api.load`'s reader.
+
+Every file goes through the readers of files orderlab did not just write (results/tables.py for CSVs, results/
+manifest.py for manifest.json), held to the columns and kinds readers use, so a foreign or edited folder is one
+FileProblem line, never a KeyError later. Reads only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from orderlab.errors import OrderlabError
+from orderlab.results import tables
+from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
+from orderlab.spec.userfiles import FileProblem
+
+METRICS = "metrics.csv as `orderlab run` writes it"
+SUMMARY = "summary.csv as `orderlab run` writes it"
+ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its manifest.json names"
+ROW_KINDS = {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}  # every run's metrics.csv
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    name: str  # the spec's name, as the manifest records it
+    metrics: pd.DataFrame
+    summary: pd.DataFrame
+    attention: pd.DataFrame | None  # None when the run wrote no attention.csv
+    manifest: dict[str, Any]  # manifest.json as read (its typed fields checked)
+
+
+def read_run_folder(folder: Path) -> RunFolder:
+    """metrics.csv, summary.csv, attention.csv (if any) and manifest.json of a folder `orderlab run` wrote."""
+    if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
+        raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
+    manifest = read_manifest(folder)
+    if manifest.fields.spec is None:
+        raise FileProblem(manifest.path, "no `spec`; expected the manifest of `orderlab run`")
+    swept = {name: tables.TEXT for name in manifest.fields.sweep}
+    metrics_path = folder / "metrics.csv"
+    metrics = tables.require(tables.read_table(metrics_path, METRICS), metrics_path, swept | ROW_KINDS, METRICS)
+    summary = tables.read_table(folder / "summary.csv", SUMMARY)
+    has_maps = (folder / "attention.csv").exists()
+    attention = read_attention(folder, manifest.fields, swept) if has_maps else None
+    return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document)
+
+
+def read_attention(folder: Path, manifest: ManifestFields, swept: dict[str, tables.Kind]) -> pd.DataFrame:
+    """attention.csv, its slots within the sentence and its reorderings within those the manifest records."""
+    if manifest.attention is None:
+        raise OrderlabError(
+            f"{folder}/manifest.json: no 'attention' entry naming attention.csv's sentence and reorderings (results "
+            "written by an older orderlab); expected a folder written by this orderlab: re-run the spec"
+        )
+    slots = len(manifest.attention.words.split()) - 1
+    kinds = {"encoding": tables.TEXT, "layer": tables.INDEX, "head": tables.INDEX, "value": tables.NUMBER}
+    kinds |= {"reordering": tables.integer(len(manifest.attention.reorderings))}
+    kinds |= {"query": tables.integer(slots), "key": tables.integer(slots)}
+    path = folder / "attention.csv"
+    return tables.require(tables.read_table(path, ATTENTION), path, swept | kinds, ATTENTION)
