@@ -69,24 +69,44 @@ def read_bounded(path: Path, limit: int) -> bytes:
     """The bytes of `path`, at most `limit` of them.
 
     Raises FileNotFoundError, IsADirectoryError or another OSError as `open` would, and ValueError
-    (a message for the user) for a device, pipe or socket, or a file over `limit` bytes. The file is
-    opened without blocking and checked on the open descriptor, so a FIFO swapped in after a look is
-    still refused rather than waited on.
+    (a message for the user) for a device, pipe or socket, or a file over `limit` bytes (see _open_regular).
     """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    descriptor, size = _open_regular(path)
     try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(path)
-        if not stat.S_ISREG(mode):
-            raise ValueError("not a regular file (a device, pipe or socket)")
-        size = os.fstat(descriptor).st_size
         data = _read_at_most(descriptor, limit + 1) if size <= limit else b""
     finally:
         os.close(descriptor)
     if size > limit or len(data) > limit:
         raise ValueError(f"{max(size, len(data)):,} bytes, over the limit of {describe_bytes(limit)}")
     return data
+
+
+def read_head(path: Path, count: int, expected: str) -> tuple[bytes, int]:
+    """The first `count` bytes of `path` (fewer if it is shorter) and its size in bytes: the header of a file too
+    large to read whole (a safetensors file's). Opened as `read_bounded` opens files; one FileProblem line if not."""
+    try:
+        descriptor, size = _open_regular(path)
+        try:
+            return _read_at_most(descriptor, count), size
+        finally:
+            os.close(descriptor)
+    except (OSError, ValueError) as error:
+        raise _problem(path, error, expected) from None
+
+
+def _open_regular(path: Path) -> tuple[int, int]:
+    """A descriptor of `path`, opened without blocking and checked to be a regular file, and the file's size.
+
+    The check is on the open descriptor, so a FIFO swapped in after a look is still refused rather than waited on.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(descriptor)
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError(path)
+        raise ValueError("not a regular file (a device, pipe or socket)")
+    return descriptor, status.st_size
 
 
 def _read_at_most(descriptor: int, count: int) -> bytes:
@@ -104,13 +124,18 @@ def read_file(path: Path, limit: int, expected: str) -> bytes:
     """`read_bounded` with every failure as one FileProblem line ending in what was `expected` there."""
     try:
         return read_bounded(path, limit)
-    except FileNotFoundError:
-        raise FileProblem(path, f"no such file; expected {expected}") from None
-    except IsADirectoryError:
-        raise FileProblem(path, f"a folder; expected {expected}") from None
     except (OSError, ValueError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise FileProblem(path, f"{reason}; expected {expected}") from None
+        raise _problem(path, error, expected) from None
+
+
+def _problem(path: Path, error: OSError | ValueError, expected: str) -> FileProblem:
+    """An error of opening or reading `path` as one line."""
+    if isinstance(error, FileNotFoundError):
+        return FileProblem(path, f"no such file; expected {expected}")
+    if isinstance(error, IsADirectoryError):
+        return FileProblem(path, f"a folder; expected {expected}")
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return FileProblem(path, f"{reason}; expected {expected}")
 
 
 def read_text(path: Path, limit: int, expected: str) -> str:
