@@ -15,7 +15,7 @@ and a folder of another architecture is refused before anything is loaded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -85,6 +85,7 @@ FamilyName = Literal["bert", "gpt2", "llama", "bloom", "t5", "deberta"]
 MAX_TABLE_ROWS = 2**24
 SEEDED_POSITIONS = 512  # a seeded model's position table rows (models/hf/families/family_code.MAX_POSITIONS)
 SEEDED_FFN_MULT = 4  # a seeded model's feed-forward width over d_model (family_code.FFN_MULT)
+SEEDED_BUCKETS = 256  # a seeded DeBERTa's relative position buckets each way (families/deberta.py)
 
 ConfigWidth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL)]  # hidden, head and attention widths
 ConfigDepth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_LAYERS)]  # layers
@@ -107,6 +108,7 @@ class ModelShape:
     query_width: int = 0  # heads x head width (0: d_model)
     kv_width: int = 0  # width of keys and values (0: the query width; less with grouped-query attention)
     ffn_matrices: int = 2  # 3 for a gated feed-forward (Llama, T5's gated-*)
+    pooler: bool = False  # a d x d layer on the first token (BERT's): loaded, never run
     head: bool = False  # a causal LM: its output layer turns every token's state into logits over the vocabulary
     untied_head: bool = False  # ... with a matrix of its own rather than the input embeddings'
 
@@ -126,8 +128,8 @@ class ModelShape:
     @property
     def parameters(self) -> int:
         """Matrix and table entries (biases and norms, a few per thousand, left out)."""
-        tables = (self.vocab + self.positions + self.untied_head * self.vocab) * self.d_model
-        return tables + self.n_layers * self.layer_parameters
+        tables = self.vocab + self.positions + self.untied_head * self.vocab + self.pooler * self.d_model
+        return tables * self.d_model + self.n_layers * self.layer_parameters
 
 
 class FamilyConfig(FileModel):
@@ -153,16 +155,18 @@ class BertConfigFile(FamilyConfig):
     max_position_embeddings: ConfigRows = 512
     type_vocab_size: Annotated[int, Strict(), Field(ge=0, le=MAX_TABLE_ROWS)] = 2
 
-    def absolute_rows(self) -> int:
+    def position_rows(self) -> int:
         return self.max_position_embeddings + self.type_vocab_size
 
     def shape(self) -> ModelShape:
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
-                          self.vocab_size, positions=self.absolute_rows())  # fmt: skip
+                          self.vocab_size, positions=self.position_rows(), pooler=True)  # fmt: skip
 
 
 class DebertaConfigFile(BertConfigFile):
-    """transformers.DebertaV2Config's: BERT's keys, its own defaults; an absolute table if position_biased_input."""
+    """transformers.DebertaV2Config's: BERT's keys and its own defaults; an absolute table if position_biased_input,
+    a relative one of 2 x (position_buckets, else max_relative_positions, else max_position_embeddings) rows if
+    relative_attention; no pooler in the model measured."""
 
     vocab_size: ConfigRows = 128100
     hidden_size: ConfigWidth = 1536
@@ -171,9 +175,18 @@ class DebertaConfigFile(BertConfigFile):
     intermediate_size: ConfigFfn = 6144
     type_vocab_size: Annotated[int, Strict(), Field(ge=0, le=MAX_TABLE_ROWS)] = 0
     position_biased_input: Annotated[bool, Strict()] = True
+    relative_attention: Annotated[bool, Strict()] = False
+    position_buckets: Annotated[int, Strict(), Field(ge=-1, le=MAX_TABLE_ROWS)] = -1  # -1 or 0: none
+    max_relative_positions: Annotated[int, Strict(), Field(ge=-1, le=MAX_TABLE_ROWS)] = -1  # below 1: the table's
 
-    def absolute_rows(self) -> int:
-        return self.max_position_embeddings * self.position_biased_input + self.type_vocab_size
+    def position_rows(self) -> int:
+        span = next(rows for rows in (self.position_buckets, self.max_relative_positions, self.max_position_embeddings)
+                    if rows > 0)  # fmt: skip
+        absolute = self.max_position_embeddings * self.position_biased_input + self.type_vocab_size
+        return absolute + 2 * span * self.relative_attention
+
+    def shape(self) -> ModelShape:
+        return replace(super().shape(), pooler=False)
 
 
 class GPT2ConfigFile(FamilyConfig):
@@ -256,12 +269,14 @@ class Family:
     config_file: type[FamilyConfig]  # its config.json's keys
 
     def seeded_shape(self, d_model: int, n_heads: int, n_layers: int, vocab: int) -> ModelShape:
-        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model, a 512-row table where
-        positions are one, Llama's gated feed-forward and untied head."""
-        table = SEEDED_POSITIONS + 2 if self.name == "bert" else SEEDED_POSITIONS if self.name == "gpt2" else 0
+        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model, BERT's and GPT-2's
+        512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way, Llama's gated
+        feed-forward and untied head."""
+        tables = {"bert": SEEDED_POSITIONS + 2, "gpt2": SEEDED_POSITIONS, "deberta": 2 * SEEDED_BUCKETS}
         llama = self.name == "llama"
-        return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab, positions=table,
-                          ffn_matrices=3 if llama else 2, head=self.causal, untied_head=llama)  # fmt: skip
+        return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab,
+                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2,
+                          pooler=self.name == "bert", head=self.causal, untied_head=llama)  # fmt: skip
 
 
 _TABLE = {

@@ -116,7 +116,7 @@ class WeightsFit:
 
     measured: int  # tensors the measurement runs
     missing: list[str]  # measured tensors the files lack: transformers leaves them as initialised
-    mismatched: list[str]  # measured tensors the files hold in another shape ("name [file] for [model]")
+    mismatched: list[str]  # measured tensors the files hold in another shape ("name: 9x16 in the files, ...")
     unexpected: list[str]  # tensors in the files under measured parts that the model has no place for
     missing_unused: list[str]  # tensors of unmeasured parts the files lack (or hold in another shape)
     extra_unused: list[str]  # tensors in the files of no part the model runs (a task head, a pooler)
@@ -124,7 +124,7 @@ class WeightsFit:
     @property
     def random(self) -> list[str]:
         """The measured tensors left as initialised: the ones allow_random_init lets through."""
-        return sorted(self.missing + [entry.split(" ")[0] for entry in self.mismatched])
+        return sorted(self.missing + [entry.split(":")[0] for entry in self.mismatched])
 
     def manifest(self) -> dict[str, list[str]]:
         """manifest.json's `model_files`."""
@@ -159,7 +159,8 @@ def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tupl
         return key.removeprefix(prefix).startswith(parts) or key.startswith(heads)
 
     names = [name for name, _ in model.named_parameters()]
-    mismatched = {key: f"{key} {list(file)} for {list(built)}" for key, file, built in info["mismatched_keys"]}
+    mismatched = {key: f"{key}: {_dims(file)} in the files, {_dims(built)} in the model"
+                  for key, file, built in info["mismatched_keys"]}  # fmt: skip
     missing = sorted(info["missing_keys"])
     unexpected = sorted(info["unexpected_keys"])
     return WeightsFit(
@@ -170,6 +171,11 @@ def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tupl
         missing_unused=sorted([key for key in [*missing, *mismatched] if not measured(key)]),
         extra_unused=[key for key in unexpected if not measured(key)],
     )
+
+
+def _dims(shape: Any) -> str:
+    """torch.Size([9, 16]) -> '9x16'."""
+    return "x".join(str(size) for size in shape) or "a scalar"
 
 
 def _some(count: int, what: str, names: list[str]) -> str:

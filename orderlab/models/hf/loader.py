@@ -27,7 +27,7 @@ from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.extra import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
-from orderlab.models.hf.folder import WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
@@ -100,6 +100,10 @@ def load_folder(
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ModelFolderError(f"{folder}: cannot load its tokenizer ({first_line(error)}); expected tokenizer.json, "
+                               "or the vocabulary files its tokenizer_config.json's class reads") from None  # fmt: skip
+    try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model, info = getattr(transformers, code.model_class).from_pretrained(
@@ -107,8 +111,13 @@ def load_folder(
                 output_loading_info=True, ignore_mismatched_sizes=True,
             )  # fmt: skip
     except (OSError, ValueError, RuntimeError) as error:
-        raise OrderlabError(f"cannot load a model from {folder}: {str(error).splitlines()[0]}") from None
+        raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
     return tokenizer, model, weights_fit(model, info, heads_read, code.unused_parts)
+
+
+def first_line(error: Exception) -> str:
+    """A library's message in one line: its first, without the colon that announces the rest."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0].strip().rstrip(":")
 
 
 class PretrainedBackend:
