@@ -203,3 +203,60 @@ def test_allowed_random_init_runs_and_no_row_reads_trained(cli, write_spec, tmp_
 def test_random_init_is_refused_for_a_seeded_model(cli, write_spec):
     spec = write_spec("model: {kind: hf, allow_random_init: true}\ninputs: [{sentence: dog bites man}]\n")
     refused(cli.invoke(app, ["validate", str(spec)]), "allow_random_init", "expected allow_random_init only with path")
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "bloom", "t5", "deberta"])
+def test_every_familys_saved_folder_loads_with_nothing_missing_or_extra(tmp_path, family):
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    seeded = PretrainedBackend(Seeded(16, 2, 2, WORDS, seed=0), family=family)
+    seeded.model.save_pretrained(tmp_path)
+    seeded.tokenizer.save_pretrained(tmp_path)
+    loaded = PretrainedBackend(tmp_path, family=family)
+    assert loaded.fit is not None
+    assert loaded.fit.manifest() == {"missing_unused": [], "extra_unused": [], "random_init": []}
+
+
+def test_a_causal_lm_without_its_head_runs_unless_its_logits_are_read(cli, write_spec, tmp_path):
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    seeded = PretrainedBackend(Seeded(16, 2, 2, WORDS, seed=0), family="llama")  # untied: lm_head is its own matrix
+    seeded.model.save_pretrained(tmp_path / "model")
+    seeded.tokenizer.save_pretrained(tmp_path / "model")
+    save(tmp_path / "model", {k: v for k, v in tensors(tmp_path / "model").items() if not k.startswith("lm_head.")})
+    assert run(cli, write_spec, tmp_path, family="llama").exit_code == 0
+    assert written(tmp_path)[1]["model_files"]["missing_unused"] == ["lm_head.weight"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec.read_text().replace("[equivariance, invariance]", "[lm_logprob]"))
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "again"), "-q"])
+    refused(result, "1 missing (lm_head.weight)")
+
+
+def test_random_init_labels_hold_through_shards_and_merge(cli, write_spec, tmp_path, folder):
+    save(folder, {k: v for k, v in tensors(folder).items() if "layer.1.output" not in k})
+    run(cli, write_spec, tmp_path, extra=", allow_random_init: true")
+    spec = tmp_path / "spec.yaml"
+    for index in (1, 2):
+        result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "shards"), "--shard", f"{index}/2", "-q"])
+        assert result.exit_code == 0, result.output
+    shards = [str(tmp_path / "shards" / f"folder.shard-{k}-of-2") for k in (1, 2)]
+    result = cli.invoke(app, ["merge", *shards, "--out", str(tmp_path / "merged"), "-q"])
+    assert result.exit_code == 0, result.output
+    for name in ("metrics.csv", "summary.csv"):
+        merged = (tmp_path / "merged" / "folder" / name).read_bytes()
+        assert merged == (tmp_path / "out" / "folder" / name).read_bytes(), name
+    assert "zero+random_init" in merged.decode() and "trained" not in merged.decode()
+
+
+def test_corpus_mode_labels_allowed_random_init_too(cli, write_spec, tmp_path, folder):
+    save(folder, {k: v for k, v in tensors(folder).items() if not k.startswith("embeddings.position")})
+    (tmp_path / "corpus.txt").write_text("dog bites man\nman bites dog\n")
+    spec = write_spec("name: corpus\nmodel: {kind: hf, path: model, allow_random_init: true}\n"
+                      "inputs: {file: corpus.txt, shuffles: 3}\n")  # fmt: skip
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out" / "corpus"
+    for name in ("metrics.csv", "summary.csv"):
+        assert set(pd.read_csv(out / name)["encoding"]) == {"loaded+random_init", "zero+random_init"}, name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model_files"]["random_init"] == ["embeddings.position_embeddings.weight"]
