@@ -116,7 +116,7 @@ class WeightsFit:
 
     measured: int  # tensors the measurement runs
     missing: list[str]  # measured tensors the files lack: transformers leaves them as initialised
-    mismatched: list[str]  # measured tensors the files hold in another shape ("name: 9x16 in the files, ...")
+    mismatched: dict[str, str]  # measured tensors the files hold in another shape -> "9x16 in the files, ..."
     unexpected: list[str]  # tensors in the files under measured parts that the model has no place for
     missing_unused: list[str]  # tensors of unmeasured parts the files lack (or hold in another shape)
     extra_unused: list[str]  # tensors in the files of no part the model runs (a task head, a pooler)
@@ -124,7 +124,7 @@ class WeightsFit:
     @property
     def random(self) -> list[str]:
         """The measured tensors left as initialised: the ones allow_random_init lets through."""
-        return sorted(self.missing + [entry.split(":")[0] for entry in self.mismatched])
+        return sorted([*self.missing, *self.mismatched])
 
     def manifest(self) -> dict[str, list[str]]:
         """manifest.json's `model_files`."""
@@ -135,8 +135,9 @@ class WeightsFit:
         allow_random_init; tensors the model has no place for never do (nothing initialised stands in for them)."""
         faults = [_some(len(self.unexpected), "in the files but not in the model", self.unexpected)]
         if not allow_random_init:
+            shapes = [f"{name}: {shapes}" for name, shapes in self.mismatched.items()]
             faults = [_some(len(self.missing), "missing", self.missing),
-                      _some(len(self.mismatched), "of another shape", self.mismatched), *faults]  # fmt: skip
+                      _some(len(shapes), "of another shape", shapes), *faults]  # fmt: skip
         shown = [fault for fault in faults if fault]
         if not shown:
             return None
@@ -159,14 +160,14 @@ def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tupl
         return key.removeprefix(prefix).startswith(parts) or key.startswith(heads)
 
     names = [name for name, _ in model.named_parameters()]
-    mismatched = {key: f"{key}: {_dims(file)} in the files, {_dims(built)} in the model"
-                  for key, file, built in info["mismatched_keys"]}  # fmt: skip
+    mismatched = {key: f"{_dims(file)} in the files, {_dims(built)} in the model"
+                  for key, file, built in sorted(info["mismatched_keys"])}  # fmt: skip
     missing = sorted(info["missing_keys"])
     unexpected = sorted(info["unexpected_keys"])
     return WeightsFit(
         measured=sum(measured(name) for name in names),
         missing=[key for key in missing if measured(key)],
-        mismatched=[mismatched[key] for key in sorted(mismatched) if measured(key)],
+        mismatched={key: shapes for key, shapes in mismatched.items() if measured(key)},
         unexpected=[key for key in unexpected if measured(key)],
         missing_unused=sorted([key for key in [*missing, *mismatched] if not measured(key)]),
         extra_unused=[key for key in unexpected if not measured(key)],
