@@ -150,7 +150,9 @@ def test_attention_maps_run_dense_and_the_manifest_says_so(cli, write_spec, tmp_
 
 
 def test_a_checkpoint_shares_only_sentences_of_one_token_words_and_the_manifest_says_so(cli, write_spec, tmp_path):
-    saved = pretrained_adapters(zoo_spec("gpt2", ["trained"]), CPU, Path("spec.yaml"))[0].backend
+    saved = pretrained_adapters(zoo_spec("gpt2", ["trained"], words=["a", "b", "c", "d"]), CPU, Path("spec.yaml"))[
+        0
+    ].backend
     saved.model.save_pretrained(tmp_path / "model")
     saved.tokenizer.save_pretrained(tmp_path / "model")
     manifest = run_manifest(cli, write_spec, tmp_path, f"family: gpt2, path: {tmp_path / 'model'}, "

@@ -42,21 +42,24 @@ def write_corpus_experiment(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
         dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
     )  # fmt: skip
-    describe_model(spec, manifest)
+    describe_model(spec, manifest, adapters[0].model_files)
     corpus_file = loaded.path.parent / inputs.file
     manifest["corpus"] = {"file": inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
     write_results(folder, tables, manifest)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
-    ablations: list[str] = list(spec.pretrained.position_embeddings)
+    ablations = spec.pretrained.labels
     view = RunView(
         run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
     )
     return Outcome(folder, len(tables["metrics"]), files, view, 0, time.perf_counter() - started)
 
 
-def describe_model(spec: Spec, manifest: Manifest) -> None:
-    """The pretrained model's spec and transformers' version, added to a run's manifest."""
+def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
+    """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
+    folder) and transformers' version, added to a run's manifest."""
     manifest["model"] = spec.model.model_dump()
+    if model_files is not None:
+        manifest["model_files"] = model_files
     manifest["versions"]["transformers"] = import_transformers().__version__
 
 
@@ -82,5 +85,5 @@ def run_corpus(
     metrics = pd.concat(frames, ignore_index=True)
     metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
     sentences = corpus.sentence_rows(metrics, work, inputs.threshold)
-    summary = corpus.summary_rows(metrics, list(ablations), inputs.threshold)
+    summary = corpus.summary_rows(metrics, spec.pretrained.labels, inputs.threshold)
     return {"metrics": metrics, "sentences": sentences, "summary": summary}

@@ -103,7 +103,7 @@ def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: 
     if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it
         manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
     if uses_backend(spec):
-        describe_model(spec, manifest)
+        describe_model(spec, manifest, run.model_files)
     if sharing := prefix_sharing(spec):
         manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
     if run.compiled:  # ORDERLAB_COMPILE: each compiled stack's compilation time, or why it fell back to eager

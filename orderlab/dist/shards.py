@@ -52,10 +52,10 @@ class Unit:
 
 
 def condition_labels(spec: Spec) -> list[str]:
-    """The `encoding` column's values: the stack's encodings, or a pretrained model's position ablations."""
+    """The `encoding` column's values: the stack's encodings, or a pretrained model's position ablations' labels."""
     if isinstance(spec.model, ModelSpec):
         return [choice.label for choice in spec.encodings]
-    return list(spec.model.position_embeddings)
+    return spec.model.labels
 
 
 def work(spec: Spec) -> list[Unit]:

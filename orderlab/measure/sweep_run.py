@@ -61,6 +61,7 @@ class SweepRun:
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
         self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
+        self.model_files: dict[str, list[str]] | None = None  # a checkpoint folder's unmeasured parts (manifest.json)
         self.total = 0
         for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
             share = None if units is None else [unit for unit in units if unit.combination == index]
@@ -93,6 +94,7 @@ class SweepRun:
                 adapters = trained_adapters(spec, stacks, self.device)
             else:
                 adapters = build_adapters(spec, self.device, self.spec_file)
+                self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
                 probe = probing.measure_decodability(spec, adapters)

@@ -79,7 +79,7 @@ def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any) -> An
 def prefix_sharing(spec: Spec) -> dict[str, str]:
     """For a spec with a causal zoo model, how each ablation runs (manifest.json's `prefix_sharing`); else empty.
 
-    Keyed by ablation, or by 'family/ablation' where the family is swept.
+    Keyed by the ablation's label (spec/families.py), or by 'family/label' where the family is swept.
     """
     model = spec.model
     if not isinstance(model, HFModelSpec):
@@ -87,7 +87,7 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     families = model.family if isinstance(model.family, list) else [model.family]
     maps = ATTENTION_FAMILY in spec.metrics
     return {
-        ablation if len(families) == 1 else f"{family}/{ablation}": sharing_note(
+        model.label(ablation) if len(families) == 1 else f"{family}/{model.label(ablation)}": sharing_note(
             FAMILY_CODE[family], ablation, maps, model.path is not None
         )
         for family in families

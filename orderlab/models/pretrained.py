@@ -24,6 +24,7 @@ from orderlab.measure.pooling import cls, word_states
 from orderlab.measure.verdicts import twin_dtype
 from orderlab.models.adapter_protocol import Pass
 from orderlab.models.attention_stack import Hooks, hook_name
+from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
@@ -36,6 +37,7 @@ from orderlab.spec.metric_names import (
     COSINE_MEAN,
     INVARIANCE_CLS,
     INVARIANCE_MEAN,
+    LM_LOGPROB_FAMILY,
     PAIR_COSINE_CLS,
 )
 from orderlab.spec.permutations import Permutation
@@ -50,31 +52,50 @@ def pretrained_adapters(
 ) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin).
 
-    share_prefixes=False runs causal models dense, as the benchmark's comparison does.
+    A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
+    is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
+    does.
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
     family = model.family if isinstance(model, HFModelSpec) else "bert"
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
-    folder = model_folder(model, spec_file)
-    source = folder if folder is not None else seeded(spec, spec_file)
+    folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
+    source = folder if folder is not None else seeded(spec, words)
     attention = ATTENTION_FAMILY in spec.metrics
-    backend = PretrainedBackend(source, model.dtype, device, attention=attention, family=family)
+    allow_random_init = isinstance(model, HFModelSpec) and model.allow_random_init
+    backend = PretrainedBackend(
+        source,
+        model.dtype,
+        device,
+        attention=attention,
+        family=family,
+        allow_random_init=allow_random_init,
+        heads_read=LM_LOGPROB_FAMILY in spec.metrics,
+    )
+    if folder is not None:
+        refuse_unknown_words(folder, backend.tokenizer, words)
     shared = Shared(backend, spec.seed, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
-    return [kind(shared, ablation) for ablation in sorted(model.position_embeddings)]
+    return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
+                                                                                 key=model.label)]  # fmt: skip
 
 
-def seeded(spec: Spec, spec_file: Path) -> Seeded:
-    """A seeded model's shape from the spec and its vocabulary: every word the spec (or its corpus) uses."""
-    model = spec.model
-    assert isinstance(model, HFModelSpec)
+def spec_words(spec: Spec, spec_file: Path) -> list[str]:
+    """Every word the spec (or its corpus) puts through the model, once each, sorted."""
     if isinstance(spec.inputs, CorpusInputs):
         words = [w for line in read_corpus(relative_to_spec(spec_file, spec.inputs.file)) for w in line.words]
     else:
         words = [w for item in spec.sentences for w in tokenize(item.sentence)]
         words += [w for pair in spec.probes for sentence in pair for w in tokenize(sentence)]
-    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(sorted(set(words))), spec.seed)
+    return sorted(set(words))
+
+
+def seeded(spec: Spec, words: list[str]) -> Seeded:
+    """A seeded model's shape from the spec, and its vocabulary: the spec's words."""
+    model = spec.model
+    assert isinstance(model, HFModelSpec)
+    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed)
 
 
 class Shared:
@@ -92,34 +113,42 @@ class Shared:
 
 
 class PretrainedAdapter:
-    """One position ablation of the shared model (an encoder: mean and [CLS] sentence vectors)."""
+    """One position ablation of the shared model (an encoder: mean and [CLS] sentence vectors); `label` names its
+    rows (the ablation, or `<ablation>+random_init` where the spec allows random weights: spec/families.py)."""
 
     invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean", INVARIANCE_CLS: "cls"}
     cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean", COSINE_CLS: "cls"}
     pair_cosine: ClassVar[dict[str, str]] = {PAIR_COSINE_CLS: "cls"}
 
-    def __init__(self, shared: Shared, ablation: str):
-        self.shared, self.label = shared, ablation
+    def __init__(self, shared: Shared, ablation: str, label: str | None = None):
+        self.shared, self.ablation, self.label = shared, ablation, label or ablation
         self.dtype, self.device = shared.backend.dtype, shared.backend.device
 
     @property
     def backend(self) -> PretrainedBackend:
         """The model, with this adapter's ablation around its passes."""
         backend = self.shared.backend
-        backend.set_positions(self.label, self.shared.seed)
+        backend.set_positions(self.ablation, self.shared.seed)
         return backend
+
+    @property
+    def model_files(self) -> dict[str, list[str]] | None:
+        """manifest.json's `model_files`: a checkpoint folder's tensors outside the parts measured, and those left
+        randomly initialised (None for seeded weights)."""
+        fit = self.shared.backend.fit
+        return None if fit is None else fit.manifest()
 
     @property
     def shares_prefixes(self) -> bool:
         """Whether passes compute each distinct prefix once (models/kv_prefix.py): a causal family's declared
         ablations only (an encoder declares none)."""
-        return self.shared.share_prefixes and self.label in self.shared.backend.code.cached_ablations
+        return self.shared.share_prefixes and self.ablation in self.shared.backend.code.cached_ablations
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)
 
     def twin(self) -> PretrainedAdapter:
-        return type(self)(self.shared.twin(), self.label)
+        return type(self)(self.shared.twin(), self.ablation, self.label)
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return CHUNK

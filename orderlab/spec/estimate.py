@@ -14,7 +14,6 @@ Pure and torch-free: must not import torch, numpy or pandas.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Collection
@@ -26,7 +25,14 @@ from orderlab.errors import SpecError
 from orderlab.models.hf.extra import packaged_model_folder
 from orderlab.spec import permutations as perms
 from orderlab.spec.corpustext import read_corpus
-from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import (
+    FAMILIES,
+    CorpusInputs,
+    HFModelSpec,
+    ModelShape,
+    PretrainedModelSpec,
+    read_family_config,
+)
 from orderlab.spec.metric_names import (
     ATTENTION_FAMILY,
     COSINE_CLS,
@@ -46,7 +52,6 @@ from orderlab.spec.metric_names import (
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 from orderlab.spec.sweep import SweptValue, describe, plan
 from orderlab.spec.text import occurrence_matching, repeated_pairs, tokenize
-from orderlab.spec.userfiles import read_bounded
 
 if TYPE_CHECKING:
     from orderlab.spec.schema import Spec
@@ -548,36 +553,31 @@ def _decodability_seconds(spec: Spec) -> Cost:
 # the model's full speed here.
 PRETRAINED_CHUNK = 256
 SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
-# all-MiniLM-L6-v2's shape, for a config.json that does not say.
-BERT_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
-              "vocab_size": 30522, "max_position_embeddings": 512}  # fmt: skip
+# A causal LM's pass holds its logits over the vocabulary for every token, and their log-softmax (lm_logprob).
+LOGIT_COPIES = 2
 
 
-def _backend_shape(spec: Spec, spec_file: Path) -> dict[str, int]:
-    """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json (torch-free),
-    MiniLM's where the file does not say."""
+def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
+    """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json, read by its family's
+    own key names (spec/families.read_family_config, torch- and transformers-free: validate must answer fast).
+    A config.json that is not a JSON object of bounded numbers, or is another family's, is refused here."""
     model = spec.pretrained
+    family = FAMILIES[model.family if isinstance(model, HFModelSpec) else "bert"]
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
     elif model.path is None:
-        return BERT_SHAPE | {"hidden_size": model.d_model, "num_hidden_layers": model.n_layers,
-                             "num_attention_heads": model.n_heads, "intermediate_size": 4 * model.d_model,
-                             "vocab_size": SEEDED_VOCABULARY}  # fmt: skip
+        return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
     else:
         folder = relative_to_spec(spec_file, model.path)
-    try:
-        config = json.loads(read_bounded(folder / "config.json", 2**20))
-    except (OSError, ValueError):
-        config = {}
-    config = config if isinstance(config, dict) else {}
-    return {key: value if isinstance(value := config.get(key), int) and value > 0 else default
-            for key, default in BERT_SHAPE.items()}  # fmt: skip
+    return read_family_config(folder, family.name).shape()
 
 
-def _bert_flops(shape: dict[str, int], words: int) -> float:
-    """Matmul FLOPs of one sequence of `words` words (word pieces, [CLS] and [SEP]) through the encoder."""
-    n, d, f = TOKENS_PER_WORD * words + 2, shape["hidden_size"], shape["intermediate_size"]
-    return shape["num_hidden_layers"] * (n * (8 * d * d + 4 * d * f) + 4 * n * n * d)
+def _sequence_flops(shape: ModelShape, words: int) -> float:
+    """Matmul FLOPs of one sequence of `words` words (word pieces and specials): per token and layer twice its
+    matrices' entries, scores and weights @ values 4 n x query width; a causal LM's logits 2 d V per token."""
+    n = TOKENS_PER_WORD * words + 2
+    layers = shape.n_layers * (2 * n * shape.layer_parameters + 4 * n * n * shape.queries)
+    return layers + shape.head * 2 * n * shape.d_model * shape.vocab
 
 
 @dataclass(frozen=True)
@@ -596,10 +596,10 @@ class _Workload:
 CLS_METRICS = (INVARIANCE_CLS, COSINE_CLS, PAIR_COSINE_CLS)  # an encoder's [CLS] rows (models/pretrained.py)
 
 
-def _sentence_workload(spec: Spec, shape: dict[str, int]) -> _Workload:
+def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
     so what stays in memory is a summary's worth (the max rows of each sentence)."""
-    layers, heads, wanted = shape["num_hidden_layers"], shape["num_attention_heads"], spec.metrics
+    layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
     causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
 
     def rows_per_layer(*families: str) -> int:
@@ -660,21 +660,20 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> 
     """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
-    d, layers = shape["hidden_size"], shape["num_hidden_layers"]
-    parameters = (shape["vocab_size"] + shape["max_position_embeddings"]) * d
-    parameters += layers * (4 * d * d + 2 * d * shape["intermediate_size"])
+    d, layers = shape.d_model, shape.n_layers
     name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
-    weights = Cost(parameters * 16, "model weights", ("model",), name, "a smaller model")
+    weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
     work = (
         _corpus_workload(spec, spec_file) if isinstance(spec.inputs, CorpusInputs) else _sentence_workload(spec, shape)
     )
     expected = "fewer permutations or inputs"
     tokens = math.ceil(TOKENS_PER_WORD * max(words for words, _ in work.passes) + 2)
-    values = sequence_values(tokens, d, max(shape["intermediate_size"] // d, 1), layers,
-                             shape["num_attention_heads"], ATTENTION_FAMILY in spec.metrics)  # fmt: skip
+    values = sequence_values(tokens, d, max(shape.ffn // d, 1), layers, shape.n_heads,
+                             ATTENTION_FAMILY in spec.metrics)  # fmt: skip
+    values += shape.head * LOGIT_COPIES * tokens * shape.vocab
     batch = work.batch * values * itemsize
-    flops = sum(count * _bert_flops(shape, words) for words, count in work.passes)
+    flops = sum(count * _sequence_flops(shape, words) for words, count in work.passes)
     rows = ablations * work.rows
     seconds = [
         Cost(MODEL_LOAD_SECONDS, "loading the model", ("model",), name, "a smaller model"),

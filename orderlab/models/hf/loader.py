@@ -2,11 +2,13 @@
 
 Nothing is downloaded, ever: HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set before transformers is
 imported and every load passes local_files_only. A model comes from a checkpoint folder (its own
-tokenizer) or is built from its family's small config with seeded weights and a word-level
-tokenizer over the spec's words (`Seeded`). The tokenizer splits each white-space word separately
-(is_split_into_words), so a reordered sentence has exactly the sub-tokens the tokenizer would give
-it, and words can be moved as groups of sub-tokens. An ablation is applied around each pass by the
-family's code (models/hf/families), never by writing weights.
+tokenizer; its files checked before transformers opens them, its weights held to the parts the
+measurement runs: models/hf/folder.py) or is built from its family's small config with seeded
+weights and a word-level tokenizer over the spec's words (`Seeded`). The tokenizer splits each
+white-space word separately (is_split_into_words), so a reordered sentence has exactly the
+sub-tokens the tokenizer would give it, and words can be moved as groups of sub-tokens. An
+ablation is applied around each pass by the family's code (models/hf/families), never by writing
+weights.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import torch
 from orderlab.errors import OrderlabError
 from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.extra import MissingExtraError, missing_message, packaged_model_folder
-from orderlab.models.hf.families import FAMILY_CODE
+from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
+from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
@@ -86,8 +89,44 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
     )  # fmt: skip
 
 
+def load_folder(
+    transformers: ModuleType, folder: Path, code: FamilyCode, implementation: str | None, heads_read: bool
+) -> tuple[Any, Any, WeightsFit]:
+    """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
+
+    Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
+    """
+    checked_folder(folder, code.name)
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
+                                                               **dict(code.tokenizer_options))  # fmt: skip
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ModelFolderError(f"{folder}: cannot load its tokenizer ({first_line(error)}); expected tokenizer.json, "
+                               "or the vocabulary files its tokenizer_config.json's class reads") from None  # fmt: skip
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model, info = getattr(transformers, code.model_class).from_pretrained(
+                folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
+                output_loading_info=True, ignore_mismatched_sizes=True,
+            )  # fmt: skip
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
+    return tokenizer, model, weights_fit(model, info, heads_read, code.unused_parts)
+
+
+def first_line(error: Exception) -> str:
+    """A library's message in one line: its first, without the colon that announces the rest."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0].strip().rstrip(":")
+
+
 class PretrainedBackend:
-    """A tokenizer and a model of one family in eval mode, run under a position ablation (`set_positions`)."""
+    """A tokenizer and a model of one family in eval mode, run under a position ablation (`set_positions`).
+
+    From a folder: `fit` says how its weights fit the model (models/hf/folder.py); weights missing or of another
+    shape in the parts the measurement runs are refused (ModelFolderError, one line) unless `allow_random_init`;
+    `heads_read`: whether a causal LM's head counts among those parts (lm_logprob reads its logits).
+    """
 
     def __init__(
         self,
@@ -96,10 +135,13 @@ class PretrainedBackend:
         device: torch.device | str = "cpu",
         attention: bool = False,
         family: str = "bert",
+        allow_random_init: bool = False,
+        heads_read: bool = True,
     ):
         transformers = import_transformers()
         self.code = FAMILY_CODE[family]
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
+        self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
@@ -110,14 +152,11 @@ class PretrainedBackend:
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation)
         else:
-            try:
-                options = dict(self.code.tokenizer_options)
-                self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True, **options)
-                self.model = model_class.from_pretrained(
-                    source, local_files_only=True, attn_implementation=implementation
-                )
-            except (OSError, ValueError) as error:
-                raise OrderlabError(f"cannot load a model from {source}: {str(error).splitlines()[0]}") from None
+            self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
+                                                               heads_read)  # fmt: skip
+            refusal = self.fit.refusal(source, family, allow_random_init)
+            if refusal is not None:
+                raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.ablation, self.seed = "trained", 0
 

@@ -23,4 +23,4 @@ def ablate(model: torch.nn.Module, ablation: str, seed: int) -> Any:
     return learned_table(submodule(model, "embeddings.position_embeddings"), ablation, seed)
 
 
-BERT = FamilyCode("bert", "BertConfig", "BertModel", config, ablate)
+BERT = FamilyCode("bert", "BertConfig", "BertModel", config, ablate, unused_parts=("pooler",))

@@ -61,6 +61,8 @@ class FamilyCode:
     # A causal family's ablations under which a pass fed one token at a time, after its prefix's KV cache, equals
     # the dense pass (positions at token t depend on t alone): these share prefixes (models/kv_prefix.py).
     cached_ablations: tuple[str, ...] = ()
+    # Children of the base model that no measurement runs (BERT's pooler): a checkpoint may lack or add them.
+    unused_parts: tuple[str, ...] = ()
 
 
 def submodule(model: torch.nn.Module, suffix: str) -> torch.nn.Module | None:

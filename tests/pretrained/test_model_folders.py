@@ -1,0 +1,262 @@
+"""A model folder that does not hold what the spec says is refused in one line (exit 2), never measured as if it
+did; parts the measurement does not run are named in manifest.json; random weights are allowed only when the spec
+says so, and then no row reads `trained`. Every case goes through `orderlab run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from orderlab.cli import app
+from orderlab.models.hf.extra import installed
+
+pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+WORDS = ("dog", "bites", "man")
+
+
+@pytest.fixture(scope="module")
+def saved_bert(tmp_path_factory) -> Path:
+    """A seeded BERT (pooler included) and its word-level tokenizer over WORDS, saved as transformers saves them."""
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    folder = tmp_path_factory.mktemp("saved") / "bert"
+    backend = PretrainedBackend(Seeded(16, 2, 2, WORDS, seed=0), "float32", family="bert")
+    backend.model.save_pretrained(folder)
+    backend.tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture
+def folder(saved_bert, tmp_path) -> Path:
+    """A fresh copy of the saved BERT, beside the spec, for a test to spoil."""
+    return Path(shutil.copytree(saved_bert, tmp_path / "model"))
+
+
+def tensors(folder: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+def save(folder: Path, weights: dict[str, torch.Tensor]) -> None:
+    from safetensors.torch import save_file
+
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def run(cli, write_spec, tmp_path, family: str = "bert", extra: str = ""):
+    """`orderlab run` of a spec measuring ./model as `family`; the output folder holds a sentinel that must survive."""
+    spec = write_spec(
+        f"name: folder\nmodel: {{kind: hf, family: {family}, path: model{extra}}}\n"
+        "inputs: [{sentence: dog bites man, permutations: all}]\nmetrics: [equivariance, invariance]\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    (out / "sentinel.txt").write_text("mine")
+    result = cli.invoke(app, ["run", str(spec), "--out", str(out), "-q"])
+    assert (out / "sentinel.txt").read_text() == "mine"
+    return result
+
+
+def refused(result, *fragments: str) -> str:
+    """The one line of a refusal, checked: exit 2, no traceback, no warning, every fragment in it."""
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert "Traceback" not in result.output and "Warning" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def written(tmp_path) -> tuple[pd.DataFrame, dict]:
+    folder = tmp_path / "out" / "folder"
+    return pd.read_csv(folder / "metrics.csv"), json.loads((folder / "manifest.json").read_text())
+
+
+def test_the_saved_folder_runs_and_its_manifest_says_nothing_is_missing(cli, write_spec, tmp_path, folder):
+    result = run(cli, write_spec, tmp_path)
+    assert result.exit_code == 0, result.output
+    rows, manifest = written(tmp_path)
+    assert set(rows["encoding"]) == {"trained", "zero"}
+    assert manifest["model_files"] == {"missing_unused": [], "extra_unused": [], "random_init": []}
+
+
+def test_a_tokenizer_that_maps_every_word_to_unk_is_refused(cli, write_spec, tmp_path, folder):
+    from orderlab.models.hf.loader import import_transformers, word_level_tokenizer
+
+    word_level_tokenizer(import_transformers(), ("cat", "sat", "mat"), causal=False).save_pretrained(folder)
+    refused(run(cli, write_spec, tmp_path), "the tokenizer does not know 3 of the spec's 3 words",
+            "'bites', 'dog', 'man'", "'[UNK]'")  # fmt: skip
+    assert not (tmp_path / "out" / "folder").exists()
+
+
+def test_a_folder_without_tokenizer_json_is_refused_in_one_line(cli, write_spec, tmp_path, folder):
+    (folder / "tokenizer.json").unlink()
+    refused(run(cli, write_spec, tmp_path), f"{folder}: cannot load its tokenizer (Couldn't instantiate the backend "
+            "tokenizer from one of); expected tokenizer.json")  # fmt: skip
+
+
+def test_weights_holding_none_of_the_models_tensors_are_refused(cli, write_spec, tmp_path, folder):
+    save(folder, {"foo": torch.zeros(3)})
+    line = refused(run(cli, write_spec, tmp_path), "weights do not fit the bert model", "missing (embeddings.")
+    assert "(of the 37 tensors measured): 37 missing" in line and "allow_random_init" in line  # the pooler: unmeasured
+    assert not (tmp_path / "out" / "folder").exists()
+
+
+def test_weights_of_another_shape_are_refused(cli, write_spec, tmp_path, folder):
+    weights = tensors(folder)
+    weights["encoder.layer.0.attention.self.query.weight"] = torch.zeros(16, 8)
+    save(folder, weights)
+    refused(run(cli, write_spec, tmp_path), "1 of another shape (encoder.layer.0.attention.self.query.weight: 16x8 "
+            "in the files, 16x16 in the model)")  # fmt: skip
+
+
+def test_tensors_of_a_layer_the_config_does_not_declare_are_refused_even_with_random_init(
+    cli, write_spec, tmp_path, folder
+):
+    weights = tensors(folder)
+    weights["encoder.layer.2.output.dense.weight"] = torch.zeros(16, 64)
+    save(folder, weights)
+    refused(run(cli, write_spec, tmp_path, extra=", allow_random_init: true"),
+            "1 in the files but not in the model (encoder.layer.2.output.dense.weight)")  # fmt: skip
+
+
+def test_a_bert_folder_declared_llama_is_refused_at_validate(cli, write_spec, tmp_path, folder):
+    refused(run(cli, write_spec, tmp_path, family="llama"),
+            "config.json: model_type: got 'bert'; expected a llama checkpoint")  # fmt: skip
+
+
+def test_contradicting_architectures_are_refused(cli, write_spec, tmp_path, folder):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "architectures": ["LlamaForCausalLM"]}))
+    refused(run(cli, write_spec, tmp_path), "architectures: got 'LlamaForCausalLM'; expected a bert architecture")
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[1, 2]", "config.json: a JSON list; expected the config of a bert checkpoint"),
+        ("{not json", "config.json: not valid JSON"),
+        ('{"model_type": "bert", "hidden_size": "16"}', "config.json: hidden_size: got '16'"),
+        ('{"model_type": "bert", "num_hidden_layers": 100000}', "num_hidden_layers: got 100000"),
+    ],
+)
+def test_a_malformed_config_is_one_line_at_validate(cli, write_spec, tmp_path, folder, text, fragment):
+    (folder / "config.json").write_text(text)
+    refused(run(cli, write_spec, tmp_path), fragment)
+    assert refused(cli.invoke(app, ["validate", str(tmp_path / "spec.yaml")]), fragment)
+
+
+def test_pickled_weights_are_refused_in_one_line_without_a_warning(cli, write_spec, tmp_path, folder):
+    torch.save(tensors(folder), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    refused(run(cli, write_spec, tmp_path), "pytorch_model.bin: weights in a format orderlab does not load",
+            "expected model.safetensors")  # fmt: skip
+
+
+def test_a_truncated_safetensors_file_is_refused(cli, write_spec, tmp_path, folder):
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    refused(run(cli, write_spec, tmp_path), "model.safetensors: not a complete safetensors file")
+
+
+def test_a_fifo_for_a_tokenizer_file_is_refused_not_waited_on(cli, write_spec, tmp_path, folder):
+    (folder / "tokenizer_config.json").unlink()
+    os.mkfifo(folder / "tokenizer_config.json")
+    refused(run(cli, write_spec, tmp_path), "tokenizer_config.json: not a regular file")
+
+
+def test_a_folder_lacking_only_its_pooler_runs_and_the_manifest_names_it(cli, write_spec, tmp_path, folder):
+    weights = {name: tensor for name, tensor in tensors(folder).items() if not name.startswith("pooler.")}
+    save(folder, weights | {"cls.predictions.bias": torch.zeros(7)})  # a masked-LM head: added, never run
+    result = run(cli, write_spec, tmp_path)
+    assert result.exit_code == 0, result.output
+    rows, manifest = written(tmp_path)
+    assert set(rows["encoding"]) == {"trained", "zero"}
+    assert manifest["model_files"] == {
+        "missing_unused": ["pooler.dense.bias", "pooler.dense.weight"],
+        "extra_unused": ["cls.predictions.bias"],
+        "random_init": [],
+    }
+
+
+def test_allowed_random_init_runs_and_no_row_reads_trained(cli, write_spec, tmp_path, folder):
+    weights = tensors(folder)
+    del weights["encoder.layer.1.attention.self.key.weight"]
+    save(folder, weights)
+    result = run(cli, write_spec, tmp_path, extra=", allow_random_init: true")
+    assert result.exit_code == 0, result.output
+    rows, manifest = written(tmp_path)
+    assert set(rows["encoding"]) == {"loaded+random_init", "zero+random_init"}
+    assert manifest["model_files"]["random_init"] == ["encoder.layer.1.attention.self.key.weight"]
+    summary = pd.read_csv(tmp_path / "out" / "folder" / "summary.csv")
+    assert not summary.astype(str).apply(lambda column: column.str.contains("trained")).any().any()
+
+
+def test_random_init_is_refused_for_a_seeded_model(cli, write_spec):
+    spec = write_spec("model: {kind: hf, allow_random_init: true}\ninputs: [{sentence: dog bites man}]\n")
+    refused(cli.invoke(app, ["validate", str(spec)]), "allow_random_init", "expected allow_random_init only with path")
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "bloom", "t5", "deberta"])
+def test_every_familys_saved_folder_loads_with_nothing_missing_or_extra(tmp_path, family):
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    seeded = PretrainedBackend(Seeded(16, 2, 2, WORDS, seed=0), family=family)
+    seeded.model.save_pretrained(tmp_path)
+    seeded.tokenizer.save_pretrained(tmp_path)
+    loaded = PretrainedBackend(tmp_path, family=family)
+    assert loaded.fit is not None
+    assert loaded.fit.manifest() == {"missing_unused": [], "extra_unused": [], "random_init": []}
+
+
+def test_a_causal_lm_without_its_head_runs_unless_its_logits_are_read(cli, write_spec, tmp_path):
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    seeded = PretrainedBackend(Seeded(16, 2, 2, WORDS, seed=0), family="llama")  # untied: lm_head is its own matrix
+    seeded.model.save_pretrained(tmp_path / "model")
+    seeded.tokenizer.save_pretrained(tmp_path / "model")
+    save(tmp_path / "model", {k: v for k, v in tensors(tmp_path / "model").items() if not k.startswith("lm_head.")})
+    assert run(cli, write_spec, tmp_path, family="llama").exit_code == 0
+    assert written(tmp_path)[1]["model_files"]["missing_unused"] == ["lm_head.weight"]
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec.read_text().replace("[equivariance, invariance]", "[lm_logprob]"))
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "again"), "-q"])
+    refused(result, "1 missing (lm_head.weight)")
+
+
+def test_random_init_labels_hold_through_shards_and_merge(cli, write_spec, tmp_path, folder):
+    save(folder, {k: v for k, v in tensors(folder).items() if "layer.1.output" not in k})
+    run(cli, write_spec, tmp_path, extra=", allow_random_init: true")
+    spec = tmp_path / "spec.yaml"
+    for index in (1, 2):
+        result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "shards"), "--shard", f"{index}/2", "-q"])
+        assert result.exit_code == 0, result.output
+    shards = [str(tmp_path / "shards" / f"folder.shard-{k}-of-2") for k in (1, 2)]
+    result = cli.invoke(app, ["merge", *shards, "--out", str(tmp_path / "merged"), "-q"])
+    assert result.exit_code == 0, result.output
+    for name in ("metrics.csv", "summary.csv"):
+        merged = (tmp_path / "merged" / "folder" / name).read_bytes()
+        assert merged == (tmp_path / "out" / "folder" / name).read_bytes(), name
+    assert "zero+random_init" in merged.decode() and "trained" not in merged.decode()
+
+
+def test_corpus_mode_labels_allowed_random_init_too(cli, write_spec, tmp_path, folder):
+    save(folder, {k: v for k, v in tensors(folder).items() if not k.startswith("embeddings.position")})
+    (tmp_path / "corpus.txt").write_text("dog bites man\nman bites dog\n")
+    spec = write_spec("name: corpus\nmodel: {kind: hf, path: model, allow_random_init: true}\n"
+                      "inputs: {file: corpus.txt, shuffles: 3}\n")  # fmt: skip
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out" / "corpus"
+    for name in ("metrics.csv", "summary.csv"):
+        assert set(pd.read_csv(out / name)["encoding"]) == {"loaded+random_init", "zero+random_init"}, name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model_files"]["random_init"] == ["embeddings.position_embeddings.weight"]
