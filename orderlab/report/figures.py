@@ -76,17 +76,17 @@ def read_results(folder: Path) -> Results:
     figures use (columns, kinds, bounds); one line naming the file and column if not."""
     if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
         raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
+    if not set(tables.csv_header(folder / "metrics.csv", METRICS) or ()) >= LAYER_COLUMNS:
+        raise OrderlabError(
+            f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
+            "run over sentences and their permutations"
+        )
     manifest = read_manifest(folder).fields
     if manifest.spec is None or manifest.dtype is None:
         raise FileProblem(folder / MANIFEST, "no `spec` or `dtype`; expected the manifest of `orderlab run`")
     swept = {name: tables.TEXT for name in manifest.sweep}
     path = folder / "metrics.csv"
     metrics = tables.read_table(path, METRICS)
-    if not set(metrics.columns) >= LAYER_COLUMNS:
-        raise OrderlabError(
-            f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
-            "run over sentences and their permutations"
-        )
     kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
     kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
     metrics = tables.require(metrics, path, swept | kinds, METRICS)
