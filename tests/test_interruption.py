@@ -15,6 +15,7 @@ from orderlab.cli import app
 from orderlab.commands import run as experiment
 from orderlab.measure import loop as streaming
 from orderlab.results import folder as results
+from orderlab.results.paths import NEW
 
 
 def previous_results(out: Path, name: str) -> dict[str, bytes]:
@@ -101,7 +102,7 @@ def test_failure_while_swapping_folders_puts_the_previous_results_back(project: 
     replace = os.replace
 
     def refuse_the_new_folder(source, destination):
-        if Path(source).name.endswith(".tmp"):  # the second rename: staging -> destination
+        if Path(source).name == NEW:  # the second rename: the staged folder -> destination
             raise OSError(errno.EIO, "Input/output error")
         replace(source, destination)
 

@@ -26,6 +26,7 @@ from matplotlib.typing import ColorType
 from orderlab.errors import OrderlabError
 from orderlab.results.folder import Manifest, staged_folder
 from orderlab.results.ownership import Writer, claim
+from orderlab.results.paths import child
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.spec.sweep import describe
 from orderlab.train.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
@@ -35,6 +36,7 @@ STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
 FORMATS = ("png", "svg", "pdf")  # what `plot --format` writes; the HTML report inlines SVG
+FIGURES = "figures"  # the folder inside a results folder that `plot_results` writes
 DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
 
 
@@ -83,10 +85,11 @@ def read_results(folder: Path) -> tuple[pd.DataFrame, Manifest, pd.DataFrame | N
 def plot_results(folder: Path, file_format: str = "png") -> list[Path]:
     """Write every figure the folder's data supports into <folder>/figures/; return their paths."""
     drawn = drawings(folder, *read_results(folder))
-    with claim(folder / "figures", Writer("plot")), staged_folder(folder / "figures") as staging:
+    figures = child(folder, FIGURES)
+    with claim(figures, Writer("plot")), staged_folder(figures) as staging:
         for drawing in drawn:
             drawing.figure.savefig(staging / f"{drawing.stem}.{file_format}", dpi=DPI, metadata=_no_date(file_format))
-    return [folder / "figures" / f"{drawing.stem}.{file_format}" for drawing in drawn]
+    return [figures / f"{drawing.stem}.{file_format}" for drawing in drawn]
 
 
 def drawings(folder: Path, metrics: pd.DataFrame, manifest: Manifest, attention: pd.DataFrame | None) -> list[Drawing]:

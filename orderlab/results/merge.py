@@ -29,6 +29,7 @@ from orderlab.results.folder import Manifest, append_csv, staged_folder, write_c
 from orderlab.results.outcome import Outcome, RunView
 from orderlab.results.ownership import MANIFEST, Writer, claim
 from orderlab.results.partials import ShardPartials, read_partials
+from orderlab.results.paths import child
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def merge_shards(folders: list[Path], out: Path, force: bool = False) -> Outcome
     """Merge shard folders into OUT/<spec name>/, claimed as `orderlab run` claims it (a merge stands for the run)."""
     shards = complete([read_shard(folder) for folder in folders])
     name = shards[0].spec[0]
-    folder = out / name
+    folder = child(out, name)  # a name read from a file: held to the writer rule (results/paths.py)
     with claim(folder, Writer("run", name), force):
         return merge_into(shards, folder)
 

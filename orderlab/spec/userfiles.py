@@ -166,3 +166,21 @@ def describe_bytes(count: int) -> str:
         if count >= size and count % size == 0:
             return f"{count // size:,} {unit}"
     return f"{count:,} bytes"
+
+
+def read_head(path: Path, count: int) -> bytes:
+    """The first `count` bytes of `path` if it is a regular file (not a symbolic link); b"" for anything else.
+
+    For telling orderlab's own files (a report's mark, a scratch folder's token) from a user's: opened
+    without blocking and without following a link, so a device, FIFO or link planted there is never read.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b""
+    try:
+        return _read_at_most(descriptor, count) if stat.S_ISREG(os.fstat(descriptor).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)
