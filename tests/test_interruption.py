@@ -123,3 +123,20 @@ def test_successful_run_replaces_the_folder_whole_and_leaves_no_temporary_files(
         "metrics.csv",
         "summary.csv",
     ]
+
+
+def test_an_interrupted_report_write_leaves_the_previous_file_and_no_staging_file(project: Path, monkeypatch):
+    from orderlab.results import artifact
+
+    results = project / "results"
+    assert run_small().exit_code == 0
+    (project / "report.html").write_text("the previous report\n")
+
+    def interrupted(source, destination):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifact.os, "replace", interrupted)
+    result = CliRunner().invoke(app, ["report", str(results / "small"), "--out", "report.html"])
+    assert result.exit_code == 130
+    assert (project / "report.html").read_text() == "the previous report\n"
+    assert sorted(p.name for p in project.iterdir()) == ["report.html", "results", "spec.yaml"]

@@ -92,7 +92,7 @@ def file_target_problem(path: Path, inputs: Sequence[Path] = ()) -> str | None:
     for given in inputs:
         read = _input_holding(path, found, given)
         if read:
-            return f"is {read}, which this command reads; expected another file"
+            return f"is {read}; expected another file"
     return None
 
 
@@ -103,9 +103,10 @@ def _input_holding(path: Path, found: os.stat_result, given: Path) -> str | None
     except OSError:
         return None
     if stat.S_ISREG(info.st_mode):
-        return str(given) if os.path.samestat(found, info) else None
+        return f"a file this command reads ({given})" if os.path.samestat(found, info) else None
     inside = Path(os.path.realpath(path)).is_relative_to(os.path.realpath(given))
-    return f"a file in {given}" if stat.S_ISDIR(info.st_mode) and inside and not is_report(path) else None
+    held = stat.S_ISDIR(info.st_mode) and inside and not is_report(path)
+    return f"a file in {given}, which this command reads" if held else None
 
 
 def is_report(path: Path) -> bool:
