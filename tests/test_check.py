@@ -561,7 +561,7 @@ def test_junit_path_that_cannot_take_the_report_is_one_line_before_any_run(proje
         ),
         (
             ("--html", "results/cat_chased_dog/manifest.json"),
-            "--html results/cat_chased_dog/manifest.json: is a file in results/cat_chased_dog, which this command reads",
+            "--html results/cat_chased_dog/manifest.json: is a file in results/cat_chased_dog, which this command",
         ),
         (
             ("--junit", "reports/check.xml", "--html", "reports/../reports/check.xml"),
