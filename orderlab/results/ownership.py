@@ -277,7 +277,7 @@ def _lock(folder: Path) -> int:
                 os.close(descriptor)
                 continue
             if created:
-                os.write(descriptor, LOCK_TOKEN)
+                _mark(path, descriptor)
             elif os.pread(descriptor, len(LOCK_TOKEN) + 1, 0) != LOCK_TOKEN:
                 os.close(descriptor)
                 raise _not_a_lock(path)
@@ -309,6 +309,15 @@ def _open_lock(path: Path) -> tuple[int, bool] | None:
         os.close(descriptor)
         raise _not_a_lock(path)
     return descriptor, False
+
+
+def _mark(path: Path, descriptor: int) -> None:
+    """Write LOCK_TOKEN into the lock file this process just made; on failure, remove that file again."""
+    try:
+        os.write(descriptor, LOCK_TOKEN)
+    except OSError:
+        _drop(path, descriptor, created=True)
+        raise
 
 
 def _not_a_lock(path: Path) -> OrderlabError:
