@@ -183,8 +183,9 @@ def run(
             outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
         else:
             from orderlab.commands.run import write_experiment
+            from orderlab.results.paths import child
 
-            folder = out / loaded.spec.name
+            folder = child(out, loaded.spec.name)
             outcome = write_experiment(loaded, device.torch(), folder, advance, chunk_size, force, notes=advance.note)
     if plot:
         from orderlab.report.figures import plot_results
@@ -232,11 +233,12 @@ def run_shard(
     from orderlab.commands.run import write_shard
     from orderlab.dist.shards import parse_shard, shard_folder_name
     from orderlab.report import terminal as report
+    from orderlab.results.paths import child
 
     index, count = parse_shard(shard)
     if plot:
         raise OrderlabError("--plot: a shard has no figures of its own; expected `orderlab plot` on the merged folder")
-    folder = out / shard_folder_name(loaded.spec.name, index, count)
+    folder = child(out, shard_folder_name(loaded.spec.name, index, count))
     with report.progress_bar(f"running {loaded.spec.name} shard {index}/{count}", quiet) as advance:
         outcome = write_shard(loaded, device.torch(), folder, (index, count), advance, chunk_size, force)
     if not quiet:
@@ -384,14 +386,15 @@ def compare(
     from orderlab.report import html as html_report
     from orderlab.report import terminal as report
     from orderlab.results.ownership import Writer, claim
+    from orderlab.results.paths import child
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
     paths = specs or comparing.default_specs()
     validate_device(device.torch())
+    folder = child(out, "compare")
     if html is not None:
-        html_report.check_destination(html)
-    folder = out / "compare"
+        html_report.check_destination(html, inputs=[*paths, folder])
     with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
         result = comparing.compare(paths, names, rows, device.torch(), advance)
         comparing.write_comparison(result, folder, device.torch())
@@ -439,9 +442,10 @@ def properties(
     from orderlab.measure.properties import PROPERTIES, measure_properties, write_properties
     from orderlab.report import terminal as report
     from orderlab.results.ownership import Writer, claim
+    from orderlab.results.paths import child
 
     names = comparing.parse_encodings(encodings)
-    folder = out / "properties"
+    folder = child(out, "properties")
     with claim(folder, Writer("properties"), force):
         frame = measure_properties(names, max_len, d_model, n_heads, seed)
         settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}

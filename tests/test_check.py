@@ -544,6 +544,51 @@ def test_junit_path_that_cannot_take_the_report_is_one_line_before_any_run(proje
     assert result.output.count("\n") == 1  # one line: no traceback, and no spec ran
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("experiments/dog_bites_man.yaml", "--junit", "experiments/dog_bites_man.yaml"),
+            "--junit experiments/dog_bites_man.yaml: is a file this command reads (experiments/dog_bites_man.yaml)",
+        ),
+        (
+            ("--junit", "experiments/cat_chased_dog.yaml"),
+            "--junit experiments/cat_chased_dog.yaml: is a file this command reads (experiments/cat_chased_dog.yaml)",
+        ),
+        (
+            ("--junit", "results/dog_bites_man/metrics.csv"),
+            "--junit results/dog_bites_man/metrics.csv: is a file in results/dog_bites_man, which this command reads",
+        ),
+        (
+            ("--html", "results/cat_chased_dog/manifest.json"),
+            "--html results/cat_chased_dog/manifest.json: is a file in results/cat_chased_dog, which this command",
+        ),
+        (
+            ("--junit", "reports/check.xml", "--html", "reports/../reports/check.xml"),
+            "--junit reports/check.xml and --html reports/../reports/check.xml name one file; expected two files",
+        ),
+    ],
+    ids=["named-spec", "spec-in-folder", "baseline-csv", "baseline-manifest", "junit-is-html"],
+)
+def test_a_report_path_naming_what_check_reads_is_refused_before_any_run(project: Path, args, message: str):
+    (project / "reports").mkdir()
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    result = check(*args)
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {message}") and result.output.count("\n") == 1, result.output
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+
+
+def test_update_never_replaces_a_baseline_it_has_just_made_with_the_junit_report(project: Path):
+    shutil.rmtree(project / "results" / "cat_chased_dog")
+    result = check("--update", "--junit", "results/cat_chased_dog/metrics.csv")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1].startswith(
+        "error: --junit results/cat_chased_dog/metrics.csv: is a file in results/cat_chased_dog, which this command"
+    )
+    assert (project / "results" / "cat_chased_dog" / "metrics.csv").read_text().startswith("case,")
+
+
 def test_manifest_records_what_a_rerun_needs(project: Path):
     shutil.rmtree(project / "results" / "dog_bites_man")
     assert check("--update", "experiments/dog_bites_man.yaml").exit_code == 0

@@ -339,13 +339,23 @@ def paths_in(document: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...
 
 
 def set_at(document: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`document` with the value at `path` replaced; unchanged where an earlier edit removed what `path` names."""
     if not path:
         return value
     target = document
     for key in path[:-1]:
+        if not _holds(target, key):
+            return document
         target = target[key]
-    target[path[-1]] = value
+    if _holds(target, path[-1]) or isinstance(target, dict):
+        target[path[-1]] = value
     return document
+
+
+def _holds(container: Any, key: Any) -> bool:
+    if isinstance(container, dict):
+        return key in container
+    return isinstance(container, list) and isinstance(key, int) and -len(container) <= key < len(container)
 
 
 Edit = tuple[int, str, tuple[Any, ...], Any, bool]  # shard, file, where, new value, rehashed after

@@ -130,6 +130,32 @@ def test_an_out_that_is_a_folder_is_refused_in_one_line(tmp_path: Path):
     assert output == f"error: --out {tmp_path}: is a folder; expected a file path such as {tmp_path}/report.html\n"
 
 
+@pytest.mark.parametrize("name", ["manifest.json", "metrics.csv", "summary.csv", "attention.csv"])
+def test_an_out_that_is_a_file_of_a_folder_the_report_reads_is_refused_and_left(tmp_path: Path, name: str):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(RESULTS / "worked_example", folder)
+    before = {path: path.read_bytes() for path in folder.iterdir()}
+    code, output = report(str(folder), "--out", str(folder / name))
+    assert code == 2
+    assert output == (
+        f"error: --out {folder / name}: is a file in {folder}, which this command reads; expected another file; "
+        "nothing was written\n"
+    )
+    assert {path: path.read_bytes() for path in folder.iterdir()} == before
+
+
+def test_a_report_orderlab_wrote_into_a_folder_may_be_rewritten_from_it(tmp_path: Path):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(RESULTS / "worked_example", folder)
+    assert report(str(folder), "--out", str(folder / "report.html"))[0] == 0
+    code, output = report(str(folder), "--out", str(folder / "report.html"))
+    assert code == 0, output
+    (folder / "report.html").write_text("<p>my own notes</p>")  # not orderlab's: a file of the folder read
+    code, output = report(str(folder), "--out", str(folder / "report.html"))
+    assert code == 2 and "is a file in" in output
+    assert (folder / "report.html").read_text() == "<p>my own notes</p>"
+
+
 def test_run_html_writes_the_report_into_the_run_folder_and_reruns_replace_it(tmp_path: Path):
     spec, written = str(ROOT / "experiments" / "worked_example.yaml"), tmp_path / "worked_example" / "report.html"
     result = runner.invoke(app, ["run", spec, "--out", str(tmp_path), "--html"])

@@ -15,6 +15,7 @@ from orderlab.cli import app
 from orderlab.commands import run as experiment
 from orderlab.measure import loop as streaming
 from orderlab.results import folder as results
+from orderlab.results.paths import NEW
 
 
 def previous_results(out: Path, name: str) -> dict[str, bytes]:
@@ -23,7 +24,8 @@ def previous_results(out: Path, name: str) -> dict[str, bytes]:
     folder.mkdir(parents=True)
     (folder / "metrics.csv").write_text("case,input\nprevious,run\n")
     (folder / "summary.csv").write_text("previous summary\n")
-    (folder / "manifest.json").write_text(f'{{"spec": {{"name": "{name}"}}, "previous": true}}\n')
+    spec = f'{{"name": "{name}", "sha256": "{"0" * 64}"}}'  # every manifest orderlab wrote records the spec's hash
+    (folder / "manifest.json").write_text(f'{{"spec": {spec}, "previous": true}}\n')
     return snapshot(out)
 
 
@@ -101,7 +103,7 @@ def test_failure_while_swapping_folders_puts_the_previous_results_back(project: 
     replace = os.replace
 
     def refuse_the_new_folder(source, destination):
-        if Path(source).name.endswith(".tmp"):  # the second rename: staging -> destination
+        if Path(source).name == NEW:  # the second rename: the staged folder -> destination
             raise OSError(errno.EIO, "Input/output error")
         replace(source, destination)
 
@@ -122,3 +124,20 @@ def test_successful_run_replaces_the_folder_whole_and_leaves_no_temporary_files(
         "metrics.csv",
         "summary.csv",
     ]
+
+
+def test_an_interrupted_report_write_leaves_the_previous_file_and_no_staging_file(project: Path, monkeypatch):
+    from orderlab.results import artifact
+
+    results = project / "results"
+    assert run_small().exit_code == 0
+    (project / "report.html").write_text("the previous report\n")
+
+    def interrupted(source, destination):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifact.os, "replace", interrupted)
+    result = CliRunner().invoke(app, ["report", str(results / "small"), "--out", "report.html"])
+    assert result.exit_code == 130
+    assert (project / "report.html").read_text() == "the previous report\n"
+    assert sorted(p.name for p in project.iterdir()) == ["report.html", "results", "spec.yaml"]

@@ -1,18 +1,26 @@
 """A user's files are never lost: a command replaces only a folder orderlab wrote for it, one writer at a time,
-and every output-path problem is one line and exit code 2."""
+writes only inside its root and replaces only a regular file the command does not read, removes only scratch it
+made, and every output-path problem is one line and exit code 2."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from stalling import snapshot, stall_env, start_stalled
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.errors import OrderlabError
+from orderlab.results.ownership import LOCK_TOKEN
+from orderlab.results.paths import child, make_scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTINEL = "a user's notes: must survive\n"
@@ -279,8 +287,223 @@ def test_the_lock_is_released_so_the_next_run_goes_ahead(tmp_path: Path, out: Pa
 def test_staging_leftovers_are_ignored_by_git():
     if not (ROOT / ".git").exists() or shutil.which("git") is None:
         pytest.skip("not a git checkout")
-    leftovers = ["results/.dog.k2j4_x9a.tmp/metrics.csv", "results/.dog.old/metrics.csv", "results/.dog.lock"]
+    leftovers = ["results/.dog.k2j4_x9a.tmp/new/metrics.csv", "results/.dog.lock"]
     result = subprocess.run(
         ["git", "check-ignore", "--no-index", *leftovers], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert result.stdout.split() == leftovers
+
+
+# --- the writer rule: folders stay inside their root -----------------------------------------------
+
+
+@given(st.text(max_size=40))
+def test_a_folder_name_either_stays_one_plain_folder_inside_its_root_or_is_refused(name: str):
+    root = Path("/results/root")
+    try:
+        folder = child(root, name)
+    except OrderlabError as error:
+        assert str(error).startswith("cannot write a folder named") and "\n" not in str(error)
+        return
+    assert folder.parent == root and folder.name == name and not name.startswith(".")
+    assert Path(os.path.normpath(folder)).parent == root
+
+
+def shards_of(tmp_path: Path, name: str) -> list[Path]:
+    """The two shard folders of a run of spec `name`, under tmp_path/shards."""
+    spec = spec_named(tmp_path, name)
+    shards = tmp_path / "shards"
+    for index in (1, 2):
+        assert orderlab("run", spec, "--out", shards, "--shard", f"{index}/2", "-q").exit_code == 0
+    return sorted(shards.iterdir())
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/escaped-by-merge", ".hidden"])
+def test_merge_never_writes_outside_out_whatever_name_the_shards_manifests_hold(tmp_path: Path, out: Path, name: str):
+    shards = shards_of(tmp_path, "mine")
+    for shard in shards:
+        manifest = json.loads((shard / "manifest.json").read_text())
+        manifest["spec"]["name"] = name
+        (shard / "manifest.json").write_text(json.dumps(manifest))
+    before = snapshot(tmp_path)
+    result = orderlab("merge", *shards, "--out", out, "-q")
+    assert result.exit_code == 2 and result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path.parent / "escaped").exists() and not Path("/tmp/escaped-by-merge").exists()
+
+
+def test_a_symbolic_link_where_the_results_folder_would_go_is_refused_and_left(tmp_path: Path, out: Path):
+    sentinel = user_folder(tmp_path / "elsewhere")
+    (out / "mine").symlink_to(tmp_path / "elsewhere")
+    result = orderlab("run", spec_named(tmp_path, "mine"), "--out", out, "-q")
+    assert_refused(result, f"{out / 'mine'} is a symbolic link", "nothing was written")
+    assert (out / "mine").is_symlink() and sentinel.read_text() == SENTINEL
+    assert sorted(p.name for p in sentinel.parent.iterdir()) == ["notes.txt"]
+
+
+# --- scratch: orderlab removes only what it made ---------------------------------------------------
+
+
+def users_scratch_shapes(out: Path, name: str) -> list[Path]:
+    """A user's folders named as orderlab's scratch used to be named, with sentinels in them."""
+    return [user_folder(out / f".{name}.old"), user_folder(out / f".{name}.k2j4_x9a.tmp")]
+
+
+@pytest.mark.parametrize("command", ["run", "merge"])
+def test_a_users_old_and_tmp_folders_beside_the_results_folder_are_left_as_they_were(
+    tmp_path: Path, out: Path, command: str
+):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0  # a previous folder, retired by the next write
+    sentinels = users_scratch_shapes(out, "mine")
+    args = ["run", spec] if command == "run" else ["merge", *shards_of(tmp_path, "mine")]
+    result = orderlab(*args, "--out", out, "-q", "--force")
+    assert result.exit_code == 0, result.output
+    assert all(sentinel.read_text() == SENTINEL for sentinel in sentinels)
+    assert sorted(p.name for p in out.iterdir()) == [".mine.k2j4_x9a.tmp", ".mine.old", "mine", "notes.txt"]
+
+
+def plant(kind: str, path: Path, tmp_path: Path) -> None:
+    """Put a user's `kind` of thing at `path`: a file, FIFO, folder or symbolic link holding the sentinel."""
+    if kind == "file":
+        path.write_text(SENTINEL)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        user_folder(path)
+    else:
+        (tmp_path / "target.txt").write_text(SENTINEL)
+        path.symlink_to(tmp_path / "target.txt")
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo", "folder", "link"])
+def test_a_users_lock_named_file_is_refused_and_left_whatever_it_is(tmp_path: Path, out: Path, kind: str):
+    lock, spec = out / ".mine.lock", spec_named(tmp_path, "mine")
+    plant(kind, lock, tmp_path)
+    before = snapshot(tmp_path)
+    result = orderlab("run", spec, "--out", out, "-q")
+    assert_refused(result, f"{lock} is not orderlab's lock file (orderlab did not make it); nothing was written")
+    assert snapshot(tmp_path) == before and os.path.lexists(lock)
+    assert stat.S_ISFIFO(os.lstat(lock).st_mode) == (kind == "fifo")
+
+
+def test_merge_leaves_a_users_lock_named_file(tmp_path: Path, out: Path):
+    shards = shards_of(tmp_path, "mine")
+    (out / ".mine.lock").write_text(SENTINEL)
+    assert_refused(orderlab("merge", *shards, "--out", out, "-q"), f"{out / '.mine.lock'} is not orderlab's lock")
+    assert (out / ".mine.lock").read_text() == SENTINEL and not (out / "mine").exists()
+
+
+def test_a_lock_left_by_a_killed_orderlab_carries_its_token_and_is_taken_over(tmp_path: Path, out: Path):
+    (out / ".mine.lock").write_bytes(LOCK_TOKEN)
+    assert orderlab("run", spec_named(tmp_path, "mine"), "--out", out, "-q").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["mine", "notes.txt"]
+
+
+def test_plot_leaves_a_users_figures_old_and_the_next_run_reports_it(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("run", spec, "--out", out, "-q", "--plot").exit_code == 0
+    sentinel = user_folder(out / "mine" / ".figures.old")
+    result = orderlab("plot", out / "mine")
+    assert result.exit_code == 0, result.output
+    assert sentinel.read_text() == SENTINEL
+    before = snapshot(out)
+    assert_refused(orderlab("run", spec, "--out", out, "-q"), "holds .figures.old, which orderlab did not write")
+    assert snapshot(out) == before
+
+
+def test_plot_refuses_a_users_figures_lock_and_leaves_it(tmp_path: Path, out: Path):
+    assert orderlab("run", spec_named(tmp_path, "mine"), "--out", out, "-q", "--plot").exit_code == 0
+    (out / "mine" / ".figures.lock").write_text(SENTINEL)
+    before = snapshot(out)
+    assert_refused(orderlab("plot", out / "mine"), f"{out / 'mine' / '.figures.lock'} is not orderlab's lock")
+    assert snapshot(out) == before
+
+
+def test_scratch_that_carries_orderlabs_token_is_orderlabs_to_replace(tmp_path: Path, out: Path):
+    spec = spec_named(tmp_path, "mine")
+    assert orderlab("run", spec, "--out", out, "-q", "--plot").exit_code == 0
+    make_scratch(out / "mine" / "figures")  # as a plot killed mid-write leaves it
+    (out / "mine" / ".figures.lock").write_bytes(LOCK_TOKEN)
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    assert sorted(p.name for p in (out / "mine").iterdir()) == [
+        "attention.csv", "manifest.json", "metrics.csv", "summary.csv"
+    ]  # fmt: skip
+
+
+# --- report files: only a regular file the command does not read is replaced ----------------------
+
+
+@pytest.fixture
+def device(tmp_path: Path) -> Path:
+    """A character device like /dev/null, made in tmp_path, so that a bug would replace nothing of the system's."""
+    path = tmp_path / "device"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError:
+        pytest.skip("device nodes can be made by root only")
+    return path
+
+
+def report_args(option: str, tmp_path: Path, out: Path, target: Path) -> list[str | Path]:
+    spec = spec_named(tmp_path, "mine")
+    if option == "check --junit":
+        return ["check", spec, "--results", out, "--junit", target]
+    if option == "check --html":
+        return ["check", spec, "--results", out, "--html", target]
+    if option == "compare --html":
+        return ["compare", spec, "-e", "none", "--out", out, "-q", "--html", target]
+    assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+    return ["report", out / "mine", "--out", target]
+
+
+OPTIONS = ["check --junit", "check --html", "compare --html", "report --out"]
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_device_named_as_a_report_is_refused_and_never_opened(tmp_path: Path, out: Path, device: Path, option: str):
+    args = report_args(option, tmp_path, out, device)
+    before = snapshot(out)
+    result = orderlab(*args)
+    assert_refused(result, f"{device}: is a character device; orderlab replaces only a regular file; nothing was")
+    assert stat.S_ISCHR(os.lstat(device).st_mode) and snapshot(out) == before
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_fifo_named_as_a_report_is_refused_without_waiting_on_it(tmp_path: Path, out: Path, option: str):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    result = orderlab(*report_args(option, tmp_path, out, fifo))
+    assert_refused(result, f"{fifo}: is a FIFO (named pipe); orderlab replaces only a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_a_symbolic_link_named_as_a_report_is_refused_and_its_target_left(tmp_path: Path, out: Path, option: str):
+    (tmp_path / "target.txt").write_text(SENTINEL)
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "target.txt")
+    assert_refused(orderlab(*report_args(option, tmp_path, out, link)), f"{link}: is a symbolic link")
+    assert link.is_symlink() and (tmp_path / "target.txt").read_text() == SENTINEL
+
+
+def test_dev_null_as_junit_is_refused_before_anything_is_opened_or_renamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """As root, a bug here would replace the system's /dev/null: every write beside or over it fails the test."""
+    rename, make_temporary = os.replace, __import__("tempfile").mkstemp
+
+    def guarded_replace(source, destination):
+        assert not str(destination).startswith("/dev/"), "orderlab tried to replace a file in /dev"
+        return rename(source, destination)
+
+    def guarded_mkstemp(*args, **kwargs):
+        assert str(kwargs.get("dir", "")) != "/dev", "orderlab tried to write a file in /dev"
+        return make_temporary(*args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", guarded_replace)
+    monkeypatch.setattr("tempfile.mkstemp", guarded_mkstemp)
+    spec = spec_named(tmp_path, "mine")
+    result = orderlab("check", spec, "--results", tmp_path / "results", "--junit", "/dev/null")
+    assert_refused(result, "--junit /dev/null: is a character device; orderlab replaces only a regular file")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)

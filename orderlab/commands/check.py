@@ -13,6 +13,7 @@ from orderlab.report import html as html_report
 from orderlab.report import terminal as report
 from orderlab.results.baseline_diff import Comparison, SpecCheck, check_spec, plan, require_tolerance
 from orderlab.results.junit import Case, check_destination, write_junit
+from orderlab.results.paths import same_file
 
 EXPERIMENTS = Path("experiments")
 CLEAN, DRIFT, ERROR = 0, 1, 2
@@ -30,17 +31,15 @@ def run_check(
 ) -> int:
     """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
 
-    Arguments (tolerances, the JUnit and HTML paths, spec names) are refused before any spec runs.
+    Arguments (tolerances, spec names, the JUnit and HTML paths) are refused before any spec runs; the report
+    paths again before they are written, since --update may have made new baseline files meanwhile.
     """
     require_tolerance("--rtol", rtol)
     require_tolerance("--atol", atol)
-    if junit is not None:
-        check_destination(junit)
-    if html is not None:
-        html_report.check_drift_destination(html)
     specs = plan(targets, EXPERIMENTS)
+    check_report_paths(junit, html, read_by_check(specs, results))
     if not specs:
-        write_reports(junit, html, [])
+        write_reports(junit, html, [], read_by_check(specs, results))
         where = ", ".join(map(str, targets or [EXPERIMENTS]))
         raise OrderlabError(f"nothing to check: no spec files (*.yaml, *.yml) in {where}")
     console, errors = report.log_console(), report.stderr_console()
@@ -59,14 +58,34 @@ def run_check(
             errors.print(f"error: {outcome.summary}", markup=False, highlight=False, soft_wrap=True)
         else:
             console.print(report.check_line(outcome), highlight=False, soft_wrap=True)
-    write_reports(junit, html, outcomes)
+    write_reports(junit, html, outcomes, read_by_check(specs, results))
     if any(o.status == "error" for o in outcomes):
         return ERROR
     return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN
 
 
-def write_reports(junit: Path | None, html: Path | None, outcomes: list[SpecCheck]) -> None:
+def read_by_check(specs: list[Path], results: Path) -> list[Path]:
+    """What `check` reads, which its reports must never replace: the spec files and every baseline folder."""
+    try:
+        baselines = sorted(path for path in results.iterdir() if path.is_dir()) if results.is_dir() else []
+    except OSError:
+        baselines = []  # an unreadable results root: the check of each spec reports it
+    return [*specs, *baselines]
+
+
+def check_report_paths(junit: Path | None, html: Path | None, inputs: list[Path]) -> None:
+    """Refuse report paths that cannot take a report, name one file twice, or name a file the check reads."""
+    if junit is not None and html is not None and same_file(junit, html):
+        raise OrderlabError(f"--junit {junit} and --html {html} name one file; expected two files")
+    if junit is not None:
+        check_destination(junit, inputs)
+    if html is not None:
+        html_report.check_drift_destination(html, inputs)
+
+
+def write_reports(junit: Path | None, html: Path | None, outcomes: list[SpecCheck], inputs: list[Path]) -> None:
     """The JUnit and HTML reports asked for (empty ones when nothing was checked, so CI always finds them)."""
+    check_report_paths(junit, html, inputs)
     if junit is not None:
         write_junit(junit, [junit_case(o) for o in outcomes])
     if html is not None:

@@ -27,6 +27,7 @@ from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
+from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.spec.sweep import describe
@@ -38,6 +39,7 @@ STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
 FORMATS = ("png", "svg", "pdf")  # what `plot --format` writes; the HTML report inlines SVG
+FIGURES = "figures"  # the folder inside a results folder that `plot_results` writes
 DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
 
 
@@ -97,10 +99,11 @@ def read_results(folder: Path) -> Results:
 def plot_results(folder: Path, file_format: str = "png") -> list[Path]:
     """Write every figure the folder's data supports into <folder>/figures/; return their paths."""
     drawn = drawings(folder, read_results(folder))
-    with claim(folder / "figures", Writer("plot")), staged_folder(folder / "figures") as staging:
+    figures = child(folder, FIGURES)
+    with claim(figures, Writer("plot")), staged_folder(figures) as staging:
         for drawing in drawn:
             drawing.figure.savefig(staging / f"{drawing.stem}.{file_format}", dpi=DPI, metadata=_no_date(file_format))
-    return [folder / "figures" / f"{drawing.stem}.{file_format}" for drawing in drawn]
+    return [figures / f"{drawing.stem}.{file_format}" for drawing in drawn]
 
 
 def drawings(folder: Path, results: Results) -> list[Drawing]:

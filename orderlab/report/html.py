@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -236,15 +237,16 @@ def report_html(folders: list[Path], title: str = "") -> str:
     )
 
 
-def check_destination(out: Path, option: str = "--html") -> None:
-    """Refuse a path that cannot take a report, before the work that feeds it starts."""
-    artifact.check_destination(out, option, REPORT_FILE)
+def check_destination(out: Path, option: str = "--html", inputs: Sequence[Path] = ()) -> None:
+    """Refuse a path that cannot take a report, or is one of `inputs`, before the work that feeds it starts."""
+    artifact.check_destination(out, option, REPORT_FILE, inputs)
 
 
 def write_report(folders: list[Path], out: Path, option: str = "--out", title: str = "") -> Path:
-    """Render the report over `folders` and write it to `out` whole (nothing else is touched)."""
-    check_destination(out, option)
-    artifact.write_file(out, report_html(folders, title).encode("utf-8"), option)
+    """Render the report over `folders` and write it to `out` whole (nothing else is touched, none of the folders'
+    files is replaced)."""
+    check_destination(out, option, folders)
+    artifact.write_file(out, report_html(folders, title).encode("utf-8"), option, folders)
     return out
 
 
@@ -295,9 +297,9 @@ def _drift_section(outcome: SpecCheck, comparison: Comparison) -> DriftSection:
     return DriftSection(f"{what} rows of {comparison.file}", *drift_lines(comparison, DRIFT_LINES_SHOWN))
 
 
-def check_drift_destination(path: Path) -> None:
-    """Refuse a --html path that cannot take the drift report, before any spec runs."""
-    artifact.check_destination(path, "--html", "check.html")
+def check_drift_destination(path: Path, inputs: Sequence[Path] = ()) -> None:
+    """Refuse a --html path that cannot take the drift report, or is one of `inputs`, before any spec runs."""
+    artifact.check_destination(path, "--html", "check.html", inputs)
 
 
 def write_drift_report(path: Path, outcomes: list[SpecCheck]) -> None:

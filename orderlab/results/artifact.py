@@ -2,34 +2,40 @@
 
 Written to a temporary file beside the destination and renamed over it, like results folders, so
 an interrupted write leaves the previous file as it was and nothing half-written. A destination
-that cannot take the file is refused (one line naming the option) before any work starts. Touches
-nothing but the destination and its staging file. Must not import torch or pandas.
+that cannot take the file, or that the writer rule forbids (results/paths.py: a device, FIFO,
+socket, folder or link, or a file the same command reads), is refused (one line naming the option)
+before any work starts, and its type is checked again just before the rename. Touches nothing but
+the destination and its staging file, which this process makes and removes. Must not import torch or pandas.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from orderlab.errors import OrderlabError
+from orderlab.results.paths import NAME_MAX, file_target_problem
 
 STAGING_PREFIX = ".orderlab-report."  # short, so the staging name fits wherever the report's name does
-NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
 
 
-def check_destination(path: Path, option: str, example: str) -> None:
-    """Refuse a path that cannot take the file (a folder, a file in the way, no permission, too long).
+def check_destination(path: Path, option: str, example: str, inputs: Sequence[Path] = ()) -> None:
+    """Refuse a path that cannot take the file (a folder, a file in the way, no permission, too long) or that
+    the writer rule forbids (a device, FIFO, socket or link; one of `inputs`, what the command reads).
 
-    Creates the file's folder, as writing would; leaves no file behind. `option` ('--junit') names
-    the path in messages; `example` ('check.xml') is the file name suggested when it names a folder.
+    Nothing at `path` is opened. Creates the file's folder, as writing would; leaves no file behind.
+    `option` ('--junit') names the path in messages; `example` ('check.xml') is the file name suggested
+    when it names a folder.
     """
     size = len(os.fsencode(path.name))
     if size > NAME_MAX:
         raise OrderlabError(f"{option} {path}: file name too long ({size} bytes; at most {NAME_MAX})")
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise OrderlabError(f"{option} {path}: is a folder; expected a file path such as {path / example}")
+    refuse_target(path, option, inputs)
     try:
-        if path.is_dir():
-            raise OrderlabError(f"{option} {path}: is a folder; expected a file path such as {path / example}")
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, probe = tempfile.mkstemp(prefix=STAGING_PREFIX, suffix=".tmp", dir=path.parent)
         os.close(handle)
@@ -38,8 +44,16 @@ def check_destination(path: Path, option: str, example: str) -> None:
         raise _cannot_write(path, option, error) from None
 
 
-def write_file(path: Path, data: bytes, option: str) -> None:
+def refuse_target(path: Path, option: str, inputs: Sequence[Path] = ()) -> None:
+    """OrderlabError (one line) when the writer rule forbids replacing `path`; looks, opens nothing."""
+    problem = file_target_problem(path, inputs)
+    if problem:
+        raise OrderlabError(f"{option} {path}: {problem}; nothing was written")
+
+
+def write_file(path: Path, data: bytes, option: str, inputs: Sequence[Path] = ()) -> None:
     """Write `data` to `path` whole or not at all; OrderlabError (one line) if it cannot be written."""
+    refuse_target(path, option, inputs)
     staging = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,6 +61,7 @@ def write_file(path: Path, data: bytes, option: str) -> None:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
         os.chmod(staging, 0o644)
+        refuse_target(path, option, inputs)  # again: what is there now is what the rename replaces
         os.replace(staging, path)
     except BaseException as error:
         if staging is not None:

@@ -1,9 +1,10 @@
 """Results on disk: tidy CSVs with a fixed float format, a manifest, written whole or not at all.
 
-A results folder is first written under a temporary name beside its destination and then renamed
+A results folder is first written into a scratch folder beside its destination and then renamed
 into place, so an interrupted or failed run leaves the previous folder exactly as it was. Only a
 folder the command has claimed (orderlab/results/ownership.py: locked, and orderlab's own to replace) is
-written, and its manifest records who wrote it and every file in it.
+written, and its manifest records who wrote it and every file in it. The scratch folder is the only
+thing removed besides the folder replaced, and only the one this process made (results/paths.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import os
 import platform
 import shutil
-import tempfile
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +24,7 @@ import pandas as pd
 from orderlab import __version__
 from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.ownership import Writer, held, path_error
+from orderlab.results.paths import NEW, OLD, make_scratch
 
 # Seven significant digits: what float32 carries, and plenty for float64 regression checks.
 FLOAT_FORMAT = "%.6e"
@@ -53,32 +54,34 @@ def staged_folder(destination: Path) -> Iterator[Path]:
 
     Every artifact orderlab writes goes through here. The caller holds a claim on `destination`
     (ownership.claim). Its manifest.json (made here if the block wrote none) gets `written_by` and
-    `files`, so a later command can tell orderlab's files from a user's. An error or an interrupt
-    leaves the previous folder as it was and no staging folder behind; an OSError becomes one line.
+    `files`, so a later command can tell orderlab's files from a user's. The staging folder and, during
+    the swap, the previous folder live in one scratch folder that this process makes (.NAME.<random>.tmp/)
+    and removes, so a user's .NAME.old or .NAME.x.tmp is never touched. An error or an interrupt leaves the
+    previous folder as it was and no scratch behind; an OSError becomes one line.
     """
     owner = held(destination)
-    retired = destination.with_name(f".{destination.name}.old")
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent))
+        scratch = make_scratch(destination)
     except OSError as error:
         raise path_error(destination, error) from error
+    staging, retired = scratch / NEW, scratch / OLD
     try:
-        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; results are for everyone to read
+        staging.mkdir()
         yield staging
         record_ownership(staging, owner.writer)
         owner.check()  # again: a user may have put a file into the folder while the block computed
-        if destination.exists():
-            shutil.rmtree(retired, ignore_errors=True)
+        if os.path.lexists(destination):
             os.replace(destination, retired)
         os.replace(staging, destination)
     except BaseException as error:
-        shutil.rmtree(staging, ignore_errors=True)
-        if retired.exists() and not destination.exists():
+        if os.path.lexists(retired) and not os.path.lexists(destination):
             os.replace(retired, destination)
         if isinstance(error, OSError):
             raise path_error(destination, error) from error
         raise
-    shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        if not os.path.lexists(retired) or os.path.lexists(destination):  # else it holds the only previous copy
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def record_ownership(folder: Path, writer: Writer) -> None:
@@ -90,12 +93,6 @@ def record_ownership(folder: Path, writer: Writer) -> None:
                    | {f"{entry.name}/{inner.name}" for entry in folder.iterdir() if entry.is_dir()
                       for inner in entry.iterdir()})  # fmt: skip
     write_manifest(folder, {**manifest, "written_by": writer.record(), "files": files})
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def versions() -> dict[str, str]:

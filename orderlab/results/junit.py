@@ -2,14 +2,16 @@
 
 Drift (or a missing baseline) is a <failure>, a spec or baseline problem an <error>; the drift tables
 go into the body as plain text. Characters XML cannot carry are dropped, so the report always parses.
-Written whole or not at all (orderlab/results/artifact.py); a destination that cannot take it is refused
-before any spec runs.
+Written whole or not at all (orderlab/results/artifact.py); a destination that cannot take it, or that
+the writer rule forbids (a device, FIFO, folder or link; a spec or baseline file the check reads), is
+refused before any spec runs.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,11 +62,11 @@ def junit_xml(cases: list[Case]) -> bytes:
     return document + b"\n"
 
 
-def check_destination(path: Path) -> None:
-    """Refuse a --junit path that cannot take the report, before any spec runs."""
-    artifact.check_destination(path, OPTION, "check.xml")
+def check_destination(path: Path, inputs: Sequence[Path] = ()) -> None:
+    """Refuse a --junit path that cannot take the report or is one of `inputs`, before any spec runs."""
+    artifact.check_destination(path, OPTION, "check.xml", inputs)
 
 
-def write_junit(path: Path, cases: list[Case]) -> None:
+def write_junit(path: Path, cases: list[Case], inputs: Sequence[Path] = ()) -> None:
     """Write the report whole or not at all; OrderlabError (one line) if it cannot be written."""
-    artifact.write_file(path, junit_xml(cases), OPTION)
+    artifact.write_file(path, junit_xml(cases), OPTION, inputs)

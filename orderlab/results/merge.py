@@ -30,6 +30,7 @@ from orderlab.results.manifest import read_manifest, verify_hashes
 from orderlab.results.outcome import Outcome, RunView
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, ShardPartials, read_partials
+from orderlab.results.paths import child
 from orderlab.spec.userfiles import FileProblem
 
 RECORD_LIMIT = 2**20  # characters of one metrics.csv record: orderlab's are one short line
@@ -92,7 +93,7 @@ def merge_shards(folders: list[Path], out: Path, force: bool = False) -> Outcome
     """Merge shard folders into OUT/<spec name>/, claimed as `orderlab run` claims it (a merge stands for the run)."""
     shards = complete([read_shard(folder) for folder in folders])
     name = shards[0].spec[0]
-    folder = out / name
+    folder = child(out, name)  # a name read from a file: held to the writer rule (results/paths.py)
     with claim(folder, Writer("run", name), force):
         return merge_into(shards, folder)
 

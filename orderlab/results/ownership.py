@@ -6,6 +6,8 @@ one only when orderlab wrote it for the same command and spec: its manifest.json
 `--force` lets a command replace a folder that another orderlab command or spec wrote; nothing lets
 it replace a folder holding anything orderlab did not write. While a command computes and writes,
 an exclusive lock beside the folder turns a second writer away at once instead of interleaving them.
+The lock file carries LOCK_TOKEN: one without it is a user's file, left alone and reported, never
+deleted (as is anything orderlab did not make: see results/paths.py for the writer rule and scratch).
 Must not import torch or pandas (cheap to import for every command).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +25,9 @@ from pathlib import Path
 
 from orderlab.errors import OrderlabError
 from orderlab.results.manifest import MANIFEST, read_manifest
-from orderlab.spec.userfiles import FileProblem
+from orderlab.results.paths import REPORT_MARK as REPORT_MARK  # report/html.py takes it from here
+from orderlab.results.paths import is_report, is_scratch, plain_folder_problem
+from orderlab.spec.userfiles import FileProblem, peek_head
 
 # Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
 LEGACY_ENTRIES = {
@@ -37,7 +42,8 @@ NESTED = {"run": {"figures": "plot"}}
 # Files another command writes into a command's folder: `orderlab run --html` puts report.html into the run's
 # folder. Such a file is orderlab's when it opens with REPORT_MARK (report/html.py writes it there).
 NESTED_FILES = {"run": "report.html"}
-REPORT_MARK = '<meta name="generator" content="orderlab report">'
+# What orderlab writes into a lock file it creates; any other content is a user's file.
+LOCK_TOKEN = b"orderlab lock: a command is writing the folder beside it; safe to delete when none is running\n"
 
 
 @dataclass(frozen=True)
@@ -62,9 +68,9 @@ class Recorded:
     owns: Callable[[str], bool]
 
 
-def staging_leftover(entry: str, name: str) -> bool:
-    """Whether `entry` is a staging folder, retired copy or lock of the folder `name` (see results.py)."""
-    return re.fullmatch(rf"\.{re.escape(name)}\.([^/]+\.tmp|old|lock)", entry) is not None
+def orderlab_scratch(path: Path, name: str) -> bool:
+    """Whether `path` is scratch or the lock of the folder `name` that orderlab made (it carries orderlab's token)."""
+    return is_scratch(path, name) or (path.name == f".{name}.lock" and _carries_lock_token(path))
 
 
 def recorded(folder: Path) -> Recorded | None:
@@ -119,10 +125,10 @@ def foreign_entries(folder: Path, found: Recorded) -> list[str]:
         if entry in nested and path.is_dir() and not path.is_symlink():
             inner = recorded(path)
             mine = inner is not None and inner.writer.command == nested[entry] and not foreign_entries(path, inner)
-        elif any(staging_leftover(entry, name) for name in nested):
+        elif any(orderlab_scratch(path, name) for name in nested):
             mine = True
         elif entry == NESTED_FILES.get(found.writer.command):
-            mine = _is_report(path)
+            mine = is_report(path)
         elif path.is_dir() and not path.is_symlink():  # a run's checkpoints/: every file in it recorded
             mine = found.owns(entry) and all(
                 found.owns(f"{entry}/{inner.name}") and inner.is_file() and not inner.is_symlink()
@@ -135,22 +141,16 @@ def foreign_entries(folder: Path, found: Recorded) -> list[str]:
     return foreign
 
 
-def _is_report(path: Path) -> bool:
-    """Whether `path` is an HTML report orderlab wrote: a regular file whose first bytes carry REPORT_MARK."""
-    if path.is_symlink() or not path.is_file():
-        return False
-    try:
-        with path.open("rb") as file:
-            return REPORT_MARK.encode() in file.read(512)
-    except OSError:
-        return False
-
-
 def refusal(folder: Path, writer: Writer, force: bool) -> str | None:
     """Why `writer` may not replace `folder`, as one line; None when it may (or the folder does not exist)."""
     if not os.path.lexists(folder):
         return None
-    if folder.is_symlink() or not folder.is_dir():
+    if folder.is_symlink():
+        return (
+            f"{folder} is a symbolic link (to {os.readlink(folder)}); orderlab writes only a real folder there; "
+            "nothing was written; move it away, or choose another name or --out"
+        )
+    if not folder.is_dir():
         return f"{folder} exists and is not a folder; orderlab replaces only folders it wrote; nothing was written"
     entries = os.listdir(folder)
     if not entries:
@@ -223,6 +223,9 @@ def claim(folder: Path, writer: Writer, force: bool = False) -> Iterator[Claim]:
     Claiming a folder this thread already holds is a no-op, so a command can claim early (before it
     computes) and the code that writes can claim again without knowing.
     """
+    problem = plain_folder_problem(folder.name)
+    if problem:  # a bug in orderlab (paths.child builds the folders it writes), still refused as one line
+        raise OrderlabError(f"cannot write {folder}: {problem}; nothing was written")
     key = os.path.abspath(folder)
     if key in _claims():
         yield _claims()[key]
@@ -253,20 +256,30 @@ def lock_path(folder: Path) -> Path:
 
 
 def _lock(folder: Path) -> int:
-    """An exclusive, non-blocking flock on .NAME.lock beside the folder; OrderlabError if another holds it."""
+    """An exclusive, non-blocking flock on .NAME.lock beside the folder; OrderlabError if another holds it or if
+    the file there is not orderlab's lock (a user's file of that name is left as it is)."""
     path = lock_path(folder)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(10):  # the holder unlinks the file as it finishes: lock the file that is there now
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            opened = _open_lock(path)
+            if opened is None:
+                continue
+            descriptor, created = opened
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                os.close(descriptor)
+                _drop(path, descriptor, created)
                 break
-            if _is_file_at(descriptor, path):
-                return descriptor
-            os.close(descriptor)
+            if not _is_file_at(descriptor, path):
+                os.close(descriptor)
+                continue
+            if created:
+                _mark(path, descriptor)
+            elif os.pread(descriptor, len(LOCK_TOKEN) + 1, 0) != LOCK_TOKEN:
+                os.close(descriptor)
+                raise _not_a_lock(path)
+            return descriptor  # a stale lock of an orderlab that was killed is taken over: it carries the token
     except OSError as error:
         raise path_error(folder, error) from error
     raise OrderlabError(
@@ -275,9 +288,59 @@ def _lock(folder: Path) -> int:
     )
 
 
+def _open_lock(path: Path) -> tuple[int, bool] | None:
+    """A descriptor on the lock file, made here (True) or there before (False): a regular file, never followed
+    through a link, never waited on; OrderlabError if what is there is not a regular file; None if it vanished
+    between two looks (its holder finished)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+    except FileExistsError:
+        pass
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # looked at before opening: a device is never opened
+            raise _not_a_lock(path)
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise _not_a_lock(path)
+    return descriptor, False
+
+
+def _mark(path: Path, descriptor: int) -> None:
+    """Write LOCK_TOKEN into the lock file this process just made; on failure, remove that file again."""
+    try:
+        os.write(descriptor, LOCK_TOKEN)
+    except OSError:
+        _drop(path, descriptor, created=True)
+        raise
+
+
+def _not_a_lock(path: Path) -> OrderlabError:
+    return OrderlabError(
+        f"{path} is not orderlab's lock file (orderlab did not make it); nothing was written; "
+        "move it away, or choose another name or --out"
+    )
+
+
+def _carries_lock_token(path: Path) -> bool:
+    return peek_head(path, len(LOCK_TOKEN) + 1) == LOCK_TOKEN
+
+
+def _drop(path: Path, descriptor: int, created: bool) -> None:
+    """Let go of a lock file not held: unlinked only if this process made it and it is still the one there."""
+    try:
+        if created and _is_file_at(descriptor, path):
+            path.unlink()
+    finally:
+        os.close(descriptor)
+
+
 def _is_file_at(descriptor: int, path: Path) -> bool:
     try:
-        on_disk = os.stat(path)
+        on_disk = os.lstat(path)
     except FileNotFoundError:
         return False
     opened = os.fstat(descriptor)
@@ -285,8 +348,12 @@ def _is_file_at(descriptor: int, path: Path) -> bool:
 
 
 def _unlock(folder: Path, descriptor: int) -> None:
+    """Unlink the lock (made by this process, or orderlab's by its token) while still holding it, so nobody locks a
+    file about to vanish; a file put in its place meanwhile is not ours and stays."""
+    path = lock_path(folder)
     try:
-        lock_path(folder).unlink(missing_ok=True)  # while still locked, so nobody locks a file about to vanish
+        if _is_file_at(descriptor, path):
+            path.unlink()
     finally:
         os.close(descriptor)
 

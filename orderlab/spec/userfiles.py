@@ -95,12 +95,13 @@ def read_head(path: Path, count: int, expected: str) -> tuple[bytes, int]:
         raise _problem(path, error, expected) from None
 
 
-def _open_regular(path: Path) -> tuple[int, int]:
+def _open_regular(path: Path, follow_links: bool = True) -> tuple[int, int]:
     """A descriptor of `path`, opened without blocking and checked to be a regular file, and the file's size.
 
     The check is on the open descriptor, so a FIFO swapped in after a look is still refused rather than waited on.
     """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW)
+    descriptor = os.open(path, flags)
     try:
         status = os.fstat(descriptor)
     except BaseException:
@@ -222,3 +223,21 @@ def describe_bytes(count: int) -> str:
         if count >= size and count % size == 0:
             return f"{count // size:,} {unit}"
     return f"{count:,} bytes"
+
+
+def peek_head(path: Path, count: int) -> bytes:
+    """The first `count` bytes of `path` if it is a regular file (not a symbolic link); b"" for anything else.
+
+    For telling orderlab's own files (a report's mark, a scratch folder's token) from a user's: opened
+    without blocking and without following a link, so a device, FIFO or link planted there is never read.
+    """
+    try:
+        descriptor, _ = _open_regular(path, follow_links=False)
+    except (OSError, ValueError):
+        return b""
+    try:
+        return _read_at_most(descriptor, count)
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)
