@@ -49,6 +49,30 @@ def test_validate_refuses_non_finite_numbers_naming_the_field(cli, write_spec, y
 
 
 @pytest.mark.parametrize(
+    ("yaml_text", "field", "number"),
+    [
+        ("embeddings: {kind: explicit, vectors: {a: [1, 2], b: [1.0e+300, 2]}}", "embeddings.vectors.b[0]", "1e+300"),
+        ("embeddings: {kind: explicit, vectors: {a: [1, -3.5e+38], b: [1, 2]}}", "embeddings.vectors.a[1]", "-3.5e+38"),
+        ("weights: {W_Q: [[1, 0], [0, 1]], W_K: [[1, 0], [0, 1]], W_V: [[1, 0], [4.0e+38, 1]]}",
+         "model.weights.W_V[1][0]", "4e+38"),
+        ("weights: {W_Q: [[1, 0], [0, 1]], W_K: [[1, 0], [0, 1]], W_V: [[1, 0], [0, 1]], W_O: [[1e39, 0], [0, 1]]}",
+         "model.weights.W_O[0][0]", "1e+39"),
+    ],
+)  # fmt: skip
+def test_validate_refuses_explicit_numbers_that_overflow_float32_naming_the_field(cli, write_spec, yaml_text, field,
+                                                                                number):  # fmt: skip
+    weights = yaml_text.startswith("weights")
+    model = f"model: {{d_model: 2, n_heads: 1, dtype: float32{', ' + yaml_text if weights else ''}}}\n"
+    spec = write_spec(f"name: x\n{model}{'' if weights else yaml_text}\ninputs:\n  - sentence: a b\n")
+    result = cli.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "spec.yaml:" in lines[0], result.output
+    assert f" {field}: {number} overflows float32 (largest 3.403e+38); expected numbers within the dtype" in lines[0]
+    assert cli.invoke(app, ["validate", str(write_spec(spec.read_text().replace("float32", "float64")))]).exit_code == 0
+
+
+@pytest.mark.parametrize(
     ("plugin", "call", "holds"),
     [
         ("nonfinite_encodings:NanOffsets", "input_offsets(3)", "NaN"),
