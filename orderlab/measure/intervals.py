@@ -50,7 +50,7 @@ def t_quantile(df: int) -> float:
         (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
         (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
     )
-    return z + sum(term / df**power for power, term in enumerate(terms, start=1))
+    return float(z + sum(term / df**power for power, term in enumerate(terms, start=1)))
 
 
 def t_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -61,7 +61,7 @@ def t_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDA
     if seeds < 2:
         missing = np.full(values.shape[0], np.nan)
         return missing, missing.copy()
-    finite = np.isfinite(values).all(axis=1)
+    finite = np.asarray(np.isfinite(values).all(axis=1), dtype=bool)
     kept = np.where(finite[:, None], values, 0.0)  # a row with NaN or inf gets no interval; zeros keep numpy quiet
     mean = kept.mean(axis=1)
     half = t_quantile(seeds - 1) * kept.std(axis=1, ddof=1) / math.sqrt(seeds)

@@ -79,14 +79,14 @@ def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     of 1e-3 rad (a distance of 5e-7) read 0 or noise in float32. The difference of unit vectors keeps its
     relative precision down to angles near eps. A zero or non-finite vector gives NaN.
     """
-    return (unit_vectors(a) - unit_vectors(b)).square().sum(dim=-1) / 2
+    return (unit_vectors(a) - unit_vectors(b)).square().sum(dim=-1).div(2)
 
 
 def unit_vectors(a: torch.Tensor) -> torch.Tensor:
     """a / ||a|| over the last axis, scaled by its largest entry first: the norm's squares neither overflow
     (float32 past 1.8e19) nor underflow, which would turn every direction into 0 (a distance of 0, a false verdict)."""
     scaled = a / a.abs().amax(dim=-1, keepdim=True)
-    return scaled / scaled.norm(dim=-1, keepdim=True)
+    return scaled.div(scaled.norm(dim=-1, keepdim=True))
 
 
 def relative_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
