@@ -34,3 +34,33 @@ class InfBias(PositionalEncoding):
 
         n = q.shape[-2]
         return torch.diag(torch.full((n,), float("inf"), dtype=q.dtype))  # (n, n)
+
+
+class NanRotation(PositionalEncoding):
+    """Rotates q into NaN at the last slot."""
+
+    name = "nan_rotation"
+    kind = "rotary"
+    relative = False
+    reference = "test plugin"
+
+    def rotate(self, q, k):
+        q = q.clone()
+        q[..., -1, :] = float("nan")
+        return q, k
+
+
+class WindowMask(PositionalEncoding):
+    """A -inf bias on keys more than one slot away: a mask, which a bias may hold (its run is finite)."""
+
+    name = "window_mask"
+    kind = "bias"
+    relative = True
+    reference = "test plugin"
+
+    def attention_bias(self, q, k):
+        import torch
+
+        slots = torch.arange(q.shape[-2], device=q.device)
+        far = (slots[:, None] - slots[None, :]).abs() > 1
+        return torch.zeros(far.shape, dtype=q.dtype, device=q.device).masked_fill(far, float("-inf"))

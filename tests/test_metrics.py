@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import math
 
+import pytest
 import torch
 
 from orderlab.measure import metrics as M
@@ -69,6 +71,37 @@ def test_pair_distances():
     assert M.cosine_distance(a, 2 * a).abs().item() < 1e-15  # same direction
     assert abs(M.cosine_distance(a, torch.tensor([[-4.0, 3.0]], dtype=torch.float64)).item() - 1.0) < 1e-15
     assert abs(M.relative_l2(a, torch.tensor([[0.0, 0.0]], dtype=torch.float64)).item() - 1.0) < 1e-15
+
+
+def apart(angle: float, d: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two random float64 vectors of different lengths exactly `angle` radians apart."""
+    a, other = torch.randn(2, d, generator=GEN, dtype=torch.float64)
+    u = a / a.norm()
+    w = other - (other @ u) * u
+    w = w / w.norm()
+    return 3 * a, 0.5 * (math.cos(angle) * u + math.sin(angle) * w)
+
+
+@pytest.mark.parametrize("angle", [1e-3, 2.4e-3, 1e-2, 0.3])
+def test_cosine_distance_of_a_small_angle_agrees_in_float32_and_float64(angle):
+    a, b = apart(angle)
+    exact = 1 - math.cos(angle)
+    in64 = M.cosine_distance(a, b).item()
+    in32 = M.cosine_distance(a.float(), b.float()).item()
+    assert in64 == pytest.approx(exact, rel=1e-9)
+    assert in32 == pytest.approx(in64, rel=1e-4)  # float32 resolves 1e-3 rad: the distance is 5e-7, not 0
+
+
+def test_one_minus_cos_in_float32_cannot_resolve_the_angle_the_difference_can():
+    a, b = apart(1e-3)
+    cancelled = 1 - torch.nn.functional.cosine_similarity(a.float(), b.float(), dim=0).item()
+    assert abs(cancelled - (1 - math.cos(1e-3))) > 1e-2 * (1 - math.cos(1e-3))  # what the old formula gave
+
+
+def test_cosine_distance_of_huge_or_empty_vectors():
+    huge = torch.tensor([3e30, 4e30])  # float32: the squares overflow a plain norm
+    assert M.cosine_distance(huge, torch.tensor([-4e30, 3e30])).item() == pytest.approx(1.0, rel=1e-6)
+    assert math.isnan(M.cosine_distance(torch.zeros(2), huge).item())  # a zero vector has no direction
 
 
 def test_ratio_treats_zero_over_zero_as_no_difference():

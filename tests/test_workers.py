@@ -3,8 +3,11 @@ replaced and its shard run again; without the [dist] extra the option is one lin
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,69 @@ def test_ctrl_c_while_workers_measure_leaves_no_folder_and_no_shards(tmp_path):
     assert process.returncode == 130, stderr
     assert stderr.decode().strip().splitlines()[-1] == "interrupted: no results were written"
     assert snapshot(tmp_path / "results") == {}  # no results, no staging folder, no lock
+
+
+def live_children(pid: int) -> list[int]:
+    """Process ids of every live descendant of `pid` (the cluster's nannies and workers)."""
+    psutil = pytest.importorskip("psutil")  # distributed depends on it
+    return [child.pid for child in psutil.Process(pid).children(recursive=True) if child.is_running()]
+
+
+def test_sigterm_stops_a_local_cluster_within_seconds_and_leaves_nothing(tmp_path):
+    needs_dask()
+    psutil = pytest.importorskip("psutil")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "sentinel.txt").write_text("mine")
+    process = start_stalled(tmp_path, ["run", "stalled.yaml", "--out", "results", "--workers", "2"])
+    children = [psutil.Process(pid) for pid in live_children(process.pid)]
+    assert children, "the cluster's worker processes were not found"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)  # while a worker waits in the forward pass
+    _, stderr = process.communicate(timeout=30)
+    took = time.monotonic() - sent
+    (tmp_path / "release").touch()
+    assert process.returncode == 143, stderr
+    assert took < 5, f"SIGTERM took {took:.1f} s to stop the run"
+    assert stderr.decode().strip().splitlines()[-1] == "terminated: no results were written"
+    _, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive, f"worker processes left running: {alive}"
+    assert snapshot(tmp_path / "results") == {"sentinel.txt": b"mine"}  # no results, no staging folder, no lock
+
+
+def test_more_workers_than_the_machine_holds_are_refused_before_any_process_starts(cli, tmp_path):
+    needs_dask()
+    result = cli.invoke(app, ["run", str(CAUSAL_PREFIX), "--out", str(tmp_path), "--workers", "100000"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --workers 100000: this machine has "), result.output
+    assert " per worker for this spec; expected at most " in lines[0]
+    assert not (tmp_path / "causal_prefix").exists()
+
+
+def test_workers_up_to_the_limit_are_accepted(tmp_path):
+    from orderlab.dist.workers import local_worker_limit
+    from orderlab.spec.load import load_spec
+
+    limit, why = local_worker_limit(load_spec(CAUSAL_PREFIX))
+    assert 2 <= limit <= max(2, os.cpu_count() or 1) and "core(s)" in why
+
+
+def test_an_error_inside_a_worker_is_the_same_one_line_as_in_process(tmp_path):
+    """A plug-in encoding that raises only at run time (in the worker's forward pass): one line, exit 2, no Dask
+    log or traceback, no retry, nothing written; the line is the one a run without workers prints."""
+    needs_dask()
+    plugins = str(Path(__file__).parent)
+    (tmp_path / "plugged.yaml").write_text(
+        'name: plugged\nmodel: {d_model: 16, n_heads: 4, n_layers: 2}\nencodings: [none, "plugin_encodings:'
+        'RaisesAtRunTime"]\ninputs:\n  - sentence: the dog bites man\n    permutations: all\n'
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugins, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    outcomes = []
+    for extra in (["--workers", "2"], []):
+        command = [sys.executable, "-m", "orderlab", "run", "plugged.yaml", "--out", "out", "-q", *extra]
+        outcomes.append(subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300))
+    on_workers, here = outcomes
+    assert on_workers.returncode == here.returncode == 2, on_workers.stderr
+    line = "error: encoding 'plugin_encodings:RaisesAtRunTime' raised RuntimeError in attention_bias(q, k): only three"
+    assert on_workers.stderr == here.stderr == f"{line} slots\n"
+    assert on_workers.stdout == "" and not (tmp_path / "out" / "plugged").exists()

@@ -3,7 +3,7 @@
 Each spec keeps its sentences, probes, model and seed; only its encodings (and, with --metric,
 its metrics) are replaced. A cell is the worst (largest) value over permutations and heads for
 one spec x input x metric x layer under one encoding, with that value's verdict; over a seed sweep,
-the mean over seeds of that worst value with its bootstrap interval (orderlab/measure/intervals.py). Never prints.
+the mean over seeds of that worst value with its t interval (orderlab/measure/intervals.py). Never prints.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def side_by_side(
 ) -> pd.DataFrame:
     """Pivot worst cells to one column per encoding (values) plus one per encoding (verdicts), in a fixed order;
     with `seeds` (some spec sweeps them), each spec's cells as means over its seeds with their intervals (a spec
-    of one seed: the interval is its value)."""
+    of one seed: no interval, its bounds missing)."""
     wide = cells.pivot(index=[*GROUP_COLUMNS, SEED], columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}

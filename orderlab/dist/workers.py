@@ -5,13 +5,22 @@ units) in a private temporary folder on its worker and returns the folder's file
 share no file system with this machine; they need the spec at the same path and the same orderlab.
 Here the shards land in a staging folder beside the destination and are merged (merge.merge_into);
 the staging folder is removed whatever happens, and the results folder is written whole or not at all.
-Dask retries a task that raises (RETRIES) and reschedules one whose worker died. Workers use this
-process's torch thread count, so their numbers, and the manifest, are those of a run here.
+Dask retries a task that raises (RETRIES) and reschedules one whose worker died; bad input (an OrderlabError:
+a broken plug-in encoding, a spec the worker reads otherwise) is the same on every try, so a worker returns it
+and this process raises it: the same one line and exit code as a run here, no retry, no Dask log. Workers use
+this process's torch thread count, so their numbers, and the manifest, are those of a run here.
+
+A local cluster is bounded by this machine (local_worker_limit: a worker per core, and no more than the memory
+available holds at the spec's own estimate per worker), and on an error or an interrupt (Ctrl-C, SIGTERM) its
+worker processes are killed at once: what they were measuring is thrown away anyway, and a graceful close
+waits for a busy worker's task for seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -27,6 +36,7 @@ import torch
 
 from orderlab.errors import OrderlabError
 from orderlab.commands.run import write_shard
+from orderlab.spec.estimate import MEMORY_SHARE, available_memory, estimate, size
 from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
@@ -34,6 +44,9 @@ from orderlab.results.ownership import Writer, claim
 from orderlab.dist.shards import DECODABILITY, require_shardable, shard_folder_name, work
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
+# What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the
+# worker itself is counted by the spec's estimate, whose peak includes a process's Python, torch and pandas.
+NANNY_BYTES = 150 * 10**6
 EXTRA = "--workers and --scheduler need Dask; expected it installed: pip install 'orderlab[dist]'"
 
 
@@ -61,6 +74,8 @@ def run_on_dask(
     started = time.perf_counter()
     spec = loaded.spec
     require_shardable(spec, loaded.path)
+    if isinstance(cluster, int):
+        require_room_for(cluster, loaded)
     folder = out / spec.name
     with claim(folder, Writer("run", spec.name), force), connect(distributed, cluster) as client:
         count = cluster if isinstance(cluster, int) else max(1, len(client.scheduler_info()["workers"]))
@@ -77,18 +92,42 @@ def run_on_dask(
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def local_worker_limit(loaded: LoadedSpec) -> tuple[int, str]:
+    """How many local workers this machine holds for this spec, and why: one per core (two on a single core, so
+    the cluster path can still be tried), and within MEMORY_SHARE of the memory available, each worker taking
+    the spec's estimated peak (estimate.py: the largest combination, a process's imports included) plus a nanny."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    per_worker = max(item.peak_bytes for item in estimate(loaded.spec, loaded.path)) + NANNY_BYTES
+    available = available_memory()
+    by_memory = int(MEMORY_SHARE * available // per_worker)
+    why = f"{cores} core(s) and {size(available)} of memory available, ~{size(per_worker)} per worker for this spec"
+    return min(max(2, cores), by_memory), why
+
+
+def require_room_for(count: int, loaded: LoadedSpec) -> None:
+    """Refuse (one line) more local workers than the machine holds, before any process starts."""
+    limit, why = local_worker_limit(loaded)
+    if count > limit:
+        raise OrderlabError(f"--workers {count}: this machine has {why}; expected at most {limit}")
+
+
 @contextmanager
 def connect(distributed: ModuleType, cluster: int | str) -> Iterator[Any]:
     """A client of a new local cluster of processes (one thread each), or of the scheduler at an address."""
     if isinstance(cluster, int):
-        with (
-            distributed.LocalCluster(
-                n_workers=cluster, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.ERROR,
-            ) as local,
-            distributed.Client(local) as client,
-        ):  # fmt: skip
-            yield client
+        with distributed.LocalCluster(
+            n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "localhost:0"},  # its HTTP routes on a free port, never 8787's
+            silence_logs=logging.CRITICAL,  # a task's error comes back here as one line, not as a worker's log
+        ) as local:  # fmt: skip
+            try:  # workers start only once an interrupt can kill them: starting two takes seconds
+                local.scale(cluster)
+                with distributed.Client(local) as client:
+                    client.wait_for_workers(cluster)
+                    yield client
+            except BaseException:
+                kill_workers()
+                raise
         return
     try:
         client = distributed.Client(cluster, timeout="10s")
@@ -96,6 +135,20 @@ def connect(distributed: ModuleType, cluster: int | str) -> Iterator[Any]:
         raise OrderlabError(f"--scheduler {cluster}: {error}; expected a running Dask scheduler's address") from None
     with client:
         yield client
+
+
+def kill_workers() -> None:
+    """SIGKILL every process this one started, a local cluster's nannies and workers (orderlab starts no others),
+    so that closing the cluster takes a moment, not a busy task's end or a starting worker's time-outs."""
+    import multiprocessing.resource_tracker
+
+    import psutil  # type: ignore[import-untyped]  # a dependency of distributed
+
+    tracker = getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None)  # cleans up after them
+    for child in psutil.Process().children(recursive=True):
+        if child.pid != tracker:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
 
 
 class Tally:
@@ -133,6 +186,8 @@ def gather(
     folders = []
     try:
         for future, files in distributed.as_completed(futures, with_results=True):
+            if isinstance(files, OrderlabError):
+                raise files
             index = futures.index(future) + 1
             shard = staging / shard_folder_name(loaded.spec.name, index, count)
             shard.mkdir()
@@ -150,8 +205,19 @@ def gather(
 
 def measure_shard(
     index: int, spec_path: str, device: str, count: int, chunk_size: int | None, threads: int, topic: str
+) -> dict[str, bytes] | OrderlabError:
+    """On a worker: shard `index` of `count` into a private temporary folder, returned as {file name: bytes};
+    bad input, the OrderlabError that a run here would raise, returned as it is (not raised: no retry, no log)."""
+    try:
+        return shard_files(index, spec_path, device, count, chunk_size, threads, topic)
+    except OrderlabError as error:
+        return error
+
+
+def shard_files(
+    index: int, spec_path: str, device: str, count: int, chunk_size: int | None, threads: int, topic: str
 ) -> dict[str, bytes]:
-    """On a worker: shard `index` of `count` into a private temporary folder, returned as {file name: bytes}."""
+    """measure_shard's work: the shard's files, read back from the temporary folder it was written to."""
     distributed = import_distributed()
     worker = distributed.get_worker()
     torch.set_num_threads(threads)  # Dask starts workers with one; the run's numbers must be those of the client's

@@ -5,8 +5,9 @@ one step of the user's code (import, __init__, check) and turns any exception or
 OrderlabError naming the class and the step. `CheckedEncoding` wraps a built user encoding so that
 every hook call, at run time too, is guarded and its result checked against what the caller
 expects; `validate_hooks` calls the hooks once on a tiny batch before any real run. Built-in
-encodings are trusted and never wrapped. Non-finite values are the metrics' business, not this
-module's. KeyboardInterrupt always passes through.
+encodings are trusted and never wrapped. A hook result holding NaN or inf (but the -inf of an attention
+bias that masks a key) is a broken encoding, refused like any other misfit: its run would be NaN
+throughout, not a measurement. KeyboardInterrupt always passes through.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def misbehaved(name: str, step: str, error: BaseException) -> OrderlabError:
 class CheckedEncoding(PositionalEncoding):
     """A user's encoding whose every hook call is guarded and whose results are checked against the protocol.
 
-    Anything but a real tensor of the expected shape (on q's device, for rotate and attention_bias)
-    is an OrderlabError naming the class and the call. Tensors from rotate and attention_bias are
+    Anything but a real tensor of the expected shape (on q's device, for rotate and attention_bias) with
+    finite entries is an OrderlabError naming the class and the call. Tensors from rotate and attention_bias are
     cast to q's dtype, so that a float64 table does not promote a float32 run. The checks cost a
     few attribute reads per call; messages are only built for a misfit.
     """
@@ -94,6 +95,7 @@ class CheckedEncoding(PositionalEncoding):
         found = _misfit(offsets, lambda got: got == shape)
         if found:
             raise self.wrong(f"input_offsets({n})", found, f"None or a real tensor of shape {shape}")
+        self.require_finite(f"input_offsets({n})", offsets)
         return offsets
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -106,6 +108,8 @@ class CheckedEncoding(PositionalEncoding):
         if found:
             expected = f"a pair of real tensors shaped like q {tuple(q.shape)} on {q.device}"
             raise self.wrong("rotate(q, k)", found, expected)
+        for tensor in rotated:
+            self.require_finite("rotate(q, k)", tensor)
         return _cast(rotated[0], q.dtype), _cast(rotated[1], q.dtype)
 
     def attention_bias(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
@@ -117,7 +121,23 @@ class CheckedEncoding(PositionalEncoding):
         if found:
             expected = f"None or a real tensor broadcastable to {scores} on {q.device}"
             raise self.wrong("attention_bias(q, k)", found, expected)
+        self.require_finite("attention_bias(q, k)", bias, masks=True)
         return _cast(bias, q.dtype)
+
+    def require_finite(self, call: str, tensor: torch.Tensor, masks: bool = False) -> None:
+        """Raise when the tensor holds NaN or inf; with `masks` (an attention bias), -inf, a masked key, is allowed."""
+        import torch
+
+        if not tensor.dtype.is_floating_point or bool(torch.isfinite(tensor).all()):
+            return
+        if bool(tensor.isnan().any()):
+            holds = "NaN"
+        elif not masks or bool((tensor == torch.inf).any()):
+            holds = "inf"
+        else:
+            return  # -inf alone: keys masked out
+        expected = "finite values, or -inf to mask a key" if masks else "finite values"
+        raise self.wrong(call, f"a tensor holding {holds}", expected)
 
     def wrong(self, call: str, found: str, expected: str) -> OrderlabError:
         problem = f"{call} returned {found}; expected {expected} ({PROTOCOL_HELP})"

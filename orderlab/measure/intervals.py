@@ -1,13 +1,20 @@
-"""Statistics over seeds: the mean of a figure over a seed sweep and its percentile-bootstrap 95% interval.
+"""Statistics over seeds: the mean of a figure over a seed sweep and its Student's t 95% interval.
 
 A seed sweep (`seed: [0, 1, 2]`) measures the same stack drawn (and trained) anew per seed; a wide table with
 one row per seed and cell (summary.csv's worst values, compare's cells) becomes one row per cell with, per
-encoding, the mean over seeds, its interval and the worst verdict of any seed. The resampling is seeded with
-a fixed seed, so the same values always give the same bytes, whatever run, cell or machine they come from.
+encoding, the mean over seeds, its interval and the worst verdict of any seed.
+
+The interval is mean +- t(0.975, n - 1) * s / sqrt(n), s the sample standard deviation of the n seeds' values.
+It covers the true mean (the mean over all seeds one could draw) 95% of the time when the per-seed values are
+independent and roughly normal; it is exact for normal values at any n >= 2, where a percentile bootstrap of
+3-5 seeds covers far less than it says. One seed has no interval (no spread to measure), nor has a cell with
+a non-finite value: both bounds are missing (pd.NA, written as blank cells), and the mean stands alone.
 Plain data in, plain data out: rendering is report/terminal.py's.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import numpy.typing as npt
@@ -15,34 +22,56 @@ import pandas as pd
 
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 
-RESAMPLES = 10_000
-RESAMPLING_SEED = 20_240_514  # fixed: the interval is a function of the values alone
 LEVEL = 0.95
-BLOCK_ELEMENTS = 1 << 22  # resampled values held at once (32 MB of float64), so memory stays flat for big tables
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
 LOWER, UPPER = "lower", "upper"
 VERDICT_RANK = {NON_FINITE: 2, ORDER_SENSITIVE: 1}  # the worst verdict of any seed is the cell's
 
+# Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/test_seeds.py checks them against the
+# t density); past 30, the Cornish-Fisher expansion about the normal quantile Z_975 is closer than 1e-6.
+T_975 = (
+    12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+    2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+    2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272,
+)  # fmt: skip
+Z_975 = 1.959963984540054
 
-def bootstrap_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Per row of `samples` (cells x seeds): the percentile-bootstrap LEVEL interval of the row's mean, from
-    RESAMPLES resamples of its seeds with replacement (the same resampling indices for every row). A row with a
-    NaN gets a NaN interval; a single seed gives the interval [value, value]."""
+
+def t_quantile(df: int) -> float:
+    """t(0.975, df): the half-width of a 95% interval in standard errors, for df >= 1 degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom {df}; expected at least 1")
+    if df <= len(T_975):
+        return T_975[df - 1]
+    z = Z_975
+    terms = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return float(z + sum(term / df**power for power, term in enumerate(terms, start=1)))
+
+
+def t_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per row of `samples` (cells x seeds): the Student's t LEVEL interval of the row's mean. NaN bounds where
+    there is none: a single seed, or a row with a non-finite value."""
     values = np.atleast_2d(np.asarray(samples, dtype=np.float64))
-    cells, seeds = values.shape
-    picks = np.random.default_rng(RESAMPLING_SEED).integers(0, seeds, size=(RESAMPLES, seeds))
-    tail = 100 * (1 - LEVEL) / 2
-    lower, upper = np.empty(cells), np.empty(cells)
-    block = max(1, BLOCK_ELEMENTS // (RESAMPLES * seeds))
-    for start in range(0, cells, block):
-        means = values[start : start + block][:, picks].mean(axis=-1)  # (block, RESAMPLES)
-        lower[start : start + block], upper[start : start + block] = np.percentile(means, [tail, 100 - tail], axis=-1)
-    return lower, upper
+    seeds = values.shape[1]
+    if seeds < 2:
+        missing = np.full(values.shape[0], np.nan)
+        return missing, missing.copy()
+    finite = np.asarray(np.isfinite(values).all(axis=1), dtype=bool)
+    kept = np.where(finite[:, None], values, 0.0)  # a row with NaN or inf gets no interval; zeros keep numpy quiet
+    mean = kept.mean(axis=1)
+    half = t_quantile(seeds - 1) * kept.std(axis=1, ddof=1) / math.sqrt(seeds)
+    return np.where(finite, mean - half, np.nan), np.where(finite, mean + half, np.nan)
 
 
 def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFrame:
     """One row per cell (every column but `seed` and the encodings' own), in first-seen order: per encoding the
-    mean over seeds, '<encoding> lower' / '<encoding> upper' (bootstrap interval) and the worst verdict."""
+    mean over seeds, '<encoding> lower' / '<encoding> upper' (t interval; missing, pd.NA, without one: one seed)
+    and the worst verdict."""
     own = {*encodings, *(f"{name} verdict" for name in encodings)}
     keys = [column for column in wide.columns if column != seed and column not in own]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
@@ -52,12 +81,13 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFr
     order = np.argsort(cell, kind="stable")  # each cell's rows together, its seeds in their order
     table = wide.iloc[order[::seeds]][keys].reset_index(drop=True)
     means: dict[str, npt.NDArray[np.float64]] = {}
-    bounds: dict[str, npt.NDArray[np.float64]] = {}
+    bounds: dict[str, pd.arrays.FloatingArray] = {}
     verdicts: dict[str, list[object]] = {}
     for name in encodings:
         samples = wide[name].to_numpy(dtype=np.float64)[order].reshape(-1, seeds)
         means[name] = samples.mean(axis=1)
-        bounds[f"{name} {LOWER}"], bounds[f"{name} {UPPER}"] = bootstrap_interval(samples)
+        for side, values in zip((LOWER, UPPER), t_interval(samples), strict=True):
+            bounds[f"{name} {side}"] = pd.array(values, dtype="Float64")  # NaN -> pd.NA: no interval, not a number
         marks = wide[f"{name} verdict"].to_numpy(dtype=object)[order].reshape(-1, seeds)
         verdicts[f"{name} verdict"] = [max(row, key=lambda mark: VERDICT_RANK.get(mark, 0)) for row in marks]
     ordered = {f"{name} {side}": bounds[f"{name} {side}"] for side in (LOWER, UPPER) for name in encodings}

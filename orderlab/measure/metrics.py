@@ -73,8 +73,20 @@ def token_shift(h_of_px: torch.Tensor, h_of_x: torch.Tensor, matching: torch.Ten
 
 
 def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """1 - cos(a, b) over the last axis; 0 for identical directions."""
-    return 1 - torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=0.0)
+    """1 - cos(a, b) over the last axis, computed as ||a/|a| - b/|b|||^2 / 2; 0 for identical directions.
+
+    The two are equal in exact arithmetic, but 1 - cos cancels: cos rounds to within eps of 1, so an angle
+    of 1e-3 rad (a distance of 5e-7) read 0 or noise in float32. The difference of unit vectors keeps its
+    relative precision down to angles near eps. A zero or non-finite vector gives NaN.
+    """
+    return (unit_vectors(a) - unit_vectors(b)).square().sum(dim=-1).div(2)
+
+
+def unit_vectors(a: torch.Tensor) -> torch.Tensor:
+    """a / ||a|| over the last axis, scaled by its largest entry first: the norm's squares neither overflow
+    (float32 past 1.8e19) nor underflow, which would turn every direction into 0 (a distance of 0, a false verdict)."""
+    scaled = a / a.abs().amax(dim=-1, keepdim=True)
+    return scaled.div(scaled.norm(dim=-1, keepdim=True))
 
 
 def relative_l2(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

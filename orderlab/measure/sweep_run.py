@@ -152,7 +152,7 @@ def run_sweep(
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
     """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out.
-    Over a seed sweep, per cell the mean over seeds of the per-seed worst value and its bootstrap interval."""
+    Over a seed sweep, per cell the mean over seeds of the per-seed worst value and its t interval."""
     errors = table[~table["case"].isin(["decodability", TASK_CASE])]
     if errors.empty:
         return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])

@@ -55,9 +55,9 @@ def verdict_cell(value: float, verdict: str) -> Text:
 
 
 def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
-    """A seed sweep's cell: '2.5e-01 [2.1e-01, 2.9e-01] ✗', the mean over seeds and its 95% bootstrap interval,
-    marked as verdict_cell marks (the verdict is the worst of any seed)."""
-    if verdict == ORDER_SENSITIVE:
+    """A seed sweep's cell: '2.5e-01 [2.1e-01, 2.9e-01] ✗', the mean over seeds and its 95% t interval, marked as
+    verdict_cell marks (the verdict is the worst of any seed); the mean alone where there is no interval (one seed)."""
+    if verdict == ORDER_SENSITIVE and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{mean:.1e} [{lower:.1e}, {upper:.1e}] ✗", style="red")
     return verdict_cell(mean, verdict)
 
@@ -71,7 +71,10 @@ def encoding_cell(row: pd.Series, name: str) -> Text:
 
 def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
     """What a caption adds for a table of means over seeds; nothing otherwise."""
-    return "; mean over seeds [95% bootstrap interval]" if f"{encodings[0]} {LOWER}" in table.columns else ""
+    bounds = [f"{name} {LOWER}" for name in encodings if f"{name} {LOWER}" in table.columns]
+    if not bounds:
+        return ""
+    return "; mean over seeds [95% t interval]" if table[bounds].notna().any().any() else "; one seed: no interval"
 
 
 # Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding; a mean over

@@ -39,13 +39,21 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
-    """Missing cells of non-float columns (a metric without heads) as blanks, so that `nan` means a number alone."""
+    """Missing cells as blanks, so that `nan` means a number alone: of non-float columns (a metric without heads)
+    and of nullable float columns, whose pd.NA is no number at all (an interval over one seed)."""
     blanks = {
-        str(name): column.astype(object).where(column.notna(), "")
+        str(name): _blank_missing(column)
         for name, column in frame.items()
-        if not pd.api.types.is_float_dtype(column) and column.hasnans
+        if column.hasnans and not (pd.api.types.is_float_dtype(column) and isinstance(column.dtype, numpy.dtype))
     }
     return frame.assign(**blanks) if blanks else frame
+
+
+def _blank_missing(column: pd.Series) -> pd.Series:
+    """The column as text cells, missing ones blank; a nullable float column's numbers in FLOAT_FORMAT."""
+    if pd.api.types.is_float_dtype(column):
+        column = column.map(lambda value: FLOAT_FORMAT % value, na_action="ignore")
+    return column.astype(object).where(column.notna(), "")
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
 SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
+DTYPE_MAX = {"float32": 3.4028234663852886e38}  # the largest finite float32 (numpy.finfo; the spec layer is numpy-free)
 CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
 
 
@@ -93,6 +94,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     validate_sentences(spec, doc, spec.embeddings.lowercase)
     if isinstance(spec.embeddings, ExplicitEmbeddings):
         _check_vectors(spec, doc)
+    _check_explicit_numbers_fit(spec, doc)
     if spec.train is not None:  # first: its lengths, not the inputs', may be what no encoding covers
         validate_training(spec, doc)
     context = encoding_context(spec, longest_sentence(spec))
@@ -153,6 +155,26 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
         missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
         if missing:
             raise doc.error(path, f"no vector for {missing[0]!r}; expected it under embeddings.vectors")
+
+
+def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
+    """Every explicit weight and vector entry fits the model's dtype: 1e300 in a float32 spec is inf before the
+    first layer, and the run would only report NaN. (float64 holds every finite number YAML can give.)"""
+    m = spec.stack
+    largest = DTYPE_MAX.get(m.dtype)
+    if largest is None:
+        return
+    entries: list[tuple[FieldPath, list[float]]] = []
+    if m.weights is not None:
+        entries += [(("model", "weights", key, i), row) for key in ("W_Q", "W_K", "W_V", "W_O")
+                    for i, row in enumerate(getattr(m.weights, key) or [])]  # fmt: skip
+    if isinstance(spec.embeddings, ExplicitEmbeddings):
+        entries += [(("embeddings", "vectors", word), vector) for word, vector in spec.embeddings.vectors.items()]
+    for path, numbers in entries:
+        for index, number in enumerate(numbers):
+            if abs(number) > largest:
+                message = f"{number:g} overflows {m.dtype} (largest {largest:.4g}); expected numbers within the dtype"
+                raise doc.error((*path, index), message)
 
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:

@@ -280,7 +280,7 @@ class Spec(StrictModel):
         0,
         description=(
             "Seed of word vectors, weights, encodings and random permutations (and of training, unless train.seed "
-            "is set); a list sweeps over seeds, and summaries give the mean and a bootstrap 95% interval over them."
+            "is set); a list sweeps over seeds, and summaries give the mean and a Student's t 95% interval over them."
         ),
     )
     model: ModelChoice = Field(

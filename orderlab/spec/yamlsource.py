@@ -2,8 +2,8 @@
 
 Returns plain Python data plus a map from field paths to line numbers, so that a validation
 error can say `file:line: field.path: ...`. Refuses files that are not regular or are larger than
-MAX_SPEC_BYTES (unread), duplicate keys, non-string keys and alias bombs (documents whose aliases
-expand past a size limit). Must not import torch or pandas.
+MAX_SPEC_BYTES (unread), duplicate keys, non-string keys, alias bombs (documents whose aliases
+expand past a size limit) and integers too long to parse. Must not import torch or pandas.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ MAX_DEPTH = 100
 # 64-wide words are ~130 kB. PyYAML's Python loader (twice: nesting check, then compose) took 1.3 s per
 # 115 kB on this 2-core machine under load, so 256 KiB keeps `validate` to a few seconds at worst.
 MAX_SPEC_BYTES = 256 * 2**10
+
+# A longer YAML integer is refused before it is parsed: past 4300 digits Python's int() raises, and no field of
+# a spec needs more than a 64-bit seed's 20.
+MAX_INT_CHARS = 100
+INT_TAG = "tag:yaml.org,2002:int"
 
 FieldPath = tuple[str | int, ...]
 
@@ -126,6 +131,13 @@ def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], file: s
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*path, index), lines, file)
+    elif node.tag == INT_TAG and len(node.value) > MAX_INT_CHARS:
+        raise SpecError(
+            f"an integer of {len(node.value):,} characters; expected at most {MAX_INT_CHARS}",
+            file=file,
+            line=node.start_mark.line + 1,
+            field=format_path(path),
+        )
 
 
 def _refuse_deep_nesting(text: str, file: str) -> None:
