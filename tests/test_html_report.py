@@ -238,3 +238,17 @@ def test_sweep_lines_with_equal_values_are_drawn_apart_with_their_own_markers():
     assert set(first.get_xdata()).isdisjoint(second.get_xdata())  # ... side by side, not on top of each other
     assert first.get_marker() != second.get_marker() and first.get_linestyle() != second.get_linestyle()
     assert figure.axes[0].get_ylabel() == "worst equivariance (log)"
+
+
+def test_an_out_that_is_the_spec_the_report_shows_is_refused_and_the_spec_left(tmp_path: Path):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text("model: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [none]\ninputs: [{sentence: a b}]\n")
+    assert runner.invoke(app, ["run", str(spec), "--out", str(tmp_path / "results"), "--quiet"]).exit_code == 0
+    before = spec.read_bytes()
+    code, output = report(str(tmp_path / "results" / "tiny"), "--out", str(spec))
+    assert code == 2
+    assert (
+        output
+        == f"error: --out {spec}: is a file this command reads ({spec}); expected another file; nothing was written\n"
+    )
+    assert spec.read_bytes() == before

@@ -85,6 +85,7 @@ class FolderView:
     manifest: str  # pretty JSON
     spec: str | None  # the spec's YAML, None when its file was not found
     spec_note: str  # where the spec came from, or why it is missing or may differ
+    spec_file: Path | None  # the file the spec was read from: an input of the report, never its output
 
 
 # --- reading a results folder ----------------------------------------------------------------------
@@ -97,7 +98,7 @@ def read_folder(folder: Path, anchor: str) -> FolderView:
     figures = _figures(folder)
     if not tables and not figures:
         raise OrderlabError(f"{folder}: no CSV that orderlab writes; expected the folder of an orderlab command")
-    spec, spec_note = _spec_text(folder, manifest.fields.spec)
+    spec, spec_note, spec_file = _spec_text(folder, manifest.fields.spec)
     return FolderView(
         anchor=anchor,
         folder=str(folder),
@@ -108,6 +109,7 @@ def read_folder(folder: Path, anchor: str) -> FolderView:
         manifest=json.dumps(manifest.document, indent=2, sort_keys=True),
         spec=spec,
         spec_note=spec_note,
+        spec_file=spec_file,
     )
 
 
@@ -193,12 +195,12 @@ def _svg(drawing: plots.Drawing) -> Markup:
     return Markup(svg[svg.index("<svg") :])  # matplotlib's own markup, minus the XML prologue (it names a DTD URL)
 
 
-def _spec_text(folder: Path, spec: SpecRecord | None) -> tuple[str | None, str]:
+def _spec_text(folder: Path, spec: SpecRecord | None) -> tuple[str | None, str, Path | None]:
     """The spec the manifest names and a note on it: shown only when a file it names (as given, or from the project
     holding results/NAME/) is a bounded regular file whose sha256 is the one the manifest records, so a manifest
     naming any other file (a system file, a spec edited since) never puts that file's contents into the page."""
     if spec is None or not spec.path:
-        return None, "this folder's manifest names no spec file"
+        return None, "this folder's manifest names no spec file", None
     named = Path(spec.path)
     for path in dict.fromkeys([named, folder.parent.parent / named]):
         try:
@@ -206,10 +208,14 @@ def _spec_text(folder: Path, spec: SpecRecord | None) -> tuple[str | None, str]:
         except (OSError, ValueError):
             continue
         if hashlib.sha256(data).hexdigest() == spec.sha256:
-            return data.decode("utf-8", errors="replace"), f"{path} (sha256 as recorded: the spec of this run)"
-    return None, (
-        f"{named}: left out: no readable file there has the sha256 the manifest records ({spec.sha256[:12]}...); "
-        "the spec was edited, moved or is not at hand"
+            return data.decode("utf-8", errors="replace"), f"{path} (sha256 as recorded: the spec of this run)", path
+    return (
+        None,
+        (
+            f"{named}: left out: no readable file there has the sha256 the manifest records ({spec.sha256[:12]}...); "
+            "the spec was edited, moved or is not at hand"
+        ),
+        None,
     )
 
 
@@ -226,9 +232,13 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def report_html(folders: list[Path], title: str = "") -> str:
-    """The page over `folders`, one section each, in the order given."""
-    views = [read_folder(folder, f"folder-{index}") for index, folder in enumerate(folders)]
+def read_views(folders: list[Path]) -> list[FolderView]:
+    """One view per folder, in the order given (each becomes a section of the page)."""
+    return [read_folder(folder, f"folder-{index}") for index, folder in enumerate(folders)]
+
+
+def render_report(views: list[FolderView], title: str = "") -> str:
+    """The page over the folders' views."""
     heading = title or "orderlab report: " + ", ".join(view.title for view in views)
     return (
         _environment()
@@ -246,7 +256,9 @@ def write_report(folders: list[Path], out: Path, option: str = "--out", title: s
     """Render the report over `folders` and write it to `out` whole (nothing else is touched, none of the folders'
     files is replaced)."""
     check_destination(out, option, folders)
-    artifact.write_file(out, report_html(folders, title).encode("utf-8"), option, folders)
+    views = read_views(folders)
+    inputs = [*folders, *(view.spec_file for view in views if view.spec_file is not None)]  # the specs it shows
+    artifact.write_file(out, render_report(views, title).encode("utf-8"), option, inputs)
     return out
 
 
