@@ -140,13 +140,13 @@ def run_manifest(
 
 def test_the_manifest_says_each_causal_ablation_shares_prefixes(cli, write_spec, tmp_path):
     manifest = run_manifest(cli, write_spec, tmp_path, "family: gpt2, position_embeddings: [trained, zero, shuffled]")
-    assert manifest["prefix_sharing"] == {"trained": "shared", "zero": "shared", "shuffled": "shared"}
+    assert manifest["prefix_sharing"] == {"seeded": "shared", "zero": "shared", "shuffled": "shared"}  # by label
 
 
 def test_attention_maps_run_dense_and_the_manifest_says_so(cli, write_spec, tmp_path):
     manifest = run_manifest(cli, write_spec, tmp_path, "family: [bloom, bert]", metrics="[attention, invariance]")
     note = "dense: attention maps asked for (the attention metric); cached passes do not return them"
-    assert manifest["prefix_sharing"] == {"bloom/trained": note, "bloom/zero": note}  # the encoder has no entry
+    assert manifest["prefix_sharing"] == {"bloom/seeded": note, "bloom/zero": note}  # the encoder has no entry
 
 
 def test_a_checkpoint_shares_only_sentences_of_one_token_words_and_the_manifest_says_so(cli, write_spec, tmp_path):

@@ -681,7 +681,7 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> 
              work.field, work.subject, expected),
     ]  # fmt: skip
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
-    labels = sum(map(len, model.position_embeddings)) / ablations  # the encoding column
+    labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",
                    expected)  # fmt: skip
     sequences = ablations * sum(count for _, count in work.passes)

@@ -3,9 +3,11 @@
 `model: {kind: pretrained, name: minilm}` names a model shipped by a package; `model: {kind: hf,
 family: gpt2}` a model of one of the zoo's families, with seeded weights from a small config, or
 with `path: DIR` a local Hugging Face checkpoint of that family. `position_embeddings` lists the
-position ablations to compare; each becomes a value of the `encoding` column in the output rows.
-The names are shared by every family (trained: as built; zero: position information removed;
-shuffled: scrambled), and FAMILIES says what each one does to each family.
+position ablations to compare; each names a value of the `encoding` column in the output rows, its
+label (`label`): what the rows ran. The names are shared by every family (trained: the positions as
+built or loaded; zero: position information removed; shuffled: scrambled), and FAMILIES says what each
+one does to each family. Ablation names stay internal; only labels reach output: `trained` labels
+weights that were trained (a loaded folder, the packaged MiniLM), never a seeded model's random ones.
 
 A checkpoint's config.json is read here, torch- and transformers-free (validate must answer fast), by
 each family's own key names and defaults, as transformers' config class of that family reads them
@@ -28,6 +30,9 @@ from orderlab.spec.userfiles import FileModel, FileProblem, read_json
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
 DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
+UNABLATED = "trained"  # the ablation that leaves the model's positions as built or loaded
+SEEDED = "seeded"  # its label for a zoo model with seeded random weights (no path)
+LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra).
@@ -43,9 +48,10 @@ class _BackendModel(_Strict):
         default_factory=lambda: list(DEFAULT_ABLATIONS),
         min_length=1,
         description=(
-            "Ablations of the position embedding table, applied in memory: trained (as shipped), zero (all "
-            "zeros: no position information), shuffled (rows permuted, seeded), sinusoidal (Vaswani codes "
-            "scaled to the trained table's mean row norm). A single name or a list."
+            "Ablations of the position embedding table, applied in memory: trained (as built or loaded; its "
+            f"rows read '{SEEDED}' for a zoo model's seeded random weights, '{UNABLATED}' for loaded weights), "
+            "zero (all zeros: no position information), shuffled (rows permuted, seeded), sinusoidal (Vaswani "
+            "codes scaled to the table's mean row norm). A single name or a list."
         ),
     )
     dtype: Literal["float32", "float64"] = Field(
@@ -279,8 +285,13 @@ class Family:
                           pooler=self.name == "bert", head=self.causal, untied_head=llama)  # fmt: skip
 
 
+def _unablated(what: str) -> str:
+    """What the unablated condition runs, and what its rows read (HFModelSpec.label, less allow_random_init's)."""
+    return f"{what}; rows read '{SEEDED}' for seeded weights, '{UNABLATED}' for loaded weights"
+
+
 _TABLE = {
-    "trained": "the learned position table as built or loaded",
+    UNABLATED: _unablated("the position table as built (seeded) or loaded"),
     "zero": "the table replaced by zeros: no position information",
     "shuffled": "the table's rows in a seeded random order",
     "sinusoidal": "Vaswani et al.'s codes, scaled to the table's mean row norm",
@@ -297,7 +308,7 @@ FAMILIES: dict[str, Family] = {
             "rotary (RoPE) on queries and keys",
             True,
             {
-                "trained": "RoPE on (position ids 0..T-1)",
+                UNABLATED: _unablated("RoPE on (position ids 0..T-1)"),
                 "zero": "RoPE off: every position id 0, the identity rotation",
                 "shuffled": "position ids in a seeded random order",
             },
@@ -310,7 +321,7 @@ FAMILIES: dict[str, Family] = {
             "ALiBi: a linear distance bias on attention scores",
             True,
             {
-                "trained": "ALiBi on (the model's slopes)",
+                UNABLATED: _unablated("ALiBi on (the model's slopes)"),
                 "zero": "zero slopes: no distance bias",
             },
             ("bloom",),
@@ -322,7 +333,7 @@ FAMILIES: dict[str, Family] = {
             "relative position bias, bucketed (encoder)",
             False,
             {
-                "trained": "the learned bias per bucket and head",
+                UNABLATED: _unablated("the bias per bucket and head, as built or loaded"),
                 "zero": "the bias replaced by zeros",
             },
             ("t5",),
@@ -334,7 +345,7 @@ FAMILIES: dict[str, Family] = {
             "disentangled relative positions (content-to-position, position-to-content)",
             False,
             {
-                "trained": "the learned relative embeddings",
+                UNABLATED: _unablated("the relative embeddings as built or loaded"),
                 "zero": "the relative embeddings (and an absolute table, if any) replaced by zeros",
             },
             ("deberta-v2",),
@@ -382,8 +393,9 @@ class HFModelSpec(_BackendModel):
         description="Checkpoint (path) only. Off (the default), a folder whose weights lack some of the tensors the "
         "measurement runs (embeddings, attention, feed-forward, norms), or hold them in other shapes than its "
         "config.json gives, is refused. On, transformers initialises those at random, and every row of this model "
-        f"is labelled <ablation>{RANDOM_INIT}, 'trained' reading 'loaded' (loaded{RANDOM_INIT}, zero{RANDOM_INIT}), "
-        "whether or not a tensor was missing: manifest.json's model_files.random_init names those that were.",
+        f"is labelled <ablation>{RANDOM_INIT}, '{UNABLATED}' reading '{LOADED}' ({LOADED}{RANDOM_INIT}, "
+        f"zero{RANDOM_INIT}), whether or not a tensor was missing: manifest.json's model_files.random_init names "
+        "those that were.",
     )
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
@@ -397,11 +409,13 @@ class HFModelSpec(_BackendModel):
         return value
 
     def label(self, ablation: str) -> str:
-        """With allow_random_init, `<ablation>+random_init`, 'trained' reading 'loaded': weights that may be partly
-        random are never labelled trained."""
-        if not self.allow_random_init:
-            return ablation
-        return ("loaded" if ablation == "trained" else ablation) + RANDOM_INIT
+        """Seeded weights (no path): 'trained' reads 'seeded'. With allow_random_init, `<ablation>+random_init`,
+        'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained."""
+        if self.path is None:
+            return SEEDED if ablation == UNABLATED else ablation
+        if self.allow_random_init:
+            return (LOADED if ablation == UNABLATED else ablation) + RANDOM_INIT
+        return ablation
 
 
 class CorpusInputs(_Strict):

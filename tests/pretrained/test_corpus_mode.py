@@ -167,4 +167,7 @@ def test_a_causal_zoo_model_runs_corpus_mode_with_its_mean_pooling(tmp_path):
     metrics = pd.read_csv(tmp_path / "out" / "g" / "metrics.csv")
     assert set(metrics["metric"]) == {"similarity_mean"}  # no [CLS]: a causal LM's first token is BOS
     assert len(metrics) == 2 * (4 + 4 + 4 + 4 + 4 + 1)  # ablations (trained, zero) x shuffles ("Time flies.": 1)
+    assert set(metrics["encoding"]) == {"seeded", "zero"}  # random weights: the ablation `trained` reads seeded
+    for name in ("metrics.csv", "sentences.csv", "summary.csv"):
+        assert "trained" not in (tmp_path / "out" / "g" / name).read_text(), name
     assert metrics["value"].between(-1, 1 + 1e-6).all() and metrics["value"].lt(1 - 1e-6).any()

@@ -1,6 +1,7 @@
 """A model folder that does not hold what the spec says is refused in one line (exit 2), never measured as if it
 did; parts the measurement does not run are named in manifest.json; random weights are allowed only when the spec
-says so, and then no row reads `trained`. Every case goes through `orderlab run`."""
+says so, and then no row reads `trained`; nor does a row of seeded weights (`seeded`). Every case goes through
+`orderlab run`."""
 
 from __future__ import annotations
 
@@ -86,6 +87,33 @@ def test_the_saved_folder_runs_and_its_manifest_says_nothing_is_missing(cli, wri
     rows, manifest = written(tmp_path)
     assert set(rows["encoding"]) == {"trained", "zero"}
     assert manifest["model_files"] == {"missing_unused": [], "extra_unused": [], "random_init": []}
+
+
+def labels_written(folder: Path) -> tuple[set[str], list[str], str]:
+    """metrics.csv's `encoding` values, summary.csv's columns, and both files' text."""
+    metrics, summary = folder / "metrics.csv", folder / "summary.csv"
+    text = metrics.read_text() + summary.read_text()
+    return set(pd.read_csv(metrics)["encoding"]), list(pd.read_csv(summary).columns), text
+
+
+def test_seeded_weights_read_seeded_and_the_saved_folder_of_them_reads_trained(cli, write_spec, tmp_path, folder):
+    """The same seeded BERT, built from the spec (random weights: `seeded`, never `trained`) and loaded from the
+    folder it was saved to (`trained`: the rows ran the folder's own weights and tokenizer)."""
+    spec = write_spec(
+        "name: seeded\nmodel: {kind: hf, family: bert, d_model: 16, n_heads: 2, n_layers: 2}\n"
+        "inputs: [{sentence: dog bites man, permutations: all}]\nmetrics: [equivariance, invariance]\n"
+    )
+    result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    encodings, columns, text = labels_written(tmp_path / "out" / "seeded")
+    assert encodings == {"seeded", "zero"}
+    assert {"seeded", "seeded verdict", "zero", "zero verdict"} <= set(columns)
+    assert "trained" not in text and "trained" not in result.output  # the files and the terminal tables
+    assert run(cli, write_spec, tmp_path).exit_code == 0
+    encodings, columns, text = labels_written(tmp_path / "out" / "folder")
+    assert encodings == {"trained", "zero"}
+    assert {"trained", "trained verdict", "zero", "zero verdict"} <= set(columns)
+    assert "seeded" not in text
 
 
 def test_a_tokenizer_that_maps_every_word_to_unk_is_refused(cli, write_spec, tmp_path, folder):

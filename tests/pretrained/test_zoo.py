@@ -39,9 +39,9 @@ def test_bidirectional_families_are_equivariant_to_round_off_only_without_positi
     moved = rows[rows["permutation"] != "0 1 2 3 4"]
     for family in ("bert", "t5", "deberta"):
         zero = moved[(moved["family"] == family) & (moved["encoding"] == "zero")]
-        trained = moved[(moved["family"] == family) & (moved["encoding"] == "trained")]
+        seeded = moved[(moved["family"] == family) & (moved["encoding"] == "seeded")]  # the ablation `trained`
         assert set(zero["verdict"]) <= set(PASSING_WORDS) and (zero["value"] == 0).all(), family
-        assert (trained[trained["metric"] == "equivariance"]["verdict"] == ORDER_SENSITIVE).any(), family
+        assert (seeded[seeded["metric"] == "equivariance"]["verdict"] == ORDER_SENSITIVE).any(), family
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -102,11 +102,11 @@ def test_lm_logprob_matches_a_token_by_token_hand_computation(write_spec):
         return total
 
     original = logprob("the dog bites the man".split())
-    trained = rows[rows["encoding"] == "trained"]
-    for _, row in trained[trained["metric"] == LOGPROB_CHANGE].iterrows():
+    seeded = rows[rows["encoding"] == "seeded"]
+    for _, row in seeded[seeded["metric"] == LOGPROB_CHANGE].iterrows():
         expected = abs(logprob(row["permuted"].split()) - original) / abs(original)
         assert row["value"] == pytest.approx(expected, rel=1e-9, abs=1e-12), row["permuted"]
-    preferred = trained[trained["metric"] == PERMUTATION_PREFERRED].set_index("permuted")["value"]
+    preferred = seeded[seeded["metric"] == PERMUTATION_PREFERRED].set_index("permuted")["value"]
     for permuted, value in preferred.items():
         assert value == float(logprob(permuted.split()) > original), permuted
 
@@ -175,6 +175,7 @@ def test_models_lists_every_family_and_the_checkpoints_in_the_hf_cache(tmp_path)
     from typer.testing import CliRunner
 
     from orderlab.cli import app
+    from orderlab.models.hf.zoo import catalog
 
     snapshot = tmp_path / "models--openai-community--gpt2" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
@@ -186,3 +187,7 @@ def test_models_lists_every_family_and_the_checkpoints_in_the_hf_cache(tmp_path)
     gpt2_row = result.output[result.output.index("│ gpt2 ") : result.output.index("│ llama ")]
     assert "openai-community/gpt2 (HF cache)" in gpt2_row
     assert "identity" in result.output and "zero slopes" in result.output
+    assert result.output.count("rows read") == len(FAMILIES)  # what the unablated condition's rows read
+    for entry in catalog(tmp_path):
+        assert entry.ablations["trained"].endswith("rows read 'seeded' for seeded weights, 'trained' for loaded "
+                                                   "weights"), entry.family  # fmt: skip
