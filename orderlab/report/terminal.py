@@ -30,7 +30,7 @@ from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.results.outcome import RunView
-from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
+from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.spec.sweep import describe
 
 if TYPE_CHECKING:
@@ -62,8 +62,26 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
     return verdict_cell(mean, verdict)
 
 
+def rate_cell(row: pd.Series, name: str) -> Text:
+    """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
+    permutations; over seeds '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
+    rate, verdict = row[name], row[f"{name} verdict"]
+    if verdict == NON_FINITE or pd.isna(rate):
+        return verdict_cell(rate, NON_FINITE)
+    lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
+    if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
+        return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
+    count = row.get(RATE_COUNT)
+    if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
+        return Text(f"{rate:.2f}")
+    return Text(f"{rate:.2f} ({round(rate * count)}/{count})")
+
+
 def encoding_cell(row: pd.Series, name: str) -> Text:
-    """One encoding's cell of a wide row: with an interval when the row is a mean over seeds."""
+    """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
+    when the row is a mean over seeds."""
+    if reduction_of(str(row["metric"])) == "rate":
+        return rate_cell(row, name)
     if f"{name} {LOWER}" in row.index:
         return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
     return verdict_cell(row[name], row[f"{name} verdict"])
@@ -106,13 +124,10 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
 
 def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
     """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
-    over seeds and interval)."""
+    over seeds and interval); a mean or rate metric's mean over permutations instead (reductions_note)."""
     seeds = over_seeds_note(summary, encodings)
-    table = Table(
-        title=title or None,
-        caption=f"worst case over permutations, layers, heads ({dtype}){seeds}; {VERDICT_LEGEND}" if caption else None,
-        title_justify="left",
-    )
+    notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
+    table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
@@ -127,6 +142,17 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
         for _, row in rows.iterrows():
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
     return table
+
+
+def reductions_note(summary: pd.DataFrame) -> str:
+    """What a caption adds for the rows not reduced to their worst value: '; logprob_change: mean over
+    permutations; permutation_preferred: share of permutations at 1 (how many of how many)'."""
+    shown = list(dict.fromkeys(summary["metric"])) if "metric" in summary.columns else []
+    means = [name for name in shown if reduction_of(name) == "mean"]
+    rates = [name for name in shown if reduction_of(name) == "rate"]
+    notes = [f"{', '.join(means)}: mean over permutations"] if means else []
+    notes += [f"{', '.join(rates)}: share of permutations at 1 (how many of how many)"] if rates else []
+    return "".join(f"; {note}" for note in notes)
 
 
 def stderr_console() -> Console:
