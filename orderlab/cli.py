@@ -482,25 +482,24 @@ def trace(
     console.print(f"wrote {outcome.path}")
 
 
-class FigureFormat(StrEnum):
-    png = "png"
-    svg = "svg"
-    pdf = "pdf"
-
-
 @app.command()
 @user_errors
 def plot(
     results_dir: Annotated[Path, typer.Argument(help="A folder written by `orderlab run`.", show_default=False)],
     file_format: Annotated[
-        FigureFormat, typer.Option("--format", help="png for screens; svg or pdf (vector) for papers.")
-    ] = FigureFormat.png,
+        str,
+        typer.Option(
+            "--format",
+            help="png for screens; svg or pdf (vector) for papers; several joined by commas (png,pdf). Figures "
+            "of the formats not asked for stay.",
+        ),
+    ] = "png",
 ) -> None:
     """Draw the figures of a results folder into RESULTS_DIR/figures/: metric vs layer, every attention head, probe
     accuracy."""
-    from orderlab.report.figures import plot_results
+    from orderlab.report.figures import parse_formats, plot_results
 
-    for path in plot_results(results_dir, file_format.value):
+    for path in plot_results(results_dir, parse_formats(file_format)):
         typer.echo(f"wrote {path}")
 
 
