@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.measure.rows import summarize
 from orderlab.models.hf.extra import installed
-from orderlab.report.terminal import summary_tables
+from orderlab.report.terminal import rate_text, summary_tables
 from orderlab.spec.metric_names import RATE_COUNT
 
 ENCODINGS = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"]
@@ -98,3 +98,9 @@ def test_run_of_a_causal_lm_shows_its_acceptance_rate(tmp_path):
     changes = metrics.loc[metrics["metric"] == "logprob_change", "value"]
     assert summary.loc["logprob_change", "trained"] == pytest.approx(changes.mean(), rel=1e-5)
     assert f"{flags.mean():.2f} ({int(flags.sum())}/24)" in result.output
+
+
+def test_a_bar_s_rate_names_its_unit_and_turns_to_seconds_per_unit_when_slow():
+    assert rate_text(1234.4, "seq") == "1,234 seq/s"
+    assert rate_text(0.25, "spec") == "4.0 s/spec"  # compare's bar counted specs and showed '0 seq/s'
+    assert rate_text(None, "spec") == "" and rate_text(0.0, "seq") == ""

@@ -172,10 +172,21 @@ PROGRESS_DELAY_SECONDS = 1.0
 
 
 class RateColumn(ProgressColumn):
-    """Sequences per second, from rich's running estimate."""
+    """Units of work per second from rich's running estimate ('1,234 seq/s'), or seconds per unit when slower
+    than one a second ('4.2 s/spec')."""
+
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit
 
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
+        return Text(rate_text(task.speed, self.unit), style="progress.data.speed")
+
+
+def rate_text(speed: float | None, unit: str) -> str:
+    if not speed:
+        return ""
+    return f"{speed:,.0f} {unit}/s" if speed >= 1 else f"{1 / speed:,.1f} s/{unit}"
 
 
 @dataclass(frozen=True)
@@ -190,15 +201,16 @@ class ProgressBar:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool) -> Iterator[ProgressBar]:
-    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line.
+def progress_bar(description: str, quiet: bool, unit: str = "seq") -> Iterator[ProgressBar]:
+    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line;
+    `unit` names what done and total count (sequences; compare's specs).
 
     The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
     extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
     """
     console = stderr_console()
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
         disable=quiet or not console.is_terminal,
     )  # fmt: skip
