@@ -351,6 +351,9 @@ def list_models() -> None:
     report.Console().print(report.models_table(catalog()))
 
 
+COMPARE_ROWS_SHORT = 60  # a comparison table longer than this ends with a hint to choose rows with --metric
+
+
 @app.command()
 @user_errors
 def compare(
@@ -390,13 +393,16 @@ def compare(
 
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
-    paths = specs or comparing.default_specs()
+    paths, skipped = (specs, []) if specs else comparing.default_specs()
     validate_device(device.torch())
     folder = child(out, "compare")
     if html is not None:
         html_report.check_destination(html, inputs=[*paths, folder])
-    with claim(folder, Writer("compare"), force), report.progress_bar("comparing encodings", quiet) as advance:
-        result = comparing.compare(paths, names, rows, device.torch(), advance)
+    for left_out in [] if quiet else skipped:
+        typer.echo(f"skipped {left_out.path}: {left_out.why}, so compare cannot swap its encodings", err=True)
+    bar = report.progress_bar("comparing encodings", quiet, unit="spec")
+    with claim(folder, Writer("compare"), force), bar as advance:
+        result = comparing.compare(paths, names, rows, device.torch(), advance, advance.note)
         comparing.write_comparison(result, folder, device.torch())
     if html is not None:
         html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
@@ -404,6 +410,9 @@ def compare(
         console = report.Console()
         console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
         console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json")
+        if not metric and len(result.table) > COMPARE_ROWS_SHORT:
+            console.print(f"{len(result.table):,} rows: choose some with --metric (-m equivariance -m pair_distance, "
+                          "...), or read compare.csv", markup=False, highlight=False)  # fmt: skip
 
 
 @app.command()
@@ -482,25 +491,24 @@ def trace(
     console.print(f"wrote {outcome.path}")
 
 
-class FigureFormat(StrEnum):
-    png = "png"
-    svg = "svg"
-    pdf = "pdf"
-
-
 @app.command()
 @user_errors
 def plot(
     results_dir: Annotated[Path, typer.Argument(help="A folder written by `orderlab run`.", show_default=False)],
     file_format: Annotated[
-        FigureFormat, typer.Option("--format", help="png for screens; svg or pdf (vector) for papers.")
-    ] = FigureFormat.png,
+        str,
+        typer.Option(
+            "--format",
+            help="png for screens; svg or pdf (vector) for papers; several joined by commas (png,pdf). Figures "
+            "of the formats not asked for stay.",
+        ),
+    ] = "png",
 ) -> None:
     """Draw the figures of a results folder into RESULTS_DIR/figures/: metric vs layer, every attention head, probe
     accuracy."""
-    from orderlab.report.figures import plot_results
+    from orderlab.report.figures import parse_formats, plot_results
 
-    for path in plot_results(results_dir, file_format.value):
+    for path in plot_results(results_dir, parse_formats(file_format)):
         typer.echo(f"wrote {path}")
 
 

@@ -118,6 +118,54 @@ def test_compare_names_the_combination_of_a_sweep_and_skips_pretrained_specs(sma
     assert refused.exit_code == 2 and "a pretrained model brings its own positions" in refused.output
 
 
+def test_compare_names_every_spec_it_skips_and_why(small_spec, tmp_path, monkeypatch):
+    experiments = tmp_path / "experiments"
+    experiments.mkdir()
+    small_spec.rename(experiments / "small.yaml")
+    others = {
+        "minilm.yaml": "model: {kind: pretrained, name: minilm}\ninputs: [{sentence: dog bites man}]\n",
+        "zoo.yaml": "model: {kind: hf, family: bert}\ninputs: [{sentence: dog bites man}]\n",
+        "trained.yaml": "model: {kind: checkpoint, path: weights.safetensors}\ninputs: [{sentence: dog bites man}]\n",
+        "corpus.yaml": "model: {d_model: 16}\ninputs: {file: corpus.txt, shuffles: 2}\n",
+    }
+    for name, text in others.items():
+        (experiments / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = invoke("compare", "-e", "none", "-m", "equivariance")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("skipped")]
+    assert lines == [
+        "skipped experiments/corpus.yaml: corpus inputs have no permutations to line up, so compare cannot swap "
+        "its encodings",
+        "skipped experiments/minilm.yaml: a pretrained model brings its own positions, so compare cannot swap its "
+        "encodings",
+        "skipped experiments/trained.yaml: a checkpoint is measured under the encoding it was trained with, so "
+        "compare cannot swap its encodings",
+        "skipped experiments/zoo.yaml: a pretrained model brings its own positions, so compare cannot swap its "
+        "encodings",
+    ]  # fmt: skip
+    assert set(pd.read_csv(tmp_path / "results" / "compare" / "compare.csv").spec) == {"small"}
+    quiet = invoke("compare", "-e", "none", "-m", "equivariance", "-q", "--force")
+    assert quiet.exit_code == 0 and quiet.output == ""
+
+
+def test_a_long_comparison_ends_with_a_hint_to_choose_metrics(tmp_path):
+    spec = tmp_path / "long.yaml"
+    spec.write_text(
+        "name: long\nmodel: {d_model: 16, n_heads: 4, n_layers: 2}\nencodings: [none]\ninputs:\n"
+        "  - {sentence: dog bites man, permutations: all}\n  - {sentence: the cat sat, permutations: all}\n"
+        "  - {sentence: a b c d, permutations: all}\n  - {sentence: one two three, permutations: all}\n"
+    )
+    result = invoke("compare", "-e", "none", str(spec), "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    rows = len(pd.read_csv(tmp_path / "compare" / "compare.csv"))
+    assert rows > 60
+    assert f"{rows:,} rows: choose some with --metric (-m equivariance -m pair_distance" in result.output
+    chosen = invoke("compare", "-e", "none", str(spec), "-m", "equivariance", "--out", str(tmp_path), "--force")
+    assert chosen.exit_code == 0, chosen.output
+    assert "choose some with --metric" not in chosen.output
+
+
 def test_compare_without_specs_or_experiments_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("compare", "-e", "rope")

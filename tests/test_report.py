@@ -5,9 +5,15 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
-from orderlab.report.terminal import summary_tables
+from orderlab.cli import app
+from orderlab.measure.rows import summarize
+from orderlab.models.hf.extra import installed
+from orderlab.report.terminal import rate_text, summary_tables
+from orderlab.spec.metric_names import RATE_COUNT
 
 ENCODINGS = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"]
 
@@ -40,3 +46,61 @@ def test_many_encodings_split_into_tables_that_fit_without_truncation():
 def test_a_wide_console_gets_one_table():
     tables = summary_tables(fake_summary(), ENCODINGS, "tour", "float64", width=200)
     assert len(tables) == 1
+
+
+# --- reductions: a 0/1 flag reads as a rate with its count, a typical size as its mean ---------------------
+
+
+def lm_worst_rows() -> pd.DataFrame:
+    """Max rows as finish_summary hands them to summarize: each with its `mean` and `count` over 24 permutations."""
+    rows = []
+    for encoding, (accepted, change) in {"trained": (10, 0.08), "zero": (6, 0.04)}.items():
+        common = {"case": "permutation", "input": "the dog bit the man", "permuted": "", "encoding": encoding,
+                  "layer": 2, "count": 24, "verdict": "order-sensitive"}  # fmt: skip
+        rows.append(common | {"metric": "permutation_preferred", "value": 1.0, "mean": accepted / 24})
+        rows.append(common | {"metric": "logprob_change", "value": 0.4, "mean": change})
+    return pd.DataFrame(rows)
+
+
+def test_a_flag_reads_as_its_rate_with_the_count_and_logprob_change_as_its_mean():
+    summary = summarize(lm_worst_rows(), ["trained", "zero"])
+    text = render(summary_tables(summary, ["trained", "zero"], "lm", "float32", width=80))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "0.42 (10/24)" in text and "0.25 (6/24)" in text
+    assert "8.0e-02 ✗" in text and "4.0e-02 ✗" in text  # the means, marked by the worst value's verdict
+    assert "1.0e+00" not in text and "4.0e-01" not in text  # neither worst value is what a reader wants
+    assert "permutation_preferred: share of permutations at 1" in " ".join(text.split())
+    assert "logprob_change: mean over permutations" in " ".join(text.split())
+    counts = summary.set_index("metric")[RATE_COUNT]
+    assert counts["permutation_preferred"] == 24 and pd.isna(counts["logprob_change"])
+
+
+def test_a_summary_without_a_rate_keeps_its_columns():
+    rows = lm_worst_rows()
+    summary = summarize(rows[rows["metric"] == "logprob_change"], ["trained", "zero"])
+    assert RATE_COUNT not in summary.columns
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+def test_run_of_a_causal_lm_shows_its_acceptance_rate(tmp_path):
+    spec = tmp_path / "lm.yaml"
+    spec.write_text(
+        "name: lm\nmodel: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}\n"
+        "inputs: [{sentence: the dog bites the man, permutations: prefixes}]\nmetrics: [lm_logprob]\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    metrics = pd.read_csv(tmp_path / "lm" / "metrics.csv").query("encoding == 'trained'")
+    summary = pd.read_csv(tmp_path / "lm" / "summary.csv").set_index("metric")
+    flags = metrics.loc[metrics["metric"] == "permutation_preferred", "value"]
+    assert len(flags) == 24 and summary.loc["permutation_preferred", RATE_COUNT] == 24
+    assert summary.loc["permutation_preferred", "trained"] == pytest.approx(flags.mean(), abs=1e-6)
+    changes = metrics.loc[metrics["metric"] == "logprob_change", "value"]
+    assert summary.loc["logprob_change", "trained"] == pytest.approx(changes.mean(), rel=1e-5)
+    assert f"{flags.mean():.2f} ({int(flags.sum())}/24)" in result.output
+
+
+def test_a_bar_s_rate_names_its_unit_and_turns_to_seconds_per_unit_when_slow():
+    assert rate_text(1234.4, "seq") == "1,234 seq/s"
+    assert rate_text(0.25, "spec") == "4.0 s/spec"  # compare's bar counted specs and showed '0 seq/s'
+    assert rate_text(None, "spec") == "" and rate_text(0.0, "seq") == ""

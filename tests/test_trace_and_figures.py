@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,9 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.measure.trace import trace_layer, word_vectors
 from orderlab.models.devices import CPU
+from orderlab.models.hf.extra import installed
 from orderlab.models.stack import stack_adapters
+from orderlab.report.figures import drawings, read_results
 from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 
@@ -144,3 +147,66 @@ def test_shipped_experiment_reproduces_its_baseline(tmp_path, name):
         fresh = pd.read_csv(tmp_path / name / f"{table}.csv", keep_default_na=False)
         baseline = pd.read_csv(ROOT / "results" / name / f"{table}.csv", keep_default_na=False)
         pd.testing.assert_frame_equal(fresh, baseline, check_exact=False, rtol=1e-6, atol=1e-12)
+
+
+# --- plot --format: one or several formats, the others' figures kept -------------------------------------------
+
+
+def figure_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((folder / "figures").iterdir()) if p.name != "manifest.json"}
+
+
+def test_plot_in_one_format_keeps_the_figures_of_the_others(tmp_path):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(ROOT / "results" / "worked_example", folder)
+    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_layer"]
+    first = CliRunner().invoke(app, ["plot", str(folder), "--format", "png,svg"])
+    assert first.exit_code == 0, first.output
+    assert first.output.count("wrote") == 6
+    pictures = figure_files(folder)
+    assert sorted(pictures) == sorted(f"{stem}.{kind}" for stem in stems for kind in ("png", "svg"))
+    again = CliRunner().invoke(app, ["plot", str(folder), "--format", "pdf"])
+    assert again.exit_code == 0, again.output
+    after = figure_files(folder)
+    assert {name: after[name] for name in pictures} == pictures  # the PNG and SVG figures, byte for byte
+    assert sorted(set(after) - set(pictures)) == [f"{stem}.pdf" for stem in stems]
+    assert all(after[f"{stem}.pdf"].startswith(b"%PDF-") for stem in stems)
+    manifest = json.loads((folder / "figures" / "manifest.json").read_text())
+    assert manifest["files"] == sorted([*after, "manifest.json"])
+
+
+@pytest.mark.parametrize(("formats", "message"), [("jpg", "'jpg' is not a figure format"),
+                                                   ("png,png", "a format is named twice")])  # fmt: skip
+def test_plot_refuses_an_unknown_or_repeated_format_in_one_line(tmp_path, formats, message):
+    folder = tmp_path / "worked_example"
+    shutil.copytree(ROOT / "results" / "worked_example", folder)
+    result = CliRunner().invoke(app, ["plot", str(folder), "--format", formats])
+    assert result.exit_code == 2
+    assert message in result.output and "expected png, svg, pdf" in result.output
+    assert not (folder / "figures").exists()
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+def test_a_causal_lm_s_rate_and_mean_are_drawn_on_linear_axes_at_whole_layers(tmp_path):
+    spec = tmp_path / "lm.yaml"
+    spec.write_text(
+        "name: lm\nmodel: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}\n"
+        "inputs: [{sentence: the dog bites the man, permutations: prefixes}]\n"
+        "metrics: [prefix_invariance, lm_logprob]\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--quiet", "--plot"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "lm"
+    assert (folder / "figures" / "metrics_by_layer.png").is_file()
+    (drawing,) = drawings(folder, read_results(folder))
+    panels = {ax.get_title(): ax for ax in drawing.figure.axes if ax.get_visible()}
+    rows = pd.read_csv(folder / "metrics.csv")
+    flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "trained")]["value"]
+    for title in ("logprob_change (mean over permutations)", "permutation_preferred (rate over permutations)"):
+        ax = panels[title]
+        assert ax.get_yscale() == "linear"
+        assert {x for line in ax.get_lines() for x in line.get_xdata()} == {2}  # the last layer, unshifted
+        assert list(ax.get_xticks()) == [2]
+    rates = {line.get_label(): line.get_ydata()[0] for line in panels[title].get_lines()}
+    assert rates["trained"] == pytest.approx(flags.mean())
+    assert panels["prefix_invariance"].get_yscale() == "log"

@@ -31,8 +31,8 @@ from orderlab.spec.schema import (
     EncodingChoice,
     Spec,
     encoding_context,
-    is_stack_spec,
     longest_sentence,
+    spec_kinds,
     uses_backend,
 )
 from orderlab.spec.sweep import SEED, describe, plan, swept_fields
@@ -81,12 +81,41 @@ def parse_metrics(metrics: list[str] | None) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def default_specs(root: Path = Path("experiments")) -> list[Path]:
-    """Every attention-stack spec in `root` (pretrained-model specs have no encodings to swap)."""
-    found = [path for path in sorted(root.glob("*.yaml")) if is_stack_spec(path)]
+# Why compare cannot swap a spec's encodings, by its model kind: compare swaps the attention stack's.
+PRETRAINED_POSITIONS = "a pretrained model brings its own positions"
+TRAINED_ENCODING = "a checkpoint is measured under the encoding it was trained with"
+NOT_SWAPPABLE = {"pretrained": PRETRAINED_POSITIONS, "hf": PRETRAINED_POSITIONS, "checkpoint": TRAINED_ENCODING}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A spec of the default set that compare leaves out, and why."""
+
+    path: Path
+    why: str
+
+
+def default_specs(root: Path = Path("experiments")) -> tuple[list[Path], list[Skipped]]:
+    """Every attention-stack spec in `root`, and every other spec there with why compare skips it."""
+    found, skipped = [], []
+    for path in sorted(root.glob("*.yaml")):
+        why = skip_reason(path)
+        if why is None:
+            found.append(path)
+        else:
+            skipped.append(Skipped(path, why))
     if not found:
         raise OrderlabError(f"no specs given and no attention-stack spec in {root}/*.yaml; expected SPEC paths")
-    return found
+    return found, skipped
+
+
+def skip_reason(path: Path) -> str | None:
+    """Why compare cannot run the spec at `path` (read from its raw YAML), or None: a model kind it cannot swap
+    encodings of, or corpus inputs. An unknown model kind is not skipped: loading it says what is wrong."""
+    model, inputs = spec_kinds(path)
+    if model in NOT_SWAPPABLE:
+        return NOT_SWAPPABLE[model]
+    return "corpus inputs have no permutations to line up" if inputs != "sentences" else None
 
 
 def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
@@ -96,12 +125,13 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     spec = loaded.spec
     if uses_backend(spec):
         raise OrderlabError(
-            f"{path}: a pretrained model brings its own positions, so compare cannot swap its encodings; "
+            f"{path}: {PRETRAINED_POSITIONS}, so compare cannot swap its encodings; "
             "expected an attention-stack spec (ablate a pretrained model with model.position_embeddings)"
         )
     if isinstance(spec.model, CheckpointModelSpec):
-        raise OrderlabError(f"{path}: a checkpoint is measured under the encoding it was trained with, so compare "
-                            "cannot swap its encodings; expected an attention-stack spec")  # fmt: skip
+        raise OrderlabError(
+            f"{path}: {TRAINED_ENCODING}, so compare cannot swap its encodings; expected an attention-stack spec"
+        )
     for configuration in plan(spec):  # every combination of a sweep must suit every encoding
         context = encoding_context(configuration.spec, longest_sentence(spec))
         for name in encodings:
@@ -161,8 +191,10 @@ def compare(
     rows: list[str],
     device: torch.device = CPU,
     progress: Callable[[int, int], None] | None = None,
+    notes: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer)."""
+    """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
+    progress: (specs done, specs); notes: the name of the spec being run."""
     started = time.perf_counter()
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
     names = [loaded.spec.name for loaded in prepared]
@@ -170,6 +202,8 @@ def compare(
         raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
     cells = []
     for done, loaded in enumerate(prepared, start=1):
+        if notes:
+            notes(loaded.spec.name)
         result = run_sweep(loaded.spec, device)
         cells.append(worst_cells(result.metrics, loaded.spec, rows))
         if progress:

@@ -199,15 +199,19 @@ class SummaryCollector:
         return summary
 
     def frame(self) -> pd.DataFrame:
-        """Two rows per (layer, head, metric): the max with its permutation, and the mean."""
+        """Two rows per (layer, head, metric): the max with its permutation, and the mean; `count`: the
+        permutations both reduce over (for summaries, not metrics.csv)."""
         columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
-        columns |= {"statistic": [], "value": []}
-        for (layer, head, metric), (top, where) in self.worst.items():
+        columns |= {"statistic": [], "value": [], "count": []}
+        for key, (top, where) in self.worst.items():
+            layer, head, metric = key
+            count = self.counts[key]
             for statistic, label, permuted, value in (
                 ("max", perms.label(where), " ".join(perms.apply(where, self.words)), top),
-                ("mean", "", "", self.sums[(layer, head, metric)].mean(self.counts[(layer, head, metric)])),
+                ("mean", "", "", self.sums[key].mean(count)),
             ):
-                for column, item in zip(columns, (label, permuted, layer, head, metric, statistic, value), strict=True):
+                items = (label, permuted, layer, head, metric, statistic, value, count)
+                for column, item in zip(columns, items, strict=True):
                     columns[column].append(item)
         frame = pd.DataFrame(columns)
         frame["head"] = frame["head"].astype("Int64")
@@ -228,14 +232,16 @@ class SummaryCollector:
 def finish_summary(
     summary: SummaryCollector, noise: dict[NoiseKey, float], dtype: str
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows; how many
-    came out non-finite). The one place a summary is finished, for a whole run and for a merge of shards alike."""
+    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows, each
+    with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
+    a summary is finished, for a whole run and for a merge of shards alike."""
     table = summary.frame()
     judged = judge(table, noise, dtype)
     summary.name_first_where_round_off(table)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
-    return rows, table[table["statistic"] == "max"], judged
+    means = table.loc[table["statistic"] == "mean", "value"].to_numpy()  # frame() writes each max before its mean
+    return rows, table[table["statistic"] == "max"].assign(mean=means), judged
 
 
 def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:

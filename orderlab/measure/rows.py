@@ -33,11 +33,14 @@ from orderlab.spec.metric_names import (
     PERMUTATION_PREFERRED,
     PREFIX_INVARIANCE,
     PREFIX_INVARIANCE_FAMILY,
+    RATE_COUNT,
     REPEAT_COSINE,
     REPEAT_DISTANCE,
     REPEATED_WORDS_FAMILY,
     TOKEN_SHIFT,
     TOKEN_SHIFT_FAMILY,
+    per_permutation_mean,
+    reduction_of,
 )
 from orderlab.spec.schema import ExplicitEmbeddings, Spec
 from orderlab.spec.text import repeated_pairs, sentence_vectors
@@ -204,13 +207,29 @@ def record_pair(
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """Wide view: per (case, subject, metric), the worst (largest) value under each encoding and its verdict."""
+    """Wide view: per (case, subject, metric), each encoding's value as the registry reduces the metric, and its
+    verdict: the worst (largest) value, or for a mean or a rate the largest mean over permutations of any layer and
+    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT."""
     subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
     keys = ["case", "subject", "metric", "encoding"]
-    ordered = table.assign(subject=subject).sort_values("value", kind="mergesort", na_position="last")
+    shown = table.assign(subject=subject, value=summary_values(table))
+    ordered = shown.sort_values("value", kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
-    worst = ordered.groupby(keys).tail(1)[[*keys, "value", "verdict"]]
+    worst = ordered.groupby(keys).tail(1)
     wide = worst.pivot(index=["case", "subject", "metric"], columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
-    return pd.DataFrame(columns).reset_index()
+    summary = pd.DataFrame(columns).reset_index()
+    rates = worst[worst["metric"].map(reduction_of) == "rate"]
+    if rates.empty:
+        return summary
+    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
+    return summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+
+
+def summary_values(table: pd.DataFrame) -> pd.Series:
+    """Each row's value as its summary shows it: its `mean` over permutations for a mean or rate metric, else
+    `value` (the worst)."""
+    if "mean" not in table.columns:
+        return table["value"]
+    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool), table["mean"])

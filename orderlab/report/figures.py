@@ -3,14 +3,16 @@
 Reads only what `orderlab run` wrote (metrics.csv, attention.csv, manifest.json) and never
 recomputes, so a committed baseline can be re-plotted without torch. Uses matplotlib's Figure
 API with the Agg canvas: no pyplot state, no display needed. `plot_results` saves the figures
-(PNG, SVG or PDF) to <folder>/figures/ with a manifest.json naming them, written whole or not at
-all; the HTML report (report/html.py) draws the same figures inline.
+(PNG, SVG and/or PDF) to <folder>/figures/ with a manifest.json naming them, written whole or not at
+all, keeping the figures of the formats it was not asked for; the HTML report (report/html.py) draws
+the same figures inline.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +31,14 @@ from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
-from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
+from orderlab.spec.metric_names import (
+    METRIC_NAMES,
+    POSITION_ACCURACY,
+    POSITION_CHANCE,
+    TASK_ACCURACY,
+    per_permutation_mean,
+    reduction_of,
+)
 from orderlab.spec.sweep import describe
 from orderlab.spec.userfiles import FileProblem
 from orderlab.train.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
@@ -96,14 +105,43 @@ def read_results(folder: Path) -> Results:
     return Results(metrics, manifest, attention)
 
 
-def plot_results(folder: Path, file_format: str = "png") -> list[Path]:
-    """Write every figure the folder's data supports into <folder>/figures/; return their paths."""
+def parse_formats(text: str) -> list[str]:
+    """'png,svg' -> ['png', 'svg']: one or several of FORMATS, each once; one line naming the choices if not."""
+    names = [part.strip().lower() for part in text.split(",")]
+    unknown = [name for name in names if name not in FORMATS]
+    if unknown or len(set(names)) != len(names):
+        problem = f"{unknown[0]!r} is not a figure format" if unknown else "a format is named twice"
+        raise OrderlabError(f"--format {text!r}: {problem}; expected {', '.join(FORMATS)}, or several joined by commas")
+    return names
+
+
+def plot_results(folder: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
+    """Write every figure the folder's data supports into <folder>/figures/ in each of `formats`; return their paths.
+
+    The folder is replaced whole (staged_folder), with the figures of other formats that plot wrote before
+    carried over, so `plot --format pdf` after a PNG plot leaves both."""
     drawn = drawings(folder, read_results(folder))
     figures = child(folder, FIGURES)
     with claim(figures, Writer("plot")), staged_folder(figures) as staging:
+        carry_other_formats(figures, staging, formats)
         for drawing in drawn:
-            drawing.figure.savefig(staging / f"{drawing.stem}.{file_format}", dpi=DPI, metadata=_no_date(file_format))
-    return [figures / f"{drawing.stem}.{file_format}" for drawing in drawn]
+            for file_format in formats:
+                path = staging / f"{drawing.stem}.{file_format}"
+                drawing.figure.savefig(path, dpi=DPI, metadata=_no_date(file_format))
+    return [figures / f"{drawing.stem}.{file_format}" for drawing in drawn for file_format in formats]
+
+
+def carry_other_formats(figures: Path, staging: Path, formats: Sequence[str]) -> None:
+    """Copy into staging the figures of formats not being drawn now, as the previous manifest lists them (files
+    plot wrote; nothing a user put there, no link): re-plotting in one format keeps the others'."""
+    if not (figures / MANIFEST).is_file():
+        return
+    listed = read_manifest(figures).fields.files or []
+    for name in listed:
+        source = figures / name
+        kept = Path(name).suffix.lstrip(".") in set(FORMATS) - set(formats)
+        if kept and "/" not in name and source.is_file() and not source.is_symlink():
+            shutil.copyfile(source, staging / name)
 
 
 def drawings(folder: Path, results: Results) -> list[Drawing]:
@@ -200,12 +238,14 @@ def _lines(frame: pd.DataFrame, swept: list[str]) -> list[tuple[str, int, int, p
     return lines
 
 
-def _draw_lines(ax: Axes, lines: list[tuple[str, pd.Series]], styles: list[tuple[int, int]]) -> None:
-    """One line per (label, values by layer), each shifted sideways by its own small offset (DODGE), so that
+def _draw_lines(
+    ax: Axes, lines: list[tuple[str, pd.Series]], styles: list[tuple[int, int]], dodge: float = DODGE
+) -> None:
+    """One line per (label, values by layer), each shifted sideways by its own small offset (dodge), so that
     lines with equal values (every encoding at ≈0, say) sit side by side instead of hiding each other."""
     colours = _colours()
     for index, ((label, series), (colour, style)) in enumerate(zip(lines, styles, strict=True)):
-        offset = (index - (len(lines) - 1) / 2) * DODGE
+        offset = (index - (len(lines) - 1) / 2) * dodge
         ax.plot(series.index + offset, series.to_numpy(), label=label, color=colours[colour % len(colours)],
                 linestyle=STYLES[style % len(STYLES)], marker=MARKERS[index % len(MARKERS)], markersize=5,
                 markerfacecolor="none")  # fmt: skip
@@ -218,7 +258,8 @@ def _metric_order(names: list[str]) -> list[str]:
 
 
 def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: str) -> Figure:
-    """One panel per metric: the worst value over inputs, permutations and heads, per layer, log scale."""
+    """One panel per metric: the worst value over inputs, permutations and heads, per layer, log scale; a mean or
+    rate metric (one value per sequence) as its mean over permutations, on a linear axis at its whole layers."""
     names = _metric_order(list(frame["metric"]))
     columns = min(3, len(names))
     rows = -(-len(names) // columns)
@@ -226,8 +267,13 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
     axes = figure.subplots(rows, columns, squeeze=False).flatten()
     for ax, metric in zip(axes, names, strict=False):
         lines = _lines(frame[frame["metric"] == metric], swept)
+        styles = [(e, c) for _, e, c, _ in lines]
+        if per_permutation_mean(metric):
+            _draw_lines(ax, [(label, _mean_by_layer(group)) for label, _, _, group in lines], styles, dodge=0)
+            _mean_axes(ax, metric, sorted(frame.loc[frame["metric"] == metric, "layer"].unique()))
+            continue
         worst = [(label, group.groupby("layer")["value"].max().clip(lower=FLOOR)) for label, _, _, group in lines]
-        _draw_lines(ax, worst, [(e, c) for _, e, c, _ in lines])
+        _draw_lines(ax, worst, styles)
         ax.set_yscale("log")
         probe = " (probe pair)" if (frame.loc[frame["metric"] == metric, "case"] == "probe").all() else ""
         ax.set_title(metric + probe)
@@ -243,6 +289,26 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
         "lines shifted sideways a little so equal ones stay visible)"
     )
     return figure
+
+
+def _mean_by_layer(rows: pd.DataFrame) -> pd.Series:
+    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means)."""
+    if "statistic" in rows.columns:
+        rows = rows[rows["statistic"] == "mean"]
+    return rows.groupby(["layer", "input"])["value"].mean().groupby("layer").mean()
+
+
+def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
+    """A mean or rate panel: linear values (a rate within 0..1), ticks at exactly the layers measured."""
+    rate = reduction_of(metric) == "rate"
+    if rate:
+        ax.set_ylim(-0.02, 1.02)
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xticks(layers)
+    ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations)")
+    ax.set_xlabel("layer (0 = input)")
+    ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
 
 
 def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float) -> Figure:

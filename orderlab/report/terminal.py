@@ -30,7 +30,7 @@ from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.results.outcome import RunView
-from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE
+from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.spec.sweep import describe
 
 if TYPE_CHECKING:
@@ -62,8 +62,26 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
     return verdict_cell(mean, verdict)
 
 
+def rate_cell(row: pd.Series, name: str) -> Text:
+    """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
+    permutations; over seeds '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
+    rate, verdict = row[name], row[f"{name} verdict"]
+    if verdict == NON_FINITE or pd.isna(rate):
+        return verdict_cell(rate, NON_FINITE)
+    lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
+    if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
+        return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
+    count = row.get(RATE_COUNT)
+    if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
+        return Text(f"{rate:.2f}")
+    return Text(f"{rate:.2f} ({round(rate * count)}/{count})")
+
+
 def encoding_cell(row: pd.Series, name: str) -> Text:
-    """One encoding's cell of a wide row: with an interval when the row is a mean over seeds."""
+    """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
+    when the row is a mean over seeds."""
+    if reduction_of(str(row["metric"])) == "rate":
+        return rate_cell(row, name)
     if f"{name} {LOWER}" in row.index:
         return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
     return verdict_cell(row[name], row[f"{name} verdict"])
@@ -106,13 +124,10 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
 
 def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
     """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
-    over seeds and interval)."""
+    over seeds and interval); a mean or rate metric's mean over permutations instead (reductions_note)."""
     seeds = over_seeds_note(summary, encodings)
-    table = Table(
-        title=title or None,
-        caption=f"worst case over permutations, layers, heads ({dtype}){seeds}; {VERDICT_LEGEND}" if caption else None,
-        title_justify="left",
-    )
+    notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
+    table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
@@ -127,6 +142,17 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
         for _, row in rows.iterrows():
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
     return table
+
+
+def reductions_note(summary: pd.DataFrame) -> str:
+    """What a caption adds for the rows not reduced to their worst value: '; logprob_change: mean over
+    permutations; permutation_preferred: share of permutations at 1 (how many of how many)'."""
+    shown = list(dict.fromkeys(summary["metric"])) if "metric" in summary.columns else []
+    means = [name for name in shown if reduction_of(name) == "mean"]
+    rates = [name for name in shown if reduction_of(name) == "rate"]
+    notes = [f"{', '.join(means)}: mean over permutations"] if means else []
+    notes += [f"{', '.join(rates)}: share of permutations at 1 (how many of how many)"] if rates else []
+    return "".join(f"; {note}" for note in notes)
 
 
 def stderr_console() -> Console:
@@ -146,10 +172,21 @@ PROGRESS_DELAY_SECONDS = 1.0
 
 
 class RateColumn(ProgressColumn):
-    """Sequences per second, from rich's running estimate."""
+    """Units of work per second from rich's running estimate ('1,234 seq/s'), or seconds per unit when slower
+    than one a second ('4.2 s/spec')."""
+
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit
 
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:,.0f} seq/s" if task.speed else "", style="progress.data.speed")
+        return Text(rate_text(task.speed, self.unit), style="progress.data.speed")
+
+
+def rate_text(speed: float | None, unit: str) -> str:
+    if not speed:
+        return ""
+    return f"{speed:,.0f} {unit}/s" if speed >= 1 else f"{1 / speed:,.1f} s/{unit}"
 
 
 @dataclass(frozen=True)
@@ -164,15 +201,16 @@ class ProgressBar:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool) -> Iterator[ProgressBar]:
-    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line.
+def progress_bar(description: str, quiet: bool, unit: str = "seq") -> Iterator[ProgressBar]:
+    """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line;
+    `unit` names what done and total count (sequences; compare's specs).
 
     The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
     extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
     """
     console = stderr_console()
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
         disable=quiet or not console.is_terminal,
     )  # fmt: skip

@@ -19,9 +19,12 @@ from orderlab.spec.registry import Registry
 
 Model = Literal["stack", "pretrained"]  # the synthetic attention stack, or a pretrained (packaged or hf) model
 Passing = Literal["equivariant", "invariant", "indistinguishable"]
-# How summary.csv (and `rows: summary`) reduce a metric: the worst value (with the mean in `rows: summary`),
-# the corpus statistics (mean, median, min, share above the threshold), or nothing (one row per layer already).
-Reduction = Literal["max", "mean", "none"]
+# How summary.csv and the terminal's summary table reduce a metric over permutations: the worst value ("max"; with
+# the mean in `rows: summary`), the mean ("mean": a typical size, whose verdict is the worst value's), the share of
+# permutations a 0/1 flag marks ("rate", shown with the count), the corpus statistics ("corpus": mean, median,
+# share above the threshold), or nothing ("none": one row per layer already).
+Reduction = Literal["max", "mean", "rate", "corpus", "none"]
+RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how many permutations it is over
 
 BOTH: Final[tuple[Model, ...]] = ("stack", "pretrained")
 STACK: Final[tuple[Model, ...]] = ("stack",)
@@ -156,12 +159,12 @@ PAIR_COSINE_CLS: Final = _metric(
 LOGPROB_CHANGE: Final = _metric(
     "logprob_change", LM_LOGPROB_FAMILY, PRETRAINED, "permutation × last layer L, causal LMs",
     "`|log P(PX) − log P(X)| / |log P(X)|`, log P the sum of each token's log-probability given the ones before "
-    "(after BOS)",
+    "(after BOS)", reduction="mean",
 )  # fmt: skip
 PERMUTATION_PREFERRED: Final = _metric(
     "permutation_preferred", LM_LOGPROB_FAMILY, PRETRAINED, "permutation × last layer L, causal LMs",
-    "1 when `log P(PX) > log P(X)`, else 0; its mean over permutations (`rows: summary`: the mean statistic) is "
-    "the permutation acceptance of Sinha et al. 2021", noise_from=LOGPROB_CHANGE,
+    "1 when `log P(PX) > log P(X)`, else 0; its mean over permutations, the summary's rate, is the permutation "
+    "acceptance of Sinha et al. 2021", reduction="rate", noise_from=LOGPROB_CHANGE,
 )  # fmt: skip
 POSITION_ACCURACY: Final = _metric(
     "position_accuracy", DECODABILITY_FAMILY, BOTH, "encoding × layer",
@@ -181,11 +184,11 @@ TASK_ACCURACY: Final = _metric(
 SIMILARITY_MEAN: Final = _metric(
     "similarity_mean", None, PRETRAINED, "corpus sentence × shuffle",
     "`cos(mean H_L(shuffle), mean H_L(sentence))` at the last layer L, attention-masked means over tokens",
-    reduction="mean", passing=None,
+    reduction="corpus", passing=None,
 )  # fmt: skip
 SIMILARITY_CLS: Final = _metric(
     "similarity_cls", None, PRETRAINED, "corpus sentence × shuffle",
-    "`cos(H_L(shuffle)[CLS], H_L(sentence)[CLS])` at the last layer L", reduction="mean", passing=None,
+    "`cos(H_L(shuffle)[CLS], H_L(sentence)[CLS])` at the last layer L", reduction="corpus", passing=None,
 )  # fmt: skip
 
 FAMILY_NAMES: Final = tuple(FAMILIES.names())
@@ -211,7 +214,19 @@ def noise_families(families: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*chosen, *(f for f in sources if f is not None)]))
 
 
-_REDUCTIONS: Final[dict[Reduction, str]] = {"max": "worst (max)", "mean": "mean, median, share", "none": "none"}
+_REDUCTIONS: Final[dict[Reduction, str]] = {
+    "max": "worst (max)", "mean": "mean", "rate": "rate (count)", "corpus": "mean, median, share", "none": "none",
+}  # fmt: skip
+
+
+def reduction_of(metric: str) -> Reduction:
+    """How summaries reduce `metric` over permutations; the worst value for a name the registry does not hold."""
+    return METRICS.get(metric).reduction if metric in METRICS else "max"
+
+
+def per_permutation_mean(metric: str) -> bool:
+    """Whether summaries and figures show `metric`'s mean over permutations (a mean or a rate), not its worst."""
+    return reduction_of(metric) in ("mean", "rate")
 
 
 def markdown_tables() -> str:

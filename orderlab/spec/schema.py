@@ -246,11 +246,12 @@ def _inputs_kind(value: Any) -> str:
     return "corpus" if isinstance(value, dict | CorpusInputs) else "sentences"
 
 
-def is_stack_spec(path: Path) -> bool:
-    """Whether the spec file runs the attention stack, read from its raw YAML: no model or extra needed."""
+def spec_kinds(path: Path) -> tuple[str, str]:
+    """A spec file's model kind (stack, pretrained, hf, checkpoint) and inputs kind (sentences, corpus), read from
+    its raw YAML: no model or extra needed."""
     data = read_yaml(path).data
     data = data if isinstance(data, dict) else {}
-    return _model_kind(data.get("model")) == "stack" and _inputs_kind(data.get("inputs")) == "sentences"
+    return str(_model_kind(data.get("model"))), _inputs_kind(data.get("inputs"))
 
 
 # `kind` may be left out: a model without one is the attention stack, as before pretrained backends.
