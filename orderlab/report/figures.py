@@ -28,6 +28,7 @@ from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.run_folder import read_attention
+from orderlab.spec.bounds import MAX_PROBE_LENGTH
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, TASK_ACCURACY
 from orderlab.spec.sweep import describe
 from orderlab.spec.userfiles import FileProblem
@@ -54,6 +55,7 @@ class Drawing:
 # Columns of a run over sentences and their permutations: per-layer metrics to draw (corpus runs have none).
 LAYER_COLUMNS = frozenset({"case", "layer", "metric", "value"})
 METRICS = "metrics.csv of a run over sentences, as `orderlab run` writes it"
+DETAIL_KINDS = {"length": tables.integer(MAX_PROBE_LENGTH, blank=True), "chance": tables.NUMBER}
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def read_results(folder: Path) -> Results:
         )
     kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
     kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
-    metrics = tables.require(metrics, path, swept | kinds, METRICS)
+    details = {name: kind for name, kind in DETAIL_KINDS.items() if name in metrics.columns}  # task and probe rows'
+    metrics = tables.require(metrics, path, swept | kinds | details, METRICS)
     attention = read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
     return Results(metrics, manifest, attention)
 
@@ -145,7 +148,10 @@ def _one_value(folder: Path, metrics: pd.DataFrame, metric: str) -> float:
 
 
 def _with_lengths(folder: Path, accuracy: pd.DataFrame) -> pd.DataFrame:
-    """Task accuracy rows with the sentence length each one's `input` names (train/results.task_subject)."""
+    """Task accuracy rows with their sentence length: the `length` column, or in results written before it, the
+    length each row's `input` names (train/results.task_subject)."""
+    if "length" in accuracy.columns and accuracy["length"].notna().all():
+        return accuracy.astype({"length": int})
     lengths = [_tested_length(str(subject)) for subject in accuracy["input"]]
     if None in lengths:
         shown = str(accuracy["input"].iloc[lengths.index(None)])[:60]
@@ -269,6 +275,11 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
         series = group.sort_values("length")
         ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
                 linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)])  # fmt: skip
+    chance = frame.groupby("length")["chance"] if "chance" in frame.columns else None
+    if chance is not None and frame["chance"].notna().all() and (chance.nunique() == 1).all():  # one per length
+        levels = chance.first().sort_index()
+        ax.plot(levels.index, levels.to_numpy(), color="black", linewidth=1, linestyle=(0, (2, 2)),
+                label="chance (best order-blind guess)")  # fmt: skip
     trained = frame.loc[frame["verdict"] == TRAINED_LENGTH, "length"]
     ax.axvspan(trained.min() - 0.5, trained.max() + 0.5, color="grey", alpha=0.15, label="trained lengths")
     ax.set_ylim(0, 1.02)
