@@ -107,7 +107,7 @@ def _next_token(
 def own_word_counts(words: torch.Tensor) -> torch.Tensor:
     """(B, n): at each slot, how many slots of its sentence hold the same word (chunked: B n^2 comparisons)."""
     rows = max(1, COUNTING // words.shape[1] ** 2)
-    return torch.cat([(part[:, :, None] == part[:, None, :]).sum(-1) for part in words.split(rows)])
+    return torch.cat([(part[:, :, None] == part[:, None, :]).sum(-1) for part in torch.split(words, rows)])
 
 
 def _most_frequent(batch: Batch, _: int) -> float:
@@ -151,7 +151,7 @@ def _bigram(batch: Batch, vocabulary: int) -> float:
     guess from the slot's own word alone (each word's most frequent successor over these sentences)."""
     scored = batch.targets != IGNORED
     pairs = batch.words[scored] * vocabulary + batch.targets[scored]  # (slots,) current word, next word
-    found, counts = pairs.unique(return_counts=True)
+    found, counts = torch.unique(pairs, return_counts=True)
     best: dict[int, int] = {}
     for word, count in zip((found // vocabulary).tolist(), counts.tolist(), strict=True):
         best[word] = max(best.get(word, 0), count)
