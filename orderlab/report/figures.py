@@ -10,6 +10,7 @@ all; the HTML report (report/html.py) draws the same figures inline.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ STYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
 FORMATS = ("png", "svg", "pdf")  # what `plot --format` writes; the HTML report inlines SVG
+LEGEND_SIZE = 12  # points: the figures are drawn smaller than their size in a page's column
+TITLE_CHARS_PER_INCH = 9  # characters of a 12-point title line per inch of figure, with room for wide glyphs
 DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
 
 
@@ -240,12 +243,31 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
     for ax in axes[len(names) :]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize="small")
-    figure.suptitle(
+    legend = {"ncols": _legend_columns(figure, labels), "fontsize": LEGEND_SIZE}
+    legend_rows = -(-len(labels) // legend["ncols"])
+    figure.set_figheight(figure.get_figheight() + 2 * legend_rows * LEGEND_SIZE * 1.5 / 72)  # room for both legends
+    title = (
         f"{name}: order sensitivity by layer ({dtype}; values within round-off are 0, drawn at {FLOOR:.0e}; "
         "lines shifted sideways a little so equal ones stay visible)"
     )
+    # The legend above the panels, where a reader starts (the title heads it: a suptitle would overlap it), and
+    # again below the last row.
+    figure.legend(handles, labels, loc="outside upper center", title=_wrapped(figure, title), title_fontsize="large",
+                  frameon=False, **legend)  # fmt: skip
+    figure.legend(handles, labels, loc="outside lower center", **legend)
     return figure
+
+
+def _legend_columns(figure: Figure, labels: list[str]) -> int:
+    """As many legend columns as entries of the longest label fit across the figure."""
+    entry = (max(map(len, labels), default=1) * 0.6 + 4) * LEGEND_SIZE  # points: text, line sample and gap
+    return max(1, min(len(labels), int(figure.get_figwidth() * 72 // entry)))
+
+
+def _wrapped(figure: Figure, text: str) -> str:
+    """Each line of a title wrapped to the figure's width, so that none is cut off at its edges."""
+    width = max(20, int(figure.get_figwidth() * TITLE_CHARS_PER_INCH))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float) -> Figure:
@@ -323,7 +345,7 @@ def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str],
             figure.colorbar(image, ax=axes[2, :].tolist(), label=f"difference (max |Δ| = {largest:.1e})", shrink=0.9)
     figure.colorbar(axes[0, 0].images[0], ax=axes[:2, :].flatten().tolist(), label="attention weight", shrink=0.9)
     permutation = f"P = [{reordering['permutation']}]: “{words}” → “{reordering['permuted']}”"
-    figure.suptitle(f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)")
+    figure.suptitle(_wrapped(figure, f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)"))
     return figure
 
 
