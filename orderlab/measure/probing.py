@@ -80,8 +80,9 @@ def measure_decodability(spec: Spec, adapters: list[Adapter]) -> pd.DataFrame:
                 hits = probe_hits(hidden, train)  # (held-out sentences, n)
                 common = {"case": "decodability", "input": subject, "encoding": adapter.label, "permutation": "",
                           "permuted": "", "layer": layer, "head": None, **detail}  # fmt: skip
-                rows.append({**common, "metric": POSITION_ACCURACY, "value": hits.mean().item(),
-                             "verdict": _verdict(hits.mean().item(), chance, hits.numel())})  # fmt: skip
+                accuracy = hits.mean().item()
+                rows.append({**common, "metric": POSITION_ACCURACY, "value": accuracy,
+                             "verdict": _verdict(accuracy, chance, hits.numel())})  # fmt: skip
                 rows.append({**common, "metric": POSITION_CHANCE, "value": chance, "verdict": CHANCE})
                 for slot, accuracy in enumerate(hits.mean(dim=0).tolist()):
                     rows.append({**common, "slot": slot, "metric": POSITION_SLOT_ACCURACY, "value": accuracy,
