@@ -4,7 +4,9 @@ results folders, real-browser rendering included, and figures in every format.""
 from __future__ import annotations
 
 import html
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -229,6 +231,98 @@ def test_report_renders_in_headless_chromium_without_console_errors(flagship: Pa
     assert console == []
 
 
+# Run in the page once it is laid out; writes what it measured into <pre id="layout">, which --dump-dom prints.
+LAYOUT_PROBE = """<script>
+(function () {
+  "use strict";
+  function lines(element) {  // how many lines of text the element's content takes
+    var range = document.createRange();
+    range.selectNodeContents(element);
+    var tops = {};
+    Array.prototype.forEach.call(range.getClientRects(), function (r) {
+      if (r.width > 0) { tops[Math.round(r.top)] = 1; }
+    });
+    return Object.keys(tops).length;
+  }
+  var found = {page: document.documentElement.scrollWidth - window.innerWidth, boxes: [], split: [], clipped: []};
+  document.querySelectorAll(".scroll").forEach(function (box) {
+    found.boxes.push({right: box.getBoundingClientRect().right - window.innerWidth,
+                      wide: box.scrollWidth > box.clientWidth, overflow: getComputedStyle(box).overflowX});
+  });
+  document.querySelectorAll("td.ok, td.bad, td.nonfinite").forEach(function (cell) {
+    if (lines(cell) > 1) { found.split.push(cell.textContent); }
+  });
+  document.querySelectorAll("figure svg").forEach(function (svg) {
+    var outer = svg.getBoundingClientRect(), slack = 0.01 * outer.width;
+    svg.querySelectorAll("text").forEach(function (text) {
+      var r = text.getBoundingClientRect();
+      if (r.width > 0 && (r.left < outer.left - slack || r.right > outer.right + slack || r.top < outer.top - slack)) {
+        found.clipped.push(text.textContent);
+      }
+    });
+  });
+  var out = document.createElement("pre");
+  out.id = "layout";
+  out.textContent = JSON.stringify(found);
+  document.body.appendChild(out);
+}());
+</script>"""
+
+
+def laid_out(page: Path, width: int, tmp_path: Path) -> dict[str, object]:
+    """What LAYOUT_PROBE measured in headless Chromium with a window `width` pixels wide."""
+    probed = tmp_path / f"probed-{page.name}"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    flags = [flag for flag in CHROMIUM_FLAGS if not flag.startswith("--window-size")]
+    command = [CHROMIUM or "chromium", *flags, f"--window-size={width},900", f"--user-data-dir={tmp_path / 'profile'}",
+               "--dump-dom", probed.as_uri()]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    measured = re.search(r'<pre id="layout">(.*?)</pre>', done.stdout, re.S)
+    assert measured, done.stdout[-2000:]
+    return json.loads(html.unescape(measured.group(1)))
+
+
+@pytest.fixture(scope="module")
+def layout_pages(flagship: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Reports whose layout went wrong (issue 24): wide corpus tables, a 2-head attention figure, the flagship."""
+    pages = [flagship]
+    for name in ("minilm_corpus", "causal_prefix"):
+        out = tmp_path_factory.mktemp(name) / f"{name}.html"
+        code, output = report(str(RESULTS / name), "--out", str(out))
+        assert code == 0, output
+        pages.append(out)
+    return pages
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [700, 1400])
+def test_report_layout_holds_at_narrow_and_wide_windows(layout_pages: list[Path], width: int, tmp_path: Path):
+    for page in layout_pages:
+        found = laid_out(page, width, tmp_path)
+        assert found["page"] <= 1, (page.name, "the page itself scrolls sideways")
+        assert found["boxes"], page.name
+        for box in found["boxes"]:
+            assert box["right"] <= 1 and box["overflow"] in ("auto", "scroll"), (page.name, box)
+        if page.stem == "minilm_corpus":
+            assert any(box["wide"] for box in found["boxes"]), "expected the corpus tables to need scrolling"
+        assert found["split"] == [], (page.name, "a value wrapped apart from its mark", found["split"][:5])
+        assert found["clipped"] == [], (page.name, "figure text cut off at the figure's edge", found["clipped"][:5])
+
+
+def test_the_legend_of_metrics_by_layer_is_readable_and_above_the_panels_too():
+    rows = [{"case": "permutation", "encoding": encoding, "layer": layer, "metric": metric, "value": 0.1}
+            for encoding in ("none", "rope") for layer in (0, 1)
+            for metric in ("equivariance", "attention_equivariance")]  # fmt: skip
+    figure = metrics_by_layer(pd.DataFrame(rows), [], "legend", "float64")
+    figure.draw_without_rendering()  # lays the figure out (constrained layout)
+    above, below = sorted(figure.legends, key=lambda legend: -legend.get_window_extent().y0)
+    panels = [ax.get_window_extent() for ax in figure.axes]
+    assert above.get_window_extent().y0 >= max(panel.y1 for panel in panels)  # over every panel
+    assert below.get_window_extent().y1 <= min(panel.y0 for panel in panels)
+    assert all(text.get_fontsize() >= 11 for legend in (above, below) for text in legend.get_texts())
+
+
 def test_sweep_lines_with_equal_values_are_drawn_apart_with_their_own_markers():
     rows = [{"case": "permutation", "encoding": "none", "causal": causal, "layer": layer, "metric": "equivariance",
              "value": 0.0} for causal in (False, True) for layer in (0, 1, 2)]  # fmt: skip
@@ -252,3 +346,26 @@ def test_an_out_that_is_the_spec_the_report_shows_is_refused_and_the_spec_left(t
         == f"error: --out {spec}: is a file this command reads ({spec}); expected another file; nothing was written\n"
     )
     assert spec.read_bytes() == before
+
+
+def test_the_reordering_shown_by_default_changes_the_sentence(tmp_path: Path):
+    """issue 24: swapping the two "the" moves slots but reads the same; the figures show the first that reads
+    differently (here the third), and the manifest names it."""
+    spec = tmp_path / "the_the.yaml"
+    spec.write_text(
+        "name: the_the\nmodel: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [rope]\n"
+        "inputs:\n  - sentence: the cat saw the dog\n"
+        "    permutations: [[0, 1, 2, 3, 4], [3, 1, 2, 0, 4], [0, 4, 2, 3, 1]]\n"
+        "metrics: [attention]\n"
+    )
+    result = runner.invoke(app, ["run", str(spec), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads((tmp_path / "the_the" / "manifest.json").read_text())["attention"]["reorderings"]
+    assert shown == [{"permutation": "0 4 2 3 1", "permuted": "the dog saw the cat"}]
+
+
+def test_every_shipped_attention_figure_shows_a_changed_sentence():
+    for manifest in sorted(RESULTS.glob("*/manifest.json")):
+        attention = json.loads(manifest.read_text()).get("attention")
+        for reordering in (attention or {}).get("reorderings", []):
+            assert reordering["permuted"] != attention["words"], manifest

@@ -74,7 +74,8 @@ metrics: [equivariance, invariance]
     assert result.exit_code == 0, result.output
     trained = pd.read_csv(tmp_path / "tiny_trained" / "metrics.csv")
     trained = trained[(trained["weights"] == "trained") & (trained["encoding"] == "sinusoidal")]
-    trained = trained[trained["case"] != "task"].drop(columns="weights").reset_index(drop=True)
+    trained = trained[trained["case"] != "task"].drop(columns=["weights", "length", "slot", "chance"])
+    trained = trained.reset_index(drop=True)  # length, slot, chance: task and probe rows' only
     reloaded = pd.read_csv(tmp_path / "reloaded" / "metrics.csv")
     pd.testing.assert_frame_equal(reloaded, trained)
 
@@ -114,3 +115,52 @@ def test_train_is_refused_where_nothing_would_train(cli, write_spec, model, inpu
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert ":3: train: " in lines[0] and expected in lines[0] and "expected no train:" in lines[0], result.output
+
+
+def test_task_rows_carry_their_length_and_chance_and_the_probe_its_slots(cli, write_spec, tmp_path):
+    """issue 24: task_accuracy rows name their length and the task's chance in columns; the position probe
+    reports each slot, here on the task's own sentences (decodability.from_task)."""
+    spec = TRAINED.replace("STEPS", "5").replace("[equivariance, invariance]", "[equivariance, decodability]")
+    spec += "decodability: {sentences: 64, length: 5, from_task: true}\n"
+    result = cli.invoke(app, ["run", str(write_spec(spec)), "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 0, result.output
+    metrics = pd.read_csv(tmp_path / "tiny_trained" / "metrics.csv")
+    accuracy = metrics[metrics["metric"] == "task_accuracy"]
+    assert sorted(set(accuracy["length"])) == [3, 4, 5]
+    chance = accuracy.groupby("length")["chance"].unique()
+    assert all(len(levels) == 1 for levels in chance)  # one chance per length, whatever the encoding
+    assert chance[3][0] > chance[4][0] > chance[5][0] > 1 / 8  # E[max count] / n over 8 words, not 1/8
+    slots = metrics[metrics["metric"] == "position_slot_accuracy"]
+    assert len(slots) == 2 * 2 * 2 * 5  # weights x encodings x layers 0..1 x slots
+    assert set(slots["input"]) == {"64 first_word sentences of 5 words"} and set(slots["chance"]) == {0.2}
+    overall = metrics[metrics["metric"] == "position_accuracy"].set_index(["weights", "encoding", "layer"])["value"]
+    by_slot = slots.groupby(["weights", "encoding", "layer"])["value"].mean()
+    pd.testing.assert_series_equal(by_slot.sort_index(), overall.sort_index(), check_names=False)
+    assert metrics.loc[metrics["case"] == "invariance", ["length", "slot", "chance"]].isna().all().all()
+
+
+def test_the_probe_on_task_sentences_differs_from_random_ones(cli, write_spec, tmp_path):
+    spec = TRAINED.replace("STEPS", "5").replace("[equivariance, invariance]", "[decodability]")
+    spec += "decodability: {sentences: 64, length: 5, from_task: FROM}\n"
+    for source in ("true", "false"):
+        written = write_spec(spec.replace("FROM", source).replace("tiny_trained", f"tiny_{source}"))
+        assert cli.invoke(app, ["run", str(written), "--out", str(tmp_path), "-q"]).exit_code == 0
+    task, random = (pd.read_csv(tmp_path / f"tiny_{s}" / "metrics.csv") for s in ("true", "false"))
+    assert set(random["input"].dropna()) >= {"64 random sentences of 5 words"}
+    slots = [frame.loc[frame["metric"] == "position_slot_accuracy", "value"].to_numpy() for frame in (task, random)]
+    assert (slots[0] != slots[1]).any()
+
+
+@pytest.mark.parametrize(
+    ("decodability", "task", "expected"),
+    [
+        ("{from_task: true}", None, "decodability.from_task: there is no train: task"),
+        ("{from_task: true, length: 2}", "agent", "decodability.length: 2: task agent needs sentences of at least 3"),
+    ],
+)
+def test_a_probe_on_task_sentences_needs_a_task_that_fits(cli, write_spec, decodability, task, expected):
+    spec = TRAINED.replace("STEPS", "5") + f"decodability: {decodability}\n"
+    spec = spec.replace("first_word", task) if task else spec.replace(spec[spec.index("train:") :].split("\n")[0], "")
+    result = cli.invoke(app, ["validate", str(write_spec(spec))])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and expected in lines[0], result.output

@@ -3,7 +3,7 @@
 The measuring loop already runs f(X) and every reordering with attention maps when attention
 metrics are asked for, so the maps drawn are those the metrics were computed from. `shown_maps`
 picks the input and reorderings (a pure function of the spec: `attention_maps`, or the first
-reordering the input's rule gives that moves a word); `AttentionCapture` keeps their maps as the
+reordering the input's rule gives that changes the sentence as read); `AttentionCapture` keeps their maps as the
 loop passes by, and names the reorderings the rule never reached, which the loop then runs through
 the same model. Never prints.
 """
@@ -41,15 +41,20 @@ class ShownMaps:
 
 
 def shown_maps(spec: Spec) -> ShownMaps:
-    """attention_maps' input and reorderings; by default its rule's first reordering that moves a word
-    (the reversal if the rule has none)."""
+    """attention_maps' input and reorderings; by default its rule's first reordering whose words read differently
+    (swapping two copies of "the" moves slots but shows the same sentence), else its first that moves a word, else
+    the reversal."""
     chosen = spec.attention_maps
     item = spec.sentences[chosen.input]
     words = tokenize(item.sentence, spec.embeddings.lowercase)
     if chosen.permutations is not None:
         return ShownMaps(chosen.input, item.sentence, words, [tuple(p) for p in chosen.permutations])
     identity = tuple(range(len(words)))
-    moved = next((p for p in perms.iterate(item.permutations, len(words), spec.seed) if p != identity), None)
+    moved = None
+    for permutation in perms.iterate(item.permutations, len(words), spec.seed):
+        if perms.apply(permutation, words) != words:
+            return ShownMaps(chosen.input, item.sentence, words, [permutation])
+        moved = moved or (permutation if permutation != identity else None)
     return ShownMaps(chosen.input, item.sentence, words, [moved or tuple(reversed(identity))])
 
 

@@ -59,6 +59,15 @@ class Collector(Protocol):
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
 COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
+# After the value: what a task or probe row is measured against, blank on every other row. Written only by specs
+# that have such rows (a train: block or the decodability probe), so other results keep their columns.
+DETAIL_COLUMNS = ["length", "slot", "chance"]  # sentence length; the probe's slot (per-slot rows); chance accuracy
+
+
+def detail_number(value: float) -> str:
+    """A float of DETAIL_COLUMNS as metrics.csv writes its floats (%.6e): they share a column with blanks."""
+    return f"{value:.6e}"
+
 
 Progress = Callable[[int, int], None]  # (done, total) units of work
 

@@ -17,7 +17,7 @@ from orderlab.dist.shards import DECODABILITY, Unit
 from orderlab.measure import probing
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
-from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
 from orderlab.models.build import build_adapters, compile_records
 from orderlab.models.devices import CPU
 from orderlab.models.trained import trained_adapters
@@ -32,6 +32,11 @@ def axes(spec: Spec) -> list[str]:
     """The columns that lead every row: the swept fields, then, for a trained spec, `weights` (it measures every
     combination twice, its trained and its untrained stacks)."""
     return [*swept_fields(spec), *([WEIGHTS] if spec.train else [])]
+
+
+def has_details(spec: Spec) -> bool:
+    """Whether the spec writes task or probe rows, and so metrics.csv's DETAIL_COLUMNS."""
+    return spec.train is not None or DECODABILITY_FAMILY in spec.metrics
 
 
 class SweepRun:
@@ -78,7 +83,8 @@ class SweepRun:
 
     @property
     def columns(self) -> list[str]:
-        return [*self.axes, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS)]
+        details = DETAIL_COLUMNS if has_details(self.spec) else []
+        return [*self.axes, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS), *details]
 
     def frames(self) -> Frames:
         run, done = Digest(), 0
@@ -105,7 +111,7 @@ class SweepRun:
                     run.worst.append(probe)
                 else:
                     run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
-            digest = yield from loop.frames(adapters)
+            digest = yield from self._in_columns(loop.frames(adapters))
             self.compiled += compile_records(adapters, configuration.columns)
             done += loop.total
             run.worst += digest.worst
@@ -113,6 +119,17 @@ class SweepRun:
             run.non_finite += digest.non_finite
             run.pieces += digest.pieces
         return run
+
+    def _in_columns(self, frames: Frames) -> Frames:
+        """A loop's frames in this run's columns (DETAIL_COLUMNS blank on its rows); returns what the loop returned."""
+        columns = self.columns
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration as end:
+                digest: Digest = end.value
+                return digest
+            yield frame if list(frame.columns) == columns else frame.reindex(columns=columns, fill_value="")
 
     def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
         """One stack per encoding, in label order; progress counts each step as its batch of sentences."""

@@ -29,6 +29,8 @@ from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
+from orderlab.train.tasks import TaskData, vocabulary_vectors
+from orderlab.train.train import train_seed
 
 POOLINGS = M.POOLS  # over words: mean, max, first, last
 COMPILE_SETTINGS = ("auto", "always", "never")
@@ -149,8 +151,17 @@ class StackAdapter:
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
         stack = AttentionStack(self.config, build_encoding(self.choice.name, context, self.choice.params),
                                self.weights, str(self.device))  # fmt: skip
-        x = random_sentences(probe.sentences, probe.length, probe.vocabulary, self.config.d_model, seed)  # (S, n, d)
-        return stack(x).hidden
+        return stack(probe_inputs(spec, probe, self.config.d_model, seed)).hidden
+
+
+def probe_inputs(spec: Spec, probe: DecodabilitySpec, d_model: int, seed: int) -> torch.Tensor:
+    """(S, length, d) float64: the position probe's sentences, the train: task's own (decodability.from_task, so that
+    'above chance' is asked of the sentences the stack learned on) or uniform random ones."""
+    if not probe.from_task:
+        return random_sentences(probe.sentences, probe.length, probe.vocabulary, d_model, seed)
+    assert spec.train is not None  # relations.validate_probe_sentences
+    words = TaskData(spec.train, train_seed(spec)).probe_set(probe.sentences, probe.length)  # (S, n)
+    return vocabulary_vectors(spec.train.vocabulary, seed, d_model)[words]
 
 
 class StackSentence:

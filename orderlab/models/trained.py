@@ -8,11 +8,10 @@ from pathlib import Path
 
 import torch
 
-from orderlab.measure.probing import random_sentences
 from orderlab.measure.rows import stack_config
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack import StackAdapter
+from orderlab.models.stack import StackAdapter, probe_inputs
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
 from orderlab.train.train import TrainedStack, build_trained_encoding
@@ -41,5 +40,4 @@ class TrainedAdapter(StackAdapter):
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
         stack = AttentionStack(self.config, self.encoding, self.weights, str(self.device))
-        x = random_sentences(probe.sentences, probe.length, probe.vocabulary, self.config.d_model, seed)  # (S, n, d)
-        return stack(x).hidden
+        return stack(probe_inputs(self.spec, probe, self.config.d_model, seed)).hidden

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
+from orderlab.spec.bounds import MAX_PROBE_LENGTH
 from orderlab.spec.metric_names import (
     METRIC_NAMES,
     POSITION_ACCURACY,
@@ -49,6 +51,8 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 DPI = 150
 FORMATS = ("png", "svg", "pdf")  # what `plot --format` writes; the HTML report inlines SVG
 FIGURES = "figures"  # the folder inside a results folder that `plot_results` writes
+LEGEND_SIZE = 12  # points: the figures are drawn smaller than their size in a page's column
+TITLE_CHARS_PER_INCH = 9  # characters of a 12-point title line per inch of figure, with room for wide glyphs
 DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
 
 
@@ -65,6 +69,7 @@ class Drawing:
 # Columns of a run over sentences and their permutations: per-layer metrics to draw (corpus runs have none).
 LAYER_COLUMNS = frozenset({"case", "layer", "metric", "value"})
 METRICS = "metrics.csv of a run over sentences, as `orderlab run` writes it"
+DETAIL_KINDS = {"length": tables.integer(MAX_PROBE_LENGTH, blank=True), "chance": tables.NUMBER}
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ def read_results(folder: Path) -> Results:
     metrics = tables.read_table(path, METRICS)
     kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
     kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
-    metrics = tables.require(metrics, path, swept | kinds, METRICS)
+    details = {name: kind for name, kind in DETAIL_KINDS.items() if name in metrics.columns}  # task and probe rows'
+    metrics = tables.require(metrics, path, swept | kinds | details, METRICS)
     attention = read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
     return Results(metrics, manifest, attention)
 
@@ -186,7 +192,10 @@ def _one_value(folder: Path, metrics: pd.DataFrame, metric: str) -> float:
 
 
 def _with_lengths(folder: Path, accuracy: pd.DataFrame) -> pd.DataFrame:
-    """Task accuracy rows with the sentence length each one's `input` names (train/results.task_subject)."""
+    """Task accuracy rows with their sentence length: the `length` column, or in results written before it, the
+    length each row's `input` names (train/results.task_subject)."""
+    if "length" in accuracy.columns and accuracy["length"].notna().all():
+        return accuracy.astype({"length": int})
     lengths = [_tested_length(str(subject)) for subject in accuracy["input"]]
     if None in lengths:
         shown = str(accuracy["input"].iloc[lengths.index(None)])[:60]
@@ -283,11 +292,18 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
     for ax in axes[len(names) :]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize="small")
-    figure.suptitle(
+    legend = {"ncols": _legend_columns(figure, labels), "fontsize": LEGEND_SIZE}
+    legend_rows = -(-len(labels) // legend["ncols"])
+    figure.set_figheight(figure.get_figheight() + 2 * legend_rows * LEGEND_SIZE * 1.5 / 72)  # room for both legends
+    title = (
         f"{name}: order sensitivity by layer ({dtype}; values within round-off are 0, drawn at {FLOOR:.0e}; "
         "lines shifted sideways a little so equal ones stay visible)"
     )
+    # The legend above the panels, where a reader starts (the title heads it: a suptitle would overlap it), and
+    # again below the last row.
+    figure.legend(handles, labels, loc="outside upper center", title=_wrapped(figure, title), title_fontsize="large",
+                  frameon=False, **legend)  # fmt: skip
+    figure.legend(handles, labels, loc="outside lower center", **legend)
     return figure
 
 
@@ -309,6 +325,18 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations)")
     ax.set_xlabel("layer (0 = input)")
     ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
+
+
+def _legend_columns(figure: Figure, labels: list[str]) -> int:
+    """As many legend columns as entries of the longest label fit across the figure."""
+    entry = (max(map(len, labels), default=1) * 0.6 + 4) * LEGEND_SIZE  # points: text, line sample and gap
+    return max(1, min(len(labels), int(figure.get_figwidth() * 72 // entry)))
+
+
+def _wrapped(figure: Figure, text: str) -> str:
+    """Each line of a title wrapped to the figure's width, so that none is cut off at its edges."""
+    width = max(20, int(figure.get_figwidth() * TITLE_CHARS_PER_INCH))
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float) -> Figure:
@@ -338,6 +366,11 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
         series = group.sort_values("length")
         ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
                 linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)])  # fmt: skip
+    chance = frame.groupby("length")["chance"] if "chance" in frame.columns else None
+    if chance is not None and frame["chance"].notna().all() and (chance.nunique() == 1).all():  # one per length
+        levels = chance.first().sort_index()
+        ax.plot(levels.index, levels.to_numpy(), color="black", linewidth=1, linestyle=(0, (2, 2)),
+                label="chance (best order-blind guess)")  # fmt: skip
     trained = frame.loc[frame["verdict"] == TRAINED_LENGTH, "length"]
     ax.axvspan(trained.min() - 0.5, trained.max() + 0.5, color="grey", alpha=0.15, label="trained lengths")
     ax.set_ylim(0, 1.02)
@@ -381,7 +414,7 @@ def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str],
             figure.colorbar(image, ax=axes[2, :].tolist(), label=f"difference (max |Δ| = {largest:.1e})", shrink=0.9)
     figure.colorbar(axes[0, 0].images[0], ax=axes[:2, :].flatten().tolist(), label="attention weight", shrink=0.9)
     permutation = f"P = [{reordering['permutation']}]: “{words}” → “{reordering['permuted']}”"
-    figure.suptitle(f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)")
+    figure.suptitle(_wrapped(figure, f"{title}: every head\n{permutation} (rows of a map: queries, columns: keys)"))
     return figure
 
 

@@ -143,6 +143,7 @@ class Assembly:
     def __init__(self, file: TextIO, dtype: str, per_permutation: bool):
         self.file, self.dtype, self.per_permutation = file, dtype, per_permutation
         self.header = False
+        self.columns: list[str] = []  # the shards' metrics.csv header: finished summary rows are written in it
         self.rows, self.non_finite = 0, 0
         self.worst: list[pd.DataFrame] = []  # max rows, in the whole run's order
         self.pending: Pending | None = None
@@ -151,6 +152,8 @@ class Assembly:
         with (shard.folder / "metrics.csv").open(newline="") as source:
             records = csv_records(source)
             header = next(records, "")
+            if header:  # column names: plain words, never quoted
+                self.columns = header.rstrip("\r\n").split(",")
             for piece in shard.partials.pieces:
                 if self.pending and self.pending.piece.unit.segment != piece.unit.segment:
                     self.finish()
@@ -211,7 +214,9 @@ class Assembly:
         rows, worst, judged = finish_summary(pending.summary, pending.noise, self.dtype)
         self.worst.append(tag(worst, combination))
         if not self.per_permutation:
-            append_csv(tag(rows, combination), self.file, not self.header)
+            rows = tag(rows, combination)
+            rows = rows.reindex(columns=self.columns, fill_value="") if self.columns else rows  # DETAIL_COLUMNS blank
+            append_csv(rows, self.file, not self.header)
             self.header = True
             self.rows += len(rows)
             self.non_finite += judged
@@ -242,7 +247,7 @@ def check_summary(metrics: Path, worst: pd.DataFrame, swept: list[str]) -> None:
     and partials disagree (edited, yet with matching hashes) would merge into a folder that contradicts itself.
     Both are compared as written (%.6e), metrics.csv streamed in chunks, so memory stays that of the summary.
     """
-    key = [*swept, *SUMMARY_KEY]
+    key = [*swept, *SUMMARY_KEY, *(["slot"] if "slot" in worst.columns else [])]  # the probe's rows per slot
     summaries = _as_written(worst).set_index(key)["value"]
     grouped = pd.concat(_maxima(chunk, key) for chunk in _read_as_written(metrics)).groupby(level=key, sort=False)
     rows = grouped.max().where(~grouped.apply(lambda values: values.isna().any()))

@@ -265,7 +265,7 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
         width = ROW_FIXED_BYTES + len(f"{probe.sentences} random sentences of {probe.length} words")
-        tally.add_rows(encodings * len(metrics_of(DECODABILITY_FAMILY, "stack")) * (m.n_layers + 1), width)
+        tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), width)
         tally.sequences += encodings * probe.sentences
         tally.working.append(_decodability_memory(spec))
         tally.seconds.append(_decodability_seconds(spec))
@@ -518,6 +518,12 @@ def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
     return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
 
+def probe_rows_per_layer(length: int) -> int:
+    """The position probe's rows per layer and condition: position_accuracy, position_chance, and
+    position_slot_accuracy once per slot (probing.measure_decodability)."""
+    return 2 + length
+
+
 def _decodability_memory(spec: Spec) -> Cost:
     """The position probe (probing.measure_decodability): word table, sentences, the stack's states and maps
     for all of them at once, and the least-squares fit per layer in float64."""
@@ -613,9 +619,9 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
     repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
     passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
-    if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and two rows per layer
+    if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and its rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
-        rows += (layers + 1) * rows_per_layer(DECODABILITY_FAMILY)
+        rows += (layers + 1) * probe_rows_per_layer(spec.decodability.length)
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))

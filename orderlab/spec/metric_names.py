@@ -169,17 +169,24 @@ PERMUTATION_PREFERRED: Final = _metric(
 POSITION_ACCURACY: Final = _metric(
     "position_accuracy", DECODABILITY_FAMILY, BOTH, "encoding × layer",
     "held-out accuracy of a ridge least-squares probe reading each token's slot off H_l, on seeded random "
-    "sentences; verdict `above chance` when over 3 binomial standard deviations above chance, else `at chance`",
+    "sentences (the train: task's with `decodability.from_task`); verdict `above chance` when over 3 binomial "
+    "standard deviations above chance, else `at chance`",
     reduction="none", passing=None,
 )  # fmt: skip
 POSITION_CHANCE: Final = _metric(
     "position_chance", DECODABILITY_FAMILY, BOTH, "encoding × layer",
     "1 / length, the probe's chance accuracy; verdict `chance level`", reduction="none", passing=None,
 )  # fmt: skip
+POSITION_SLOT_ACCURACY: Final = _metric(
+    "position_slot_accuracy", DECODABILITY_FAMILY, BOTH, "encoding × layer × slot (column `slot`)",
+    "`position_accuracy` over the held-out tokens at one slot; verdict `above chance` when over 3 binomial standard "
+    "deviations above 1 / length, else `at chance`", reduction="none", passing=None,
+)  # fmt: skip
 TASK_ACCURACY: Final = _metric(
     "task_accuracy", None, STACK, "trained encoding × test length",
-    "a trained stack's accuracy on its `train:` task over held-out sentences of one length; verdict "
-    "`trained length` or `untrained length` (length generalisation)", reduction="none", passing=None,
+    "a trained stack's accuracy on its `train:` task over held-out sentences of one length (column `length`); "
+    "column `chance`: the task's best order-blind accuracy; verdict `trained length` or `untrained length` "
+    "(length generalisation)", reduction="none", passing=None,
 )  # fmt: skip
 SIMILARITY_MEAN: Final = _metric(
     "similarity_mean", None, PRETRAINED, "corpus sentence × shuffle",

@@ -97,6 +97,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     _check_explicit_numbers_fit(spec, doc)
     if spec.train is not None:  # first: its lengths, not the inputs', may be what no encoding covers
         validate_training(spec, doc)
+    validate_probe_sentences(spec, doc)
     context = encoding_context(spec, longest_sentence(spec))
     for index, choice in enumerate(spec.encodings):
         try:
@@ -137,6 +138,19 @@ def validate_training(spec: Spec, doc: LocatedDocument) -> None:
         except (OrderlabError, ValueError) as error:
             field = "test_lengths" if train.test_lengths else "train_lengths"
             raise doc.error(("train", field), f"{error} (encodings[{index}])") from None
+
+
+def validate_probe_sentences(spec: Spec, doc: LocatedDocument) -> None:
+    """decodability.from_task probes the train: task's sentences: there must be one, posable at the probe's length."""
+    probe = spec.decodability
+    if not probe.from_task:
+        return
+    if spec.train is None:
+        raise doc.error(("decodability", "from_task"), "there is no train: task to take sentences from; expected false")
+    shortest = TASKS[spec.train.task].shortest
+    if probe.length < shortest:
+        message = f"{probe.length}: task {spec.train.task} needs sentences of at least {shortest} words"
+        raise doc.error(("decodability", "length"), f"{message}; expected a length >= {shortest}")
 
 
 def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:

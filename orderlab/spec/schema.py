@@ -199,6 +199,9 @@ class DecodabilitySpec(StrictModel):
         64, ge=2, le=bounds.MAX_PROBE_VOCABULARY, description="Distinct random words the sentences are drawn from."
     )
     held_out: float = Field(0.25, gt=0, lt=1, description="Fraction of sentences kept out of training for scoring.")
+    from_task: bool = Field(
+        False, description="Probe the train: task's own sentences (its words, its arrangement) instead of random ones."
+    )
 
     @property
     def training_sentences(self) -> int:

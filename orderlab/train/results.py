@@ -2,16 +2,18 @@
 
 Task accuracy rows are tidy rows (rows.COLUMNS) of case `task`, one per trained encoding and test length, at the
 last layer; their verdict says whether the length was trained on, so that length generalisation reads off a column.
+Of rows.DETAIL_COLUMNS they fill `length` and `chance` (the task's best order-blind accuracy, tasks.py).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from orderlab.measure.rows import COLUMNS
+from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
 from orderlab.spec.metric_names import TASK_ACCURACY
 from orderlab.spec.schema import Spec
-from orderlab.train.train import TrainedStack, task_accuracy
+from orderlab.train.tasks import TaskData
+from orderlab.train.train import TrainedStack, task_accuracy, train_seed
 
 WEIGHTS = "weights"  # the column: which stacks a row measures
 TRAINED, UNTRAINED = "trained", "untrained"
@@ -37,16 +39,20 @@ def tested_length(subject: str) -> int:
 
 
 def accuracy_rows(spec: Spec, stacks: list[TrainedStack]) -> pd.DataFrame:
-    """Task accuracy per trained encoding and test length, as tidy rows (COLUMNS) sorted as metrics.csv is."""
+    """Task accuracy per trained encoding and test length, with the length's chance, as tidy rows (COLUMNS and
+    DETAIL_COLUMNS) sorted as metrics.csv is."""
     assert spec.train is not None
     low, high = spec.train.train_lengths
+    data = TaskData(spec.train, train_seed(spec))
+    chance = {n: detail_number(data.chance(n)) for n in range(spec.train.tested[0], spec.train.tested[1] + 1)}
     rows = []
     for stack in stacks:
         for n, accuracy in task_accuracy(spec, stack).items():
             verdict = TRAINED_LENGTH if low <= n <= high else UNTRAINED_LENGTH
             rows.append({"case": TASK_CASE, "input": task_subject(spec, n), "encoding": stack.choice.label,
                          "permutation": "", "permuted": "", "layer": spec.stack.n_layers, "head": None,
-                         "metric": TASK_ACCURACY, "value": accuracy, "verdict": verdict})  # fmt: skip
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame["head"] = frame["head"].astype("Int64")
+                         "metric": TASK_ACCURACY, "value": accuracy, "verdict": verdict,
+                         "length": n, "slot": None, "chance": chance[n]})  # fmt: skip
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, *DETAIL_COLUMNS])
+    frame = frame.astype({"head": "Int64", "length": "Int64", "slot": "Int64"})
     return frame.sort_values(["input", "encoding"], kind="mergesort", ignore_index=True)

@@ -4,7 +4,8 @@ A sentence is a row of word indices into the vocabulary word0..word{V-1}, whose 
 vectors every spec uses (text.random_word_vector), so a spec's inputs written in those words are sentences of
 the task. Each task says what its target is, and whether it is read out per slot or from the mean over slots:
 a mean over slots is blind to order unless the stack put position into the states, which is what the
-sentence-level tasks ask of an encoding. Never trains and never measures: train.py does.
+sentence-level tasks ask of an encoding. Each task also says its chance level (`chance`): the accuracy of the
+best guess from what an order-blind stack sees. Never trains and never measures: train.py does.
 """
 
 from __future__ import annotations
@@ -27,10 +28,16 @@ class Batch:
     targets: torch.Tensor  # (B,) for sentence-level tasks, (B, n) per slot (IGNORED where there is none)
 
 
+CHANCE_SENTENCES = 2**15  # per length: a chance level's Monte Carlo standard error is below 0.5 / 2**7.5 < 0.003
+CHANCE_SEED = 7  # the chance sentences' own generator, apart from any training or test set
+COUNTING = 2**22  # (sentences x n x n) elements compared at once when counting words
+
+
 @dataclass(frozen=True)
 class Task:
     per_slot: bool  # read out at every slot; else from the mean over slots
     draw: Callable[[torch.Generator, int, int, int, tuple[int, int, int]], Batch]  # (gen, B, n, V, grammar)
+    blind: Callable[[Batch, int], float]  # (sentences, V) -> mean accuracy of the best order-blind guess
 
 
 def vocabulary_vectors(vocabulary: int, seed: int, d_model: int) -> torch.Tensor:
@@ -89,13 +96,75 @@ def _next_token(
     return Batch(words, targets)
 
 
+# --- chance: the best an order-blind stack can do ---------------------------------------------------
+# A bidirectional stack with no position is permutation-equivariant: slot i's state is a function of its own word
+# and the bag (multiset) of the sentence's words, and the mean over slots a function of the bag alone. Given the
+# bag, every arrangement of its words is equally likely, so each task's best order-blind guess follows from the
+# word counts. Hand-worked: first_word on 2 words of V = 2: the bags {0,0} and {1,1} (1/4 each) name their word
+# (right always), {0,1} (1/2) is right half the time, so chance = 1/4 + 1/4 + 1/2 * 1/2 = 0.75 = E[max count]/n.
+
+
+def own_word_counts(words: torch.Tensor) -> torch.Tensor:
+    """(B, n): at each slot, how many slots of its sentence hold the same word (chunked: B n^2 comparisons)."""
+    rows = max(1, COUNTING // words.shape[1] ** 2)
+    return torch.cat([(part[:, :, None] == part[:, None, :]).sum(-1) for part in torch.split(words, rows)])
+
+
+def _most_frequent(batch: Batch, _: int) -> float:
+    """first_word: the first word is any slot's word with equal odds, so name the most frequent: E[max count] / n."""
+    n = batch.words.shape[1]
+    return own_word_counts(batch.words).max(dim=1).values.double().mean().item() / n
+
+
+def _every_slot(batch: Batch, _: int) -> float:
+    """copy: a slot's own word is its target; no order needed."""
+    return 1.0
+
+
+def _reverse_blind(batch: Batch, _: int) -> float:
+    """reverse: slot i's target is another slot's word (its own at the middle of an odd length). Summed over slots,
+    the best guess (the bag's most frequent word, M times) scores M / n; for even n, when two words tie at M, a
+    slot can leave its own word out of the count: M / (n - 1)."""
+    n = batch.words.shape[1]
+    counts = own_word_counts(batch.words)
+    most = counts.max(dim=1).values.double()  # (B,) M
+    tied = (counts == most[:, None]).sum(dim=1) > most  # more slots at M than one word's M
+    per_sentence = torch.where(tied & (n % 2 == 0), most / max(n - 1, 1), most / n)
+    return per_sentence.mean().item()
+
+
+def _coin(batch: Batch, _: int) -> float:
+    """order_pair: the bag holds each marker once, whatever their order: a coin flip."""
+    return 0.5
+
+
+def _most_frequent_noun(batch: Batch, vocabulary: int) -> float:
+    """agent: the n-1 nouns fill the slots around the verb in any order, so name the most frequent noun:
+    E[max noun count] / (n - 1)."""
+    n = batch.words.shape[1]
+    counts = own_word_counts(batch.words).masked_fill(batch.words < max(1, vocabulary // 4), 0)
+    return counts.max(dim=1).values.double().mean().item() / (n - 1)
+
+
+def _bigram(batch: Batch, vocabulary: int) -> float:
+    """next_token: a causal stack sees the words before a slot, so no order-blind bound holds; chance is the best
+    guess from the slot's own word alone (each word's most frequent successor over these sentences)."""
+    scored = batch.targets != IGNORED
+    pairs = batch.words[scored] * vocabulary + batch.targets[scored]  # (slots,) current word, next word
+    found, counts = torch.unique(pairs, return_counts=True)
+    best: dict[int, int] = {}
+    for word, count in zip((found // vocabulary).tolist(), counts.tolist(), strict=True):
+        best[word] = max(best.get(word, 0), count)
+    return sum(best.values()) / max(int(scored.sum()), 1)
+
+
 TASKS: dict[str, Task] = {
-    "first_word": Task(False, _first_word),
-    "copy": Task(True, _copy),
-    "reverse": Task(True, _reverse),
-    "order_pair": Task(False, _order_pair),
-    "agent": Task(False, _agent),
-    "next_token": Task(True, _next_token),
+    "first_word": Task(False, _first_word, _most_frequent),
+    "copy": Task(True, _copy, _every_slot),
+    "reverse": Task(True, _reverse, _reverse_blind),
+    "order_pair": Task(False, _order_pair, _coin),
+    "agent": Task(False, _agent, _most_frequent_noun),
+    "next_token": Task(True, _next_token, _bigram),
 }
 
 
@@ -125,3 +194,16 @@ class TaskData:
         """test_sentences of n words, from a generator of their own (the same whatever the training did)."""
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + n + 1)
         return self.task.draw(generator, self.spec.test_sentences, n, self.spec.vocabulary, self.grammar)
+
+    def probe_set(self, count: int, n: int) -> torch.Tensor:
+        """(count, n) word indices: the position probe's sentences of the task (decodability.from_task), from a
+        generator of their own, apart from the training and test sentences."""
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + 500_009 + n)
+        return self.task.draw(generator, count, n, self.spec.vocabulary, self.grammar).words
+
+    def chance(self, n: int) -> float:
+        """The task's chance accuracy at n words: its best order-blind guess, averaged over CHANCE_SENTENCES
+        sentences of the task (a seeded Monte Carlo, the same for every spec of this task and vocabulary)."""
+        generator = torch.Generator().manual_seed(CHANCE_SEED * 1_000_003 + n)
+        batch = self.task.draw(generator, CHANCE_SENTENCES, n, self.spec.vocabulary, self.grammar)
+        return self.task.blind(batch, self.spec.vocabulary)
