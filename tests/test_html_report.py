@@ -369,3 +369,16 @@ def test_every_shipped_attention_figure_shows_a_changed_sentence():
         attention = json.loads(manifest.read_text()).get("attention")
         for reordering in (attention or {}).get("reorderings", []):
             assert reordering["permuted"] != attention["words"], manifest
+
+
+def test_a_rate_reads_as_a_share_with_its_count_as_on_the_console(tmp_path: Path):
+    out = tmp_path / "report.html"
+    code, output = report(str(RESULTS / "zoo_causal"), "--out", str(out))
+    assert code == 0, output
+    page = out.read_text()
+    summary = pd.read_csv(RESULTS / "zoo_causal" / "summary.csv", keep_default_na=False)
+    rate = summary[(summary["metric"] == "permutation_preferred") & (summary["family"] == "gpt2")].iloc[0]
+    value, count = float(rate["seeded"]), int(rate["permutations"])  # blank cells elsewhere: read as text
+    shown = f"{value:.2f} ({round(value * count)}/{count})"
+    assert shown in page
+    assert f"{value:.1e} ✗" not in page

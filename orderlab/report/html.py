@@ -28,11 +28,12 @@ from orderlab import __version__
 from orderlab.errors import OrderlabError
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.report import figures as plots
-from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
+from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
 from orderlab.results import artifact
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
 from orderlab.results.ownership import NESTED_FILES, REPORT_MARK
 from orderlab.results.tables import CSV_LIMIT
+from orderlab.spec.metric_names import RATE_COUNT, reduction_of
 from orderlab.spec.userfiles import FileProblem, read_bounded, read_text
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
@@ -141,6 +142,10 @@ def _read_table(path: Path) -> HtmlTable:
     rows = []
     for cells in lines[:ROWS_SHOWN]:
         row = dict(zip(header, cells, strict=False))
+        if reduction_of(row.get("metric", "")) == "rate":  # a share is a finding, shown as on the console
+            rows.append([_rate_cell(row.get(name, ""), row.get(RATE_COUNT)) if verdict_of[name] else
+                         _cell(row.get(name, ""), None) for name in shown])  # fmt: skip
+            continue
         rows.append([_cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])
     verdicts = any(cell.css in ("ok", "bad", "nonfinite") for row in rows for cell in row)
     return HtmlTable(path.name, shown, rows, len(lines), verdicts)
@@ -167,6 +172,15 @@ def _cell(text: str, verdict: str | None) -> Cell:
     else:
         shown = text if number is None else f"{number:.4g} ({verdict})"
     return Cell(shown, repr(number) if number is not None else text, css)
+
+
+def _rate_cell(text: str, count: str | None) -> Cell:
+    """A rate's cell, unmarked: '0.42 (10/24)' when the row counts its permutations."""
+    rate, total = _number(text), _number(count or "")
+    if rate is None or rate != rate:  # not a number, or NaN
+        return _cell(text, NON_FINITE)
+    shown = share_text(rate, int(total) if total is not None and total == total else None)
+    return Cell(shown, repr(rate), "")
 
 
 def _number(text: str) -> float | None:

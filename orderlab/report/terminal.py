@@ -73,8 +73,13 @@ def rate_cell(row: pd.Series, name: str) -> Text:
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
     count = row.get(RATE_COUNT)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
-        return Text(f"{rate:.2f}")
-    return Text(f"{rate:.2f} ({round(rate * count)}/{count})")
+        return Text(share_text(rate))
+    return Text(share_text(rate, int(count)))
+
+
+def share_text(rate: float, count: int | None = None) -> str:
+    """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count."""
+    return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
 
 
 def encoding_cell(row: pd.Series, name: str) -> Text:
