@@ -90,13 +90,13 @@ def test_run_of_a_causal_lm_shows_its_acceptance_rate(tmp_path):
     )
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    metrics = pd.read_csv(tmp_path / "lm" / "metrics.csv").query("encoding == 'trained'")
+    metrics = pd.read_csv(tmp_path / "lm" / "metrics.csv").query("encoding == 'seeded'")  # seeded weights
     summary = pd.read_csv(tmp_path / "lm" / "summary.csv").set_index("metric")
     flags = metrics.loc[metrics["metric"] == "permutation_preferred", "value"]
     assert len(flags) == 24 and summary.loc["permutation_preferred", RATE_COUNT] == 24
-    assert summary.loc["permutation_preferred", "trained"] == pytest.approx(flags.mean(), abs=1e-6)
+    assert summary.loc["permutation_preferred", "seeded"] == pytest.approx(flags.mean(), abs=1e-6)
     changes = metrics.loc[metrics["metric"] == "logprob_change", "value"]
-    assert summary.loc["logprob_change", "trained"] == pytest.approx(changes.mean(), rel=1e-5)
+    assert summary.loc["logprob_change", "seeded"] == pytest.approx(changes.mean(), rel=1e-5)
     assert f"{flags.mean():.2f} ({int(flags.sum())}/24)" in result.output
 
 

@@ -103,6 +103,7 @@ ROW_MEMORY_BYTES = 400
 ATTENTION_ROW_MEMORY_BYTES = 200
 # A metrics.csv row without its text columns (case, layer, head, metric, value, verdict, commas): 62-66 B measured.
 ROW_FIXED_BYTES = 66
+PROBE_COLUMN_BYTES = len(",16,15,6.250000e-02")  # a probe row's length, slot and chance columns
 # A corpus-mode metrics.csv row without its permutation and encoding (sentence id, words, shuffle, metric, value).
 CORPUS_ROW_FIXED_BYTES = 45
 # An attention.csv row without its encoding and swept columns (layer, head, slots, value, commas), and without
@@ -264,8 +265,7 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
     _add_probes(spec, tally, budget)
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
-        width = ROW_FIXED_BYTES + len(f"{probe.sentences} random sentences of {probe.length} words")
-        tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), width)
+        tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), probe_row_bytes(probe))
         tally.sequences += encodings * probe.sentences
         tally.working.append(_decodability_memory(spec))
         tally.seconds.append(_decodability_seconds(spec))
@@ -518,6 +518,12 @@ def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
     return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
 
+def probe_row_bytes(probe: DecodabilitySpec) -> int:
+    """A probe row's bytes without the encoding and swept columns: its input names the random sentences, and it
+    fills the length, slot and chance columns that runs with probe rows add to every row."""
+    return ROW_FIXED_BYTES + len(f"{probe.sentences} random sentences of {probe.length} words") + PROBE_COLUMN_BYTES
+
+
 def probe_rows_per_layer(length: int) -> int:
     """The position probe's rows per layer and condition: position_accuracy, position_chance, and
     position_slot_accuracy once per slot (probing.measure_decodability)."""
@@ -621,7 +627,8 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
     if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and its rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
-        rows += (layers + 1) * probe_rows_per_layer(spec.decodability.length)
+        probe_rows = (layers + 1) * probe_rows_per_layer(spec.decodability.length)
+        rows, row_bytes = rows + probe_rows, row_bytes + probe_rows * probe_row_bytes(spec.decodability)
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
