@@ -201,12 +201,12 @@ def test_a_causal_lm_s_rate_and_mean_are_drawn_on_linear_axes_at_whole_layers(tm
     (drawing,) = drawings(folder, read_results(folder))
     panels = {ax.get_title(): ax for ax in drawing.figure.axes if ax.get_visible()}
     rows = pd.read_csv(folder / "metrics.csv")
-    flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "trained")]["value"]
+    flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "seeded")]["value"]
     for title in ("logprob_change (mean over permutations)", "permutation_preferred (rate over permutations)"):
         ax = panels[title]
         assert ax.get_yscale() == "linear"
         assert {x for line in ax.get_lines() for x in line.get_xdata()} == {2}  # the last layer, unshifted
         assert list(ax.get_xticks()) == [2]
     rates = {line.get_label(): line.get_ydata()[0] for line in panels[title].get_lines()}
-    assert rates["trained"] == pytest.approx(flags.mean())
+    assert rates["seeded"] == pytest.approx(flags.mean())
     assert panels["prefix_invariance"].get_yscale() == "log"
