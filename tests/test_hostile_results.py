@@ -16,8 +16,9 @@ import os
 import shutil
 import tempfile
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -129,17 +130,24 @@ def test_a_shard_manifest_naming_a_folder_outside_out_is_refused_and_nothing_is_
 # --- case 6: numbers from a manifest size nothing ---------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+def with_peak_memory(call: Callable[[], T]) -> tuple[T, int]:
+    """What `call` returns and the most memory Python allocated while it ran (tracemalloc's peak), in bytes."""
+    tracemalloc.start()
+    try:
+        return call(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize(("field", "value"), [("count", 10**12), ("index", 10**12), ("count", -1), ("index", 0)])
 def test_a_shard_manifest_claiming_absurd_numbers_is_refused_without_allocating(runs, tmp_path, field, value):
     shards = copies(runs[1], tmp_path / "given")
     for shard in shards:
         edit_json(shard / "manifest.json", lambda m: m["shard"].update({field: value}))
-    tracemalloc.start()
-    try:
-        result = orderlab("merge", *shards, "--out", tmp_path / "out")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = with_peak_memory(lambda: orderlab("merge", *shards, "--out", tmp_path / "out"))
     assert_refused(result, f"shard.{field}")
     assert peak < 50 * 2**20
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -150,12 +158,7 @@ def test_partials_claiming_a_trillion_permutations_merge_into_one_line_not_memor
     for shard in shards:
         edit_json(shard / "partials.json", lambda p: [piece["unit"].update(total=10**12) for piece in p["pieces"]])
         rehash(shard)
-    tracemalloc.start()
-    try:
-        result = orderlab("merge", *shards, "--out", tmp_path / "out")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = with_peak_memory(lambda: orderlab("merge", *shards, "--out", tmp_path / "out"))
     assert_refused(result, "of 1000000000000; expected all of them")
     assert peak < 200 * 2**20
 
