@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,18 +65,12 @@ def run(
 
     from orderlab.commands.run import write_experiment
 
-    with _spec_file(spec) as path:
+    with _spec_file(spec) as path, _results_root(out) as root:
         loaded = _load(path)
-        if out is not None:
-            folder = Path(out) / loaded.spec.name
-            write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
-            return load(folder)
-        with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
-            folder = Path(scratch) / loaded.spec.name
-            write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
-            result = load(folder)
-        return Result(result.name, None, result.metrics, result.summary, result.attention, result.manifest,
-                      result.verdicts)  # fmt: skip
+        folder = root / loaded.spec.name
+        write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
+        result = load(folder)
+    return result if out is not None else replace(result, folder=None)  # the temporary folder is gone
 
 
 def load(results_dir: str | Path) -> Result:
@@ -116,6 +110,16 @@ def _verdicts(summary: pd.DataFrame) -> dict[str, int]:
     columns = [column for column in summary.columns if str(column).endswith("verdict")]
     counts = summary[columns].stack().value_counts() if columns else None
     return {} if counts is None else {str(verdict): int(count) for verdict, count in counts.items()}
+
+
+@contextmanager
+def _results_root(out: str | Path | None) -> Iterator[Path]:
+    """`out` as given, or a temporary folder removed afterwards (a run that keeps nothing on disk)."""
+    if out is not None:
+        yield Path(out)
+        return
+    with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
+        yield Path(scratch)
 
 
 @contextmanager
