@@ -15,6 +15,7 @@ runs the rest dense. Knows nothing of metrics or of the measuring loop.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,16 +52,17 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     words = torch.tensor([tokens.ids[start] for start, _ in tokens.spans], device=backend.device)  # (n,) token ids
     root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device))  # BOS, repeated to a whole row tile
     terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
+    keyword = cache_keyword(backend.model)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
-        out = next_tokens(backend, root, None)
+        out = next_tokens(backend, root, None, keyword)
         states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
         parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
-                out.past_key_values.reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            out, parents = next_tokens(backend, new, out.past_key_values), depth.distinct
+                getattr(out, keyword).reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            out, parents = next_tokens(backend, new, getattr(out, keyword), keyword), depth.distinct
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
@@ -68,12 +70,18 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
 
 
-def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any) -> Any:
+def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str) -> Any:
     """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output."""
     past = 0 if cache is None else cache.get_seq_length()
     mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
-    return backend.model(input_ids=ids[:, None], attention_mask=mask, past_key_values=cache, use_cache=True,
-                         output_hidden_states=True)  # fmt: skip
+    return backend.model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
+                         **{keyword: cache})  # fmt: skip
+
+
+def cache_keyword(model: Any) -> str:
+    """The KV cache's name in the model's forward and output: `cache` from transformers 5.24 (which deprecates
+    `past_key_values`, a warning that would be an error under the tests' filterwarnings), `past_key_values` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:
