@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 from orderlab.measure import corpus
-from orderlab.models.build import build_adapters
+from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.models.hf.extra import packaged_model_folder
 from orderlab.models.hf.loader import import_transformers
 from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec

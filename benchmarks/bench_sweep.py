@@ -29,12 +29,12 @@ import torch
 
 from orderlab.measure import metrics as M
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
-from orderlab.measure.rows import word_vectors
 from orderlab.measure.sweep_run import SweepRun
 from orderlab.models.batching import aligned_batch
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.models.stack import stack_adapters
+from orderlab.models.stack_from_spec import word_vectors
 from orderlab.spec import permutations as perms
 from orderlab.spec.schema import Spec
 from orderlab.spec.text import tokenize

@@ -231,9 +231,9 @@ def run_shard(
 ) -> None:
     """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
     from orderlab.commands.run import write_shard
-    from orderlab.dist.shards import parse_shard, shard_folder_name
     from orderlab.report import terminal as report
     from orderlab.results.paths import child
+    from orderlab.spec.shards import parse_shard, shard_folder_name
 
     index, count = parse_shard(shard)
     if plot:

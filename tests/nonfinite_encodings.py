@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.base import PositionalEncoding, torch_dtype
 
 
 class NanOffsets(PositionalEncoding):
@@ -16,7 +16,7 @@ class NanOffsets(PositionalEncoding):
     def input_offsets(self, n):
         import torch
 
-        offsets = torch.zeros(n, self.context.d_model, dtype=self.context.torch_dtype)
+        offsets = torch.zeros(n, self.context.d_model, dtype=torch_dtype(self.context))
         offsets[1] = float("nan")
         return offsets
 

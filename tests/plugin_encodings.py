@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.base import PositionalEncoding, torch_dtype
 
 
 class SquaredDistanceParams(BaseModel):
@@ -109,7 +109,7 @@ class WrongShapeAtRunTime(SquaredDistance):
     def input_offsets(self, n):
         import torch
 
-        return torch.zeros(3, self.context.d_model, dtype=self.context.torch_dtype)
+        return torch.zeros(3, self.context.d_model, dtype=torch_dtype(self.context))
 
 
 class ReturnsAList(SquaredDistance):

@@ -11,8 +11,8 @@ import pytest
 
 from orderlab.cli import app
 from orderlab.models import batching
-from orderlab.models.hf.extra import installed
 from orderlab.spec import estimate
+from orderlab.spec.extras import installed
 from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

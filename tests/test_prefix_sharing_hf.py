@@ -15,12 +15,12 @@ from orderlab.cli import app
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
-from orderlab.models.hf.extra import installed
 from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
+from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.schema import Spec
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.measure.rows import summarize
-from orderlab.models.hf.extra import installed
 from orderlab.report.terminal import rate_text, summary_tables
+from orderlab.spec.extras import installed
 from orderlab.spec.metric_names import RATE_COUNT
 
 ENCODINGS = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"]

@@ -21,8 +21,8 @@ import torch
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.commands.baseline import run_fresh
 from orderlab.measure.rows import KEY_COLUMNS
-from orderlab.results.baseline_diff import run_fresh
 from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orderlab.cli import app
-from orderlab.dist.shards import PERMUTATIONS, partition, work
 from orderlab.measure.exactsum import ExactSum
 from orderlab.spec import permutations as perms
 from orderlab.spec.load import load_spec
+from orderlab.spec.shards import PERMUTATIONS, partition, work
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

@@ -103,8 +103,8 @@ def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
 
 
 def test_chunk_size_is_chosen_from_width_length_and_dtype():
-    from orderlab.measure.loop import auto_chunk_size
     from orderlab.models.attention_stack import StackConfig
+    from orderlab.models.batching import auto_chunk_size
 
     cpu = torch.device("cpu")
     bench = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float32")

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.measure.trace import trace_layer, word_vectors
+from orderlab.measure.trace import trace_layer
 from orderlab.models.devices import CPU
-from orderlab.models.hf.extra import installed
 from orderlab.models.stack import stack_adapters
+from orderlab.models.stack_from_spec import word_vectors
 from orderlab.report.figures import drawings, read_results
+from orderlab.spec.extras import installed
 from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orderlab.commands.baseline import check_spec, plan
 from orderlab.errors import OrderlabError
 from orderlab.report import html as html_report
 from orderlab.report import terminal as report
-from orderlab.results.baseline_diff import Comparison, SpecCheck, check_spec, plan, require_tolerance
+from orderlab.results.baseline_diff import Comparison, SpecCheck, require_tolerance
 from orderlab.results.junit import Case, check_destination, write_junit
 from orderlab.results.paths import same_file
 

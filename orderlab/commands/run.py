@@ -15,11 +15,11 @@ from pathlib import Path
 import torch
 
 from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
-from orderlab.dist.shards import Unit, condition_labels, partition, require_shardable
+from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.sweep_run import SweepRun, summarize_sweep
-from orderlab.models.build import prefix_sharing
+from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
 from orderlab.models.devices import validate_device
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
@@ -30,9 +30,9 @@ from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
 from orderlab.spec.schema import uses_backend
+from orderlab.spec.shards import Unit, condition_labels, partition, require_shardable
 from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
-from orderlab.train.results import TRAINED, UNTRAINED, WEIGHTS
 
 
 def write_experiment(

@@ -1,1 +1,1 @@
-"""Scale-out: shards of a run's units (shards.py) and Dask workers that run them (workers.py)."""
+"""Scale-out: Dask workers that run a run's shards (workers.py); the partition itself is orderlab/spec/shards.py."""

@@ -15,6 +15,7 @@ from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
 from orderlab.encodings.t5_bias import T5Bias
 from orderlab.encodings.xpos import Xpos
+from orderlab.spec.encoding_catalog import register_catalog
 from orderlab.spec.registry import Registry
 
 __all__ = ["ENCODINGS", "EncodingContext", "PositionalEncoding", "build_encoding"]
@@ -54,6 +55,7 @@ ENCODINGS.add(Alibi)
 ENCODINGS.add(T5Bias)
 ENCODINGS.add(Xpos)
 ENCODINGS.add(Cope)
+register_catalog(ENCODINGS)  # the spec layer validates names and parameters through it
 
 
 def build_encoding(name: str, context: EncodingContext, params: dict[str, Any] | None = None) -> PositionalEncoding:

@@ -13,11 +13,11 @@ such as `validate`); they import it inside the hooks, which only run during a co
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orderlab.spec.encoding_catalog import EncodingContext as EncodingContext  # re-exported for encodings
 from orderlab.spec.registry import did_you_mean
 
 if TYPE_CHECKING:
@@ -25,31 +25,6 @@ if TYPE_CHECKING:
 
 Kind = Literal["none", "additive", "bias", "rotary"]
 TableKey = tuple[tuple[int, ...], float]  # a seeded table's shape and sigma
-
-
-@dataclass(frozen=True)
-class EncodingContext:
-    """What an encoding may depend on: the stack's shape, the seed and where tensors live."""
-
-    d_model: int
-    n_heads: int
-    causal: bool
-    seed: int
-    dtype: str = "float64"
-    max_len: int = 512
-    device: str = "cpu"
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        import torch
-
-        dtype = getattr(torch, self.dtype)
-        assert isinstance(dtype, torch.dtype)
-        return dtype
 
 
 class EncodingParams(BaseModel):
@@ -128,6 +103,15 @@ class PositionalEncoding:
         return tables[key]
 
 
+def torch_dtype(context: EncodingContext) -> torch.dtype:
+    """The context's dtype as torch's (imported here: encodings import torch only when they compute)."""
+    import torch
+
+    dtype = getattr(torch, context.dtype)
+    assert isinstance(dtype, torch.dtype)
+    return dtype
+
+
 def seeded_table(context: EncodingContext, salt: str, *shape: int, sigma: float = 1.0) -> torch.Tensor:
     """A N(0, sigma^2) table drawn in float64 on the CPU from (seed, salt), then cast: the same on every machine.
 
@@ -139,4 +123,4 @@ def seeded_table(context: EncodingContext, salt: str, *shape: int, sigma: float 
     digest = hashlib.sha256(f"{context.seed}\x00{salt}".encode()).digest()
     generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
     table = torch.randn(*shape, generator=generator, dtype=torch.float64) * sigma
-    return table.to(dtype=context.torch_dtype, device=context.device)
+    return table.to(dtype=torch_dtype(context), device=context.device)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from orderlab.encodings.base import EncodingContext, Kind, PositionalEncoding
+from orderlab.encodings.base import EncodingContext, Kind, PositionalEncoding, torch_dtype
 from orderlab.errors import OrderlabError
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def validate_hooks(encoding: CheckedEncoding) -> None:
     context: EncodingContext = encoding.context
     shape = (2, context.n_heads, 3, context.d_head)
     generator = torch.Generator().manual_seed(0)  # its own: trying a plugin must not move torch's global RNG
-    q, k = (torch.randn(*shape, generator=generator, dtype=context.torch_dtype).to(context.device) for _ in range(2))
+    q, k = (torch.randn(*shape, generator=generator, dtype=torch_dtype(context)).to(context.device) for _ in range(2))
     encoding.input_offsets(shape[2])
     encoding.attention_bias(*encoding.rotate(q, k))
 

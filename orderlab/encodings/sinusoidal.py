@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orderlab.encodings.base import EncodingParams, PositionalEncoding
+from orderlab.encodings.base import EncodingParams, PositionalEncoding, torch_dtype
 
 if TYPE_CHECKING:
     import torch
@@ -34,4 +34,4 @@ class Sinusoidal(PositionalEncoding):
         pair = torch.arange(0, d, 2, dtype=torch.float64)  # (ceil(d/2),) = 2i
         angles = slots / self.params.base ** (pair / d)  # (n, ceil(d/2))
         table = torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(n, -1)[:, :d]  # interleave sin, cos
-        return table.to(self.context.torch_dtype)
+        return table.to(torch_dtype(self.context))

@@ -1,6 +1,6 @@
 """`build_adapters`: a concrete spec to one adapter per condition; `prefix_sharing`: how each runs its causal passes.
 
-Kept out of the package's __init__ so that importing one model module does not import them all."""
+The measuring side's one door to the models: it picks the adapter kind (stack, trained checkpoint, pretrained)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
 from orderlab.models.stack import compile_records, stack_adapters
 from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
-from orderlab.models.trained import checkpoint_adapters
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
+from orderlab.train.adapters import checkpoint_adapters, probe_inputs_for
 
 __all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "compile_records", "prefix_sharing"]
 
@@ -26,7 +26,7 @@ def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Ad
         return list(pretrained_adapters(spec, device, spec_file))  # a list[Adapter] (lists are invariant)
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file)
-    return stack_adapters(spec, device)
+    return stack_adapters(spec, device, probe_inputs=probe_inputs_for(spec))
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:

@@ -8,7 +8,7 @@ into a running max (with the permutation that reaches it) and an exact mean. Pea
 chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
 every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
 
-A shard (orderlab/dist/shards.py) runs this same loop on its units only: a range of a sentence's permutations
+A shard (orderlab/spec/shards.py) runs this same loop on its units only: a range of a sentence's permutations
 ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
 orderlab/results/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
 """
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import torch
 
-from orderlab.dist.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
 from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
@@ -37,17 +36,10 @@ from orderlab.measure.rows import (
     record_metrics,
     record_pair,
 )
-from orderlab.models.attention_stack import StackConfig
 from orderlab.spec import permutations as perms
-from orderlab.spec.estimate import (
-    CPU_CHUNK_BYTES,
-    GPU_CHUNK_BYTES,
-    available_memory,
-    sequence_values,
-    sequences_per_chunk,
-)
 from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
 from orderlab.spec.schema import Spec
+from orderlab.spec.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.spec.sweep import SweptValue
 from orderlab.spec.text import occurrence_matching, tokenize
 
@@ -115,18 +107,6 @@ def tune_allocator() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3  # from <malloc.h>
     libc.mallopt(m_mmap_threshold, 32 * 2**20)
     libc.mallopt(m_trim_threshold, 512 * 2**20)
-
-
-def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: torch.device) -> int:
-    """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
-    itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
-    values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
-    budget = CPU_CHUNK_BYTES if device.type == "cpu" else GPU_CHUNK_BYTES
-    if device.type == "cuda":
-        budget = min(budget, torch.cuda.mem_get_info(device)[0] // 4)
-    else:
-        budget = min(budget, available_memory() // 4)
-    return sequences_per_chunk(values, itemsize, budget)
 
 
 class SummaryCollector:

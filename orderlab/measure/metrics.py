@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import torch
 
-POOLS = ("mean", "max", "first", "last")
-
 
 def ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     """numerator / denominator, with 0/0 = 0 (both sides vanish: no difference to report).
@@ -30,26 +28,6 @@ def equivariance_error(h_of_px: torch.Tensor, h_of_x: torch.Tensor, perms: torch
     """||H(PX) - P H(X)|| / ||H(X)||, per permutation: (B, n, d), (n, d), (B, n) -> (B,)."""
     difference = (h_of_px - permute_slots(h_of_x, perms)).flatten(1).norm(dim=1)
     return ratio(difference, h_of_x.norm().expand_as(difference))
-
-
-def pool(h: torch.Tensor, how: str) -> torch.Tensor:
-    """Pool token states over slots: (..., n, d) -> (..., d) by mean, max, first or last token."""
-    if how == "mean":
-        return h.mean(dim=-2)
-    if how == "max":
-        return h.amax(dim=-2)
-    if how == "first":
-        return h[..., 0, :]
-    if how == "last":
-        return h[..., -1, :]
-    raise ValueError(f"unknown pooling {how!r}; expected one of {', '.join(POOLS)}")
-
-
-def invariance_error(h_of_px: torch.Tensor, h_of_x: torch.Tensor, how: str) -> torch.Tensor:
-    """||pool H(PX) - pool H(X)|| / ||pool H(X)||: (B, n, d), (n, d) -> (B,)."""
-    reference = pool(h_of_x, how)  # (d,)
-    difference = (pool(h_of_px, how) - reference).norm(dim=-1)  # (B,)
-    return ratio(difference, reference.norm().expand_as(difference))
 
 
 def attention_equivariance_error(a_of_px: torch.Tensor, a_of_x: torch.Tensor, perms: torch.Tensor) -> torch.Tensor:

@@ -14,27 +14,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 import torch
 
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
 from orderlab.spec.metric_names import POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import random_word_vector
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter
 
 RIDGE = 1e-6  # relative to the mean feature variance: only there to keep the solve well posed
 ABOVE_CHANCE, AT_CHANCE, CHANCE = "above chance", "at chance", "chance level"
-
-
-def random_sentences(count: int, length: int, vocabulary: int, d_model: int, seed: int) -> torch.Tensor:
-    """(count, length, d_model) float64: words drawn with replacement from `vocabulary` seeded random words."""
-    words = np.stack([random_word_vector(f"word{k}", seed, d_model) for k in range(vocabulary)])  # (V, d)
-    choice = np.random.Generator(np.random.PCG64(seed)).integers(0, vocabulary, size=(count, length))  # (S, n)
-    return torch.from_numpy(words[choice])
 
 
 def fit_probe(features: torch.Tensor, slots: torch.Tensor, classes: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -18,7 +18,6 @@ import pandas as pd
 import torch
 
 from orderlab.measure import metrics as M
-from orderlab.models.attention_stack import LayerWeights, StackConfig, explicit_weights, seeded_weights
 from orderlab.spec.metric_names import (
     ATTENTION_EQUIVARIANCE,
     ATTENTION_FAMILY,
@@ -42,8 +41,8 @@ from orderlab.spec.metric_names import (
     per_permutation_mean,
     reduction_of,
 )
-from orderlab.spec.schema import ExplicitEmbeddings, Spec
-from orderlab.spec.text import repeated_pairs, sentence_vectors
+from orderlab.spec.schema import Spec
+from orderlab.spec.text import repeated_pairs
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass
@@ -77,27 +76,6 @@ class RunResult:
     metrics: pd.DataFrame  # tidy, sorted by KEY_COLUMNS
     device: torch.device
     wall_seconds: float
-
-
-def stack_config(spec: Spec) -> StackConfig:
-    m = spec.stack
-    return StackConfig(
-        d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers, residual=m.residual, norm=m.norm,
-        ffn=m.ffn, ffn_mult=m.ffn_mult, causal=m.causal, scale=m.scale, dtype=m.dtype,
-    )  # fmt: skip
-
-
-def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
-    w = spec.stack.weights
-    if w is None:
-        return seeded_weights(config, spec.seed)
-    return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)
-
-
-def word_vectors(spec: Spec, words: list[str]) -> torch.Tensor:
-    """(n, d) float64 vectors of a tokenized sentence: seeded per word, or the spec's explicit ones."""
-    explicit = spec.embeddings.vectors if isinstance(spec.embeddings, ExplicitEmbeddings) else None
-    return torch.from_numpy(sentence_vectors(words, spec.stack.d_model, spec.seed, explicit))
 
 
 class RowCollector:

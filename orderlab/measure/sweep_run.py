@@ -13,18 +13,18 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from orderlab.dist.shards import DECODABILITY, Unit
 from orderlab.measure import probing
+from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
-from orderlab.models.build import build_adapters, compile_records
+from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.models.devices import CPU
-from orderlab.models.trained import trained_adapters
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
 from orderlab.spec.schema import Spec
+from orderlab.spec.shards import DECODABILITY, Unit
 from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
-from orderlab.train.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.train.adapters import trained_adapters
 from orderlab.train.train import TrainedStack, train_stack
 
 

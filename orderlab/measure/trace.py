@@ -17,10 +17,10 @@ import pandas as pd
 import torch
 
 from orderlab.errors import OrderlabError
-from orderlab.measure.rows import layer_weights, stack_config, word_vectors
 from orderlab.models.attention_stack import HOOK_POINTS, Hooks, hook_name
 from orderlab.models.devices import CPU
 from orderlab.models.stack import StackAdapter
+from orderlab.models.stack_from_spec import layer_weights, stack_config, word_vectors
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
 from orderlab.spec.load import load_spec

@@ -43,11 +43,6 @@ def noise_scale(dtype: str) -> float:
     return eps(dtype) / eps(NOISE_REFERENCE_DTYPE)
 
 
-def twin_dtype(dtype: str) -> str:
-    """The other precision, in which the reference pass is repeated to measure the noise."""
-    return "float64" if dtype == "float32" else "float32"
-
-
 def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
     """max(SAFETY * noise, FLOOR * eps) per row, from float32-vs-float64 noise; NaN where the noise is not finite."""
     noise = np.asarray(noise, dtype=np.float64) * noise_scale(dtype)

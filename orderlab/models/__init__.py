@@ -1,6 +1,8 @@
 """Every model behind one protocol (adapter_protocol.py), so that one measuring loop serves them all.
 
-`build.build_adapters` turns a concrete spec into one adapter per condition: an encoding of the attention
-stack (stack.py), a trained stack from a checkpoint (trained.py), or a position ablation of a pretrained
-model (pretrained.py).
+An adapter is an encoding of the attention stack (stack.py, built from the spec by stack_from_spec.py), a
+position ablation of a pretrained or seeded Hugging Face family (pretrained.py, hf/), or, one layer up, a trained
+stack (orderlab/train/adapters.py); orderlab/measure/adapters.py picks one per condition. Models import no
+measuring code: what an adapter needs (chunk sizing, pooling) lives here, what it is given (the probe's sentences)
+is passed in.
 """

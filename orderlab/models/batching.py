@@ -2,6 +2,7 @@
 
 Used by the streaming runner and the pretrained backend: with it, chunked results equal unchunked
 ones bit for bit, and the identity permutation matches its reference pass exactly, at any thread count.
+And how many sequences a chunk holds (auto_chunk_size), which an adapter answers for the measuring loop.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ import math
 
 import torch
 
-# Rows of every matmul are padded to a multiple of this: CPU GEMM kernels work on row tiles, and a
-# last, partial tile takes another code path whose results can differ in the last bit (measured:
-# float64 rows differ unless the row count is a multiple of 4). In full tiles a sequence's numbers
-# are the same whatever else is in its chunk.
-ROW_ALIGNMENT = 16
+from orderlab.models.attention_stack import StackConfig
+from orderlab.spec.estimate import (
+    CPU_CHUNK_BYTES,
+    GPU_CHUNK_BYTES,
+    ROW_ALIGNMENT,
+    available_memory,
+    sequence_values,
+    sequences_per_chunk,
+)
 
 
 def aligned_batch(x: torch.Tensor) -> torch.Tensor:
@@ -22,3 +27,15 @@ def aligned_batch(x: torch.Tensor) -> torch.Tensor:
     B, n = x.shape[:2]
     pad = -B % (ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT))
     return torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x
+
+
+def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: torch.device) -> int:
+    """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
+    itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
+    values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
+    budget = CPU_CHUNK_BYTES if device.type == "cpu" else GPU_CHUNK_BYTES
+    if device.type == "cuda":
+        budget = min(budget, torch.cuda.mem_get_info(device)[0] // 4)
+    else:
+        budget = min(budget, available_memory() // 4)
+    return sequences_per_chunk(values, itemsize, budget)

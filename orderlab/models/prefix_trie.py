@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from orderlab.models.attention_stack import AttentionStack, RunLayer, StackOutput
-from orderlab.models.batching import ROW_ALIGNMENT
+from orderlab.spec.estimate import ROW_ALIGNMENT
 
 Rotation = tuple[torch.Tensor, torch.Tensor] | None  # slot t's rotation of q and of k, (h, dh, dh) each
 

@@ -19,18 +19,17 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from orderlab.measure import metrics as M
-from orderlab.measure.pooling import cls, word_states
-from orderlab.measure.verdicts import twin_dtype
 from orderlab.models.adapter_protocol import Pass
 from orderlab.models.attention_stack import Hooks, hook_name
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
+from orderlab.models.pooling import cls, pool, word_states
 from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.estimate import PRETRAINED_CHUNK as CHUNK
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import (
     ATTENTION_FAMILY,
     COSINE_CLS,
@@ -256,7 +255,7 @@ def token_pass(
 def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
     """Token states (B, T, d) -> {pooling: (B, d)}: the mean over all tokens (BOS, [CLS] and [SEP] included, as
     sentence-transformers') and the first token's."""
-    return {"mean": M.pool(tokens, "mean"), "cls": cls(tokens)}
+    return {"mean": pool(tokens, "mean"), "cls": cls(tokens)}
 
 
 def record_hooks(hooks: Hooks, output: Forward) -> None:

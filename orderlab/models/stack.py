@@ -8,7 +8,7 @@ sequence's numbers do not depend on the chunk it landed in.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -17,38 +17,44 @@ import torch
 
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.measure import metrics as M
-from orderlab.measure.loop import auto_chunk_size
-from orderlab.measure.probing import random_sentences
-from orderlab.measure.rows import layer_weights, stack_config, word_vectors
-from orderlab.measure.verdicts import twin_dtype
 from orderlab.models.adapter_protocol import Adapter, Pass
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
-from orderlab.models.batching import aligned_batch
+from orderlab.models.batching import aligned_batch, auto_chunk_size
+from orderlab.models.pooling import POOLS, pool
 from orderlab.models.prefix_trie import shared_prefix_pass
+from orderlab.models.stack_from_spec import layer_weights, random_sentences, stack_config, word_vectors
 from orderlab.spec.estimate import estimate, run_seconds
+from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
-from orderlab.train.tasks import TaskData, vocabulary_vectors
-from orderlab.train.train import train_seed
 
-POOLINGS = M.POOLS  # over words: mean, max, first, last
+# (probe, d_model, seed) -> (S, length, d) float64: the position probe's input sentences
+ProbeInputs = Callable[[DecodabilitySpec, int, int], torch.Tensor]
 COMPILE_SETTINGS = ("auto", "always", "never")
 COMPILE_AFTER_SECONDS = 300.0  # estimated (at estimate.py's conservative rates); compiling took 10-60 s here
 
 
-def stack_adapters(spec: Spec, device: torch.device, share_prefixes: bool = True) -> list[Adapter]:
+def random_probe_inputs(probe: DecodabilitySpec, d_model: int, seed: int) -> torch.Tensor:
+    """(S, length, d) float64: the position probe's uniform random sentences (the default ProbeInputs)."""
+    return random_sentences(probe.sentences, probe.length, probe.vocabulary, d_model, seed)
+
+
+def stack_adapters(
+    spec: Spec, device: torch.device, share_prefixes: bool = True, probe_inputs: ProbeInputs = random_probe_inputs
+) -> list[Adapter]:
     """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position).
 
     share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. Dense passes are compiled
-    where `compile_wanted`; the round-off twins, which run one sequence per input, never are.
+    where `compile_wanted`; the round-off twins, which run one sequence per input, never are. probe_inputs gives
+    the position probe's sentences (a train: spec passes its task's, orderlab/train/adapters.py).
     """
     config = stack_config(spec)
     weights = layer_weights(spec, config)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
     compile_dense = compile_wanted(spec)
     return [
-        StackAdapter(spec, choice, config, weights, device, None, share_prefixes, compile_dense) for choice in choices
+        StackAdapter(spec, choice, config, weights, device, None, share_prefixes, compile_dense, probe_inputs)
+        for choice in choices
     ]
 
 
@@ -109,9 +115,10 @@ class StackAdapter:
         encoding: PositionalEncoding | None = None,
         share_prefixes: bool = True,
         compile_dense: bool = False,
+        probe_inputs: ProbeInputs = random_probe_inputs,
     ):
         self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
-        self.label = choice.label
+        self.label, self.probe_inputs = choice.label, probe_inputs
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = AttentionStack(config, self.encoding, weights, str(device))
@@ -140,7 +147,8 @@ class StackAdapter:
 
     def twin(self) -> StackAdapter:
         other = replace(self.config, dtype=twin_dtype(self.config.dtype))
-        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding, self.allow_sharing)
+        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding, self.allow_sharing,
+                            probe_inputs=self.probe_inputs)  # fmt: skip
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)
@@ -151,17 +159,7 @@ class StackAdapter:
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
         stack = AttentionStack(self.config, build_encoding(self.choice.name, context, self.choice.params),
                                self.weights, str(self.device))  # fmt: skip
-        return stack(probe_inputs(spec, probe, self.config.d_model, seed)).hidden
-
-
-def probe_inputs(spec: Spec, probe: DecodabilitySpec, d_model: int, seed: int) -> torch.Tensor:
-    """(S, length, d) float64: the position probe's sentences, the train: task's own (decodability.from_task, so that
-    'above chance' is asked of the sentences the stack learned on) or uniform random ones."""
-    if not probe.from_task:
-        return random_sentences(probe.sentences, probe.length, probe.vocabulary, d_model, seed)
-    assert spec.train is not None  # relations.validate_probe_sentences
-    words = TaskData(spec.train, train_seed(spec)).probe_set(probe.sentences, probe.length)  # (S, n)
-    return vocabulary_vectors(spec.train.vocabulary, seed, d_model)[words]
+        return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
 
 
 class StackSentence:
@@ -178,7 +176,7 @@ class StackSentence:
         else:
             output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
-        pooled = {how: [M.pool(h, how) for h in hidden] for how in POOLINGS}
+        pooled = {how: [pool(h, how) for h in hidden] for how in POOLS}
         return Pass(hidden, pooled, [a[:B] for a in output.attention])
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:

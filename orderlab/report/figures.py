@@ -26,6 +26,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
 from orderlab.errors import OrderlabError
+from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
@@ -43,7 +44,6 @@ from orderlab.spec.metric_names import (
 )
 from orderlab.spec.sweep import describe
 from orderlab.spec.userfiles import FileProblem
-from orderlab.train.results import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]

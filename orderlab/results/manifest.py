@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from orderlab.dist.shards import MAX_SHARDS
+from orderlab.spec.shards import MAX_SHARDS
 from orderlab.spec.userfiles import (
     JSON_LIMIT,
     FileModel,

@@ -1,6 +1,6 @@
 """`orderlab merge`: the shards of one run into the folder the whole run writes, byte for byte (on one set-up).
 
-Shard K's metrics.csv rows are a contiguous stretch of the whole run's (orderlab/dist/shards.py), so they are
+Shard K's metrics.csv rows are a contiguous stretch of the whole run's (orderlab/spec/shards.py), so they are
 copied as they are, in shard order. A sentence whose permutations a cut split left a partial summary in
 each shard holding part of it: those are folded in order (max with its first permutation, exact sums,
 counts) and finished by streaming.finish_summary, the code a whole run finishes its summaries with, so

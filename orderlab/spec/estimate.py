@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orderlab.errors import SpecError
-from orderlab.models.hf.extra import packaged_model_folder
 from orderlab.spec import permutations as perms
 from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
     FAMILIES,
     CorpusInputs,
@@ -63,7 +63,10 @@ if TYPE_CHECKING:
 # stack in float32. Throughput was flat from there up to 4x more, while peak memory doubled.
 CPU_CHUNK_BYTES = 64 * 2**20
 GPU_CHUNK_BYTES = 1024 * 2**20
-# batching.ROW_ALIGNMENT (that module imports torch): a chunk is padded to a multiple of 16 token rows.
+# Rows of every matmul are padded to a multiple of this (models/batching.aligned_batch): CPU GEMM kernels work on
+# row tiles, and a last, partial tile takes another code path whose results can differ in the last bit (measured:
+# float64 rows differ unless the row count is a multiple of 4). In full tiles a sequence's numbers are the same
+# whatever else is in its chunk. Defined here, torch-free, so that the estimate sizes chunks as the run pads them.
 ROW_ALIGNMENT = 16
 # Python, torch and pandas once imported: 262 MB of a run's measured peak RSS (README), rounded up.
 BASE_BYTES = 300 * 10**6
@@ -214,7 +217,7 @@ def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], f
 
 
 def sequence_values(n: int, d_model: int, ffn_mult: int, n_layers: int, n_heads: int, attention_maps: bool) -> int:
-    """Numbers one sequence of n tokens holds in a chunk (streaming.auto_chunk_size divides its budget by them).
+    """Numbers one sequence of n tokens holds in a chunk (batching.auto_chunk_size divides its budget by them).
 
     Kept for the metrics: layers + 1 hidden states; transient per layer: q, k, v, attention output,
     two FFN activations of width ffn_mult * d_model, a few d-wide temporaries; maps: layers x heads x n x n.
@@ -399,7 +402,7 @@ def _weight_draws(spec: Spec) -> int:
 
 
 def _chunk_sequences(spec: Spec, n: int, maps: bool, budget: int, most: int) -> tuple[int, int]:
-    """Sequences in one forward pass of n-token sequences, as streaming.auto_chunk_size sizes it on the CPU
+    """Sequences in one forward pass of n-token sequences, as batching.auto_chunk_size sizes it on the CPU
     (at most `most`, the sentence's permutations) and batching.aligned_batch pads it; and the numbers each holds."""
     m = spec.stack
     values = sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, maps)

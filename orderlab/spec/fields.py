@@ -37,3 +37,8 @@ else:
                 Annotated[scalar, Tag("one")] | Annotated[list[scalar], Tag("many"), Field(min_length=1)],
                 Discriminator(lambda value: "many" if isinstance(value, list) else "one"),
             ]
+
+
+def twin_dtype(dtype: str) -> str:
+    """The other precision, in which the reference pass is repeated to measure the noise."""
+    return "float64" if dtype == "float32" else "float32"

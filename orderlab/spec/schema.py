@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
-from orderlab.encodings import EncodingContext
 from orderlab.spec import bounds
+from orderlab.spec.encoding_catalog import EncodingContext
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from orderlab.errors import OrderlabError
 from orderlab.spec import permutations as perms
 from orderlab.spec.families import CorpusInputs
-from orderlab.errors import OrderlabError
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
 from orderlab.spec.schema import ModelSpec, Spec
 from orderlab.spec.sweep import in_row_order

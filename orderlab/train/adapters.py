@@ -1,5 +1,6 @@
-"""Trained stacks as adapters: the attention stack's adapter (stack.py) with the weights and encoding tables that
-training (orderlab/train) gave it, so the one measuring loop measures a trained stack as it does any other.
+"""Trained stacks as adapters: the attention stack's adapter (models/stack.py) with the weights and encoding tables
+that training gave it, so the one measuring loop measures a trained stack as it does any other; and the position
+probe's sentences of a train: spec, which the untrained stacks of that spec use too.
 """
 
 from __future__ import annotations
@@ -8,22 +9,24 @@ from pathlib import Path
 
 import torch
 
-from orderlab.measure.rows import stack_config
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack import StackAdapter, probe_inputs
+from orderlab.models.stack import ProbeInputs, StackAdapter, random_probe_inputs
+from orderlab.models.stack_from_spec import stack_config
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
-from orderlab.train.train import TrainedStack, build_trained_encoding
+from orderlab.train.tasks import TaskData, vocabulary_vectors
+from orderlab.train.train import TrainedStack, build_trained_encoding, train_seed
 
 
 def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.device) -> list[Adapter]:
     """One adapter per trained encoding, in label order (as stack_adapters gives the untrained ones)."""
     config = stack_config(spec)
     ordered = sorted(trained, key=lambda stack: stack.choice.label)
+    probes = probe_inputs_for(spec)
     return [
         TrainedAdapter(spec, stack.choice, config, stack.weights, device,
-                       build_trained_encoding(spec, stack, config.dtype, str(device)))
+                       build_trained_encoding(spec, stack, config.dtype, str(device)), probe_inputs=probes)
         for stack in ordered
     ]  # fmt: skip
 
@@ -40,4 +43,18 @@ class TrainedAdapter(StackAdapter):
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
         stack = AttentionStack(self.config, self.encoding, self.weights, str(self.device))
-        return stack(probe_inputs(self.spec, probe, self.config.d_model, seed)).hidden
+        return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
+
+
+def probe_inputs_for(spec: Spec) -> ProbeInputs:
+    """The position probe's sentences for `spec`: its train: task's own (decodability.from_task, so that 'above
+    chance' is asked of the sentences the stack learned on), else uniform random ones."""
+    if not spec.decodability.from_task:
+        return random_probe_inputs
+
+    def task_sentences(probe: DecodabilitySpec, d_model: int, seed: int) -> torch.Tensor:
+        assert spec.train is not None  # relations.validate_probe_sentences
+        words = TaskData(spec.train, train_seed(spec)).probe_set(probe.sentences, probe.length)  # (S, n)
+        return vocabulary_vectors(spec.train.vocabulary, seed, d_model)[words]
+
+    return task_sentences

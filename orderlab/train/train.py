@@ -6,7 +6,7 @@ one. What trains: every layer's projections and FFN, a read-out head, and the se
 that has them (learned, t5). Training runs in float32 on the CPU on one thread, so that it is bit for bit
 the same for a seed on any machine of one CPU kind and torch version, whatever its core count. The stack is
 orderlab/models/attention_stack.py's AttentionStack, built anew from the current parameters at every step. Measuring the
-trained stack is the one measuring loop's job (orderlab/models/trained.py); here only training and accuracy.
+trained stack is the one measuring loop's job (orderlab/train/adapters.py); here only training and accuracy.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 from orderlab.encodings import PositionalEncoding, build_encoding
 from orderlab.encodings.base import TableKey
-from orderlab.measure.rows import layer_weights, stack_config
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.models.stack_from_spec import layer_weights, stack_config
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.spec.train_block import TASKS as TASK_INFO
 from orderlab.spec.train_block import TrainSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orderlab.models.hf.extra import installed
+from orderlab.spec.extras import installed
 
 
 def needs_minilm() -> None:
@@ -20,7 +20,7 @@ def needs_minilm() -> None:
 @pytest.fixture(scope="session")
 def minilm_folder() -> Path:
     needs_minilm()
-    from orderlab.models.hf.extra import packaged_model_folder
+    from orderlab.spec.extras import packaged_model_folder
 
     return packaged_model_folder("minilm")
 

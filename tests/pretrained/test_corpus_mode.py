@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.measure import corpus
-from orderlab.models.build import build_adapters
+from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.models.hf.extra import installed
 from orderlab.models.pretrained import pretrained_adapters
 from orderlab.spec.corpustext import read_corpus
+from orderlab.spec.extras import installed
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import load_spec
 

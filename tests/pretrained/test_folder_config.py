@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from orderlab.cli import app
-from orderlab.models.hf.extra import installed
 from orderlab.spec import estimate
+from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.load import load_spec
 

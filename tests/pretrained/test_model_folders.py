@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from orderlab.cli import app
-from orderlab.models.hf.extra import installed
+from orderlab.spec.extras import installed
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 WORDS = ("dog", "bites", "man")

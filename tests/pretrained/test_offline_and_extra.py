@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.models.hf.extra import MissingExtraError
+from orderlab.spec.extras import MissingExtraError
 from orderlab.spec.load import load_spec
 
 MINILM_SPEC = """

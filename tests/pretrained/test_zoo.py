@@ -11,13 +11,13 @@ import torch
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.alibi import alibi_slopes
 from orderlab.encodings.t5_bias import relative_buckets
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.models.attention_stack import hook_name
-from orderlab.models.build import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.models.hf.extra import installed
 from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
+from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.load import load_spec
 from orderlab.spec.metric_names import LOGPROB_CHANGE, PERMUTATION_PREFERRED

@@ -24,11 +24,11 @@ import torch
 
 from orderlab.errors import OrderlabError
 from orderlab.models.batching import aligned_batch
-from orderlab.models.hf.extra import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a seeded model's word-level tokenizer: ids 0..3

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from orderlab.models.hf.extra import installed
+from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
 from orderlab.spec.userfiles import read_bounded
 
