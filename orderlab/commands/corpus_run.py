@@ -30,7 +30,7 @@ from orderlab.spec.schema import Spec
 def write_corpus_experiment(
     loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None
 ) -> Outcome:
-    """Run a corpus-mode spec and write its results folder atomically (see experiment.write_experiment)."""
+    """Run a corpus-mode spec and write its results folder atomically (see commands/run.write_experiment)."""
     spec = loaded.spec
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)

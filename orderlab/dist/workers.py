@@ -1,6 +1,6 @@
 """`orderlab run --workers N` / `--scheduler ADDRESS`: a run's shards as Dask tasks, merged here into its folder.
 
-Each task runs one shard (experiment.write_shard: the one measuring loop, restricted to the shard's
+Each task runs one shard (commands/run.write_shard: the one measuring loop, restricted to the shard's
 units) in a private temporary folder on its worker and returns the folder's files as bytes, so workers
 share no file system with this machine; they need the spec at the same path and the same orderlab.
 Here the shards land in a staging folder beside the destination and are merged (merge.merge_into);

@@ -1,4 +1,6 @@
-"""The registry of positional encodings: one line per encoding, plus `package.module:Class` for a user's own."""
+"""The registry of positional encodings: one ENCODINGS.add line per built-in, plus `package.module:Class` for a
+user's own. It is registered as the spec layer's encoding catalog (spec/encoding_catalog.py), through which specs
+are validated."""
 
 from __future__ import annotations
 

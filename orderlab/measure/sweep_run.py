@@ -1,7 +1,7 @@
 """Running a sweep: every combination of a spec streamed through the runner, as one stream of tidy frames.
 
 Rows are grouped by combination (its columns come first and lead the sort), so each combination
-streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth. Never prints.
+streams through `loop.MeasuringLoop` on its own and memory stays one chunk's worth. Never prints.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class SweepRun:
     """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
-    combination streams through `streaming.MeasuringLoop` on its own and memory stays one chunk's worth.
+    combination streams through `loop.MeasuringLoop` on its own and memory stays one chunk's worth.
     `frames()` yields the rows and returns the Digest of every combination, tagged with its columns.
     """
 

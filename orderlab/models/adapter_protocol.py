@@ -57,7 +57,7 @@ class Adapter(Protocol):
     label: str  # the `encoding` column of its rows
     dtype: torch.dtype
     device: torch.device
-    # Row metrics (metric_registry) computed on pooled sentence vectors, each with the pooling it compares:
+    # Row metrics (spec/metric_names.py) computed on pooled sentence vectors, each with the pooling it compares:
     invariance: ClassVar[dict[str, str]]  # relative L2 change of the pooled vector
     cosine: ClassVar[dict[str, str]]  # 1 - cos of the pooled vectors
     pair_cosine: ClassVar[dict[str, str]]  # probes: 1 - cos of a's and b's pooled vectors, beside the mean's

@@ -193,7 +193,7 @@ def _one_value(folder: Path, metrics: pd.DataFrame, metric: str) -> float:
 
 def _with_lengths(folder: Path, accuracy: pd.DataFrame) -> pd.DataFrame:
     """Task accuracy rows with their sentence length: the `length` column, or in results written before it, the
-    length each row's `input` names (train/results.task_subject)."""
+    length each row's `input` names (measure/task_accuracy.task_subject)."""
     if "length" in accuracy.columns and accuracy["length"].notna().all():
         return accuracy.astype({"length": int})
     lengths = [_tested_length(str(subject)) for subject in accuracy["input"]]

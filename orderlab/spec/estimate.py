@@ -658,7 +658,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
 
 
 def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
-    """Corpus mode (backends.corpus): each line and its shuffles; two rows (poolings) per shuffle."""
+    """Corpus mode (measure/corpus.py): each line and its shuffles; two rows (poolings) per shuffle."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
     lines = read_corpus(relative_to_spec(spec_file, inputs.file))

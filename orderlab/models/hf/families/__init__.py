@@ -1,7 +1,7 @@
 """The zoo's families in code: each builds a small seeded config and applies its position ablations.
 
 One file per family (bert.py, gpt2.py, ...), each a `FamilyCode`; `FAMILY_CODE` maps a family name
-(backends/specs.FAMILIES, the torch-free table) to it. An ablation is a context manager around one
+(spec/families.FAMILIES, the torch-free table) to it. An ablation is a context manager around one
 forward pass: it installs forward hooks or swaps a method on the model instance and undoes it on
 exit, so loaded weights are never written (TransformerLens#157). transformers is imported lazily by
 the caller (models/hf/loader.py) and handed in.
