@@ -9,7 +9,6 @@ the mean over seeds of that worst value with its t interval (orderlab/measure/in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from orderlab.spec.schema import (
     uses_backend,
 )
 from orderlab.spec.sweep import SEED, describe, plan, swept_fields
+from orderlab.train.progress import Note, Progress
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}
@@ -190,8 +190,8 @@ def compare(
     encodings: list[str],
     rows: list[str],
     device: torch.device = CPU,
-    progress: Callable[[int, int], None] | None = None,
-    notes: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
+    notes: Note | None = None,
 ) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
     progress: (specs done, specs); notes: the name of the spec being run."""

@@ -15,7 +15,6 @@ import pandas as pd
 import torch
 
 from orderlab.measure import corpus
-from orderlab.measure.rows import Progress
 from orderlab.models.devices import validate_device
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
@@ -25,6 +24,7 @@ from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.schema import Spec
+from orderlab.train.progress import Progress
 
 
 def write_corpus_experiment(
@@ -71,14 +71,12 @@ def run_corpus(
     assert isinstance(inputs, CorpusInputs)
     ablations = spec.pretrained.position_embeddings
     work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs)
-    total, done, frames = len(ablations) * len(work.owner), 0, []
+    total, frames = len(ablations) * len(work.owner), []
+    for index, adapter in enumerate(adapters):
 
-    def step(count: int) -> None:
-        nonlocal done
-        done += count
-        advance(done, total)
+        def step(done: int, _total: int, before: int = index * len(work.owner)) -> None:  # after earlier adapters'
+            advance(before + done, total)
 
-    for adapter in adapters:
         with torch.inference_mode():
             pooled = corpus.encode(adapter, work, inputs.batch_size, step)
         frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))

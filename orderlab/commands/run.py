@@ -8,7 +8,6 @@ run can never come from two different code paths.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from orderlab.spec.metric_names import ATTENTION_FAMILY
 from orderlab.spec.schema import uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.train.progress import Note, Progress
 from orderlab.train.results import TRAINED, UNTRAINED, WEIGHTS
 
 
@@ -39,10 +39,10 @@ def write_experiment(
     loaded: LoadedSpec,
     device: torch.device,
     folder: Path,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
-    notes: Callable[[str], None] | None = None,
+    notes: Note | None = None,
 ) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
     (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
@@ -57,9 +57,9 @@ def _write_experiment(
     loaded: LoadedSpec,
     device: torch.device,
     folder: Path,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress | None,
     chunk_size: int | None,
-    notes: Callable[[str], None] | None = None,
+    notes: Note | None = None,
 ) -> Outcome:
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
@@ -128,7 +128,7 @@ def write_shard(
     device: torch.device,
     folder: Path,
     shard: tuple[int, int],
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
 ) -> ShardOutcome:

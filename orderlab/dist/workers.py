@@ -42,6 +42,7 @@ from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
 from orderlab.dist.shards import DECODABILITY, require_shardable, shard_folder_name, work
+from orderlab.train.progress import Progress
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
 # What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the
@@ -64,7 +65,7 @@ def run_on_dask(
     device: torch.device,
     out: Path,
     cluster: int | str,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
 ) -> Outcome:
@@ -154,7 +155,7 @@ def kill_workers() -> None:
 class Tally:
     """One progress bar for the whole run: the sequences each shard reported last, summed (a retried shard restarts)."""
 
-    def __init__(self, total: int, progress: Callable[[int, int], None] | None):
+    def __init__(self, total: int, progress: Progress | None):
         self.total, self.progress = total, progress
         self.done: dict[int, int] = {}
 

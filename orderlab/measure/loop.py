@@ -50,6 +50,7 @@ from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
 from orderlab.spec.schema import Spec
 from orderlab.spec.sweep import SweptValue
 from orderlab.spec.text import occurrence_matching, tokenize
+from orderlab.train.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -58,7 +59,6 @@ SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
 
-Advance = Callable[[int, int], None]  # (done, total) sequences
 StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
 Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's order, then the run's digest
 
@@ -277,7 +277,7 @@ class MeasuringLoop:
         self,
         spec: Spec,
         chunk_size: int | None = None,
-        progress: Advance | None = None,
+        progress: Progress | None = None,
         combination: Mapping[str, SweptValue] | None = None,
         units: list[Unit] | None = None,
     ):

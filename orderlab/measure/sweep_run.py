@@ -7,7 +7,6 @@ streams through `streaming.MeasuringLoop` on its own and memory stays one chunk'
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -17,13 +16,14 @@ from orderlab.dist.shards import DECODABILITY, Unit
 from orderlab.measure import probing
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.models.build import build_adapters, compile_records
 from orderlab.models.devices import CPU
 from orderlab.models.trained import trained_adapters
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
 from orderlab.spec.schema import Spec
 from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
+from orderlab.train.progress import Note, Progress
 from orderlab.train.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.train.train import TrainedStack, train_stack
 
@@ -54,7 +54,7 @@ class SweepRun:
         chunk_size: int | None = None,
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
-        notes: Callable[[str], None] | None = None,
+        notes: Note | None = None,
         units: list[Unit] | None = None,
     ):
         """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text;
@@ -139,12 +139,14 @@ class SweepRun:
         for index, choice in enumerate(sorted(spec.encodings, key=lambda c: c.label)):
             start = before + index * steps * batch
 
-            def step(done: int, loss: float, start: int = start, label: str = choice.label) -> None:
+            def step(done: int, _steps: int, start: int = start) -> None:
                 self._advance(start + done * batch)
-                if self.notes:
-                    self.notes(f"training {label}: step {done}/{steps}, loss {loss:.3f}")
 
-            stacks.append(train_stack(spec, choice, step))
+            def note(text: str, label: str = choice.label) -> None:
+                if self.notes:
+                    self.notes(f"training {label}: {text}")
+
+            stacks.append(train_stack(spec, choice, step, note))
         if self.notes:
             self.notes("measuring")
         return stacks

@@ -6,7 +6,7 @@ import contextlib
 import io
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,6 +32,7 @@ from orderlab.models.hf.zoo import ZooEntry
 from orderlab.results.outcome import RunView
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.spec.sweep import describe
+from orderlab.train import progress as work
 
 if TYPE_CHECKING:
     import torch
@@ -198,8 +199,8 @@ def rate_text(speed: float | None, unit: str) -> str:
 class ProgressBar:
     """A (done, total) callback, and `note` for a line after the description (a training loss)."""
 
-    advance: Callable[[int, int], None]
-    note: Callable[[str], None]
+    advance: work.Progress
+    note: work.Note
 
     def __call__(self, done: int, total: int) -> None:
         self.advance(done, total)

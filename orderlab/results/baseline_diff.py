@@ -16,7 +16,6 @@ import io
 import math
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -33,11 +32,11 @@ from orderlab.spec import userfiles
 from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.schema import Spec
 from orderlab.spec.userfiles import FileProblem
+from orderlab.train.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.results.folder import Manifest
 
-Progress = Callable[[int, int], None]  # (done, total) of the fresh run
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
 CSV_RESOLUTION = 1e-6
