@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from orderlab.errors import OrderlabError
-from orderlab.train.progress import Progress
+from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,6 +24,7 @@ from orderlab.models.devices import CPU
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
 from orderlab.spec.load import LoadedSpec, load_spec, with_changes
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import (
     CheckpointModelSpec,
@@ -35,7 +36,6 @@ from orderlab.spec.schema import (
     uses_backend,
 )
 from orderlab.spec.sweep import SEED, describe, plan, swept_fields
-from orderlab.train.progress import Note, Progress
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}

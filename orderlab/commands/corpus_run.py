@@ -23,8 +23,8 @@ from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
-from orderlab.train.progress import Progress
 
 
 def write_corpus_experiment(

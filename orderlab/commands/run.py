@@ -28,10 +28,10 @@ from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
-from orderlab.train.progress import Note, Progress
 from orderlab.train.results import TRAINED, UNTRAINED, WEIGHTS
 
 

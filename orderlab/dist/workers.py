@@ -42,7 +42,7 @@ from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
 from orderlab.dist.shards import DECODABILITY, require_shardable, shard_folder_name, work
-from orderlab.train.progress import Progress
+from orderlab.spec.progress import Progress
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
 # What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the

@@ -21,7 +21,7 @@ from orderlab.spec import permutations as perms
 from orderlab.spec.corpustext import CorpusLine
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.metric_names import SIMILARITY_CLS, SIMILARITY_MEAN
-from orderlab.train.progress import Progress
+from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.models.pretrained import PretrainedAdapter

@@ -47,10 +47,10 @@ from orderlab.spec.estimate import (
     sequences_per_chunk,
 )
 from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.sweep import SweptValue
 from orderlab.spec.text import occurrence_matching, tokenize
-from orderlab.train.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence

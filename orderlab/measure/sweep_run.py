@@ -21,9 +21,9 @@ from orderlab.models.build import build_adapters, compile_records
 from orderlab.models.devices import CPU
 from orderlab.models.trained import trained_adapters
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
-from orderlab.train.progress import Note, Progress
 from orderlab.train.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.train.train import TrainedStack, train_stack
 

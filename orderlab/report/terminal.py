@@ -30,9 +30,9 @@ from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.results.outcome import RunView
+from orderlab.spec import progress as work
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.spec.sweep import describe
-from orderlab.train import progress as work
 
 if TYPE_CHECKING:
     import torch

@@ -30,9 +30,9 @@ from orderlab.results.ownership import Writer, claim
 from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec import userfiles
 from orderlab.spec.load import LoadedSpec, load_spec
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.userfiles import FileProblem
-from orderlab.train.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.results.folder import Manifest

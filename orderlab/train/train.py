@@ -23,10 +23,10 @@ from orderlab.encodings import PositionalEncoding, build_encoding
 from orderlab.encodings.base import TableKey
 from orderlab.measure.rows import layer_weights, stack_config
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.spec.train_block import TASKS as TASK_INFO
 from orderlab.spec.train_block import TrainSpec
-from orderlab.train.progress import Note, Progress
 from orderlab.train.tasks import IGNORED, TASKS, Batch, TaskData, vocabulary_vectors
 
 TRAIN_DTYPE = "float32"  # fast on the CPU; the trained weights are measured in the spec's dtype

@@ -1,6 +1,7 @@
 """The one shape of progress that long work reports, so compute stays free of the terminal: report/ draws it.
 
-Here, in the lowest layer that reports progress (training), so every layer above takes the same types.
+In spec/, the bottom layer, so that every layer that reports progress (training, measuring, checking, figures)
+takes the same types. Imports nothing.
 """
 
 from __future__ import annotations
