@@ -7,7 +7,6 @@ run can never come from two different code paths.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +62,9 @@ def _write_experiment(
 ) -> Outcome:
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
-        return write_corpus_experiment(loaded, device, folder, progress)
+        return write_corpus_experiment(loaded, device, folder, progress, notes)
     validate_device(device)
     tune_allocator()
-    started = time.perf_counter()
     run = SweepRun(spec, device, chunk_size, progress, loaded.path, notes)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
@@ -89,7 +87,7 @@ def _write_experiment(
         "manifest.json",
         *([CHECKPOINTS] if run.trained else []),
     ]
-    return Outcome(folder, rows, files, view, digest.non_finite, time.perf_counter() - started)
+    return Outcome(folder, rows, files, view, digest.non_finite)
 
 
 def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: int, maps: bool) -> Manifest:
@@ -120,7 +118,6 @@ class ShardOutcome:
     rows: int  # rows of the shard's metrics.csv
     units: list[Unit]
     non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
-    seconds: float
 
 
 def write_shard(
@@ -140,7 +137,6 @@ def write_shard(
     with claim(folder, Writer("run", spec.name), force):
         validate_device(device)
         tune_allocator()
-        started = time.perf_counter()
         units = partition(spec, count)[index - 1]
         run = SweepRun(spec, device, chunk_size, progress, loaded.path, units=units)
         with staged_folder(folder) as staging:
@@ -152,4 +148,4 @@ def write_shard(
             write_partials(staging, facts, digest)
             manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
             write_manifest(staging, manifest)
-    return ShardOutcome(folder, rows, units, digest.non_finite, time.perf_counter() - started)
+    return ShardOutcome(folder, rows, units, digest.non_finite)

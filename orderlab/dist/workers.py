@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -72,7 +71,6 @@ def run_on_dask(
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
     string), one shard per worker, and merge them into OUT/<spec name>/ as a whole run would write it."""
     distributed = import_distributed()
-    started = time.perf_counter()
     spec = loaded.spec
     require_shardable(spec, loaded.path)
     if isinstance(cluster, int):
@@ -88,7 +86,7 @@ def run_on_dask(
                 if shard.spec[1] != loaded.sha256:
                     raise OrderlabError(f"a worker read another {loaded.path} (sha256 {shard.spec[1][:12]}) than this "
                                         "machine; expected workers that see the same spec file")  # fmt: skip
-            return replace(merge_into(shards, folder), seconds=time.perf_counter() - started)
+            return merge_into(shards, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

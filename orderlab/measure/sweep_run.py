@@ -23,7 +23,7 @@ from orderlab.models.trained import trained_adapters
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
 from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import Spec
-from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
+from orderlab.spec.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.train.results import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.train.train import TrainedStack, train_stack
 
@@ -88,21 +88,25 @@ class SweepRun:
 
     def frames(self) -> Frames:
         run, done = Digest(), 0
+        self._advance(0)  # the total, before the first combination's set-up (training, loading a model)
         for configuration, weights, loop, share in self.groups:
             if share == []:
                 continue  # other shards measure this combination
-            spec = configuration.spec
+            spec, where = configuration.spec, describe(configuration.columns)
             if weights == TRAINED:
-                stacks = self._train(spec, done)
+                stacks = self._train(spec, done, where)
                 self.trained += [(configuration, stack) for stack in stacks]
                 done += training_work(spec)
                 yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
                 adapters = trained_adapters(spec, stacks, self.device)
             else:
+                kind = spec.model.kind
+                self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
                 adapters = build_adapters(spec, self.device, self.spec_file)
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
+                self._note("probing positions", where)
                 probe = probing.measure_decodability(spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
                 rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
@@ -111,6 +115,7 @@ class SweepRun:
                     run.worst.append(probe)
                 else:
                     run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
+            self._note("measuring", where)
             digest = yield from self._in_columns(loop.frames(adapters))
             self.compiled += compile_records(adapters, configuration.columns)
             done += loop.total
@@ -131,7 +136,7 @@ class SweepRun:
                 return digest
             yield frame if list(frame.columns) == columns else frame.reindex(columns=columns, fill_value="")
 
-    def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
+    def _train(self, spec: Spec, before: int, where: str) -> list[TrainedStack]:
         """One stack per encoding, in label order; progress counts each step as its batch of sentences."""
         assert spec.train is not None
         batch, steps = spec.train.batch, spec.train.steps
@@ -143,13 +148,15 @@ class SweepRun:
                 self._advance(start + done * batch)
 
             def note(text: str, label: str = choice.label) -> None:
-                if self.notes:
-                    self.notes(f"training {label}: {text}")
+                self._note(f"training {label}: {text}", where)
 
             stacks.append(train_stack(spec, choice, step, note))
-        if self.notes:
-            self.notes("measuring")
         return stacks
+
+    def _note(self, text: str, where: str) -> None:
+        """Say what the run is doing now, and for which combination of a sweep."""
+        if self.notes:
+            self.notes(f"{text} ({where})" if where else text)
 
     def _after(self, before: int) -> Progress:
         """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
