@@ -194,20 +194,23 @@ def compare(
     notes: Note | None = None,
 ) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
-    progress: (specs done, specs); notes: the name of the spec being run."""
+    progress: (specs done, specs); notes: the spec being run, and what its run is doing."""
     started = time.perf_counter()
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
     names = [loaded.spec.name for loaded in prepared]
     if len(set(names)) != len(names):
         raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
     cells = []
-    for done, loaded in enumerate(prepared, start=1):
-        if notes:
-            notes(loaded.spec.name)
-        result = run_sweep(loaded.spec, device)
-        cells.append(worst_cells(result.metrics, loaded.spec, rows))
+    for done, loaded in enumerate(prepared):
         if progress:
             progress(done, len(prepared))
+        name = loaded.spec.name
+        if notes:
+            notes(name)
+        result = run_sweep(loaded.spec, device, notes=None if notes is None else _of_spec(notes, name))
+        cells.append(worst_cells(result.metrics, loaded.spec, rows))
+    if progress:
+        progress(len(prepared), len(prepared))
     found = pd.concat(cells, ignore_index=True)
     if found.empty:
         raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
@@ -215,6 +218,11 @@ def compare(
     table = side_by_side(found, encodings, names, rows, seeds)
     dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
     return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
+
+
+def _of_spec(notes: Note, name: str) -> Note:
+    """A spec's run's notes, each after the spec's name ('zoo_causal: measuring')."""
+    return lambda text: notes(f"{name}: {text}")
 
 
 def _first_repeat(names: list[str]) -> str:

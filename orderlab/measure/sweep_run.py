@@ -168,11 +168,16 @@ class SweepRun:
 
 
 def run_sweep(
-    spec: Spec, device: torch.device = CPU, progress: Progress | None = None, chunk_size: int | None = None
+    spec: Spec,
+    device: torch.device = CPU,
+    progress: Progress | None = None,
+    chunk_size: int | None = None,
+    notes: Note | None = None,
 ) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
-    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)  # rows only
+    run = SweepRun(spec, device, chunk_size, progress, notes=notes)
+    table = pd.concat(list(run.frames()), ignore_index=True)  # rows only
     return RunResult(table, device, time.perf_counter() - started)
 
 
