@@ -185,6 +185,7 @@ def run(
 
             cluster = workers if workers is not None else scheduler
             assert cluster is not None
+            advance.note(f"shards on {cluster} Dask worker(s)" if workers else f"shards on the Dask cluster {cluster}")
             outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
         else:
             from orderlab.commands.run import write_experiment
