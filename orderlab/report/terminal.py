@@ -242,11 +242,14 @@ def progress_bar(description: str, quiet: bool, unit: str | None = "seq") -> Ite
 def shown_after(bar: Progress, delay: float) -> Iterator[None]:
     """Draw `bar` once the block has lasted `delay` seconds (at once when 0), whether or not the work has
     reported (loading a model reports nothing), and take it away when the block ends."""
-    lock, ended = threading.Lock(), [False]
+    if bar.disable:  # --quiet, or stderr is not a terminal: no timer either
+        yield
+        return
+    lock, ended = threading.Lock(), threading.Event()
 
     def show() -> None:
-        with lock:
-            if not ended[0]:
+        with lock:  # never after the block has ended and stopped the bar
+            if not ended.is_set():
                 bar.start()
 
     timer = threading.Timer(delay, show)
@@ -260,7 +263,7 @@ def shown_after(bar: Progress, delay: float) -> Iterator[None]:
     finally:
         timer.cancel()
         with lock:
-            ended[0] = True
+            ended.set()
             bar.stop()
 
 
