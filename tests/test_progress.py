@@ -22,8 +22,11 @@ from orderlab.cli import app
 from orderlab.commands import check as checking
 from orderlab.commands import compare as comparing
 from orderlab.measure import properties, trace
+from orderlab.measure.sweep_run import run_sweep
+from orderlab.models.hf.extra import installed
 from orderlab.report import figures, html
 from orderlab.report import terminal as report
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "experiments/dog_bites_man.yaml"
@@ -113,3 +116,36 @@ def test_each_command_draws_its_phase_and_prints_its_wall_time(tmp_path, monkeyp
     output, bars, wall = on_terminal(monkeypatch, command, *arguments)
     assert_wall_time(output, wall, pauses=1)
     assert label in bars
+
+
+TRAINED = """\
+name: tiny_trained
+model: {d_model: 16, n_heads: 2, n_layers: 1, dtype: float64}
+encodings: [none, sinusoidal]
+inputs: [{sentence: word1 word2 word3, permutations: all}]
+metrics: [equivariance]
+train: {task: first_word, train_lengths: [3, 4], test_lengths: [3, 4], vocabulary: 8, steps: 2, batch: 4}
+"""
+
+
+def notes_of(spec_text: str, write_spec) -> list[str]:
+    """What a run's bar would say, in order (losses blanked), through the production sweep."""
+    said: list[str] = []
+    run_sweep(load_spec(write_spec(spec_text)).spec, notes=said.append)
+    return [re.sub(r"loss \S+", "loss L", note) for note in said]
+
+
+def test_a_trained_run_says_each_training_step_then_what_it_measures(write_spec):
+    training = [f"training {name}: step {step}/2, loss L" for name in ("none", "sinusoidal") for step in (1, 2)]
+    assert notes_of(TRAINED, write_spec) == [*training, "measuring", "building the stacks", "measuring"]
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+def test_a_zoo_run_says_it_loads_each_model_of_its_sweep(write_spec):
+    families = ("bert", "deberta")
+    spec = (
+        "name: zoo\nmodel: {kind: hf, family: [bert, deberta], d_model: 16, n_heads: 2, n_layers: 1}\n"
+        "inputs: [{sentence: dog bites man}]\nmetrics: [equivariance]\n"
+    )
+    expected = [(f"loading the hf model (family={family})", f"measuring (family={family})") for family in families]
+    assert notes_of(spec, write_spec) == [note for pair in expected for note in pair]
