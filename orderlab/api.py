@@ -13,7 +13,7 @@ are raised as OrderlabError (the CLI's one-line messages), never swallowed.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from orderlab.errors import OrderlabError
+from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,7 +59,7 @@ def run(
     device: str = "cpu",
     chunk_size: int | None = None,
     force: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Result:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None)."""
     import torch
@@ -88,7 +89,7 @@ def compare(
     metrics: list[str] | None = None,
     *,
     device: str = "cpu",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer."""
     import torch

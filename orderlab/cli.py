@@ -11,6 +11,7 @@ import functools
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +22,7 @@ import typer
 if TYPE_CHECKING:
     import torch
 
+    from orderlab.report import terminal as report
     from orderlab.results.outcome import Outcome
     from orderlab.spec.load import LoadedSpec
 
@@ -166,20 +168,24 @@ def run(
     Exit 0 when every value is finite, 1 when some came out NaN or inf (written as nan, verdict non-finite), 2 on
     bad input.
     """
+    started = time.perf_counter()
     from orderlab.report import terminal as report
     from orderlab.spec.load import load_spec
 
     if sum(option is not None for option in (shard, workers, scheduler)) > 1:
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
+    phases = report.Phases(quiet, started)
     loaded = load_spec(spec)
     if shard is not None:
-        return run_shard(loaded, shard, out, device, quiet, plot, chunk_size, force)
-    with report.progress_bar(f"running {loaded.spec.name}", quiet) as advance:
+        return run_shard(loaded, shard, out, device, phases, plot, chunk_size, force)
+    with phases.phase("measuring", f"running {loaded.spec.name}", unit="seq") as advance:
+        advance.note("importing torch")  # the first run of a session spends seconds here
         if workers is not None or scheduler is not None:
             from orderlab.dist.workers import run_on_dask
 
             cluster = workers if workers is not None else scheduler
             assert cluster is not None
+            advance.note(f"shards on {cluster} Dask worker(s)" if workers else f"shards on the Dask cluster {cluster}")
             outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
         else:
             from orderlab.commands.run import write_experiment
@@ -190,30 +196,31 @@ def run(
     if plot:
         from orderlab.report.figures import plot_results
 
-        figures = plot_results(outcome.folder)
+        with phases.phase("figures", f"drawing the figures into {outcome.folder}/figures/"):
+            figures = plot_results(outcome.folder)
         if not quiet:
             typer.echo(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
     if html:
         from orderlab.report.html import REPORT_FILE, write_report
 
-        written = write_report([outcome.folder], outcome.folder / REPORT_FILE, "--html")
+        with phases.phase("report", f"writing {outcome.folder / REPORT_FILE}"):
+            written = write_report([outcome.folder], outcome.folder / REPORT_FILE, "--html")
         if not quiet:
             typer.echo(f"wrote {written}")
-    show_outcome(outcome, quiet)
+    show_outcome(outcome, phases)
 
 
-def show_outcome(outcome: Outcome, quiet: bool) -> None:
-    """The summary tables and the files written; exit 1 if some values came out NaN or inf."""
+def show_outcome(outcome: Outcome, phases: report.Phases) -> None:
+    """The summary tables and the files written, with the command's wall time; exit 1 if some values came out NaN
+    or inf."""
     from orderlab.report import terminal as report
 
-    if not quiet:
+    if not phases.quiet:
         console = report.Console()
         for table in report.run_tables(outcome.view, console.width):
             console.print(table)
         first, *others = outcome.files
-        console.print(
-            f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} in {outcome.seconds:.1f} s"
-        )
+        console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} {phases.took()}")
     if outcome.non_finite:
         report.non_finite_line(outcome.non_finite, outcome.folder)
         raise typer.Exit(NON_FINITE_EXIT)
@@ -224,14 +231,13 @@ def run_shard(
     shard: str,
     out: Path,
     device: Device,
-    quiet: bool,
+    phases: report.Phases,
     plot: bool,
     chunk_size: int | None,
     force: bool,
 ) -> None:
     """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
     from orderlab.commands.run import write_shard
-    from orderlab.report import terminal as report
     from orderlab.results.paths import child
     from orderlab.spec.shards import parse_shard, shard_folder_name
 
@@ -239,12 +245,12 @@ def run_shard(
     if plot:
         raise OrderlabError("--plot: a shard has no figures of its own; expected `orderlab plot` on the merged folder")
     folder = child(out, shard_folder_name(loaded.spec.name, index, count))
-    with report.progress_bar(f"running {loaded.spec.name} shard {index}/{count}", quiet) as advance:
+    with phases.phase("measuring", f"running {loaded.spec.name} shard {index}/{count}", unit="seq") as advance:
         outcome = write_shard(loaded, device.torch(), folder, (index, count), advance, chunk_size, force)
-    if not quiet:
+    if not phases.quiet:
         typer.echo(
             f"wrote shard {index} of {count} ({len(outcome.units)} unit(s), {outcome.rows:,} rows) to {folder} "
-            f"in {outcome.seconds:.1f} s; join the shards with `orderlab merge`"
+            f"{phases.took()}; join the shards with `orderlab merge`"
         )
 
 
@@ -263,9 +269,14 @@ def merge(
 
     Missing, repeated or mismatched shards (another spec, another N) are refused before anything is written.
     """
+    started = time.perf_counter()
+    from orderlab.report import terminal as report
     from orderlab.results.merge import merge_shards
 
-    show_outcome(merge_shards(shards, out, force), quiet)
+    phases = report.Phases(quiet, started)
+    with phases.phase("merging", f"merging {len(shards)} shard folder(s)"):
+        outcome = merge_shards(shards, out, force)
+    show_outcome(outcome, phases)
 
 
 @app.command()
@@ -384,6 +395,7 @@ def compare(
     Rows: spec input x metric x layer; columns: encodings; a cell is the worst value over
     permutations and heads, with its verdict (green ✓ within round-off, red ✗ order-sensitive).
     """
+    started = time.perf_counter()
     from orderlab.commands import compare as comparing
     from orderlab.models.devices import validate_device
     from orderlab.report import html as html_report
@@ -400,16 +412,18 @@ def compare(
         html_report.check_destination(html, inputs=[*paths, folder])
     for left_out in [] if quiet else skipped:
         typer.echo(f"skipped {left_out.path}: {left_out.why}, so compare cannot swap its encodings", err=True)
-    bar = report.progress_bar("comparing encodings", quiet, unit="spec")
+    phases = report.Phases(quiet, started)
+    bar = phases.phase("measuring", "comparing encodings", unit="spec")
     with claim(folder, Writer("compare"), force), bar as advance:
         result = comparing.compare(paths, names, rows, device.torch(), advance, advance.note)
         comparing.write_comparison(result, folder, device.torch())
     if html is not None:
-        html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
+        with phases.phase("report", f"writing {html}"):
+            html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
     if not quiet:
         console = report.Console()
         console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
-        console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json")
+        console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json {phases.took()}")
         if not metric and len(result.table) > COMPARE_ROWS_SHORT:
             console.print(f"{len(result.table):,} rows: choose some with --metric (-m equivariance -m pair_distance, "
                           "...), or read compare.csv", markup=False, highlight=False)  # fmt: skip
@@ -447,6 +461,7 @@ def properties(
 
     Definitions and reasoning: docs/properties.md.
     """
+    started = time.perf_counter()
     from orderlab.commands import compare as comparing
     from orderlab.measure.properties import PROPERTIES, measure_properties, write_properties
     from orderlab.report import terminal as report
@@ -455,7 +470,9 @@ def properties(
 
     names = comparing.parse_encodings(encodings)
     folder = child(out, "properties")
-    with claim(folder, Writer("properties"), force):
+    phases = report.Phases(quiet, started)
+    measuring = phases.phase("measuring", f"measuring the properties of {len(names)} encoding(s) at N={max_len}")
+    with claim(folder, Writer("properties"), force), measuring:
         frame = measure_properties(names, max_len, d_model, n_heads, seed)
         settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
         write_properties(frame, folder, settings)
@@ -463,7 +480,7 @@ def properties(
         console = report.Console()
         title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
         console.print(report.properties_table(frame, PROPERTIES, title))
-        console.print(f"wrote {folder}/properties.csv ({len(frame):,} rows), manifest.json")
+        console.print(f"wrote {folder}/properties.csv ({len(frame):,} rows), manifest.json {phases.took()}")
 
 
 @app.command()
@@ -478,17 +495,19 @@ def trace(
     force: ForceOption = False,
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
+    started = time.perf_counter()
     from orderlab.measure.trace import trace_and_write
-
-    outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
     from orderlab.report import terminal as report
 
+    phases = report.Phases(False, started)
+    with phases.phase("tracing", f"tracing layer {layer} of {spec}"):
+        outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
     console = report.Console()
     if outcome.note:
         console.print(outcome.note)
     for table in report.trace_tables(outcome.trace, decimals):
         console.print(table)
-    console.print(f"wrote {outcome.path}")
+    console.print(f"wrote {outcome.path} {phases.took()}")
 
 
 @app.command()
@@ -506,10 +525,17 @@ def plot(
 ) -> None:
     """Draw the figures of a results folder into RESULTS_DIR/figures/: metric vs layer, every attention head, probe
     accuracy."""
+    started = time.perf_counter()
+    from orderlab.report import terminal as report
     from orderlab.report.figures import parse_formats, plot_results
 
-    for path in plot_results(results_dir, parse_formats(file_format)):
+    phases = report.Phases(False, started)
+    formats = parse_formats(file_format)
+    with phases.phase("figures", f"drawing the figures of {results_dir}"):
+        paths = plot_results(results_dir, formats)
+    for path in paths:
         typer.echo(f"wrote {path}")
+    typer.echo(f"{len(paths)} figure file(s) {phases.took()}")
 
 
 @app.command("report")
@@ -524,9 +550,14 @@ def write_html_report(
 ) -> None:
     """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
     and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
+    started = time.perf_counter()
+    from orderlab.report import terminal as report
     from orderlab.report.html import write_report
 
-    typer.echo(f"wrote {write_report(results_dirs, out)}")
+    phases = report.Phases(False, started)
+    with phases.phase("report", f"writing {out} from {len(results_dirs)} folder(s)"):
+        written = write_report(results_dirs, out)
+    typer.echo(f"wrote {written} {phases.took()}")
 
 
 @app.command()
@@ -560,9 +591,11 @@ def check(
 
     Exit 0 clean; 1 drift (a value, row or CSV differs) or a spec without a baseline; 2 on a spec or baseline error.
     """
+    started = time.perf_counter()
     from orderlab.commands.check import run_check
+    from orderlab.report import terminal as report
 
-    raise typer.Exit(run_check(targets or [], out, rtol, atol, update, junit, html))
+    raise typer.Exit(run_check(targets or [], out, rtol, atol, update, junit, html, report.Phases(False, started)))
 
 
 def main() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +29,8 @@ from orderlab.results.folder import Manifest, staged_folder, versions, write_man
 from orderlab.results.manifest import ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.spec.load import LoadedSpec, load_spec
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.userfiles import FileProblem
-
-Progress = Callable[[int, int], None]  # (done, total) of the fresh run
 
 
 @dataclass(frozen=True)
@@ -48,11 +46,11 @@ class Fresh:
         return {f"{stem}.csv": text for stem, text in self.texts.items()}
 
 
-def run_fresh(loaded: LoadedSpec, progress: Progress | None = None) -> Fresh:
+def run_fresh(loaded: LoadedSpec, progress: Progress | None = None, notes: Note | None = None) -> Fresh:
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
-        write_experiment(loaded, CPU, folder, progress)
+        write_experiment(loaded, CPU, folder, progress, notes=notes)
         texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
         return Fresh(texts, read_manifest(folder).document)
 
@@ -64,8 +62,10 @@ def check_spec(
     atol: float | None = None,
     update: bool = False,
     progress: Progress | None = None,
+    notes: Note | None = None,
 ) -> SpecCheck:
-    """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/."""
+    """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/; progress and
+    notes: the fresh run's, as `orderlab run` reports them."""
     started = time.perf_counter()
     try:
         loaded = load_spec(path)
@@ -74,7 +74,7 @@ def check_spec(
     name = loaded.spec.name
     folder = results_root / name
     try:
-        outcome = (_update if update else _check)(loaded, folder, rtol, atol, progress)
+        outcome = (_update if update else _check)(loaded, folder, rtol, atol, progress, notes)
     except OrderlabError as error:
         outcome = SpecCheck(path, name, "error", str(error))
     outcome.seconds = time.perf_counter() - started
@@ -82,7 +82,12 @@ def check_spec(
 
 
 def _check(
-    loaded: LoadedSpec, folder: Path, rtol: float | None, atol: float | None, progress: Progress | None
+    loaded: LoadedSpec,
+    folder: Path,
+    rtol: float | None,
+    atol: float | None,
+    progress: Progress | None,
+    notes: Note | None,
 ) -> SpecCheck:
     name = loaded.spec.name
     if not folder.is_dir():
@@ -90,7 +95,7 @@ def _check(
         return SpecCheck(loaded.path, name, "missing", summary)
     warnings = manifest_warnings(folder, loaded)
     tol = tolerances_for(loaded.spec, rtol, atol)
-    comparisons, unmatched = compare_folder(folder, run_fresh(loaded, progress).files, tol)
+    comparisons, unmatched = compare_folder(folder, run_fresh(loaded, progress, notes).files, tol)
     limits = f"rtol={tol.rtol:.1e}, atol={tol.atol:.1e} ({loaded.spec.model.dtype})"
     drifted = [c.describe() for c in comparisons if c.drifted] + [u.brief() for u in unmatched]
     if drifted:
@@ -102,16 +107,23 @@ def _check(
 
 
 def _update(
-    loaded: LoadedSpec, folder: Path, rtol: float | None, atol: float | None, progress: Progress | None
+    loaded: LoadedSpec,
+    folder: Path,
+    rtol: float | None,
+    atol: float | None,
+    progress: Progress | None,
+    notes: Note | None,
 ) -> SpecCheck:
     """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
     with claim(folder, Writer("run", loaded.spec.name)):
-        return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress)
+        return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress, notes)
 
 
-def _rewrite(loaded: LoadedSpec, folder: Path, tol: Tolerances, progress: Progress | None) -> SpecCheck:
+def _rewrite(
+    loaded: LoadedSpec, folder: Path, tol: Tolerances, progress: Progress | None, notes: Note | None
+) -> SpecCheck:
     name = loaded.spec.name
-    fresh = run_fresh(loaded, progress)
+    fresh = run_fresh(loaded, progress, notes)
     if not folder.is_dir():
         write_fresh(folder, fresh)
         counts = ", ".join(f"{file} ({_data_rows(text):,} rows)" for file, text in fresh.files.items())

@@ -29,12 +29,15 @@ def run_check(
     update: bool,
     junit: Path | None,
     html: Path | None = None,
+    phases: report.Phases | None = None,
 ) -> int:
     """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
 
     Arguments (tolerances, spec names, the JUnit and HTML paths) are refused before any spec runs; the report
-    paths again before they are written, since --update may have made new baseline files meanwhile.
+    paths again before they are written, since --update may have made new baseline files meanwhile. phases: the
+    command's clock (started before its imports), so that the last line gives its wall time.
     """
+    phases = phases or report.Phases(quiet=False)
     require_tolerance("--rtol", rtol)
     require_tolerance("--atol", atol)
     specs = plan(targets, EXPERIMENTS)
@@ -46,8 +49,8 @@ def run_check(
     console, errors = report.log_console(), report.stderr_console()
     outcomes: list[SpecCheck] = []
     for path in specs:
-        with report.progress_bar(f"checking {path}", quiet=False) as advance:
-            outcome = check_spec(path, results, rtol, atol, update, advance)
+        with phases.phase("checking", f"checking {path}", unit="seq") as advance:
+            outcome = check_spec(path, results, rtol, atol, update, advance, advance.note)
         outcomes.append(outcome)
         for warning in outcome.warnings:
             errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
@@ -60,6 +63,7 @@ def run_check(
         else:
             console.print(report.check_line(outcome), highlight=False, soft_wrap=True)
     write_reports(junit, html, outcomes, read_by_check(specs, results))
+    console.print(f"checked {len(outcomes)} spec(s) {phases.took()}", highlight=False)
     if any(o.status == "error" for o in outcomes):
         return ERROR
     return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN

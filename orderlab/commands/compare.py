@@ -9,7 +9,6 @@ the mean over seeds of that worst value with its t interval (orderlab/measure/in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from orderlab.models.devices import CPU
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
 from orderlab.spec.load import LoadedSpec, load_spec, with_changes
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import (
     CheckpointModelSpec,
@@ -190,24 +190,27 @@ def compare(
     encodings: list[str],
     rows: list[str],
     device: torch.device = CPU,
-    progress: Callable[[int, int], None] | None = None,
-    notes: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
+    notes: Note | None = None,
 ) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
-    progress: (specs done, specs); notes: the name of the spec being run."""
+    progress: (specs done, specs); notes: the spec being run, and what its run is doing."""
     started = time.perf_counter()
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
     names = [loaded.spec.name for loaded in prepared]
     if len(set(names)) != len(names):
         raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")
     cells = []
-    for done, loaded in enumerate(prepared, start=1):
-        if notes:
-            notes(loaded.spec.name)
-        result = run_sweep(loaded.spec, device)
-        cells.append(worst_cells(result.metrics, loaded.spec, rows))
+    for done, loaded in enumerate(prepared):
         if progress:
             progress(done, len(prepared))
+        name = loaded.spec.name
+        if notes:
+            notes(name)
+        result = run_sweep(loaded.spec, device, notes=None if notes is None else _of_spec(notes, name))
+        cells.append(worst_cells(result.metrics, loaded.spec, rows))
+    if progress:
+        progress(len(prepared), len(prepared))
     found = pd.concat(cells, ignore_index=True)
     if found.empty:
         raise OrderlabError(f"these specs produce no rows for the metrics {', '.join(rows)}; expected another --metric")
@@ -215,6 +218,11 @@ def compare(
     table = side_by_side(found, encodings, names, rows, seeds)
     dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
     return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
+
+
+def _of_spec(notes: Note, name: str) -> Note:
+    """A spec's run's notes, each after the spec's name ('zoo_causal: measuring')."""
+    return lambda text: notes(f"{name}: {text}")
 
 
 def _first_repeat(names: list[str]) -> str:

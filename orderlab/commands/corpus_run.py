@@ -8,14 +8,12 @@ loop like the stack's (orderlab/models/pretrained.py); `describe_model` adds wha
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from orderlab.measure import corpus
-from orderlab.measure.rows import Progress
 from orderlab.models.devices import validate_device
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
@@ -24,19 +22,23 @@ from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import Spec
 
 
 def write_corpus_experiment(
-    loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None
+    loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None, notes: Note | None = None
 ) -> Outcome:
     """Run a corpus-mode spec and write its results folder atomically (see commands/run.write_experiment)."""
     spec = loaded.spec
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
     validate_device(device)
-    started = time.perf_counter()
+    if notes:
+        notes("loading the pretrained model")
     adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)
+    if notes:
+        notes("encoding the corpus and its shuffles")
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
@@ -51,7 +53,7 @@ def write_corpus_experiment(
     view = RunView(
         run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
     )
-    return Outcome(folder, len(tables["metrics"]), files, view, 0, time.perf_counter() - started)
+    return Outcome(folder, len(tables["metrics"]), files, view, 0)
 
 
 def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
@@ -71,14 +73,12 @@ def run_corpus(
     assert isinstance(inputs, CorpusInputs)
     ablations = spec.pretrained.position_embeddings
     work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs)
-    total, done, frames = len(ablations) * len(work.owner), 0, []
+    total, frames = len(ablations) * len(work.owner), []
+    for index, adapter in enumerate(adapters):
 
-    def step(count: int) -> None:
-        nonlocal done
-        done += count
-        advance(done, total)
+        def step(done: int, _total: int, before: int = index * len(work.owner)) -> None:  # after earlier adapters'
+            advance(before + done, total)
 
-    for adapter in adapters:
         with torch.inference_mode():
             pooled = corpus.encode(adapter, work, inputs.batch_size, step)
         frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))

@@ -7,8 +7,6 @@ run can never come from two different code paths.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import uses_backend
 from orderlab.spec.shards import Unit, condition_labels, partition, require_shardable
 from orderlab.spec.sweep import swept_fields
@@ -39,10 +38,10 @@ def write_experiment(
     loaded: LoadedSpec,
     device: torch.device,
     folder: Path,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
-    notes: Callable[[str], None] | None = None,
+    notes: Note | None = None,
 ) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
     (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
@@ -57,16 +56,15 @@ def _write_experiment(
     loaded: LoadedSpec,
     device: torch.device,
     folder: Path,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress | None,
     chunk_size: int | None,
-    notes: Callable[[str], None] | None = None,
+    notes: Note | None = None,
 ) -> Outcome:
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
-        return write_corpus_experiment(loaded, device, folder, progress)
+        return write_corpus_experiment(loaded, device, folder, progress, notes)
     validate_device(device)
     tune_allocator()
-    started = time.perf_counter()
     run = SweepRun(spec, device, chunk_size, progress, loaded.path, notes)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
@@ -89,7 +87,7 @@ def _write_experiment(
         "manifest.json",
         *([CHECKPOINTS] if run.trained else []),
     ]
-    return Outcome(folder, rows, files, view, digest.non_finite, time.perf_counter() - started)
+    return Outcome(folder, rows, files, view, digest.non_finite)
 
 
 def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: int, maps: bool) -> Manifest:
@@ -120,7 +118,6 @@ class ShardOutcome:
     rows: int  # rows of the shard's metrics.csv
     units: list[Unit]
     non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
-    seconds: float
 
 
 def write_shard(
@@ -128,7 +125,7 @@ def write_shard(
     device: torch.device,
     folder: Path,
     shard: tuple[int, int],
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
 ) -> ShardOutcome:
@@ -140,7 +137,6 @@ def write_shard(
     with claim(folder, Writer("run", spec.name), force):
         validate_device(device)
         tune_allocator()
-        started = time.perf_counter()
         units = partition(spec, count)[index - 1]
         run = SweepRun(spec, device, chunk_size, progress, loaded.path, units=units)
         with staged_folder(folder) as staging:
@@ -152,4 +148,4 @@ def write_shard(
             write_partials(staging, facts, digest)
             manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
             write_manifest(staging, manifest)
-    return ShardOutcome(folder, rows, units, digest.non_finite, time.perf_counter() - started)
+    return ShardOutcome(folder, rows, units, digest.non_finite)

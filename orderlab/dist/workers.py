@@ -27,7 +27,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,6 +41,7 @@ from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
 from orderlab.spec.shards import DECODABILITY, require_shardable, shard_folder_name, work
+from orderlab.spec.progress import Progress
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
 # What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the
@@ -64,14 +64,13 @@ def run_on_dask(
     device: torch.device,
     out: Path,
     cluster: int | str,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     chunk_size: int | None = None,
     force: bool = False,
 ) -> Outcome:
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
     string), one shard per worker, and merge them into OUT/<spec name>/ as a whole run would write it."""
     distributed = import_distributed()
-    started = time.perf_counter()
     spec = loaded.spec
     require_shardable(spec, loaded.path)
     if isinstance(cluster, int):
@@ -87,7 +86,7 @@ def run_on_dask(
                 if shard.spec[1] != loaded.sha256:
                     raise OrderlabError(f"a worker read another {loaded.path} (sha256 {shard.spec[1][:12]}) than this "
                                         "machine; expected workers that see the same spec file")  # fmt: skip
-            return replace(merge_into(shards, folder), seconds=time.perf_counter() - started)
+            return merge_into(shards, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -154,7 +153,7 @@ def kill_workers() -> None:
 class Tally:
     """One progress bar for the whole run: the sequences each shard reported last, summed (a retried shard restarts)."""
 
-    def __init__(self, total: int, progress: Callable[[int, int], None] | None):
+    def __init__(self, total: int, progress: Progress | None):
         self.total, self.progress = total, progress
         self.done: dict[int, int] = {}
 

@@ -10,7 +10,6 @@ Only the last layer is kept, pooled the ways the adapter defines (mean as senten
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from orderlab.spec import permutations as perms
 from orderlab.spec.corpustext import CorpusLine
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.metric_names import SIMILARITY_CLS, SIMILARITY_MEAN
+from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.models.pretrained import PretrainedAdapter
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 # Sentence-length groups (words) of the summary: [low, high) -> label.
 LENGTH_GROUPS = ((2, 5, "2-4"), (5, 9, "5-8"), (9, 13, "9-12"), (13, 21, "13-20"), (21, 10**9, "21+"))
 POOLINGS = {"mean": SIMILARITY_MEAN, "cls": SIMILARITY_CLS}  # pooling -> the metric its similarities are written as
-
-Progress = Callable[[int], None]  # called with the number of sequences just encoded
 
 
 @dataclass(frozen=True)
@@ -83,6 +81,7 @@ def encode(
     tokens = np.array([bound[o].tokens.n_tokens for o in work.owner])  # (S,)
     pooled: dict[str, list[torch.Tensor]] = {how: [] for how in poolings(adapter)}
     encoded: list[np.ndarray] = []  # the plan indices of each pass's rows
+    done = 0
     for count in np.unique(tokens):
         same = np.flatnonzero(tokens == count)
         for start in range(0, len(same), batch_size):
@@ -91,8 +90,9 @@ def encode(
             for how, vectors in pooled.items():
                 vectors.append(output[how].double().cpu())
             encoded.append(batch)
+            done += len(batch)
             if progress:
-                progress(len(batch))
+                progress(done, len(work.owner))
     in_plan_order = torch.from_numpy(np.argsort(np.concatenate(encoded)))
     return {how: torch.cat(vectors)[in_plan_order] for how, vectors in pooled.items()}
 

@@ -38,6 +38,7 @@ from orderlab.measure.rows import (
 )
 from orderlab.spec import permutations as perms
 from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.spec.sweep import SweptValue
@@ -50,7 +51,6 @@ SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
 STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
 
 
-Advance = Callable[[int, int], None]  # (done, total) sequences
 StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
 Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's order, then the run's digest
 
@@ -257,7 +257,7 @@ class MeasuringLoop:
         self,
         spec: Spec,
         chunk_size: int | None = None,
-        progress: Advance | None = None,
+        progress: Progress | None = None,
         combination: Mapping[str, SweptValue] | None = None,
         units: list[Unit] | None = None,
     ):

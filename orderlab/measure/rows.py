@@ -9,7 +9,6 @@ for every model adapter alike (orderlab/models).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -66,9 +65,6 @@ DETAIL_COLUMNS = ["length", "slot", "chance"]  # sentence length; the probe's sl
 def detail_number(value: float) -> str:
     """A float of DETAIL_COLUMNS as metrics.csv writes its floats (%.6e): they share a column with blanks."""
     return f"{value:.6e}"
-
-
-Progress = Callable[[int, int], None]  # (done, total) units of work
 
 
 @dataclass(frozen=True)

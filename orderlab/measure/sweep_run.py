@@ -7,7 +7,6 @@ streams through `loop.MeasuringLoop` on its own and memory stays one chunk's wor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -17,13 +16,14 @@ from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, Progress, RunResult, summarize
+from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
 from orderlab.models.devices import CPU
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.shards import DECODABILITY, Unit
-from orderlab.spec.sweep import SEED, Configuration, in_row_order, swept_fields
+from orderlab.spec.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.train.adapters import trained_adapters
 from orderlab.train.train import TrainedStack, train_stack
 
@@ -54,7 +54,7 @@ class SweepRun:
         chunk_size: int | None = None,
         progress: Progress | None = None,
         spec_file: Path = Path("spec.yaml"),
-        notes: Callable[[str], None] | None = None,
+        notes: Note | None = None,
         units: list[Unit] | None = None,
     ):
         """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text;
@@ -88,21 +88,25 @@ class SweepRun:
 
     def frames(self) -> Frames:
         run, done = Digest(), 0
+        self._advance(0)  # the total, before the first combination's set-up (training, loading a model)
         for configuration, weights, loop, share in self.groups:
             if share == []:
                 continue  # other shards measure this combination
-            spec = configuration.spec
+            spec, where = configuration.spec, describe(configuration.columns)
             if weights == TRAINED:
-                stacks = self._train(spec, done)
+                stacks = self._train(spec, done, where)
                 self.trained += [(configuration, stack) for stack in stacks]
                 done += training_work(spec)
                 yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
                 adapters = trained_adapters(spec, stacks, self.device)
             else:
+                kind = spec.model.kind
+                self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
                 adapters = build_adapters(spec, self.device, self.spec_file)
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
+                self._note("probing positions", where)
                 probe = probing.measure_decodability(spec, adapters)
                 probe = loop.tagged(probe.sort_values(KEY_COLUMNS, kind="mergesort", ignore_index=True))
                 rows = probe.reindex(columns=self.columns, fill_value="")  # no statistic: a probe row is one value
@@ -111,6 +115,7 @@ class SweepRun:
                     run.worst.append(probe)
                 else:
                     run.pieces.append(Piece(decodability, configuration.columns, len(rows), worst=probe))
+            self._note("measuring", where)
             digest = yield from self._in_columns(loop.frames(adapters))
             self.compiled += compile_records(adapters, configuration.columns)
             done += loop.total
@@ -131,7 +136,7 @@ class SweepRun:
                 return digest
             yield frame if list(frame.columns) == columns else frame.reindex(columns=columns, fill_value="")
 
-    def _train(self, spec: Spec, before: int) -> list[TrainedStack]:
+    def _train(self, spec: Spec, before: int, where: str) -> list[TrainedStack]:
         """One stack per encoding, in label order; progress counts each step as its batch of sentences."""
         assert spec.train is not None
         batch, steps = spec.train.batch, spec.train.steps
@@ -139,15 +144,19 @@ class SweepRun:
         for index, choice in enumerate(sorted(spec.encodings, key=lambda c: c.label)):
             start = before + index * steps * batch
 
-            def step(done: int, loss: float, start: int = start, label: str = choice.label) -> None:
+            def step(done: int, _steps: int, start: int = start) -> None:
                 self._advance(start + done * batch)
-                if self.notes:
-                    self.notes(f"training {label}: step {done}/{steps}, loss {loss:.3f}")
 
-            stacks.append(train_stack(spec, choice, step))
-        if self.notes:
-            self.notes("measuring")
+            def note(text: str, label: str = choice.label) -> None:
+                self._note(f"training {label}: {text}", where)
+
+            stacks.append(train_stack(spec, choice, step, note))
         return stacks
+
+    def _note(self, text: str, where: str) -> None:
+        """Say what the run is doing now, and for which combination of a sweep."""
+        if self.notes:
+            self.notes(f"{text} ({where})" if where else text)
 
     def _after(self, before: int) -> Progress:
         """A combination's progress callback: its sequences done, counted after the `before` of earlier ones."""
@@ -159,11 +168,16 @@ class SweepRun:
 
 
 def run_sweep(
-    spec: Spec, device: torch.device = CPU, progress: Progress | None = None, chunk_size: int | None = None
+    spec: Spec,
+    device: torch.device = CPU,
+    progress: Progress | None = None,
+    chunk_size: int | None = None,
+    notes: Note | None = None,
 ) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
-    table = pd.concat(list(SweepRun(spec, device, chunk_size, progress).frames()), ignore_index=True)  # rows only
+    run = SweepRun(spec, device, chunk_size, progress, notes=notes)
+    table = pd.concat(list(run.frames()), ignore_index=True)  # rows only
     return RunResult(table, device, time.perf_counter() - started)
 
 

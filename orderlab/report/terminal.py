@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -18,6 +19,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    SpinnerColumn,
     Task,
     TextColumn,
     TimeElapsedColumn,
@@ -30,6 +32,7 @@ from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.results.outcome import RunView
+from orderlab.spec import progress as work
 from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.spec.sweep import describe
 
@@ -172,7 +175,7 @@ def non_finite_line(count: int, folder: object) -> None:
     )  # fmt: skip
 
 
-# A run must last this long before its progress bar appears (quick runs print no bar at all).
+# Work must last this long before its progress bar appears (quick work prints no bar at all).
 PROGRESS_DELAY_SECONDS = 1.0
 
 
@@ -198,42 +201,97 @@ def rate_text(speed: float | None, unit: str) -> str:
 class ProgressBar:
     """A (done, total) callback, and `note` for a line after the description (a training loss)."""
 
-    advance: Callable[[int, int], None]
-    note: Callable[[str], None]
+    advance: work.Progress
+    note: work.Note
 
     def __call__(self, done: int, total: int) -> None:
         self.advance(done, total)
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, quiet: bool, unit: str = "seq") -> Iterator[ProgressBar]:
+def progress_bar(description: str, quiet: bool, unit: str | None = "seq") -> Iterator[ProgressBar]:
     """Yield a bar's (done, total) callback, drawing it with rate and ETA on a terminal, and its `note` line;
-    `unit` names what done and total count (sequences; compare's specs).
+    `unit` names what done and total count (sequences; compare's specs); None draws a spinner with the time
+    elapsed instead, for work that does not count itself (figures, a report).
 
-    The bar appears only once a run has lasted PROGRESS_DELAY_SECONDS, so quick runs print nothing
+    The bar appears only once the work has lasted PROGRESS_DELAY_SECONDS, so quick work prints nothing
     extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
     """
     console = stderr_console()
-    bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(unit), TimeElapsedColumn(),
-        TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
-        disable=quiet or not console.is_terminal,
+    described = TextColumn("{task.description}")
+    columns = (
+        [described, BarColumn(), MofNCompleteColumn(), RateColumn(unit), TimeElapsedColumn(), TextColumn("eta"),
+         TimeRemainingColumn()]
+        if unit is not None
+        else [SpinnerColumn(), described, TimeElapsedColumn()]
     )  # fmt: skip
+    bar = Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal)
     task = bar.add_task(description, total=None)
-    started = time.monotonic()
 
     def advance(done: int, total: int) -> None:
         bar.update(task, completed=done, total=total)
-        if not bar.live.is_started and time.monotonic() - started >= PROGRESS_DELAY_SECONDS:
-            bar.start()
 
     def note(text: str) -> None:
         bar.update(task, description=f"{description}: {text}")
 
-    try:
+    with shown_after(bar, PROGRESS_DELAY_SECONDS):
         yield ProgressBar(advance, note)
+
+
+@contextlib.contextmanager
+def shown_after(bar: Progress, delay: float) -> Iterator[None]:
+    """Draw `bar` once the block has lasted `delay` seconds (at once when 0), whether or not the work has
+    reported (loading a model reports nothing), and take it away when the block ends."""
+    if bar.disable:  # --quiet, or stderr is not a terminal: no timer either
+        yield
+        return
+    lock, ended = threading.Lock(), threading.Event()
+
+    def show() -> None:
+        with lock:  # never after the block has ended and stopped the bar
+            if not ended.is_set():
+                bar.start()
+
+    timer = threading.Timer(delay, show)
+    timer.daemon = True
+    if delay > 0:
+        timer.start()
+    else:
+        show()
+    try:
+        yield
     finally:
-        bar.stop()
+        timer.cancel()
+        with lock:
+            ended.set()
+            bar.stop()
+
+
+class Phases:
+    """A command's clock and its long phases, each drawn while it runs (progress_bar) and timed, so that the
+    closing line gives the command's wall time and, when it had several phases, where that time went."""
+
+    def __init__(self, quiet: bool, started: float | None = None):
+        """started: time.perf_counter() when the command began (before its imports); now if None."""
+        self.quiet = quiet
+        self.started = time.perf_counter() if started is None else started
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str, description: str, unit: str | None = None) -> Iterator[ProgressBar]:
+        """Draw the phase (a bar counting `unit`s, or a spinner) and add its time to `name`'s."""
+        began = time.perf_counter()
+        try:
+            with progress_bar(description, self.quiet, unit) as bar:
+                yield bar
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - began
+
+    def took(self) -> str:
+        """'in 54.0 s (measuring 9.4 s, figures 40.1 s)': the wall time since the command began, split by phase."""
+        total = time.perf_counter() - self.started
+        split = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.seconds.items())
+        return f"in {total:.1f} s" + (f" ({split})" if len(self.seconds) > 1 else "")
 
 
 # --- orderlab compare, properties, encodings -------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +99,6 @@ def merge_shards(folders: list[Path], out: Path, force: bool = False) -> Outcome
 
 def merge_into(shards: list[Shard], folder: Path) -> Outcome:
     """Write the merged folder (the caller holds its claim and has checked the shards with `complete`)."""
-    started = time.perf_counter()
     facts = shards[0].partials.facts
     with staged_folder(folder) as staging:
         with (staging / "metrics.csv").open("w", newline="") as file:
@@ -124,7 +122,7 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
     non_finite = assembly.non_finite + sum(shard.partials.non_finite for shard in shards)
     view = RunView(facts.title, facts.dtype, facts.conditions, facts.swept, tables["summary"], digest=worst)
     files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
-    return Outcome(folder, assembly.rows, files, view, non_finite, time.perf_counter() - started)
+    return Outcome(folder, assembly.rows, files, view, non_finite)
 
 
 @dataclass

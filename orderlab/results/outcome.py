@@ -35,7 +35,6 @@ class Outcome:
     files: list[str]  # file names written into folder, metrics.csv first
     view: RunView
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
-    seconds: float  # wall time of the run
 
 
 def run_title(spec: Spec) -> str:

@@ -5,7 +5,8 @@ one only when orderlab wrote it for the same command and spec: its manifest.json
 (`written_by`) and lists every entry (`files`), so nothing a user put there is ever deleted.
 `--force` lets a command replace a folder that another orderlab command or spec wrote; nothing lets
 it replace a folder holding anything orderlab did not write. While a command computes and writes,
-an exclusive lock beside the folder turns a second writer away at once instead of interleaving them.
+an exclusive lock beside the folder turns a second writer away at once instead of interleaving them
+(filelock's lock on a descriptor: flock on POSIX, LockFileEx on Windows, so orderlab imports everywhere).
 The lock file carries LOCK_TOKEN: one without it is a user's file, left alone and reported, never
 deleted (as is anything orderlab did not make: see results/paths.py for the writer rule and scratch).
 Must not import torch or pandas (cheap to import for every command).
@@ -13,7 +14,6 @@ Must not import torch or pandas (cheap to import for every command).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import stat
@@ -23,11 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import lock_descriptor
+
 from orderlab.errors import OrderlabError
 from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.paths import REPORT_MARK as REPORT_MARK  # report/html.py takes it from here
 from orderlab.results.paths import is_report, is_scratch, plain_folder_problem
-from orderlab.spec.userfiles import FileProblem, peek_head
+from orderlab.spec.userfiles import FileProblem, open_flags, peek_head
 
 # Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
 LEGACY_ENTRIES = {
@@ -256,7 +258,7 @@ def lock_path(folder: Path) -> Path:
 
 
 def _lock(folder: Path) -> int:
-    """An exclusive, non-blocking flock on .NAME.lock beside the folder; OrderlabError if another holds it or if
+    """An exclusive, non-blocking lock on .NAME.lock beside the folder; OrderlabError if another holds it or if
     the file there is not orderlab's lock (a user's file of that name is left as it is)."""
     path = lock_path(folder)
     try:
@@ -266,9 +268,7 @@ def _lock(folder: Path) -> int:
             if opened is None:
                 continue
             descriptor, created = opened
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if not lock_descriptor(descriptor, blocking=False):  # another process holds it
                 _drop(path, descriptor, created)
                 break
             if not _is_file_at(descriptor, path):
@@ -276,7 +276,7 @@ def _lock(folder: Path) -> int:
                 continue
             if created:
                 _mark(path, descriptor)
-            elif os.pread(descriptor, len(LOCK_TOKEN) + 1, 0) != LOCK_TOKEN:
+            elif _head(descriptor) != LOCK_TOKEN:
                 os.close(descriptor)
                 raise _not_a_lock(path)
             return descriptor  # a stale lock of an orderlab that was killed is taken over: it carries the token
@@ -292,7 +292,7 @@ def _open_lock(path: Path) -> tuple[int, bool] | None:
     """A descriptor on the lock file, made here (True) or there before (False): a regular file, never followed
     through a link, never waited on; OrderlabError if what is there is not a regular file; None if it vanished
     between two looks (its holder finished)."""
-    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDWR | open_flags("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_BINARY")
     try:
         return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
     except FileExistsError:
@@ -307,6 +307,12 @@ def _open_lock(path: Path) -> tuple[int, bool] | None:
         os.close(descriptor)
         raise _not_a_lock(path)
     return descriptor, False
+
+
+def _head(descriptor: int) -> bytes:
+    """The start of the open lock file, enough to tell LOCK_TOKEN from anything else (os.pread is POSIX-only)."""
+    os.lseek(descriptor, 0, os.SEEK_SET)
+    return os.read(descriptor, len(LOCK_TOKEN) + 1)
 
 
 def _mark(path: Path, descriptor: int) -> None:
@@ -354,6 +360,10 @@ def _unlock(folder: Path, descriptor: int) -> None:
     try:
         if _is_file_at(descriptor, path):
             path.unlink()
+    except PermissionError:
+        if os.name != "nt":
+            raise
+        # Windows removes no open file: the lock stays, carrying the token, and the next command takes it over.
     finally:
         os.close(descriptor)
 

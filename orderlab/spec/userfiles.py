@@ -95,12 +95,21 @@ def read_head(path: Path, count: int, expected: str) -> tuple[bytes, int]:
         raise _problem(path, error, expected) from None
 
 
+def open_flags(*names: str) -> int:
+    """The os.open flags among `names` this system has: Windows has no O_NOFOLLOW nor O_NONBLOCK, POSIX no O_BINARY
+    (where one is missing, the checks on the open descriptor still refuse what is not a regular file)."""
+    found = 0
+    for name in names:
+        found |= getattr(os, name, 0)
+    return found
+
+
 def _open_regular(path: Path, follow_links: bool = True) -> tuple[int, int]:
     """A descriptor of `path`, opened without blocking and checked to be a regular file, and the file's size.
 
     The check is on the open descriptor, so a FIFO swapped in after a look is still refused rather than waited on.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW)
+    flags = os.O_RDONLY | open_flags("O_NONBLOCK", "O_CLOEXEC", "O_BINARY", *([] if follow_links else ["O_NOFOLLOW"]))
     descriptor = os.open(path, flags)
     try:
         status = os.fstat(descriptor)

@@ -12,7 +12,7 @@ trained stack is the one measuring loop's job (orderlab/train/adapters.py); here
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 
@@ -23,6 +23,7 @@ from orderlab.encodings import PositionalEncoding, build_encoding
 from orderlab.encodings.base import TableKey
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
 from orderlab.models.stack_from_spec import layer_weights, stack_config
+from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.spec.train_block import TASKS as TASK_INFO
 from orderlab.spec.train_block import TrainSpec
@@ -30,7 +31,6 @@ from orderlab.train.tasks import IGNORED, TASKS, Batch, TaskData, vocabulary_vec
 
 TRAIN_DTYPE = "float32"  # fast on the CPU; the trained weights are measured in the spec's dtype
 WEIGHT_DECAY = 0.01
-StepProgress = Callable[[int, float], None]  # (steps done, this step's loss)
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,11 @@ def build_trained_encoding(spec: Spec, trained: TrainedStack, dtype: str, device
     return encoding
 
 
-def train_stack(spec: Spec, choice: EncodingChoice, progress: StepProgress | None = None) -> TrainedStack:
-    """Train the spec's stack under one encoding; deterministic for the spec (seeds) on one CPU kind."""
+def train_stack(
+    spec: Spec, choice: EncodingChoice, progress: Progress | None = None, note: Note | None = None
+) -> TrainedStack:
+    """Train the spec's stack under one encoding; deterministic for the spec (seeds) on one CPU kind.
+    progress: (steps done, steps); note: the step and its loss."""
     train = spec.train
     assert train is not None, "a spec without train: has nothing to train"
     config = replace(stack_config(spec), dtype=TRAIN_DTYPE)
@@ -98,7 +101,9 @@ def train_stack(spec: Spec, choice: EncodingChoice, progress: StepProgress | Non
             optimizer.step()
             losses.append(loss.item())
             if progress:
-                progress(step, losses[-1])
+                progress(step, train.steps)
+            if note:
+                note(f"step {step}/{train.steps}, loss {losses[-1]:.3f}")
     return TrainedStack(
         choice,
         [LayerWeights(*(w.detach().double() for w in _tensors(layer))) for layer in layers],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -132,23 +133,25 @@ def sentence_by_sentence(adapter, work: corpus.Plan) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "bloom"])
 def test_passes_across_sentences_give_each_sequence_its_own_sentence_pass_in_plan_order(tmp_path, family):
     adapters, work = seeded_corpus_adapters(tmp_path, family)
-    done: list[int] = []
     for adapter in adapters:
+        reported: list[tuple[int, int]] = []
         with torch.inference_mode():
-            grouped = corpus.encode(adapter, work, batch_size=4, progress=done.append)  # groups split into passes
+            grouped = corpus.encode(adapter, work, 4, lambda *call, seen=reported: seen.append(call))  # in passes
             reference = sentence_by_sentence(adapter, work)
         assert set(grouped) == set(corpus.poolings(adapter)) and len(grouped["mean"]) == len(work.owner)
         for how in grouped:
             assert torch.equal(grouped[how], reference[how]), (adapter.label, how)  # bit for bit: no padding
-    assert sum(done) == len(adapters) * len(work.owner)  # progress counts every sequence
+        done = [count for count, _ in reported]
+        assert done == sorted(done) and reported[-1] == (len(work.owner), len(work.owner))  # every sequence counted
 
 
 @needs_transformers
 def test_sentences_of_one_token_count_share_a_pass(tmp_path):
     adapters, work = seeded_corpus_adapters(tmp_path, "bert")
-    passes: list[int] = []
+    done: list[int] = []
     with torch.inference_mode():
-        corpus.encode(adapters[0], work, batch_size=64, progress=passes.append)
+        corpus.encode(adapters[0], work, batch_size=64, progress=lambda count, _total: done.append(count))
+    passes = [after - before for before, after in itertools.pairwise([0, *done])]  # sequences of each pass
     counts = sorted({len(line.words) for line in work.lines})  # word-level tokenizer: one token per word
     assert len(passes) == len(counts) < len(work.lines)
     three_words = sum(len(p) + 1 for line, p in zip(work.lines, work.permutations, strict=True) if len(line.words) == 3)
