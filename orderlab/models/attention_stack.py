@@ -37,16 +37,19 @@ def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
 
 @dataclass(frozen=True)
 class StackConfig:
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    residual: bool = True  # add each sub-layer's input to its output
-    norm: str = "pre"  # "pre" | "post" | "none" (LayerNorm without learned affine)
-    ffn: bool = True  # position-wise feed-forward after attention
-    ffn_mult: int = 4  # FFN hidden width = ffn_mult * d_model
-    causal: bool = False  # token i attends to slots <= i only
-    scale: str = "sqrt"  # "sqrt": scores / sqrt(d_head); "none": raw scores
-    dtype: str = "float64"
+    """The stack's shape in plain values. No defaults: the spec's ModelSpec holds them and its fields of these names
+    are copied here in one place (models/stack_from_spec.stack_config), so the two cannot drift apart."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    residual: bool  # add each sub-layer's input to its output
+    norm: str  # "pre" | "post" | "none" (LayerNorm without learned affine)
+    ffn: bool  # position-wise feed-forward after attention
+    ffn_mult: int  # FFN hidden width = ffn_mult * d_model
+    causal: bool  # token i attends to slots <= i only
+    scale: str  # "sqrt": scores / sqrt(d_head); "none": raw scores
+    dtype: str
 
     @property
     def d_head(self) -> int:
