@@ -8,10 +8,13 @@ import re
 
 import pytest
 import torch
+from stacks import config_of, make_stack
 
 from orderlab.encodings import ENCODINGS, EncodingContext, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
+from orderlab.models.attention_stack import seeded_weights
+from orderlab.models.stack_from_spec import build_stack
+from orderlab.spec.schema import ModelSpec
 
 NAMES = ENCODINGS.names()
 
@@ -23,9 +26,7 @@ def test_the_registry_holds_the_zoo():
 @pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
 @pytest.mark.parametrize("name", NAMES)
 def test_every_encoding_runs_a_batch_through_the_stack(name, causal):
-    config = StackConfig(d_model=16, n_heads=4, n_layers=2, causal=causal)
-    context = EncodingContext(d_model=16, n_heads=4, causal=causal, seed=0, max_len=6)
-    stack = AttentionStack(config, build_encoding(name, context), seeded_weights(config, 0))
+    stack = make_stack(name, max_len=6, d_model=16, n_heads=4, n_layers=2, causal=causal)
     x = torch.randn(3, 6, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     out = stack(x)
     assert len(out.hidden) == 3 and all(h.shape == (3, 6, 16) and h.isfinite().all() for h in out.hidden)
@@ -38,12 +39,12 @@ def test_every_encoding_runs_a_batch_through_the_stack(name, causal):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_encoding_changes_the_stack_unless_it_is_none(name):
-    config = StackConfig(d_model=16, n_heads=4, n_layers=1)
+    model = ModelSpec(d_model=16, n_heads=4, n_layers=1)
     context = EncodingContext(d_model=16, n_heads=4, causal=False, seed=0)
     x = torch.randn(1, 5, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    weights = seeded_weights(config, 0)
-    with_it = AttentionStack(config, build_encoding(name, context), weights)(x).hidden[-1]
-    without = AttentionStack(config, build_encoding("none", context), weights)(x).hidden[-1]
+    weights = seeded_weights(config_of(d_model=16, n_heads=4, n_layers=1), 0)
+    with_it = build_stack(model, build_encoding(name, context), weights)(x).hidden[-1]
+    without = build_stack(model, build_encoding("none", context), weights)(x).hidden[-1]
     assert torch.equal(with_it, without) == (name == "none")
 
 

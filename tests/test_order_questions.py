@@ -8,22 +8,16 @@ import itertools
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stacks import make_stack
 
-from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.measure import metrics as M
 from orderlab.measure.probing import fit_probe, measure_decodability
-from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
+from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.stack import stack_adapters
 from orderlab.spec.schema import Spec
 from orderlab.spec.text import repeated_pairs
 
 FLOAT64_SLACK = 1e-13  # round-off of these stacks is ~1e-16 relative
-
-
-def make_stack(encoding: str = "none", seed: int = 0, **config) -> AttentionStack:
-    c = StackConfig(**config)
-    context = EncodingContext(d_model=c.d_model, n_heads=c.n_heads, causal=c.causal, seed=seed, dtype=c.dtype)
-    return AttentionStack(c, build_encoding(encoding, context), seeded_weights(c, seed))
 
 
 def prefix_errors(stack: AttentionStack, n: int, seed: int) -> list[torch.Tensor]:

@@ -16,7 +16,7 @@ from orderlab.encodings import ENCODINGS
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.models.devices import CPU
-from orderlab.models.prefix_trie import distinct_prefixes, shared_prefix_pass
+from orderlab.models.prefix_trie import distinct_prefixes, one_query_attention, shared_prefix_pass, slot_rotations
 from orderlab.models.stack import stack_adapters
 from orderlab.spec.permutations import in_label_order
 from orderlab.spec.schema import Spec
@@ -54,6 +54,25 @@ def test_shared_pass_equals_the_dense_pass_for_every_built_in_encoding(encoding,
     assert len(shared.attention) == (3 if maps else 0)
     for expected, got in zip(dense.hidden + dense.attention, shared.hidden + shared.attention, strict=True):
         torch.testing.assert_close(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("encoding", BUILT_IN)
+@pytest.mark.parametrize("scale", ["sqrt", "none"])
+def test_one_query_attention_at_each_slot_is_the_dense_attentions_row(encoding, scale):
+    """The two kinds of attention, each against the other: slot t's query over slots 0..t (its keys and values
+    written into the cache by the slots before it) gives row t of the dense causal attention, output and weights."""
+    n, d = 7, 16
+    stack = make_stack(encoding, d_model=d, n_heads=2, n_layers=1, causal=True, scale=scale)
+    layer, rotations = stack.layers[0], slot_rotations(stack, n)
+    x = torch.randn(3, n, d, generator=torch.Generator().manual_seed(2), dtype=torch.float64)  # 3 sentences
+    with torch.inference_mode():
+        dense, dense_weights = stack.attend(x, layer)  # (3, n, d), (3, h, n, n)
+        cache = x.new_empty(3, n, 2 * d)
+        for t in range(n):
+            attended, weights = one_query_attention(stack, layer, x[:, t], cache, t, rotations[t])
+            torch.testing.assert_close(attended, dense[:, t], rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(weights, dense_weights[:, :, t, : t + 1], rtol=1e-12, atol=1e-12)
+    assert dense_weights.triu(1).abs().max() == 0  # nothing past slot t in the dense row either
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

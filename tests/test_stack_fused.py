@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from orderlab.encodings import EncodingContext, build_encoding
-from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
+from stacks import make_stack
 
 
 @pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rope"])
@@ -14,9 +12,7 @@ from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_
 @pytest.mark.parametrize("scale", ["sqrt", "none"])
 @pytest.mark.parametrize(("dtype", "tolerance"), [("float64", 1e-12), ("float32", 2e-5)])
 def test_fused_attention_matches_explicit_attention(encoding, causal, scale, dtype, tolerance):
-    config = StackConfig(d_model=32, n_heads=4, n_layers=3, causal=causal, scale=scale, dtype=dtype)
-    context = EncodingContext(d_model=32, n_heads=4, causal=causal, seed=0, dtype=dtype)
-    stack = AttentionStack(config, build_encoding(encoding, context), seeded_weights(config, 0))
+    stack = make_stack(encoding, d_model=32, n_heads=4, n_layers=3, causal=causal, scale=scale, dtype=dtype)
     x = torch.randn(6, 7, 32, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     with torch.inference_mode():
         explicit, fused = stack(x), stack(x, attention_maps=False)

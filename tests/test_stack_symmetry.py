@@ -79,12 +79,11 @@ def test_one_causal_layer_is_not_equivariant_but_keeps_the_first_token():
 
 def test_hooks_hold_every_intermediate_of_the_same_pass():
     """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
-    from orderlab.encodings import EncodingContext, build_encoding
-    from orderlab.models.attention_stack import HOOK_POINTS, AttentionStack, StackConfig, hook_name, seeded_weights
+    from stacks import make_stack
 
-    config = StackConfig(d_model=8, n_heads=2, n_layers=2)
-    context = EncodingContext(d_model=8, n_heads=2, causal=False, seed=0)
-    stack = AttentionStack(config, build_encoding("sinusoidal", context), seeded_weights(config, 0))
+    from orderlab.models.attention_stack import HOOK_POINTS, hook_name
+
+    stack = make_stack("sinusoidal", d_model=8, n_heads=2, n_layers=2)
     x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     hooks: dict = {}
     output = stack(x, hooks=hooks)

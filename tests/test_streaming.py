@@ -103,15 +103,16 @@ def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
 
 
 def test_chunk_size_is_chosen_from_width_length_and_dtype():
-    from orderlab.models.attention_stack import StackConfig
+    from stacks import config_of
+
     from orderlab.models.batching import auto_chunk_size
 
     cpu = torch.device("cpu")
-    bench = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float32")
+    bench = config_of(d_model=128, n_heads=4, n_layers=4, dtype="float32")
     assert 500 <= auto_chunk_size(bench, 8, False, cpu) <= 4096
-    wider = StackConfig(d_model=512, n_heads=4, n_layers=4, dtype="float32")
+    wider = config_of(d_model=512, n_heads=4, n_layers=4, dtype="float32")
     assert auto_chunk_size(wider, 8, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
     assert auto_chunk_size(bench, 16, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
-    doubled = StackConfig(d_model=128, n_heads=4, n_layers=4, dtype="float64")
+    doubled = config_of(d_model=128, n_heads=4, n_layers=4, dtype="float64")
     assert auto_chunk_size(doubled, 8, False, cpu) == pytest.approx(auto_chunk_size(bench, 8, False, cpu) / 2, abs=1)
     assert math.isfinite(auto_chunk_size(bench, 9, True, cpu))

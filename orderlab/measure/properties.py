@@ -28,8 +28,10 @@ import torch
 
 from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.models.attention_stack import AttentionStack, Hooks, LayerWeights, StackConfig, hook_name, seeded_weights
+from orderlab.models.attention_stack import Hooks, LayerWeights, hook_name, seeded_weights
+from orderlab.models.stack_from_spec import build_stack, stack_config
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
+from orderlab.spec.schema import ModelSpec
 
 PROPERTIES = ("unique", "bounded", "deterministic", "generalises", "smooth", "relative-aware")
 ROUND_OFF = 1e-9  # relative changes below this are float64 round-off, not position
@@ -98,10 +100,10 @@ def attention_scores(encoding: PositionalEncoding, x: torch.Tensor, shift: int, 
     Read off the `scores` hook of a one-layer stack (no norm, no residual), scaled and biased as in any run.
     """
     d = x.shape[1]
-    config = StackConfig(d_model=d, n_heads=encoding.context.n_heads, n_layers=1, residual=False, norm="none",
-                         ffn=False, dtype=str(x.dtype).removeprefix("torch."))  # fmt: skip
+    model = ModelSpec(d_model=d, n_heads=encoding.context.n_heads, n_layers=1, residual=False, norm="none", ffn=False,
+                      dtype="float64")  # fmt: skip
     hooks: Hooks = {}
-    AttentionStack(config, encoding, [layer])(torch.cat([torch.zeros(shift, d, dtype=x.dtype), x])[None], hooks=hooks)
+    build_stack(model, encoding, [layer])(torch.cat([torch.zeros(shift, d, dtype=x.dtype), x])[None], hooks=hooks)
     return hooks[hook_name(1, "scores")][0, :, shift:, shift:]  # (h, m, m)
 
 
@@ -161,7 +163,8 @@ def _shift_change(encoding: PositionalEncoding, context: EncodingContext) -> flo
     m = min(CONTENT_TOKENS, max(context.max_len // 2, 1))
     generator = torch.Generator().manual_seed(context.seed + 1)
     x = torch.randn(m, context.d_model, generator=generator, dtype=torch.float64)  # (m, d)
-    layer = seeded_weights(StackConfig(d_model=context.d_model, n_heads=context.n_heads, n_layers=1), context.seed)[0]
+    model = ModelSpec(d_model=context.d_model, n_heads=context.n_heads, n_layers=1)
+    layer = seeded_weights(stack_config(model), context.seed)[0]
     reference = attention_scores(encoding, x, 0, layer)  # (h, m, m)
     top = context.max_len - m
     shifts = sorted({s for s in (1, 2, 3, top // 4, top // 2, top) if 1 <= s <= top})

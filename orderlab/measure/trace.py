@@ -20,7 +20,7 @@ from orderlab.errors import OrderlabError
 from orderlab.models.attention_stack import HOOK_POINTS, Hooks, hook_name
 from orderlab.models.devices import CPU
 from orderlab.models.stack import StackAdapter
-from orderlab.models.stack_from_spec import layer_weights, stack_config, word_vectors
+from orderlab.models.stack_from_spec import layer_weights, word_vectors
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
 from orderlab.spec.load import load_spec
@@ -54,9 +54,8 @@ def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) 
 
     Read from the stack's own hooks in one pass: nothing here recomputes attention.
     """
-    config = stack_config(spec)
     choice = spec.encodings[encoding_index]
-    stack = StackAdapter(spec, choice, config, layer_weights(spec, config), CPU).stack  # the measured model
+    stack = StackAdapter(spec, choice, layer_weights(spec), CPU).stack  # the measured model
     words = tokenize(sentence, spec.embeddings.lowercase)
     tokens = word_vectors(spec, words).to(stack.dtype)  # (n, d)
     hooks: Hooks = {}

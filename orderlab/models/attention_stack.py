@@ -37,16 +37,19 @@ def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
 
 @dataclass(frozen=True)
 class StackConfig:
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    residual: bool = True  # add each sub-layer's input to its output
-    norm: str = "pre"  # "pre" | "post" | "none" (LayerNorm without learned affine)
-    ffn: bool = True  # position-wise feed-forward after attention
-    ffn_mult: int = 4  # FFN hidden width = ffn_mult * d_model
-    causal: bool = False  # token i attends to slots <= i only
-    scale: str = "sqrt"  # "sqrt": scores / sqrt(d_head); "none": raw scores
-    dtype: str = "float64"
+    """The stack's shape in plain values. No defaults: the spec's ModelSpec holds them and its fields of these names
+    are copied here in one place (models/stack_from_spec.stack_config), so the two cannot drift apart."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    residual: bool  # add each sub-layer's input to its output
+    norm: str  # "pre" | "post" | "none" (LayerNorm without learned affine)
+    ffn: bool  # position-wise feed-forward after attention
+    ffn_mult: int  # FFN hidden width = ffn_mult * d_model
+    causal: bool  # token i attends to slots <= i only
+    scale: str  # "sqrt": scores / sqrt(d_head); "none": raw scores
+    dtype: str
 
     @property
     def d_head(self) -> int:
@@ -85,6 +88,12 @@ class StackOutput:
     hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, n, d); hidden[0] is the input, encoding added
     attention: list[torch.Tensor]  # n_layers tensors (B, h, n, n); row i: how slot i spreads its attention
     # attention is empty when the call asked for no maps (the fused kernel never forms them)
+
+
+# One kind of attention, given a layer's normed input: its output and its weights (None from the fused kernel).
+# The dense pass's (AttentionStack.attend, attend_fused) and prefix sharing's one-query attention
+# (prefix_trie.one_query_attention) run inside the same block (AttentionStack.block).
+Attention = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
 
 
 def seeded_weights(config: StackConfig, seed: int) -> list[LayerWeights]:
@@ -147,7 +156,7 @@ class AttentionStack:
         """The hidden states of a pass without maps or hooks: the function torch.compile compiles."""
         hidden = [x]
         for layer in self.layers:
-            x, _ = self.block(x, layer, attention_maps=False)
+            x, _ = self.block(x, layer, self.dense_attention(layer, attention_maps=False))
             hidden.append(x)
         return hidden
 
@@ -181,25 +190,25 @@ class AttentionStack:
             return self.run_compiled(x, self.compiled)
         hidden, attention = [x], []
         for index, layer in enumerate(self.layers, start=1):
-            x, weights = self.block(x, layer, attention_maps, hooks, index)
+            x, weights = self.block(x, layer, self.dense_attention(layer, attention_maps, hooks, index), hooks, index)
             hidden.append(x)
             if weights is not None:
                 attention.append(weights)
         return StackOutput(hidden, attention)
 
     def block(
-        self, x: torch.Tensor, layer: RunLayer, attention_maps: bool = True, hooks: Hooks | None = None,
-        index: int = 1,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+        self, x: torch.Tensor, layer: RunLayer, attention: Attention, hooks: Hooks | None = None, index: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One layer around any kind of attention: pre-norm, attention, residual and post-norm, then the FFN likewise.
+
+        x is (..., d): (B, n, d) sentences in the dense pass, (U, d) new tokens in prefix sharing's, which therefore
+        share every number outside attention.
+        """
         c = self.config
         record(hooks, hook_name(index, "input"), x)
         normed = self.pre_norm(x)
         record(hooks, hook_name(index, "normed"), normed)
-        weights: torch.Tensor | None  # None from the fused kernel, which forms no weights
-        if attention_maps:
-            attended, weights = self.attend(normed, layer, hooks, index)
-        else:
-            attended, weights = self.attend_fused(normed, layer)
+        attended, weights = attention(normed)
         record(hooks, hook_name(index, "attended"), attended)
         x = self.post_norm(x + attended if c.residual else attended)
         if c.ffn:
@@ -207,6 +216,15 @@ class AttentionStack:
             x = self.post_norm(x + transformed if c.residual else transformed)
         record(hooks, hook_name(index, "output"), x)
         return x, weights
+
+    def dense_attention(
+        self, layer: RunLayer, attention_maps: bool, hooks: Hooks | None = None, index: int = 1
+    ) -> Attention:
+        """Every slot attending over the sentence: explicit (weights formed, hooks filled), or through torch's fused
+        kernel when no maps are asked for (no weights)."""
+        if attention_maps:
+            return lambda normed: self.attend(normed, layer, hooks, index)
+        return lambda normed: self.attend_fused(normed, layer)
 
     def feed_forward(self, x: torch.Tensor, layer: RunLayer) -> torch.Tensor:
         """The position-wise FFN: GELU(norm(x) W_in) W_out, its GELU in place where no gradient is taken
@@ -225,14 +243,12 @@ class AttentionStack:
             record(hooks, hook_name(index, name), tensor)
         scores = q @ k.transpose(-2, -1)  # (B, h, n, n)
         record(hooks, hook_name(index, "raw_scores"), scores)
-        if self.config.scale == "sqrt":
-            scores = scores / math.sqrt(self.config.d_head)
-        bias = self.encoding.attention_bias(q, k)
+        scores = self.scaled(scores)
+        bias = self.encoding_bias(q, k)
         if bias is not None:
-            scores = scores + bias.to(scores)  # in the stack's dtype, whatever the encoding computed in
+            scores = scores + bias
         if self.config.causal:
-            future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
+            scores = scores.masked_fill(future_slots(n, x.device), float("-inf"))
         record(hooks, hook_name(index, "scores"), scores)
         weights = scores.softmax(dim=-1)  # (B, h, n, n)
         record(hooks, hook_name(index, "pattern"), weights)
@@ -255,19 +271,31 @@ class AttentionStack:
         """The same attention through torch's fused kernel: output (B, n, d), no weights."""
         B, n, d = x.shape
         q, k, v = self.project(x, layer)  # each (B, h, n, dh)
-        bias = self.encoding.attention_bias(q, k)
-        if bias is not None:
-            bias = bias.to(q)  # the fused kernel wants the mask in the query's dtype
+        bias = self.encoding_bias(q, k)  # the fused kernel wants the mask in the query's dtype
         if bias is not None and self.config.causal:
-            future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)
-            bias = bias.masked_fill(future, float("-inf"))
+            bias = bias.masked_fill(future_slots(n, x.device), float("-inf"))
         scale = 1 / math.sqrt(self.config.d_head) if self.config.scale == "sqrt" else 1.0
         causal = self.config.causal and bias is None
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=causal, scale=scale)  # (B, h, n, dh)
         return out.transpose(1, 2).reshape(B, n, d) @ layer.w_o, None
+
+    def scaled(self, scores: torch.Tensor) -> torch.Tensor:
+        """Raw scores q . k divided by sqrt(d_head), or left raw (scale: none)."""
+        return scores / math.sqrt(self.config.d_head) if self.config.scale == "sqrt" else scores
+
+    def encoding_bias(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+        """The encoding's additive score bias for these queries and keys, in the stack's dtype (whatever the encoding
+        computed in), or None."""
+        bias = self.encoding.attention_bias(q, k)
+        return None if bias is None else bias.to(q)
 
     def pre_norm(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, x.shape[-1:]) if self.config.norm == "pre" else x
 
     def post_norm(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, x.shape[-1:]) if self.config.norm == "post" else x
+
+
+def future_slots(n: int, device: torch.device) -> torch.Tensor:
+    """(n, n) bool, True above the diagonal: the keys a causal stack's query may not see."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).triu(1)

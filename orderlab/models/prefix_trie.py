@@ -16,8 +16,8 @@ every matmul runs on whole row tiles (batching.py). Knows nothing of specs or me
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -94,7 +94,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
         for t, depth in enumerate(depths):
             if t:
                 cache = inherit(cache, depth, depths[t - 1], t)
-            state, weights = new_token(stack, layer, inputs[t], cache, t, rotations[t], attention)
+            state, weights = new_token(stack, layer, inputs[t], cache, t, rotations[t])
             outputs.append(state)
             if layer_maps is not None and weights is not None:
                 layer_maps[:, :, t, : t + 1] = weights[depth.of_order]
@@ -133,10 +133,20 @@ def inherit(cache: torch.Tensor, depth: Depth, parents: Depth, t: int) -> torch.
 
 
 def new_token(
-    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation, maps: bool
+    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One layer for the token at slot t of U prefixes: x (U, d) -> its output (U, d), and its attention
-    weights (U, h, t + 1) when asked for. Writes its rotated key and value into slot t of cache (U, n, 2d).
+    """One layer for the token at slot t of U prefixes: x (U, d) -> its output (U, d), and its attention weights
+    (U, h, t + 1). The dense pass's block (residual, norms, FFN) around one-query attention; writes the token's
+    rotated key and value into slot t of cache (U, n, 2d)."""
+    return stack.block(x, layer, partial(one_query_attention, stack, layer, cache=cache, t=t, rotation=rotation))
+
+
+def one_query_attention(
+    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of the token at slot t of U prefixes over slots 0..t: x (U, d) normed -> output (U, d) and weights
+    (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py). Writes the token's rotated key and
+    value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
 
     One query per prefix: its scores and weighted sum are elementwise products summed over the head's
     dimensions and over the slots: measured at about half the time of the fused kernel, which runs U * h one-row
@@ -145,7 +155,7 @@ def new_token(
     c = stack.config
     U, d = x.shape
     h, dh = c.n_heads, c.d_head
-    qkv = stack.pre_norm(x) @ layer.w_qkv  # (U, 3d) = [q | k | v]
+    qkv = x @ layer.w_qkv  # (U, 3d) = [q | k | v]
     if rotation is None:
         q = qkv[:, :d]
         cache[:, t] = qkv[:, d:]
@@ -155,20 +165,14 @@ def new_token(
         cache[:, t, d:] = qkv[:, 2 * d :]
     keys = cache[:, : t + 1, :d].view(U, t + 1, h, dh)  # strided views
     values = cache[:, : t + 1, d:].view(U, t + 1, h, dh)
-    scores = (keys * q.view(U, 1, h, dh)).sum(-1)  # (U, t + 1, h)
-    scores = scores / math.sqrt(dh) if c.scale == "sqrt" else scores
+    scores = stack.scaled((keys * q.view(U, 1, h, dh)).sum(-1))  # (U, t + 1, h)
     # the bias hook sees t + 1 query slots (this token's query in each); slot t's row is read back
     head_q = q.view(U, h, 1, dh)
-    bias = stack.encoding.attention_bias(head_q.expand(-1, -1, t + 1, -1), keys.transpose(1, 2))
+    bias = stack.encoding_bias(head_q.expand(-1, -1, t + 1, -1), keys.transpose(1, 2))
     if bias is not None:
-        row = bias[..., t:, :].to(scores)  # slot t's row: no mask needed
+        row = bias[..., t:, :]  # slot t's row: no mask needed
         row = row.reshape((1,) * (4 - row.dim()) + row.shape)[:, :, 0]  # (U or 1, h or 1, t + 1)
         scores = scores + row.transpose(1, 2)
     weights = scores.softmax(dim=1)  # (U, t + 1, h)
     heads = (weights[..., None] * values).sum(1)  # (U, h, dh)
-    attended = heads.view(U, d) @ layer.w_o
-    x = stack.post_norm(x + attended if c.residual else attended)
-    if c.ffn:
-        transformed = stack.feed_forward(x, layer)
-        x = stack.post_norm(x + transformed if c.residual else transformed)
-    return x, weights.transpose(1, 2) if maps else None
+    return heads.view(U, d) @ layer.w_o, weights.transpose(1, 2)

@@ -18,11 +18,11 @@ import torch
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.models.adapter_protocol import Adapter, Pass
-from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.models.attention_stack import LayerWeights
 from orderlab.models.batching import aligned_batch, auto_chunk_size
 from orderlab.models.pooling import POOLS, pool
 from orderlab.models.prefix_trie import shared_prefix_pass
-from orderlab.models.stack_from_spec import layer_weights, random_sentences, stack_config, word_vectors
+from orderlab.models.stack_from_spec import build_stack, layer_weights, random_sentences, word_vectors
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
@@ -48,12 +48,11 @@ def stack_adapters(
     where `compile_wanted`; the round-off twins, which run one sequence per input, never are. probe_inputs gives
     the position probe's sentences (a train: spec passes its task's, orderlab/train/adapters.py).
     """
-    config = stack_config(spec)
-    weights = layer_weights(spec, config)
+    weights = layer_weights(spec)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
     compile_dense = compile_wanted(spec)
     return [
-        StackAdapter(spec, choice, config, weights, device, None, share_prefixes, compile_dense, probe_inputs)
+        StackAdapter(spec, choice, weights, device, None, share_prefixes, compile_dense, probe_inputs)
         for choice in choices
     ]
 
@@ -109,23 +108,24 @@ class StackAdapter:
         self,
         spec: Spec,
         choice: EncodingChoice,
-        config: StackConfig,
         weights: list[LayerWeights],
         device: torch.device,
         encoding: PositionalEncoding | None = None,
         share_prefixes: bool = True,
         compile_dense: bool = False,
         probe_inputs: ProbeInputs = random_probe_inputs,
+        dtype: str | None = None,
     ):
-        self.spec, self.choice, self.config, self.weights, self.device = spec, choice, config, weights, device
+        """dtype: the stack's where it is not the spec's (the twin's other precision)."""
+        self.spec, self.choice, self.weights, self.device = spec, choice, weights, device
         self.label, self.probe_inputs = choice.label, probe_inputs
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
-        self.stack = AttentionStack(config, self.encoding, weights, str(device))
-        self.dtype = self.stack.dtype
+        self.stack = build_stack(spec.stack, self.encoding, weights, device, dtype)
+        self.config, self.dtype = self.stack.config, self.stack.dtype
         self.allow_sharing = share_prefixes
         # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
-        self.shares_prefixes = share_prefixes and config.causal and self.encoding.shares_prefixes
+        self.shares_prefixes = share_prefixes and self.config.causal and self.encoding.shares_prefixes
         self.compiles = compile_dense and not self.shares_prefixes
         if self.compiles:
             self.stack.compile()
@@ -146,9 +146,8 @@ class StackAdapter:
         return {"compile_seconds": round(seconds, 2)} if seconds is not None else {"fallback": "no dense pass ran"}
 
     def twin(self) -> StackAdapter:
-        other = replace(self.config, dtype=twin_dtype(self.config.dtype))
-        return StackAdapter(self.spec, self.choice, other, self.weights, self.device, self.encoding, self.allow_sharing,
-                            probe_inputs=self.probe_inputs)  # fmt: skip
+        return StackAdapter(self.spec, self.choice, self.weights, self.device, self.encoding, self.allow_sharing,
+                            probe_inputs=self.probe_inputs, dtype=twin_dtype(self.config.dtype))  # fmt: skip
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)
@@ -157,8 +156,8 @@ class StackAdapter:
         """The probe's sentences through a stack built for their length (an encoding may depend on max_len)."""
         spec = self.spec
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
-        stack = AttentionStack(self.config, build_encoding(self.choice.name, context, self.choice.params),
-                               self.weights, str(self.device))  # fmt: skip
+        encoding = build_encoding(self.choice.name, context, self.choice.params)
+        stack = build_stack(spec.stack, encoding, self.weights, self.device, self.config.dtype)
         return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
 
 

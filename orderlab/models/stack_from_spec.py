@@ -1,29 +1,43 @@
-"""The attention stack's parts from a spec: its config, its layer weights, and the word vectors it reads.
+"""The attention stack from a spec: the stack itself, its config, its layer weights, and the word vectors it reads.
 
-One place reads ModelSpec for the stack, so every caller (the adapters, training, trace, properties) builds the
-same stack from the same spec.
+One place reads ModelSpec for the stack (stack_config), and one function builds it (build_stack), so every caller
+(the adapters, training, trace, properties) builds the same stack from the same spec.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import torch
 
-from orderlab.models.attention_stack import LayerWeights, StackConfig, explicit_weights, seeded_weights
-from orderlab.spec.schema import ExplicitEmbeddings, Spec
+from orderlab.encodings.base import PositionalEncoding
+from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig, explicit_weights, seeded_weights
+from orderlab.spec.schema import ExplicitEmbeddings, ModelSpec, Spec
 from orderlab.spec.text import random_word_vector, sentence_vectors
 
 
-def stack_config(spec: Spec) -> StackConfig:
-    m = spec.stack
-    return StackConfig(
-        d_model=m.d_model, n_heads=m.n_heads, n_layers=m.n_layers, residual=m.residual, norm=m.norm,
-        ffn=m.ffn, ffn_mult=m.ffn_mult, causal=m.causal, scale=m.scale, dtype=m.dtype,
-    )  # fmt: skip
+def build_stack(
+    model: ModelSpec,
+    encoding: PositionalEncoding,
+    weights: list[LayerWeights],
+    device: torch.device | str = "cpu",
+    dtype: str | None = None,
+) -> AttentionStack:
+    """The model's stack under `encoding` with `weights` (the spec's: layer_weights; or trained ones), on `device`,
+    in `dtype` where it is not the model's (training's float32, the round-off twin's other precision)."""
+    return AttentionStack(stack_config(model, dtype), encoding, weights, device)
 
 
-def layer_weights(spec: Spec, config: StackConfig) -> list[LayerWeights]:
-    w = spec.stack.weights
+def stack_config(model: ModelSpec, dtype: str | None = None) -> StackConfig:
+    """The stack's plain config: the model's fields of the same names (a concrete model: no sweep lists left)."""
+    values = {field.name: getattr(model, field.name) for field in fields(StackConfig)}
+    return StackConfig(**values | ({} if dtype is None else {"dtype": dtype}))
+
+
+def layer_weights(spec: Spec) -> list[LayerWeights]:
+    """The spec's layer weights: its explicit projections, or seeded ones."""
+    config, w = stack_config(spec.stack), spec.stack.weights
     if w is None:
         return seeded_weights(config, spec.seed)
     return explicit_weights(config, spec.seed, w.W_Q, w.W_K, w.W_V, w.W_O)

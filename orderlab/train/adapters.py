@@ -10,9 +10,8 @@ from pathlib import Path
 import torch
 
 from orderlab.models.adapter_protocol import Adapter
-from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.stack import ProbeInputs, StackAdapter, random_probe_inputs
-from orderlab.models.stack_from_spec import stack_config
+from orderlab.models.stack_from_spec import build_stack
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
 from orderlab.train.tasks import TaskData, vocabulary_vectors
@@ -21,12 +20,11 @@ from orderlab.train.train import TrainedStack, build_trained_encoding, train_see
 
 def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.device) -> list[Adapter]:
     """One adapter per trained encoding, in label order (as stack_adapters gives the untrained ones)."""
-    config = stack_config(spec)
     ordered = sorted(trained, key=lambda stack: stack.choice.label)
     probes = probe_inputs_for(spec)
     return [
-        TrainedAdapter(spec, stack.choice, config, stack.weights, device,
-                       build_trained_encoding(spec, stack, config.dtype, str(device)), probe_inputs=probes)
+        TrainedAdapter(spec, stack.choice, stack.weights, device,
+                       build_trained_encoding(spec, stack, spec.stack.dtype, str(device)), probe_inputs=probes)
         for stack in ordered
     ]  # fmt: skip
 
@@ -42,7 +40,7 @@ class TrainedAdapter(StackAdapter):
     a fresh (untrained) one for the probe's length."""
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
-        stack = AttentionStack(self.config, self.encoding, self.weights, str(self.device))
+        stack = build_stack(self.spec.stack, self.encoding, self.weights, self.device, self.config.dtype)
         return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
 
 

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 from orderlab.encodings import PositionalEncoding, build_encoding
 from orderlab.encodings.base import TableKey
-from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
-from orderlab.models.stack_from_spec import layer_weights, stack_config
+from orderlab.models.attention_stack import AttentionStack, LayerWeights
+from orderlab.models.stack_from_spec import build_stack, layer_weights
 from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.spec.train_block import TASKS as TASK_INFO
@@ -77,24 +77,24 @@ def train_stack(
     progress: (steps done, steps); note: the step and its loss."""
     train = spec.train
     assert train is not None, "a spec without train: has nothing to train"
-    config = replace(stack_config(spec), dtype=TRAIN_DTYPE)
-    seed = train_seed(spec)
+    d_model, seed = spec.stack.d_model, train_seed(spec)
     with one_thread():
         data = TaskData(train, seed)
-        vectors = vocabulary_vectors(train.vocabulary, spec.seed, config.d_model).float()  # (V, d)
+        vectors = vocabulary_vectors(train.vocabulary, spec.seed, d_model).float()  # (V, d)
         layers = [LayerWeights(*(w.float().requires_grad_() for w in _tensors(layer)))
-                  for layer in layer_weights(spec, config)]  # fmt: skip
+                  for layer in layer_weights(spec)]  # fmt: skip
         context = replace(encoding_context(spec, longest_sentence(spec)), dtype=TRAIN_DTYPE)
         encoding = build_encoding(choice.name, context, choice.params)
         draw_tables(encoding, train)
         tables = {key: table.requires_grad_() for key, table in encoding.tables().items()}
-        head, bias = _head(config, TASK_INFO[train.task].classes(train.vocabulary), seed)
+        head, bias = _head(d_model, TASK_INFO[train.task].classes(train.vocabulary), seed)
         parameters = [w for layer in layers for w in _tensors(layer)] + list(tables.values()) + [head, bias]
         optimizer = torch.optim.AdamW(parameters, lr=train.lr, weight_decay=WEIGHT_DECAY)
         losses = []
         for step in range(1, train.steps + 1):
             batch = data.training_batch()
-            stack = AttentionStack(config, encoding, layers)  # anew: it may derive tensors from the parameters
+            # built anew each step: it may derive tensors from the parameters
+            stack = build_stack(spec.stack, encoding, layers, dtype=TRAIN_DTYPE)
             loss = _loss(_logits(stack, vectors, batch.words, head, bias, train), batch)
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
@@ -118,10 +118,9 @@ def task_accuracy(spec: Spec, trained: TrainedStack) -> dict[int, float]:
     """Accuracy on each test length's held-out sentences, through the trained stack in the spec's dtype."""
     train = spec.train
     assert train is not None
-    config = stack_config(spec)
-    dtype = getattr(torch, config.dtype)
-    stack = AttentionStack(config, build_trained_encoding(spec, trained, config.dtype), trained.weights)
-    vectors = vocabulary_vectors(train.vocabulary, spec.seed, config.d_model).to(dtype)
+    stack = build_stack(spec.stack, build_trained_encoding(spec, trained, spec.stack.dtype), trained.weights)
+    dtype = stack.dtype
+    vectors = vocabulary_vectors(train.vocabulary, spec.seed, spec.stack.d_model).to(dtype)
     data = TaskData(train, train_seed(spec))
     accuracy = {}
     with torch.inference_mode(), one_thread():
@@ -145,10 +144,10 @@ def draw_tables(encoding: PositionalEncoding, train: TrainSpec) -> None:
     encoding.attention_bias(q, q)
 
 
-def _head(config: StackConfig, classes: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _head(d_model: int, classes: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The read-out (d, classes), seeded N(0, 1/d), and a zero bias."""
     generator = torch.Generator().manual_seed(seed + 1)
-    head = torch.randn(config.d_model, classes, generator=generator, dtype=torch.float64) / math.sqrt(config.d_model)
+    head = torch.randn(d_model, classes, generator=generator, dtype=torch.float64) / math.sqrt(d_model)
     return head.float().requires_grad_(), torch.zeros(classes).requires_grad_()
 
 
