@@ -54,16 +54,15 @@ def main() -> None:
         spec_path = Path(root) / "scale_9.yaml"
         spec_path.write_text(SPEC)
         loaded = load_spec(spec_path)
-        cpu = torch.device("cpu")
         single = Path(root) / "single" / "scale_9"
         figures = {
-            "in_process": timed(f"in process, {default_threads} threads", lambda: write_experiment(loaded, cpu, single))
+            "in_process": timed(f"in process, {default_threads} threads", lambda: write_experiment(loaded, single))
         }
         torch.set_num_threads(1)  # what the workers copy: one thread each
         for workers in (1, 2):
             out = Path(root) / f"workers{workers}"
             label = f"{workers} worker(s), 1 thread each"
-            figures[f"workers_{workers}"] = timed(label, lambda out=out, n=workers: run_on_dask(loaded, cpu, out, n))
+            figures[f"workers_{workers}"] = timed(label, lambda out=out, n=workers: run_on_dask(loaded, out, n))
         torch.set_num_threads(default_threads)
         same = all(
             (Path(root) / f"workers{n}" / "scale_9" / name).read_bytes()

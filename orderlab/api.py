@@ -65,11 +65,13 @@ def run(
     import torch
 
     from orderlab.commands.run import write_experiment
+    from orderlab.measure.run_options import RunOptions
 
+    options = RunOptions(torch.device(device), chunk_size, force, progress)
     with _spec_file(spec) as path, _results_root(out) as root:
         loaded = _load(path)
         folder = root / loaded.spec.name
-        write_experiment(loaded, torch.device(device), folder, progress, chunk_size, force)
+        write_experiment(loaded, folder, options)
         result = load(folder)
     return result if out is not None else replace(result, folder=None)  # the temporary folder is gone
 
@@ -95,10 +97,12 @@ def compare(
     import torch
 
     from orderlab.commands import compare as comparing
+    from orderlab.measure.run_options import RunOptions
 
+    options = RunOptions(torch.device(device), progress=progress)
     names = comparing.parse_encodings(encodings if isinstance(encodings, str) else ",".join(encodings))
     rows = comparing.parse_metrics(metrics)
-    return comparing.compare([Path(spec) for spec in specs], names, rows, torch.device(device), progress).table
+    return comparing.compare([Path(spec) for spec in specs], names, rows, options).table
 
 
 def _load(path: Path) -> LoadedSpec:

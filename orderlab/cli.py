@@ -22,6 +22,7 @@ import typer
 if TYPE_CHECKING:
     import torch
 
+    from orderlab.measure.run_options import RunOptions
     from orderlab.report import terminal as report
     from orderlab.results.outcome import Outcome
     from orderlab.spec.load import LoadedSpec
@@ -62,6 +63,13 @@ class Device(StrEnum):
         import torch  # lazy: --help and validate never compute
 
         return torch.device(self.value)
+
+
+def run_options(device: Device, chunk_size: int | None = None, force: bool = False) -> RunOptions:
+    """A run's options from its command line: the device is checked here, once, before any work starts."""
+    from orderlab.measure.run_options import RunOptions  # lazy: it imports torch
+
+    return RunOptions(device.torch(), chunk_size, force)
 
 
 class Terminated(BaseException):
@@ -176,8 +184,9 @@ def run(
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
     phases = report.Phases(quiet, started)
     loaded = load_spec(spec)
+    options = run_options(device, chunk_size, force)
     if shard is not None:
-        return run_shard(loaded, shard, out, device, phases, plot, chunk_size, force)
+        return run_shard(loaded, shard, out, options, phases, plot)
     with phases.phase("measuring", f"running {loaded.spec.name}", unit="seq") as advance:
         advance.note("importing torch")  # the first run of a session spends seconds here
         if workers is not None or scheduler is not None:
@@ -186,13 +195,13 @@ def run(
             cluster = workers if workers is not None else scheduler
             assert cluster is not None
             advance.note(f"shards on {cluster} Dask worker(s)" if workers else f"shards on the Dask cluster {cluster}")
-            outcome = run_on_dask(loaded, device.torch(), out, cluster, advance, chunk_size, force)
+            outcome = run_on_dask(loaded, out, cluster, options.reporting(advance))
         else:
             from orderlab.commands.run import write_experiment
             from orderlab.results.paths import child
 
             folder = child(out, loaded.spec.name)
-            outcome = write_experiment(loaded, device.torch(), folder, advance, chunk_size, force, notes=advance.note)
+            outcome = write_experiment(loaded, folder, options.reporting(advance, advance.note))
     if plot:
         from orderlab.report.figures import plot_results
 
@@ -227,14 +236,7 @@ def show_outcome(outcome: Outcome, phases: report.Phases) -> None:
 
 
 def run_shard(
-    loaded: LoadedSpec,
-    shard: str,
-    out: Path,
-    device: Device,
-    phases: report.Phases,
-    plot: bool,
-    chunk_size: int | None,
-    force: bool,
+    loaded: LoadedSpec, shard: str, out: Path, options: RunOptions, phases: report.Phases, plot: bool
 ) -> None:
     """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
     from orderlab.commands.run import write_shard
@@ -246,7 +248,7 @@ def run_shard(
         raise OrderlabError("--plot: a shard has no figures of its own; expected `orderlab plot` on the merged folder")
     folder = child(out, shard_folder_name(loaded.spec.name, index, count))
     with phases.phase("measuring", f"running {loaded.spec.name} shard {index}/{count}", unit="seq") as advance:
-        outcome = write_shard(loaded, device.torch(), folder, (index, count), advance, chunk_size, force)
+        outcome = write_shard(loaded, folder, (index, count), options.reporting(advance))
     if not phases.quiet:
         typer.echo(
             f"wrote shard {index} of {count} ({len(outcome.units)} unit(s), {outcome.rows:,} rows) to {folder} "
@@ -397,7 +399,6 @@ def compare(
     """
     started = time.perf_counter()
     from orderlab.commands import compare as comparing
-    from orderlab.models.devices import validate_device
     from orderlab.report import html as html_report
     from orderlab.report import terminal as report
     from orderlab.results.ownership import Writer, claim
@@ -406,7 +407,7 @@ def compare(
     names = comparing.parse_encodings(encodings)
     rows = comparing.parse_metrics(metric)
     paths, skipped = (specs, []) if specs else comparing.default_specs()
-    validate_device(device.torch())
+    options = run_options(device)
     folder = child(out, "compare")
     if html is not None:
         html_report.check_destination(html, inputs=[*paths, folder])
@@ -415,8 +416,8 @@ def compare(
     phases = report.Phases(quiet, started)
     bar = phases.phase("measuring", "comparing encodings", unit="spec")
     with claim(folder, Writer("compare"), force), bar as advance:
-        result = comparing.compare(paths, names, rows, device.torch(), advance, advance.note)
-        comparing.write_comparison(result, folder, device.torch())
+        result = comparing.compare(paths, names, rows, options.reporting(advance, advance.note))
+        comparing.write_comparison(result, folder, options.device)
     if html is not None:
         with phases.phase("report", f"writing {html}"):
             html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))

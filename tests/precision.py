@@ -14,7 +14,6 @@ import yaml
 import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
 from orderlab.measure.verdicts import ORDER_SENSITIVE
-from orderlab.models.devices import CPU
 from orderlab.spec.load import load_spec
 
 
@@ -47,7 +46,7 @@ def judged_run(spec_text: str, dtype: str, folder: Path, monkeypatch) -> Judged:
         return decided
 
     monkeypatch.setattr(orderlab.measure.noise, "verdicts", recording)
-    write_experiment(load_spec(path), CPU, folder / f"out_{dtype}")
+    write_experiment(load_spec(path), folder / f"out_{dtype}")
     monkeypatch.undo()
     return Judged(*(np.concatenate(part) for part in zip(*seen, strict=True)))
 

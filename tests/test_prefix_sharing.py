@@ -14,6 +14,7 @@ from stacks import make_stack
 from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
 from orderlab.measure.loop import MeasuringLoop
+from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes, one_query_attention, shared_prefix_pass, slot_rotations
@@ -78,9 +79,11 @@ def test_one_query_attention_at_each_slot_is_the_dense_attentions_row(encoding, 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_shared_results_do_not_depend_on_the_chunk_size(dtype):
     spec = causal_spec(["none", "rope", "alibi"], dtype=dtype)
-    whole = run_sweep(spec, chunk_size=10_000).metrics
+    whole = run_sweep(spec, RunOptions(chunk_size=10_000)).metrics
     for chunk_size in (7, 50):
-        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=chunk_size).metrics, whole, check_exact=True)
+        pd.testing.assert_frame_equal(
+            run_sweep(spec, RunOptions(chunk_size=chunk_size)).metrics, whole, check_exact=True
+        )
 
 
 @pytest.mark.parametrize("rule", ["all", "prefixes"])

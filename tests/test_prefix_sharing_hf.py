@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from orderlab.cli import app
+from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
@@ -102,9 +103,11 @@ def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
 @pytest.mark.parametrize("family", CAUSAL)
 def test_shared_results_do_not_depend_on_the_chunk_size(family):
     spec = zoo_spec(family, list(FAMILY_CODE[family].cached_ablations), words=WORDS[:4])
-    whole = run_sweep(spec, chunk_size=24).metrics
+    whole = run_sweep(spec, RunOptions(chunk_size=24)).metrics
     for chunk_size in (5, 11):
-        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=chunk_size).metrics, whole, check_exact=True)
+        pd.testing.assert_frame_equal(
+            run_sweep(spec, RunOptions(chunk_size=chunk_size)).metrics, whole, check_exact=True
+        )
 
 
 def test_attention_maps_and_hook_points_come_from_the_dense_pass():

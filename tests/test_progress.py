@@ -22,6 +22,7 @@ from orderlab.cli import app
 from orderlab.commands import check as checking
 from orderlab.commands import compare as comparing
 from orderlab.measure import properties, trace
+from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.report import figures, html
 from orderlab.report import terminal as report
@@ -131,7 +132,7 @@ train: {task: first_word, train_lengths: [3, 4], test_lengths: [3, 4], vocabular
 def notes_of(spec_text: str, write_spec) -> list[str]:
     """What a run's bar would say, in order (losses blanked), through the production sweep."""
     said: list[str] = []
-    run_sweep(load_spec(write_spec(spec_text)).spec, notes=said.append)
+    run_sweep(load_spec(write_spec(spec_text)).spec, RunOptions(notes=said.append))
     return [re.sub(r"loss \S+", "loss L", note) for note in said]
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.measure.run_options import RunOptions
 from orderlab.report import terminal as report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_cuda_run_matches_cpu_run(tmp_path):
     from orderlab.spec.load import load_spec
 
     spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
-    cpu, cuda = run_sweep(spec, torch.device("cpu")).metrics, run_sweep(spec, torch.device("cuda")).metrics
+    cpu, cuda = run_sweep(spec).metrics, run_sweep(spec, RunOptions(torch.device("cuda"))).metrics
     assert cuda[["case", "permutation", "layer", "metric"]].equals(cpu[["case", "permutation", "layer", "metric"]])
     assert ((cuda["value"] - cpu["value"]).abs() <= 1e-9 + 1e-6 * cpu["value"].abs()).all()
     result = CliRunner().invoke(app, ["run", str(ROOT / "experiments/dog_bites_man.yaml"), "--out", str(tmp_path),

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.spec.schema import Spec
 
@@ -32,9 +33,9 @@ def sweep_spec(**changes) -> Spec:
 @pytest.mark.parametrize("rows", ["per_permutation", "summary"])
 def test_chunked_results_equal_unchunked_exactly(dtype, metrics, rows):
     spec = sweep_spec(model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype}, metrics=metrics, rows=rows)
-    whole = run_sweep(spec, chunk_size=10_000).metrics  # every permutation in one forward pass
+    whole = run_sweep(spec, RunOptions(chunk_size=10_000)).metrics  # every permutation in one forward pass
     for chunk_size in (7, 32, 119):
-        chunked = run_sweep(spec, chunk_size=chunk_size).metrics
+        chunked = run_sweep(spec, RunOptions(chunk_size=chunk_size)).metrics
         pd.testing.assert_frame_equal(chunked, whole, check_exact=True)
 
 
@@ -43,7 +44,9 @@ def test_chunking_holds_with_all_threads(dtype):
     torch.set_num_threads(DEFAULT_THREADS)
     spec = sweep_spec(encodings=["rope"], model={"d_model": 16, "n_heads": 2, "n_layers": 2, "dtype": dtype})
     pd.testing.assert_frame_equal(
-        run_sweep(spec, chunk_size=9).metrics, run_sweep(spec, chunk_size=120).metrics, check_exact=True
+        run_sweep(spec, RunOptions(chunk_size=9)).metrics,
+        run_sweep(spec, RunOptions(chunk_size=120)).metrics,
+        check_exact=True,
     )
 
 
@@ -83,8 +86,12 @@ def test_summary_csv_is_the_same_whichever_rows_are_kept(tmp_path):
 
 def test_progress_reports_every_chunk_up_to_the_total():
     calls = []
-    run_sweep(sweep_spec(encodings=["none"]), progress=lambda done, total: calls.append((done, total)), chunk_size=50)
-    assert calls == [(50, 121), (100, 121), (120, 121), (121, 121)]  # 120 permutations in 3 chunks, then the probe
+    run_sweep(
+        sweep_spec(encodings=["none"]),
+        RunOptions(chunk_size=50, progress=lambda done, total: calls.append((done, total))),
+    )
+    # the total before any work (the bar shows it during set-up), 120 permutations in 3 chunks, then the probe
+    assert calls == [(0, 121), (50, 121), (100, 121), (120, 121), (121, 121)]
 
 
 def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):

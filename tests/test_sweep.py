@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.errors import SpecError
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS
+from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.spec.load import load_spec
 from orderlab.spec.sweep import plan
@@ -85,7 +86,9 @@ def test_bad_sweep_values_are_one_line_errors(tmp_path, model, expected):
 
 def test_progress_counts_every_combination_once_and_never_goes_back(tmp_path):
     seen: list[tuple[int, int]] = []
-    run_sweep(load_spec(write(tmp_path, SWEEP)).spec, progress=lambda done, total: seen.append((done, total)))
+    run_sweep(
+        load_spec(write(tmp_path, SWEEP)).spec, RunOptions(progress=lambda done, total: seen.append((done, total)))
+    )
     done = [d for d, _ in seen]
     assert done == sorted(done) and {total for _, total in seen} == {12}  # 12 combinations x 1 reversal
     assert done[-1] == 12

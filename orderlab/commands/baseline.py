@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orderlab.commands.run import write_experiment
 from orderlab.errors import OrderlabError
-from orderlab.models.devices import CPU
+from orderlab.measure.run_options import RunOptions
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
@@ -50,7 +50,7 @@ def run_fresh(loaded: LoadedSpec, progress: Progress | None = None, notes: Note 
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
-        write_experiment(loaded, CPU, folder, progress, notes=notes)
+        write_experiment(loaded, folder, RunOptions(progress=progress, notes=notes))  # on the CPU, as baselines are
         texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
         return Fresh(texts, read_manifest(folder).document)
 

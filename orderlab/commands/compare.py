@@ -19,12 +19,12 @@ import torch
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.measure.intervals import over_seeds
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_run import axes, run_sweep
-from orderlab.models.devices import CPU
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
 from orderlab.spec.load import LoadedSpec, load_spec, with_changes
 from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
-from orderlab.spec.progress import Note, Progress
+from orderlab.spec.progress import Note
 from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import (
     CheckpointModelSpec,
@@ -189,13 +189,12 @@ def compare(
     paths: list[Path],
     encodings: list[str],
     rows: list[str],
-    device: torch.device = CPU,
-    progress: Progress | None = None,
-    notes: Note | None = None,
+    options: RunOptions = DEFAULTS,
 ) -> Comparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
-    progress: (specs done, specs); notes: the spec being run, and what its run is doing."""
+    options.progress: (specs done, specs); options.notes: the spec being run, and what its run is doing."""
     started = time.perf_counter()
+    progress, notes = options.progress, options.notes
     prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
     names = [loaded.spec.name for loaded in prepared]
     if len(set(names)) != len(names):
@@ -207,7 +206,7 @@ def compare(
         name = loaded.spec.name
         if notes:
             notes(name)
-        result = run_sweep(loaded.spec, device, notes=None if notes is None else _of_spec(notes, name))
+        result = run_sweep(loaded.spec, options.reporting(None, None if notes is None else _of_spec(notes, name)))
         cells.append(worst_cells(result.metrics, loaded.spec, rows))
     if progress:
         progress(len(prepared), len(prepared))

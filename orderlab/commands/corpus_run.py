@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from orderlab.measure import corpus
-from orderlab.models.devices import validate_device
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.results.folder import Manifest, build_manifest, write_results
@@ -22,18 +22,15 @@ from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
-from orderlab.spec.progress import Note, Progress
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 
 
-def write_corpus_experiment(
-    loaded: LoadedSpec, device: torch.device, folder: Path, progress: Progress | None = None, notes: Note | None = None
-) -> Outcome:
+def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions = DEFAULTS) -> Outcome:
     """Run a corpus-mode spec and write its results folder atomically (see commands/run.write_experiment)."""
-    spec = loaded.spec
+    spec, device, progress, notes = loaded.spec, options.device, options.progress, options.notes
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
-    validate_device(device)
     if notes:
         notes("loading the pretrained model")
     adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)

@@ -16,9 +16,9 @@ from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_run import SweepRun, summarize_sweep
 from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
-from orderlab.models.devices import validate_device
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
 from orderlab.results.outcome import Outcome, RunView, run_title
@@ -27,45 +27,28 @@ from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import LoadedSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
-from orderlab.spec.progress import Note, Progress
 from orderlab.spec.schema import uses_backend
 from orderlab.spec.shards import Unit, condition_labels, partition, require_shardable
 from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 
 
-def write_experiment(
-    loaded: LoadedSpec,
-    device: torch.device,
-    folder: Path,
-    progress: Progress | None = None,
-    chunk_size: int | None = None,
-    force: bool = False,
-    notes: Note | None = None,
-) -> Outcome:
+def write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions = DEFAULTS) -> Outcome:
     """Run the spec and write its results folder atomically: metrics.csv streamed chunk by chunk
     (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
 
     The folder is claimed before anything is computed, so a folder that is not this spec's (without
     `force`: another spec's or command's) or that another run is writing is refused at once."""
-    with claim(folder, Writer("run", loaded.spec.name), force):
-        return _write_experiment(loaded, device, folder, progress, chunk_size, notes)
+    with claim(folder, Writer("run", loaded.spec.name), options.force):
+        return _write_experiment(loaded, folder, options)
 
 
-def _write_experiment(
-    loaded: LoadedSpec,
-    device: torch.device,
-    folder: Path,
-    progress: Progress | None,
-    chunk_size: int | None,
-    notes: Note | None = None,
-) -> Outcome:
+def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> Outcome:
     spec = loaded.spec
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
-        return write_corpus_experiment(loaded, device, folder, progress, notes)
-    validate_device(device)
+        return write_corpus_experiment(loaded, folder, options)
     tune_allocator()
-    run = SweepRun(spec, device, chunk_size, progress, loaded.path, notes)
+    run = SweepRun(spec, options, loaded.path)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
         rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
@@ -76,7 +59,7 @@ def _write_experiment(
         maps = digest.attention_table() if not uses_backend(spec) else None  # the stack's heatmaps
         if maps is not None:
             tables["attention"] = maps
-        manifest = run_manifest(loaded, run, device, rows, maps is not None)
+        manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
@@ -121,28 +104,21 @@ class ShardOutcome:
 
 
 def write_shard(
-    loaded: LoadedSpec,
-    device: torch.device,
-    folder: Path,
-    shard: tuple[int, int],
-    progress: Progress | None = None,
-    chunk_size: int | None = None,
-    force: bool = False,
+    loaded: LoadedSpec, folder: Path, shard: tuple[int, int], options: RunOptions = DEFAULTS
 ) -> ShardOutcome:
     """Shard K of N (shards.partition) through the same loop as a whole run, into its own folder: metrics.csv
     (its stretch of the whole run's rows), partials.json (what `orderlab merge` finishes), manifest.json (the
     run's, plus `shard`: K, N and the units with their ranges)."""
     spec, (index, count) = loaded.spec, shard
     require_shardable(spec, loaded.path)
-    with claim(folder, Writer("run", spec.name), force):
-        validate_device(device)
+    with claim(folder, Writer("run", spec.name), options.force):
         tune_allocator()
         units = partition(spec, count)[index - 1]
-        run = SweepRun(spec, device, chunk_size, progress, loaded.path, units=units)
+        run = SweepRun(spec, options, loaded.path, units=units)
         with staged_folder(folder) as staging:
             rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
             maps = ATTENTION_FAMILY in spec.metrics and not uses_backend(spec)
-            manifest = run_manifest(loaded, run, device, rows, maps)
+            manifest = run_manifest(loaded, run, options.device, rows, maps)
             manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
             facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
             write_partials(staging, facts, digest)

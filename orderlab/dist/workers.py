@@ -37,6 +37,7 @@ from orderlab.errors import OrderlabError
 from orderlab.commands.run import write_shard
 from orderlab.spec.estimate import MEMORY_SHARE, available_memory, estimate, size
 from orderlab.spec.load import LoadedSpec, load_spec
+from orderlab.measure.run_options import RunOptions
 from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
@@ -59,15 +60,7 @@ def import_distributed() -> ModuleType:
     return distributed
 
 
-def run_on_dask(
-    loaded: LoadedSpec,
-    device: torch.device,
-    out: Path,
-    cluster: int | str,
-    progress: Progress | None = None,
-    chunk_size: int | None = None,
-    force: bool = False,
-) -> Outcome:
+def run_on_dask(loaded: LoadedSpec, out: Path, cluster: int | str, options: RunOptions = RunOptions()) -> Outcome:
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
     string), one shard per worker, and merge them into OUT/<spec name>/ as a whole run would write it."""
     distributed = import_distributed()
@@ -76,12 +69,12 @@ def run_on_dask(
     if isinstance(cluster, int):
         require_room_for(cluster, loaded)
     folder = out / spec.name
-    with claim(folder, Writer("run", spec.name), force), connect(distributed, cluster) as client:
+    with claim(folder, Writer("run", spec.name), options.force), connect(distributed, cluster) as client:
         count = cluster if isinstance(cluster, int) else max(1, len(client.scheduler_info()["workers"]))
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", suffix=".shards.tmp", dir=out))
         try:
             total = sum(unit.weight for unit in work(spec) if unit.kind != DECODABILITY)
-            shards = gather(distributed, client, loaded, device, count, staging, Tally(total, progress), chunk_size)
+            shards = gather(distributed, client, loaded, count, staging, Tally(total, options.progress), options)
             for shard in shards:
                 if shard.spec[1] != loaded.sha256:
                     raise OrderlabError(f"a worker read another {loaded.path} (sha256 {shard.spec[1][:12]}) than this "
@@ -168,16 +161,16 @@ def gather(
     distributed: ModuleType,
     client: Any,
     loaded: LoadedSpec,
-    device: torch.device,
     count: int,
     staging: Path,
     tally: Tally,
-    chunk_size: int | None,
+    options: RunOptions,
 ) -> list[Any]:
-    """Submit the shards, write each one's files under `staging` as it arrives, and return them read back, checked."""
+    """Submit the shards, write each one's files under `staging` as it arrives, and return them read back, checked.
+    Workers get the options without this process's callbacks (they report through a Dask topic instead)."""
     topic = f"orderlab-progress-{uuid.uuid4().hex}"
     client.subscribe_topic(topic, tally.event)
-    arguments = (str(loaded.path), str(device), count, chunk_size, torch.get_num_threads(), topic)
+    arguments = (str(loaded.path), count, options.reporting(None), torch.get_num_threads(), topic)
     futures = [
         client.submit(measure_shard, index, *arguments, key=f"{topic}-shard-{index}", retries=RETRIES, pure=False)
         for index in range(1, count + 1)
@@ -203,18 +196,18 @@ def gather(
 
 
 def measure_shard(
-    index: int, spec_path: str, device: str, count: int, chunk_size: int | None, threads: int, topic: str
+    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str
 ) -> dict[str, bytes] | OrderlabError:
     """On a worker: shard `index` of `count` into a private temporary folder, returned as {file name: bytes};
     bad input, the OrderlabError that a run here would raise, returned as it is (not raised: no retry, no log)."""
     try:
-        return shard_files(index, spec_path, device, count, chunk_size, threads, topic)
+        return shard_files(index, spec_path, count, options, threads, topic)
     except OrderlabError as error:
         return error
 
 
 def shard_files(
-    index: int, spec_path: str, device: str, count: int, chunk_size: int | None, threads: int, topic: str
+    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str
 ) -> dict[str, bytes]:
     """measure_shard's work: the shard's files, read back from the temporary folder it was written to."""
     distributed = import_distributed()
@@ -227,5 +220,5 @@ def shard_files(
 
     with tempfile.TemporaryDirectory() as root:
         folder = Path(root) / "shard"
-        write_shard(loaded, torch.device(device), folder, (index, count), report, chunk_size)
+        write_shard(loaded, folder, (index, count), options.reporting(report))  # the device checked here too
         return {path.name: path.read_bytes() for path in folder.iterdir()}

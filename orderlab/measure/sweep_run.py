@@ -10,17 +10,16 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
-from orderlab.models.devices import CPU
 from orderlab.spec.metric_names import DECODABILITY_FAMILY
-from orderlab.spec.progress import Note, Progress
+from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 from orderlab.spec.shards import DECODABILITY, Unit
 from orderlab.spec.sweep import SEED, Configuration, describe, in_row_order, swept_fields
@@ -50,16 +49,14 @@ class SweepRun:
     def __init__(
         self,
         spec: Spec,
-        device: torch.device = CPU,
-        chunk_size: int | None = None,
-        progress: Progress | None = None,
+        options: RunOptions = DEFAULTS,
         spec_file: Path = Path("spec.yaml"),
-        notes: Note | None = None,
         units: list[Unit] | None = None,
     ):
-        """spec_file: where relative paths in the spec (a model folder) start from; notes: training's loss, as text;
-        units: a shard's units (shards.partition): only they are measured, each leaving a Piece in the digest."""
-        self.spec, self.device, self.progress, self.spec_file, self.notes = spec, device, progress, spec_file, notes
+        """spec_file: where relative paths in the spec (a model folder) start from; units: a shard's units
+        (shards.partition): only they are measured, each leaving a Piece in the digest."""
+        self.spec, self.spec_file = spec, spec_file
+        self.device, self.progress, self.notes = options.device, options.progress, options.notes
         self.axes = axes(spec)
         self.configurations = in_row_order(spec)
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
@@ -73,7 +70,7 @@ class SweepRun:
             for weights in (TRAINED, UNTRAINED) if spec.train else (None,):
                 columns = configuration.columns | ({WEIGHTS: weights} if weights else {})
                 self.total += training_work(configuration.spec) if weights == TRAINED else 0
-                loop = MeasuringLoop(configuration.spec, chunk_size, self._after(self.total), columns, share)
+                loop = MeasuringLoop(configuration.spec, options.chunk_size, self._after(self.total), columns, share)
                 self.groups.append((configuration, weights, loop, share))
                 self.total += loop.total
 
@@ -167,18 +164,11 @@ class SweepRun:
             self.progress(done, self.total)
 
 
-def run_sweep(
-    spec: Spec,
-    device: torch.device = CPU,
-    progress: Progress | None = None,
-    chunk_size: int | None = None,
-    notes: Note | None = None,
-) -> RunResult:
+def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
-    run = SweepRun(spec, device, chunk_size, progress, notes=notes)
-    table = pd.concat(list(run.frames()), ignore_index=True)  # rows only
-    return RunResult(table, device, time.perf_counter() - started)
+    table = pd.concat(list(SweepRun(spec, options).frames()), ignore_index=True)  # rows only
+    return RunResult(table, options.device, time.perf_counter() - started)
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
