@@ -305,22 +305,24 @@ def test_editing_summary_csv_is_drift_naming_the_file_and_the_encoding_column(pr
     assert "metrics.csv:" not in result.output
 
 
-def test_editing_a_summary_verdict_word_is_drift(project: Path):
-    summary = project / "results" / "dog_bites_man" / "summary.csv"
-    edit_cell(summary, SUMMARY_ROW, "rope verdict", "invariant")
+@pytest.mark.parametrize(
+    ("file", "row", "column", "value", "expected"),
+    [
+        ("summary.csv", SUMMARY_ROW, "rope verdict", "invariant", ["summary.csv: 1 changed", "rope verdict"]),
+        (  # attention weights are never negative
+            "attention.csv", ATTENTION_ROW, "value", "-1.000000e+00",
+            ["attention.csv: 1 changed, 0 missing, 0 extra of 432 rows",
+             "drifted rows of results/dog_bites_man/attention.csv"],
+        ),
+    ],
+    ids=["summary verdict word", "attention weight"],
+)  # fmt: skip
+def test_editing_a_cell_of_another_csv_is_drift(project: Path, file, row, column, value, expected):
+    edit_cell(project / "results" / "dog_bites_man" / file, row, column, value)
     result = check("experiments/dog_bites_man.yaml")
     assert result.exit_code == 1, result.output
-    assert "summary.csv: 1 changed" in result.output
-    assert "rope verdict" in result.output
-
-
-def test_editing_attention_csv_is_drift(project: Path):
-    attention = project / "results" / "dog_bites_man" / "attention.csv"
-    edit_cell(attention, ATTENTION_ROW, "value", "-1.000000e+00")  # weights are never negative
-    result = check("experiments/dog_bites_man.yaml")
-    assert result.exit_code == 1, result.output
-    assert "attention.csv: 1 changed, 0 missing, 0 extra of 432 rows" in result.output
-    assert "drifted rows of results/dog_bites_man/attention.csv" in result.output
+    for words in expected:
+        assert words in result.output
 
 
 def test_missing_and_extra_rows_are_drift(project: Path):
