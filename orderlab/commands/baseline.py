@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orderlab.commands.run import write_experiment
 from orderlab.errors import OrderlabError
-from orderlab.measure.run_options import RunOptions
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
@@ -29,7 +29,6 @@ from orderlab.results.folder import Manifest, staged_folder, versions, write_man
 from orderlab.results.manifest import ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.spec.progress import Note, Progress
 from orderlab.spec.userfiles import FileProblem
 
 
@@ -46,11 +45,11 @@ class Fresh:
         return {f"{stem}.csv": text for stem, text in self.texts.items()}
 
 
-def run_fresh(loaded: LoadedSpec, progress: Progress | None = None, notes: Note | None = None) -> Fresh:
+def run_fresh(loaded: LoadedSpec, options: RunOptions = DEFAULTS) -> Fresh:
     """Run the spec exactly as `orderlab run` does, into a scratch folder, and read the files back."""
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
-        write_experiment(loaded, folder, RunOptions(progress=progress, notes=notes))  # on the CPU, as baselines are
+        write_experiment(loaded, folder, options)
         texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
         return Fresh(texts, read_manifest(folder).document)
 
@@ -61,11 +60,10 @@ def check_spec(
     rtol: float | None = None,
     atol: float | None = None,
     update: bool = False,
-    progress: Progress | None = None,
-    notes: Note | None = None,
+    options: RunOptions = DEFAULTS,
 ) -> SpecCheck:
-    """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/; progress and
-    notes: the fresh run's, as `orderlab run` reports them."""
+    """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/; options: the
+    fresh run's (on the CPU, as baselines are made; progress and notes as `orderlab run` reports them)."""
     started = time.perf_counter()
     try:
         loaded = load_spec(path)
@@ -74,28 +72,21 @@ def check_spec(
     name = loaded.spec.name
     folder = results_root / name
     try:
-        outcome = (_update if update else _check)(loaded, folder, rtol, atol, progress, notes)
+        tol = tolerances_for(loaded.spec, rtol, atol)
+        outcome = (_update if update else _check)(loaded, folder, tol, options)
     except OrderlabError as error:
         outcome = SpecCheck(path, name, "error", str(error))
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
-def _check(
-    loaded: LoadedSpec,
-    folder: Path,
-    rtol: float | None,
-    atol: float | None,
-    progress: Progress | None,
-    notes: Note | None,
-) -> SpecCheck:
+def _check(loaded: LoadedSpec, folder: Path, tol: Tolerances, options: RunOptions) -> SpecCheck:
     name = loaded.spec.name
     if not folder.is_dir():
         summary = f"{name}: no baseline: {folder}/ does not exist; run `orderlab check --update {loaded.path}`"
         return SpecCheck(loaded.path, name, "missing", summary)
     warnings = manifest_warnings(folder, loaded)
-    tol = tolerances_for(loaded.spec, rtol, atol)
-    comparisons, unmatched = compare_folder(folder, run_fresh(loaded, progress, notes).files, tol)
+    comparisons, unmatched = compare_folder(folder, run_fresh(loaded, options).files, tol)
     limits = f"rtol={tol.rtol:.1e}, atol={tol.atol:.1e} ({loaded.spec.model.dtype})"
     drifted = [c.describe() for c in comparisons if c.drifted] + [u.brief() for u in unmatched]
     if drifted:
@@ -106,24 +97,15 @@ def _check(
     return SpecCheck(loaded.path, name, "clean", summary, comparisons, warnings=warnings)
 
 
-def _update(
-    loaded: LoadedSpec,
-    folder: Path,
-    rtol: float | None,
-    atol: float | None,
-    progress: Progress | None,
-    notes: Note | None,
-) -> SpecCheck:
+def _update(loaded: LoadedSpec, folder: Path, tol: Tolerances, options: RunOptions) -> SpecCheck:
     """Claim the baseline folder before the run (see ownership.py), so a folder that is not this spec's is refused."""
     with claim(folder, Writer("run", loaded.spec.name)):
-        return _rewrite(loaded, folder, tolerances_for(loaded.spec, rtol, atol), progress, notes)
+        return _rewrite(loaded, folder, tol, options)
 
 
-def _rewrite(
-    loaded: LoadedSpec, folder: Path, tol: Tolerances, progress: Progress | None, notes: Note | None
-) -> SpecCheck:
+def _rewrite(loaded: LoadedSpec, folder: Path, tol: Tolerances, options: RunOptions) -> SpecCheck:
     name = loaded.spec.name
-    fresh = run_fresh(loaded, progress, notes)
+    fresh = run_fresh(loaded, options)
     if not folder.is_dir():
         write_fresh(folder, fresh)
         counts = ", ".join(f"{file} ({_data_rows(text):,} rows)" for file, text in fresh.files.items())

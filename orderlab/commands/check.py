@@ -10,6 +10,7 @@ from pathlib import Path
 
 from orderlab.commands.baseline import check_spec, plan
 from orderlab.errors import OrderlabError
+from orderlab.measure.run_options import RunOptions
 from orderlab.report import html as html_report
 from orderlab.report import terminal as report
 from orderlab.results.baseline_diff import Comparison, SpecCheck, require_tolerance
@@ -50,7 +51,7 @@ def run_check(
     outcomes: list[SpecCheck] = []
     for path in specs:
         with phases.phase("checking", f"checking {path}", unit="seq") as advance:
-            outcome = check_spec(path, results, rtol, atol, update, advance, advance.note)
+            outcome = check_spec(path, results, rtol, atol, update, RunOptions(progress=advance, notes=advance.note))
         outcomes.append(outcome)
         for warning in outcome.warnings:
             errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
