@@ -293,7 +293,8 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
-        sys.exit("bench_zoo: --device cuda: no CUDA device is available here; run with --device cpu")
+        print("bench_zoo: --device cuda: no CUDA device is available here; expected --device cpu", file=sys.stderr)
+        sys.exit(2)
     device = torch.device(args.device)
     lengths, rounds = ((7,), 1) if args.quick else (tuple(args.lengths), args.rounds)
     families, orders = (("gpt2", "bert") if args.quick else tuple(args.families)), args.orders
