@@ -15,6 +15,7 @@ runs the rest dense. Knows nothing of metrics or of the measuring loop.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +60,8 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
-                out.past_key_values.reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            out, parents = next_tokens(backend, new, out.past_key_values), depth.distinct
+                returned_cache(out).reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            out, parents = next_tokens(backend, new, returned_cache(out)), depth.distinct
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
@@ -72,8 +73,20 @@ def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any) -> An
     """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output."""
     past = 0 if cache is None else cache.get_seq_length()
     mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
-    return backend.model(input_ids=ids[:, None], attention_mask=mask, past_key_values=cache, use_cache=True,
-                         output_hidden_states=True)  # fmt: skip
+    passed = {cache_keyword(backend.model): cache}
+    return backend.model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
+                         **passed)  # fmt: skip
+
+
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The forward's name for the KV cache: `cache` from transformers 5.24 (`past_key_values` deprecated), before it
+    `past_key_values`."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(output: Any) -> Any:
+    """The KV cache a forward returned, under either name (as cache_keyword)."""
+    return output["cache"] if "cache" in output else output["past_key_values"]
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:
