@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format baselines clean bench bench-pretrained bench-scale
+.PHONY: run test lint format baselines clean bench bench-pretrained bench-scale bench-zoo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -52,6 +52,10 @@ bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' 
 
 bench-scale: $(STAMP)  ## a 9! sweep in one process, on 1 and on 2 local Dask workers -> "scale" in benchmarks/results.json
 	$(BIN)/python benchmarks/bench_scale.py
+
+bench-zoo: $(STAMP)  ## GPT-2/BERT/Llama-sized zoo models: orderlab vs the plain transformers loop and TransformerLens -> "zoo" in benchmarks/results.json
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
+	$(BIN)/python benchmarks/bench_zoo.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -342,7 +342,7 @@ def main() -> None:
     }  # fmt: skip
     results["targets"] = check_targets(results)
     results["gaps"] = explain_gaps(results)
-    kept = {"scale", "prefix_sharing_hf"}  # bench_scale.py's and bench_prefix_hf.py's figures, from their own runs
+    kept = {"scale", "prefix_sharing_hf", "zoo"}  # bench_scale.py's, bench_prefix_hf.py's, bench_zoo.py's figures
     earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
     results |= {key: earlier[key] for key in kept & set(earlier)}
     args.out.write_text(json.dumps(results, indent=2) + "\n")

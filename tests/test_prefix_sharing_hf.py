@@ -167,3 +167,23 @@ def test_a_checkpoint_shares_only_sentences_of_one_token_words_and_the_manifest_
 
 def test_encoders_record_no_prefix_sharing(cli, write_spec, tmp_path):
     assert "prefix_sharing" not in run_manifest(cli, write_spec, tmp_path, "family: bert")
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weights(family: str) -> None:
+    """The twin's identity pass is one dense call (not one per token); its weights are the model's, cast, in storage
+    of their own, tied ones still tied: as copy.deepcopy(model).to(float64) would give, without the float32 copy."""
+    adapter = pretrained_adapters(zoo_spec(family, ["trained"]), CPU, Path("spec.yaml"))[0]
+    twin = adapter.twin()
+    assert adapter.shares_prefixes and not twin.shares_prefixes
+    assert not twin.sentence(WORDS).shares_prefixes
+    model, copied = adapter.shared.backend.model, twin.shared.backend.model
+    expected = {name: t.double() if t.is_floating_point() else t for name, t in model.state_dict().items()}
+    got = copied.state_dict()
+    assert got.keys() == expected.keys()
+    for name, tensor in got.items():
+        assert tensor.dtype == expected[name].dtype and torch.equal(tensor, expected[name]), name
+    storages = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    assert not storages & {t.untyped_storage().data_ptr() for t in [*copied.parameters(), *copied.buffers()]}
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    assert (copied.get_output_embeddings().weight is copied.get_input_embeddings().weight) == tied

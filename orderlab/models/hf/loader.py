@@ -120,6 +120,18 @@ def first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0].strip().rstrip(":")
 
 
+def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:
+    """A deep copy of the model with its floating parameters and buffers cast to dtype, as
+    `copy.deepcopy(model).to(dtype=dtype)` gives, without first copying every weight in its own dtype
+    (at GPT-2-small size: 0.5 GB and about a second saved)."""
+    memo: dict[int, Any] = {}
+    for parameter in model.parameters():
+        memo[id(parameter)] = torch.nn.Parameter(parameter.detach().to(dtype, copy=True), parameter.requires_grad)
+    for buffer in model.buffers():
+        memo[id(buffer)] = buffer.to(dtype, copy=True) if buffer.is_floating_point() else buffer.clone()
+    return copy.deepcopy(model, memo).to(dtype=dtype)
+
+
 class PretrainedBackend:
     """A tokenizer and a model of one family in eval mode, run under a position ablation (`set_positions`).
 
@@ -164,7 +176,7 @@ class PretrainedBackend:
         """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
         other = copy.copy(self)
         other.dtype = getattr(torch, dtype)
-        other.model = copy.deepcopy(self.model).to(dtype=other.dtype)
+        other.model = converted_copy(self.model, other.dtype)
         return other
 
     @property

@@ -1,0 +1,465 @@
+"""The zoo at the sizes people study: orderlab against the transformers loop a user would write, and TransformerLens.
+
+GPT-2-, BERT- and Llama-shaped seeded models (12 layers, d_model 768, 12 heads, float32, ablation trained) over
+6-, 7- and 8-word sentences. Orders: the first --orders of each sentence's reorderings in label order (all of them
+where there are fewer): a contiguous block of whole chunks has, chunk by chunk, the prefix structure of all n!
+orders, so a causal LM's prefix sharing saves what it saves on all orders. Side by side, in alternating rounds:
+  - orderlab end to end: the `orderlab run` path (commands/run.py: seeded model built, measured, folder written),
+  - orderlab's measuring loop alone, on adapters built beforehand (twin made in the warm-up),
+  - the plain loop: the same model object, the same reordered sentences tokenized in batches of 64,
+    output_hidden_states=True, and for an LM a log-softmax over its logits,
+  - TransformerLens' run_with_cache (TransformerBridge over a copy of the same model), where it is installed.
+Each figure is the median of the rounds; a speed-up is the median of the per-round ratios. The machine is shared:
+the load average is recorded beside every figure; compare ratios, not rates. Before timing, orderlab's word states
+and log-probabilities are checked against the plain loop's hidden states on the same orders (within round-off).
+Also: peak RSS of an orderlab run in a fresh process at two numbers of orders, the round-off twin's cost against
+one small pass, `validate --plan`'s time estimate against the measured end-to-end time, and a torch.profiler /
+cProfile breakdown of the GPT-2 run (the causes written in "gaps" where a target is missed).
+Writes its figures under "zoo" in benchmarks/results.json, leaving the file's other keys as they are.
+
+    python benchmarks/bench_zoo.py [--quick] [--rounds 3] [--orders 256] [--device cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import cProfile
+import itertools
+import json
+import math
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from orderlab.commands.run import write_experiment
+from orderlab.measure.adapters import build_adapters
+from orderlab.measure.loop import MeasuringLoop, tune_allocator
+from orderlab.measure.run_options import RunOptions
+from orderlab.models.hf.loader import import_transformers
+from orderlab.models.prefix_trie import distinct_prefixes
+from orderlab.spec.estimate import estimate, run_seconds
+from orderlab.spec.load import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RESULTS = ROOT / "benchmarks" / "results.json"
+WORDS = "the old dog chased a red ball today".split()  # distinct words; the first n are used
+SHAPE = {"d_model": 768, "n_heads": 12, "n_layers": 12}
+FAMILIES = {"gpt2": True, "bert": False, "llama": True}  # family -> causal LM
+BATCH = 64  # the plain loop's batch, as a user would pick
+TARGETS = {"encoder_end_to_end": 1.0, "encoder_loop": 1.2, "causal_shared_7_words": 2.0, "plan_within": 2.0,
+           "rss_growth_mb": 100.0, "twin_small_passes": 1.0}  # fmt: skip
+PROFILED = {  # torch.profiler op names -> the part of a forward they are
+    "matmuls": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear"),
+    "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_efficient_attention_forward",
+                  "aten::_scaled_dot_product_efficient_attention"),
+    "GELU / SiLU and elementwise products": ("aten::gelu", "aten::silu", "aten::mul", "aten::tanh", "aten::pow"),
+    "LayerNorm / RMSNorm": ("aten::native_layer_norm", "aten::rsqrt", "aten::mean"),
+    "cache and state gathers, copies, concatenations": ("aten::index", "aten::index_select", "aten::copy_",
+                                                         "aten::cat", "aten::clone"),
+    "adds": ("aten::add", "aten::add_"),
+    "softmax and sums (log-probabilities, metrics)": ("aten::_log_softmax", "aten::_softmax", "aten::sum"),
+}  # fmt: skip
+
+
+def spec_text(family: str, n: int, orders: int) -> dict[str, Any]:
+    """The zoo spec: one sentence of n words, its first `orders` reorderings (explicit, in label order) or all."""
+    chosen: Any = "all" if orders >= math.factorial(n) else [list(p) for p in block(n, orders)]
+    metrics = ["equivariance", "invariance", "lm_logprob"] if FAMILIES[family] else ["equivariance", "invariance"]
+    return {
+        "name": f"bench_zoo_{family}_{n}", "seed": 0, "rows": "summary", "metrics": metrics,
+        "model": {"kind": "hf", "family": family, **SHAPE, "dtype": "float32", "position_embeddings": ["trained"]},
+        "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": chosen}],
+    }  # fmt: skip
+
+
+def block(n: int, orders: int) -> list[tuple[int, ...]]:
+    """The first `orders` reorderings of n words in label (lexicographic) order: whole subtrees of the trie."""
+    return list(itertools.islice(itertools.permutations(range(n)), orders))
+
+
+class Case:
+    """One family and sentence length: the spec on disk, orderlab's adapters, and the plain loop's inputs."""
+
+    def __init__(self, family: str, n: int, orders: int, folder: Path, device: torch.device):
+        self.family, self.n, self.device, self.causal = family, n, device, FAMILIES[family]
+        self.path = folder / f"{family}_{n}.yaml"
+        self.path.write_text(yaml.safe_dump(spec_text(family, n, orders), sort_keys=False))
+        self.loaded = load_spec(self.path)
+        self.out = folder / "out"
+        self.orders = block(n, min(orders, math.factorial(n)))
+        self.words = WORDS[:n]
+        self.adapters = build_adapters(self.loaded.spec, device, self.loaded.path)
+        backend = self.adapters[0].shared.backend  # type: ignore[attr-defined]
+        self.model, self.tokenizer = backend.model, backend.tokenizer
+        self.lens: Any = None
+
+    def end_to_end(self) -> None:
+        """`orderlab run` as the CLI runs it, without the terminal table: build, measure, write the folder."""
+        write_experiment(self.loaded, self.out / self.loaded.spec.name, RunOptions(self.device, force=True))
+
+    def loop(self) -> None:
+        """The measuring loop alone, on the adapters built once (the round-off twin made in the warm-up)."""
+        for _ in MeasuringLoop(self.loaded.spec).frames(self.adapters):  # type: ignore[arg-type]
+            pass
+
+    def batches(self) -> list[list[list[str]]]:
+        return [
+            [[self.words[i] for i in p] for p in self.orders[s : s + BATCH]] for s in range(0, len(self.orders), BATCH)
+        ]
+
+    def plain(self) -> None:
+        """The loop a user would write: tokenize a batch of reordered sentences, run it, log-softmax an LM's logits."""
+        for batch in self.batches():
+            ids = self.tokenizer(batch, is_split_into_words=True, return_tensors="pt")["input_ids"].to(self.device)
+            out = self.model(input_ids=ids, output_hidden_states=True)
+            if self.causal:
+                torch.log_softmax(out.logits, dim=-1)
+
+    def transformer_lens(self) -> None:
+        """TransformerLens' run_with_cache, batch by batch: every hook point's activation kept."""
+        for batch in self.batches():
+            ids = self.tokenizer(batch, is_split_into_words=True, return_tensors="pt")["input_ids"].to(self.device)
+            self.lens.run_with_cache(ids)
+
+    def agreement(self) -> dict[str, float]:
+        """orderlab's word states (and log-probabilities) against the plain loop's on the first batch of orders:
+        the largest difference relative to the largest state."""
+        orders = torch.tensor(self.orders[:BATCH], device=self.device)
+        ours = self.adapters[0].sentence(self.words).forward(orders, False)
+        ids = self.tokenizer(self.batches()[0], is_split_into_words=True, return_tensors="pt")["input_ids"]
+        out = self.model(input_ids=ids.to(self.device), output_hidden_states=True)
+        words = slice(1, 1 + self.n)  # one token per word after [CLS] (BOS for an LM)
+        figures = {"hidden_max_relative_difference": max(
+            float((a - b[:, words]).abs().max() / b[:, words].abs().max())
+            for a, b in zip(ours.hidden, out.hidden_states, strict=True))}  # fmt: skip
+        if self.causal:
+            logprobs = torch.log_softmax(out.logits[:, :-1].double(), dim=-1)
+            theirs = logprobs.gather(-1, ids[:, 1:, None].to(self.device))[..., 0].sum(dim=-1)
+            figures["logprob_max_difference"] = float((ours.logprob.double() - theirs).abs().max())
+        return figures
+
+
+def lens_bridge(case: Case) -> tuple[Any, str | None]:
+    """TransformerLens' TransformerBridge over a copy of the case's model (it switches attention to eager); else why
+    not."""
+    try:
+        from transformer_lens.model_bridge import TransformerBridge
+    except ImportError as error:
+        return None, f"TransformerLens not installed ({error}); pip install 'orderlab[bench]'"
+    transformers = import_transformers()
+    model = copy.deepcopy(case.model)
+    if case.family == "bert":  # the bridge's BERT adapter reads the encoder under a masked-LM head
+        wrapper = transformers.BertForMaskedLM(model.config)
+        wrapper.bert = model
+        model = wrapper.to(device=case.device, dtype=torch.float32).eval()
+    tokenizer = copy.deepcopy(case.tokenizer)
+    tokenizer.init_kwargs |= {"name_or_path": f"seeded-{case.family}", "add_bos_token": True}  # nothing to fetch
+    try:
+        return TransformerBridge.boot_transformers(case.family, hf_model=model, tokenizer=tokenizer), None
+    except Exception as error:  # a peer that cannot run here is left out with its reason, not a traceback
+        return None, f"TransformerBridge.boot_transformers failed: {type(error).__name__}: {str(error)[:200]}"
+
+
+def timed(call: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    with torch.inference_mode():
+        call()
+    return time.perf_counter() - started
+
+
+def measure(case: Case, rounds: int) -> dict[str, Any]:
+    """Every side in alternating rounds after one warm-up each; medians, and the per-round ratios' medians."""
+    sides: dict[str, Callable[[], None]] = {"orderlab_end_to_end": case.end_to_end, "orderlab_loop": case.loop,
+                                            "plain_loop": case.plain}  # fmt: skip
+    if case.lens is not None:
+        sides["transformer_lens"] = case.transformer_lens
+    for call in sides.values():
+        timed(call)
+    load = [os.getloadavg()[0]]
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, call in sides.items():
+            times[name].append(timed(call))
+        load.append(os.getloadavg()[0])
+    sequences = len(case.orders)
+    figures: dict[str, Any] = {"sequences": sequences, "load_average": load}
+    figures["seconds"] = {name: statistics.median(t) for name, t in times.items()}
+    figures["sequences_per_s"] = {name: sequences / s for name, s in figures["seconds"].items()}
+    figures["speedup_over_plain_loop"] = {
+        name: statistics.median(p / t for p, t in zip(times["plain_loop"], times[name], strict=True))
+        for name in sides if name != "plain_loop"
+    }  # fmt: skip
+    figures["rounds"] = times
+    if case.causal:
+        computed = sum(distinct_prefixes(torch.tensor(case.orders[s : s + 256])) for s in range(0, sequences, 256))
+        figures["token_states_dense"], figures["token_states_shared"] = sequences * (case.n + 1), computed + 1
+    return figures
+
+
+def twin_cost(case: Case) -> dict[str, float]:
+    """The round-off twin (made anew, as a run makes it) and its pass, against one small pass of the model itself."""
+    adapter = case.adapters[0]
+    identity = torch.arange(case.n, device=case.device)[None]
+    with torch.inference_mode():
+        small = min(timed(lambda: adapter.sentence(case.words).forward(identity, False)) for _ in range(3))
+        shared = adapter.shared  # type: ignore[attr-defined]
+        shared.twin_backend = None
+        made = timed(lambda: adapter.twin())
+        twin = adapter.twin()
+        passes = min(timed(lambda: twin.sentence(case.words).forward(identity, False)) for _ in range(3))
+    params = sum(p.numel() * p.element_size() for p in shared.twin_backend.model.parameters())
+    return {"small_pass_seconds": small, "twin_made_seconds": made, "twin_pass_seconds": passes,
+            "twin_in_small_passes": (made + passes) / small, "twin_pass_in_small_passes": passes / small,
+            "twin_weights_mb": params / 2**20}  # fmt: skip
+
+
+RSS_PROBE = """
+import sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import torch
+from orderlab.commands.run import write_experiment
+from orderlab.measure.run_options import RunOptions
+from orderlab.spec.load import load_spec
+def hwm():
+    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
+loaded = load_spec(Path({path!r}))
+before = hwm()
+write_experiment(loaded, Path({out!r}), RunOptions(torch.device({device!r}), force=True))
+print(before, hwm())
+"""
+
+
+def peak_rss(family: str, n: int, orders: int, folder: Path, device: str) -> dict[str, float]:
+    """VmHWM (MB) of a fresh process that runs the spec end to end (imports first, then the run)."""
+    path = folder / f"rss_{family}_{n}_{orders}.yaml"
+    path.write_text(yaml.safe_dump(spec_text(family, n, orders), sort_keys=False))
+    code = RSS_PROBE.format(root=str(ROOT), path=str(path), device=device, out=str(folder / "rss_out"))
+    line = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True)
+    before, after = map(float, line.stdout.split())
+    return {"orders": min(orders, math.factorial(n)), "after_imports_mb": before, "peak_mb": after}
+
+
+def profile(case: Case) -> dict[str, Any]:
+    """Where the end-to-end run's time goes: cProfile by orderlab's own stages, torch.profiler by op."""
+    from torch.profiler import profile as torch_profile  # lazy: only the benchmark profiles
+
+    recorder = cProfile.Profile()
+    recorder.enable()
+    total = timed(case.end_to_end)
+    recorder.disable()
+    stats = pstats.Stats(recorder).stats  # type: ignore[attr-defined]
+    stages = {"building the seeded model": "loader.py:__init__", "making the round-off twin": "loader.py:twin",
+              "the twin's pass and its metrics": "loop.py:measure_noise",
+              "the chunks' passes and metrics": "loop.py:measure_chunk"}  # disjoint: none calls another  # fmt: skip
+    shares = {}
+    for stage, where in stages.items():
+        file, function = where.split(":")
+        seconds = [s[3] for (f, _, fn), s in stats.items() if f.endswith(file) and fn == function]
+        shares[stage] = max(seconds, default=0.0) / total
+    metrics = [s[3] for (f, _, fn), s in stats.items() if f.endswith("rows.py") and fn == "record_metrics"]
+    shares["of which the metrics"] = max(metrics, default=0.0) / total
+    shares["the reference pass, writing the folder, everything else"] = 1 - sum(
+        share for stage, share in shares.items() if stage != "of which the metrics"
+    )
+    with torch_profile(record_shapes=True) as recorded:
+        timed(case.loop)
+    events = recorded.key_averages(group_by_input_shape=True)
+    everything = sum(event.self_cpu_time_total for event in events)
+    ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
+           for part, names in PROFILED.items()}  # fmt: skip
+    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
+    return {
+        "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
+        "loop_matmuls_of_one_row_tile": one_tile / everything,
+        "loop_concatenations": sum(e.self_cpu_time_total for e in events if e.key == "aten::cat") / everything,
+    }  # fmt: skip
+
+
+def small_rows(shapes: list[list[int]]) -> bool:
+    """Whether an addmm's input (its second operand) has at most one row tile (16 rows): all weights for few rows."""
+    return len(shapes) > 1 and len(shapes[1]) == 2 and shapes[1][0] <= 16
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="gpt2 and bert, 7 words, one round, no memory probe")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
+    parser.add_argument("--orders", type=int, default=256, help="reorderings per sentence (the first, in label order)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[6, 7, 8], help="sentence lengths in words")
+    parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("bench_zoo: --device cuda: no CUDA device is available here; expected --device cpu", file=sys.stderr)
+        sys.exit(2)
+    device = torch.device(args.device)
+    lengths, rounds = ((7,), 1) if args.quick else (tuple(args.lengths), args.rounds)
+    families, orders = (("gpt2", "bert") if args.quick else tuple(args.families)), args.orders
+    tune_allocator()  # as `orderlab run` does, before anything: every side runs under the same allocator
+    figures: dict[str, Any] = {
+        "model": "seeded zoo models, 12 layers, d_model 768, 12 heads, float32, ablation trained",
+        "device": args.device, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+        "cores": os.cpu_count(), "plain_loop_batch": BATCH, "orders_per_sentence": orders, "rounds": rounds,
+        "load_average_at_start": os.getloadavg(),
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for family in families:
+            figures[family] = {}
+            for n in lengths:
+                case = Case(family, n, orders, folder, device)
+                case.lens, left_out = lens_bridge(case)
+                if left_out and "transformer_lens_left_out" not in figures:
+                    print(f"TransformerLens left out: {left_out}")
+                    figures["transformer_lens_left_out"] = left_out
+                with torch.inference_mode():
+                    agreement = case.agreement()
+                entry = measure(case, rounds) | {"agreement": agreement}
+                entry["plan_seconds"] = run_seconds(estimate(case.loaded.spec, case.path))
+                entry["plan_over_measured"] = entry["plan_seconds"] / entry["seconds"]["orderlab_end_to_end"]
+                figures[family][f"{n}_words"] = entry
+                print_entry(family, n, entry)
+        case = Case("gpt2", 7, orders, folder, device)
+        figures["twin"] = twin_cost(case)
+        twin = figures["twin"]
+        print(f"twin: made in {twin['twin_made_seconds']:.2f} s, its pass {twin['twin_pass_seconds']:.2f} s; "
+              f"one small pass {twin['small_pass_seconds']:.2f} s")  # fmt: skip
+        figures["profile_gpt2"] = profile(case)
+        print("gpt2 end to end by stage: " + shares_line(figures["profile_gpt2"]["stages"]))
+        print("gpt2 loop by op: " + shares_line(figures["profile_gpt2"]["loop_ops"]))
+        if not args.quick:
+            n = 7
+            figures["peak_rss"] = [peak_rss("gpt2", n, k, folder, args.device) for k in (2 * orders, 4 * orders)]
+            figures["rss_growth_mb"] = figures["peak_rss"][1]["peak_mb"] - figures["peak_rss"][0]["peak_mb"]
+            print(
+                "peak RSS (MB): " + ", ".join(f"{r['orders']} orders {r['peak_mb']:.0f}" for r in figures["peak_rss"])
+            )
+    figures["load_average_at_end"] = os.getloadavg()
+    figures["targets"] = check_targets(figures)
+    figures["gaps"] = explain_gaps(figures)
+    for target, met in figures["targets"].items():
+        print(f"  {'met   ' if met else 'MISSED'} {target}")
+    for gap in figures["gaps"]:
+        print(f"  gap: {gap}")
+    results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    key = "zoo" if args.device == "cpu" else f"zoo_{args.device}"  # GPU figures beside the CPU ones
+    results[key] = figures
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"load average {figures['load_average_at_start'][0]:.1f} at start, "
+          f"{figures['load_average_at_end'][0]:.1f} at end; wrote {RESULTS.relative_to(ROOT)} ({key!r})")  # fmt: skip
+
+
+def shares_line(shares: dict[str, float]) -> str:
+    return ", ".join(f"{part} {share:.0%}" for part, share in sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def print_entry(family: str, n: int, entry: dict[str, Any]) -> None:
+    rates = ", ".join(f"{name} {rate:,.0f}" for name, rate in entry["sequences_per_s"].items())
+    ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in entry["speedup_over_plain_loop"].items())
+    print(f"{family} {n} words, {entry['sequences']} orders (seq/s): {rates}; over the plain loop: {ratios}; "
+          f"agreement {entry['agreement']}; plan/measured {entry['plan_over_measured']:.2f}; "
+          f"load {entry['load_average'][0]:.1f}-{max(entry['load_average']):.1f}")  # fmt: skip
+
+
+def lengths_of(figures: dict[str, Any], family: str) -> dict[int, dict[str, Any]]:
+    return {int(key.split("_")[0]): entry for key, entry in figures.get(family, {}).items()}
+
+
+def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
+    bert, targets = lengths_of(figures, "bert"), {}
+    targets["encoder (bert) end to end >= 1.0x the plain loop"] = all(
+        e["speedup_over_plain_loop"]["orderlab_end_to_end"] >= TARGETS["encoder_end_to_end"] for e in bert.values()
+    )
+    targets["encoder (bert) measuring loop >= 1.2x the plain loop"] = all(
+        e["speedup_over_plain_loop"]["orderlab_loop"] >= TARGETS["encoder_loop"] for e in bert.values()
+    )
+    for family in ("gpt2", "llama"):
+        entries = lengths_of(figures, family)
+        if 7 in entries:
+            targets[f"{family} with prefix sharing >= 2.0x the plain loop at 7 words (loop)"] = (
+                entries[7]["speedup_over_plain_loop"]["orderlab_loop"] >= TARGETS["causal_shared_7_words"]
+            )
+        speedups = [entries[n]["speedup_over_plain_loop"]["orderlab_loop"] for n in sorted(entries)]
+        if len(speedups) > 1:
+            targets[f"{family} speed-up grows with length"] = all(a < b for a, b in itertools.pairwise(speedups))
+    ratios = [e["plan_over_measured"] for f in FAMILIES for e in lengths_of(figures, f).values()]
+    targets["validate --plan within 2x of the measured time"] = all(
+        1 / TARGETS["plan_within"] <= r <= TARGETS["plan_within"] for r in ratios
+    )
+    targets["round-off twin costs no more than one extra small pass"] = (
+        figures["twin"]["twin_pass_in_small_passes"] <= 1 + TARGETS["twin_small_passes"]
+    )
+    if "rss_growth_mb" in figures:
+        targets["peak RSS flat in the number of orders (< 100 MB growth for 2x the orders)"] = (
+            figures["rss_growth_mb"] < TARGETS["rss_growth_mb"]
+        )
+    return targets  # fmt: skip
+
+
+def explain_gaps(figures: dict[str, Any]) -> list[str]:
+    """The causes of each missed target, from this run's own profile, token counts and load figures."""
+    load = max(figures["load_average_at_start"][0], figures["load_average_at_end"][0])
+    prof = figures["profile_gpt2"]
+    stages, ops = shares_line(prof["stages"]), shares_line(prof["loop_ops"])
+    twin = figures["twin"]
+    causes = {}
+    for family in ("gpt2", "llama"):
+        entries = lengths_of(figures, family)
+        ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
+                          for n, e in sorted(entries.items()))  # fmt: skip
+        causes[f"{family} with prefix sharing >= 2.0x the plain loop at 7 words (loop)"] = (
+            f"the trie computes fewer token states ({ideal}), but walks them depth by depth: n + 1 model calls per "
+            f"chunk of 256, the first ones of one row tile (16 rows) that read every weight; by torch.profiler over "
+            f"the GPT-2 loop, matmuls on one row tile take {prof['loop_matmuls_of_one_row_tile']:.0%} of its time "
+            f"and the KV cache's and states' concatenations {prof['loop_concatenations']:.0%} (all ops: {ops}); the "
+            f"reference pass walks the same n + 1 calls for one order ({twin['small_pass_seconds']:.2f} s); "
+            f"load {load:.1f}"
+        )
+        causes[f"{family} speed-up grows with length"] = (
+            f"the trie's saving grows with length ({ideal}), so does the depth walk's per-call cost; load {load:.1f}"
+        )
+    causes["encoder (bert) end to end >= 1.0x the plain loop"] = (
+        f"the end-to-end run also builds the seeded model, its round-off twin and writes the folder, which the plain "
+        f"loop (timed on a built model) leaves out; by cProfile over the GPT-2 run: {stages}; load {load:.1f}"
+    )
+    causes["encoder (bert) measuring loop >= 1.2x the plain loop"] = (
+        "both run the same transformers forward on the same rows (9 tokens each); the loop adds its reference pass "
+        "and the twin's (one sequence each, padded to whole row tiles: 16 sequences of 9 tokens, the twin's in "
+        "float64) and its metrics (by cProfile over the GPT-2 run, the metrics are "
+        f"{prof['stages']['of which the metrics']:.0%}); load {load:.1f}"
+    )
+    causes["validate --plan within 2x of the measured time"] = (
+        "spec/estimate.py prices a zoo model's pass at PRETRAINED_FLOPS_PER_SECOND (5 GFLOP/s) over its dense FLOPs, "
+        "with TOKENS_PER_WORD 1.5 plus 2 specials, where a seeded word-level model has one token per word, a "
+        "transformers forward of this size runs at tens of GFLOP/s, and a causal LM's shared prefixes cut the "
+        "token states (prefix sharing is not counted); fixed costs (load 10 s, start 3 s) weigh on small runs"
+    )
+    causes["round-off twin costs no more than one extra small pass"] = (
+        f"the twin's pass runs in float64 ({twin['twin_pass_in_small_passes']:.1f} small passes), and making it "
+        f"copies the whole model ({twin['twin_weights_mb']:.0f} MB in float64, {twin['twin_made_seconds']:.1f} s)"
+    )
+    causes["peak RSS flat in the number of orders (< 100 MB growth for 2x the orders)"] = (
+        "not profiled: the growth is measured from 2 chunks of orders to 4 in fresh processes, with the allocator "
+        "told to keep freed chunk buffers (tune_allocator); whether it is retained heap or rows is not established"
+    )
+    return [f"{target}: {causes[target]}" for target, met in figures["targets"].items() if not met]
+
+
+if __name__ == "__main__":
+    main()
