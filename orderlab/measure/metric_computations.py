@@ -92,7 +92,8 @@ Chosen = list[tuple[Metric, Computation[D]]]
 
 
 class Table(Generic[D]):
-    """The metrics computed from one kind of comparison, in registration order (the order rows are written in)."""
+    """The metrics computed from one kind of comparison, in registration order (the order their rows are recorded
+    in; the CSVs sort rows by their keys)."""
 
     def __init__(self, computations: Mapping[str, Computation[D]]):
         for name in computations:
