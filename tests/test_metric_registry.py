@@ -12,13 +12,20 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import OrderlabError
+from orderlab.measure.metric_computations import ON_PROBES, ON_REORDERINGS, Computation, Table, pooled_change
 from orderlab.measure.verdicts import PASSING_WORDS
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.load import load_spec
 from orderlab.spec.metric_names import (
+    CAUSAL_POOLINGS,
+    DECODABILITY_FAMILY,
+    ENCODER_POOLINGS,
     FAMILIES,
     FAMILY_NAMES,
+    INVARIANCE_FAMILY,
     METRICS,
+    PAIR_DISTANCE_FAMILY,
+    STACK_POOLINGS,
     TASK_ACCURACY,
     all_metrics,
     markdown_tables,
@@ -60,6 +67,38 @@ def test_an_unknown_name_is_answered_with_the_closest_registered_one():
         METRICS.get("repeat_distanse")
     with pytest.raises(OrderlabError, match=r"Unknown metric family 'invarance'\. Did you mean: invariance\?"):
         metrics_of("invarance")
+
+
+def test_every_registered_metric_is_computed_in_one_place():
+    """By the loop (a permutation's or a probe's computation), or by the pass of its own that writes it: the position
+    probe's (decodability), a train: block's or corpus mode's (no family)."""
+    loop = {m.name for m, _ in ON_REORDERINGS.entries} | {m.name for m, _ in ON_PROBES.entries}
+    own_pass = {m.name for m in all_metrics() if m.family in (None, DECODABILITY_FAMILY)}
+    assert loop | own_pass == set(METRICS.names())
+    assert not loop & own_pass
+
+
+def test_a_computation_of_an_unregistered_name_is_refused_when_its_table_is_built():
+    with pytest.raises(OrderlabError, match=r"Unknown metric 'invariance_meen'\. Did you mean: invariance_mean\?"):
+        Table({"invariance_meen": Computation(pooled_change)})
+
+
+@pytest.mark.parametrize(
+    "model, poolings, invariance, pairs",
+    [
+        ("stack", STACK_POOLINGS, ["invariance_mean", "invariance_max", "invariance_first", "invariance_last"],
+         ["pair_cosine", "pair_l2"]),
+        ("pretrained", ENCODER_POOLINGS, ["invariance_mean", "cosine_cls", "cosine_mean", "invariance_cls"],
+         ["pair_cosine", "pair_l2", "pair_cosine_cls"]),
+        ("pretrained", CAUSAL_POOLINGS, ["invariance_mean", "cosine_mean"], ["pair_cosine", "pair_l2"]),
+    ],
+    ids=["stack", "encoder", "causal LM"],
+)  # fmt: skip
+def test_a_model_writes_the_pooled_metrics_of_its_kind_and_poolings(model, poolings, invariance, pairs):
+    """A causal LM's first token is BOS in every order: it defines no [CLS] vector, so it writes no [CLS] rows."""
+    assert [m.name for m, _ in ON_REORDERINGS.chosen([INVARIANCE_FAMILY], model, poolings)] == invariance
+    assert [m.name for m, _ in ON_PROBES.chosen([PAIR_DISTANCE_FAMILY], model, poolings)] == pairs
+    assert [m.name for m in metrics_of(INVARIANCE_FAMILY, model, poolings)] == invariance
 
 
 def test_compare_suggests_a_registered_row_metric_for_a_typo():

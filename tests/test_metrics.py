@@ -48,7 +48,8 @@ def test_attention_equivariance_matches_a_loop():
 
 
 def test_pooled_invariance_of_each_pool():
-    """The invariance rows' computation (rows.record_metrics): pool the states, then the relative L2 distance."""
+    """The invariance rows' computation (metric_computations.pooled_change): pool the states, then the relative L2
+    distance."""
     h_x = torch.tensor([[1.0, 0.0], [3.0, 4.0]], dtype=torch.float64)
     swapped = h_x[[1, 0]][None]
 

@@ -20,7 +20,7 @@ import torch
 from orderlab.spec import permutations as perms
 from orderlab.spec.corpustext import CorpusLine
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.metric_names import SIMILARITY_CLS, SIMILARITY_MEAN
+from orderlab.spec.metric_names import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
 from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 # Sentence-length groups (words) of the summary: [low, high) -> label.
 LENGTH_GROUPS = ((2, 5, "2-4"), (5, 9, "5-8"), (9, 13, "9-12"), (13, 21, "13-20"), (21, 10**9, "21+"))
-POOLINGS = {"mean": SIMILARITY_MEAN, "cls": SIMILARITY_CLS}  # pooling -> the metric its similarities are written as
+# pooling -> the metric its similarities are written as: the registry's corpus metrics, each with its pooling
+POOLINGS: dict[str, str] = {m.pooling: m.name for m in all_metrics() if m.reduction == "corpus" and m.pooling}
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def plan(lines: list[CorpusLine], inputs: CorpusInputs) -> Plan:
 
 def poolings(adapter: PretrainedAdapter) -> dict[str, str]:
     """pooling -> the similarity metric it is written as, for the poolings the adapter defines."""
-    return {how: metric for how, metric in POOLINGS.items() if how in adapter.cosine.values()}
+    return {how: metric for how, metric in POOLINGS.items() if how in adapter.poolings}
 
 
 def encode(

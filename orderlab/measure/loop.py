@@ -3,8 +3,8 @@
 All orderings of 8 words are 40,320 sequences, of 9 words 362,880: building them all, or all their
 rows, makes memory grow with n!. Here permutations come from a lazy iterator in the order of the
 tidy CSV, f(X) is computed once per input and encoding, and each chunk's metrics (computed by
-rows.record_metrics, the one place metrics are defined) either leave at once as tidy rows or are folded
-into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
+metric_computations.record_metrics, the one place they are computed) either leave at once as tidy rows or are
+folded into a running max (with the permutation that reaches it) and an exact mean. Peak memory is one
 chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
 every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
 
@@ -27,15 +27,9 @@ import torch
 
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
 from orderlab.measure.exactsum import ExactSum
+from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
-from orderlab.measure.rows import (
-    COLUMNS,
-    KEY_COLUMNS,
-    Collector,
-    RowCollector,
-    record_metrics,
-    record_pair,
-)
+from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
 from orderlab.spec import permutations as perms
 from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
 from orderlab.spec.progress import Progress

@@ -1,50 +1,20 @@
-"""Tidy rows: their columns, the collectors a pass's metric values go to, the per-permutation and probe
-metrics of a pass (`record_metrics`, `record_pair`: the one place they are computed), the wide summary,
-and the stack's set-up from a spec. Never prints.
+"""Tidy rows: their columns, the collectors a pass's metric values go to (measure/metric_computations.py computes
+them), and the wide summary. Never prints.
 
-For every encoding one stack is built with the same seeded weights, so encodings differ only in
-how they inject position. orderlab/measure/loop.py's MeasuringLoop drives these parts chunk by chunk,
-for every model adapter alike (orderlab/models).
+orderlab/measure/loop.py's MeasuringLoop drives these parts chunk by chunk, for every model adapter alike
+(orderlab/models).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.measure import metrics as M
-from orderlab.spec.metric_names import (
-    ATTENTION_EQUIVARIANCE,
-    ATTENTION_FAMILY,
-    EQUIVARIANCE,
-    EQUIVARIANCE_FAMILY,
-    INVARIANCE_FAMILY,
-    LM_LOGPROB_FAMILY,
-    LOGPROB_CHANGE,
-    PAIR_COSINE,
-    PAIR_DISTANCE_FAMILY,
-    PAIR_L2,
-    PERMUTATION_PREFERRED,
-    PREFIX_INVARIANCE,
-    PREFIX_INVARIANCE_FAMILY,
-    RATE_COUNT,
-    REPEAT_COSINE,
-    REPEAT_DISTANCE,
-    REPEATED_WORDS_FAMILY,
-    TOKEN_SHIFT,
-    TOKEN_SHIFT_FAMILY,
-    per_permutation_mean,
-    reduction_of,
-)
-from orderlab.spec.schema import Spec
-from orderlab.spec.text import repeated_pairs
-
-if TYPE_CHECKING:
-    from orderlab.models.adapter_protocol import Adapter, Pass
+from orderlab.spec.metric_names import RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):
@@ -111,82 +81,6 @@ class RowCollector:
         for column, value in self.fixed.items():
             frame[column] = value
         return frame
-
-
-def record_metrics(
-    spec: Spec,
-    rows: Collector,
-    adapter: Adapter,
-    reference: Pass,
-    output: Pass,
-    slots: torch.Tensor,
-    matching: torch.Tensor,
-    words: list[str],
-    model_slots: torch.Tensor | None,
-) -> None:
-    """Per-permutation metrics of one chunk: reference is f(X) (batch of 1), output f(PX) for the chunk.
-
-    slots (B, n): the reorderings; matching (B, n): the word occurrence at each slot; words: the sentence's;
-    model_slots (B, T): the reorderings on the model's own slots, for attention maps (None without maps).
-    """
-    wanted = set(spec.metrics)
-    repeats = _repeat_slots(words, matching)  # (B, m, 2) or None
-    for layer, hidden in enumerate(output.hidden):
-        h_x, h_px = reference.hidden[layer][0], hidden
-        if EQUIVARIANCE_FAMILY in wanted:
-            rows.add(EQUIVARIANCE, layer, M.equivariance_error(h_px, h_x, slots))
-        if INVARIANCE_FAMILY in wanted:
-            for metric, how in adapter.invariance.items():
-                pooled_x, pooled_px = reference.pooled[how][layer][0], output.pooled[how][layer]
-                rows.add(metric, layer, M.relative_l2(pooled_x, pooled_px))
-            for metric, how in adapter.cosine.items():
-                pooled_x, pooled_px = reference.pooled[how][layer], output.pooled[how][layer]
-                rows.add(metric, layer, M.cosine_distance(pooled_px, pooled_x))
-        if TOKEN_SHIFT_FAMILY in wanted:
-            rows.add(TOKEN_SHIFT, layer, M.token_shift(h_px, h_x, matching))
-        if PREFIX_INVARIANCE_FAMILY in wanted:
-            keeps_last = slots[:, -1] == slots.shape[1] - 1  # (B,): only the words before the last one move
-            rows.add_where(keeps_last, PREFIX_INVARIANCE, layer, M.prefix_invariance_error(h_px, h_x))
-        if REPEATED_WORDS_FAMILY in wanted and repeats is not None:
-            rows.add(REPEAT_DISTANCE, layer, M.repeated_word_distance(h_px, repeats))
-            rows.add(REPEAT_COSINE, layer, M.repeated_word_distance(h_px, repeats, cosine=True))
-    if LM_LOGPROB_FAMILY in wanted and output.logprob is not None and reference.logprob is not None:
-        last, original = len(output.hidden) - 1, reference.logprob[0]
-        rows.add(
-            LOGPROB_CHANGE, last, M.ratio((output.logprob - original).abs(), original.abs().expand_as(output.logprob))
-        )
-        rows.add(PERMUTATION_PREFERRED, last, (output.logprob > original).to(output.logprob.dtype))
-    if ATTENTION_FAMILY in wanted and model_slots is not None:
-        for layer, attention in enumerate(output.attention, start=1):
-            errors = M.attention_equivariance_error(attention, reference.attention[layer - 1][0], model_slots)
-            for head in range(errors.shape[1]):  # errors: (B, h)
-                rows.add(ATTENTION_EQUIVARIANCE, layer, errors[:, head], head)
-
-
-def _repeat_slots(words: list[str], matching: torch.Tensor) -> torch.Tensor | None:
-    """Where each pair of same-word occurrences of `words` sits in every reordering: (B, m, 2), or None."""
-    pairs = repeated_pairs(words)
-    if not pairs:
-        return None
-    where = matching.argsort(dim=1)  # (B, n): where[b, s] = slot that X's occurrence s moved to
-    return where[:, torch.tensor(pairs, device=matching.device)]  # (B, m, 2)
-
-
-def record_pair(
-    spec: Spec, rows: Collector, adapter: Adapter, out_a: Pass, out_b: Pass, matching: list[int] | None
-) -> None:
-    """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
-    wanted = set(spec.metrics)
-    for layer, (h_a, h_b) in enumerate(zip(out_a.hidden, out_b.hidden, strict=True)):
-        if PAIR_DISTANCE_FAMILY in wanted:
-            mean_a, mean_b = out_a.pooled["mean"][layer], out_b.pooled["mean"][layer]  # (1, d)
-            rows.add(PAIR_COSINE, layer, M.cosine_distance(mean_a, mean_b))
-            for metric, how in adapter.pair_cosine.items():
-                rows.add(metric, layer, M.cosine_distance(out_a.pooled[how][layer], out_b.pooled[how][layer]))
-            rows.add(PAIR_L2, layer, M.relative_l2(mean_a, mean_b))
-        if TOKEN_SHIFT_FAMILY in wanted and matching is not None:
-            index = torch.tensor([matching], device=h_a.device)
-            rows.add(TOKEN_SHIFT, layer, M.token_shift(h_b, h_a[0], index))
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:

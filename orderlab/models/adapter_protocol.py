@@ -15,6 +15,7 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.spec.metric_names import Model, Pooling
 from orderlab.spec.schema import DecodabilitySpec
 
 
@@ -57,10 +58,10 @@ class Adapter(Protocol):
     label: str  # the `encoding` column of its rows
     dtype: torch.dtype
     device: torch.device
-    # Row metrics (spec/metric_names.py) computed on pooled sentence vectors, each with the pooling it compares:
-    invariance: ClassVar[dict[str, str]]  # relative L2 change of the pooled vector
-    cosine: ClassVar[dict[str, str]]  # 1 - cos of the pooled vectors
-    pair_cosine: ClassVar[dict[str, str]]  # probes: 1 - cos of a's and b's pooled vectors, beside the mean's
+    # Which rows of the metric registry (spec/metric_names.py) it writes: those of its kind of model that compare
+    # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
+    model: ClassVar[Model]
+    poolings: ClassVar[tuple[Pooling, ...]]
 
     def sentence(self, words: list[str]) -> Sentence: ...
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-POOLS = ("mean", "max", "first", "last")
+from orderlab.spec.metric_names import STACK_POOLINGS
 
 
 def pool(h: torch.Tensor, how: str) -> torch.Tensor:
@@ -19,7 +19,7 @@ def pool(h: torch.Tensor, how: str) -> torch.Tensor:
         return h[..., 0, :]
     if how == "last":
         return h[..., -1, :]
-    raise ValueError(f"unknown pooling {how!r}; expected one of {', '.join(POOLS)}")
+    raise ValueError(f"unknown pooling {how!r}; expected one of {', '.join(STACK_POOLINGS)}")
 
 
 def cls(h: torch.Tensor) -> torch.Tensor:

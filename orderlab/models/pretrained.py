@@ -32,12 +32,11 @@ from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpe
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import (
     ATTENTION_FAMILY,
-    COSINE_CLS,
-    COSINE_MEAN,
-    INVARIANCE_CLS,
-    INVARIANCE_MEAN,
+    CAUSAL_POOLINGS,
+    ENCODER_POOLINGS,
     LM_LOGPROB_FAMILY,
-    PAIR_COSINE_CLS,
+    Model,
+    Pooling,
 )
 from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
@@ -117,9 +116,8 @@ class PretrainedAdapter:
     """One position ablation of the shared model (an encoder: mean and [CLS] sentence vectors); `label` names its
     rows (the ablation, or `<ablation>+random_init` where the spec allows random weights: spec/families.py)."""
 
-    invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean", INVARIANCE_CLS: "cls"}
-    cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean", COSINE_CLS: "cls"}
-    pair_cosine: ClassVar[dict[str, str]] = {PAIR_COSINE_CLS: "cls"}
+    model: ClassVar[Model] = "pretrained"
+    poolings: ClassVar[tuple[Pooling, ...]] = ENCODER_POOLINGS
 
     def __init__(self, shared: Shared, ablation: str, label: str | None = None):
         self.shared, self.ablation, self.label = shared, ablation, label or ablation
@@ -188,9 +186,7 @@ class PretrainedAdapter:
 class CausalAdapter(PretrainedAdapter):
     """A causal LM's ablation: its first token is BOS in every order, so only the mean pools the sentence."""
 
-    invariance: ClassVar[dict[str, str]] = {INVARIANCE_MEAN: "mean"}
-    cosine: ClassVar[dict[str, str]] = {COSINE_MEAN: "mean"}
-    pair_cosine: ClassVar[dict[str, str]] = {}
+    poolings: ClassVar[tuple[Pooling, ...]] = CAUSAL_POOLINGS
 
 
 def whole_words(backend: PretrainedBackend) -> list[str]:

@@ -20,12 +20,12 @@ from orderlab.errors import OrderlabError
 from orderlab.models.adapter_protocol import Adapter, Pass
 from orderlab.models.attention_stack import LayerWeights
 from orderlab.models.batching import aligned_batch, auto_chunk_size
-from orderlab.models.pooling import POOLS, pool
+from orderlab.models.pooling import pool
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_from_spec import build_stack, layer_weights, random_sentences, word_vectors
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.fields import twin_dtype
-from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
+from orderlab.spec.metric_names import STACK_POOLINGS, Model, Pooling
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
 # (probe, d_model, seed) -> (S, length, d) float64: the position probe's input sentences
@@ -98,11 +98,8 @@ def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) 
 class StackAdapter:
     """One encoding's stack; its twin shares the weights and the encoding object, in the other precision."""
 
-    invariance: ClassVar[dict[str, str]] = {
-        INVARIANCE_MEAN: "mean", INVARIANCE_MAX: "max", INVARIANCE_FIRST: "first", INVARIANCE_LAST: "last"
-    }  # fmt: skip
-    cosine: ClassVar[dict[str, str]] = {}
-    pair_cosine: ClassVar[dict[str, str]] = {}
+    model: ClassVar[Model] = "stack"
+    poolings: ClassVar[tuple[Pooling, ...]] = STACK_POOLINGS  # over the words
 
     def __init__(
         self,
@@ -175,7 +172,7 @@ class StackSentence:
         else:
             output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
-        pooled = {how: [pool(h, how) for h in hidden] for how in POOLS}
+        pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
         return Pass(hidden, pooled, [a[:B] for a in output.attention])
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,7 @@ large to read back, or write no rows at all. `orderlab validate --plan` prints `
 sequences, time and output size per sweep combination.
 
 The formulas follow the code they describe: measure/loop.py's chunks (`sequence_values` is the one
-definition of a sequence's working set), rows.record_metrics' rows, probing.py's probe,
+definition of a sequence's working set), metric_computations.record_metrics' rows, probing.py's probe,
 trace.attention_maps and the pretrained backends' passes; tests/test_plan.py holds the row counts
 and CSV sizes against real runs. Rates are conservative (a loaded machine's), so runs finish sooner.
 Pure and torch-free: must not import torch, numpy or pandas.
@@ -35,18 +35,17 @@ from orderlab.spec.families import (
 )
 from orderlab.spec.metric_names import (
     ATTENTION_FAMILY,
-    COSINE_CLS,
+    CAUSAL_POOLINGS,
     DECODABILITY_FAMILY,
+    ENCODER_POOLINGS,
     EQUIVARIANCE_FAMILY,
-    INVARIANCE_CLS,
     INVARIANCE_FAMILY,
     LM_LOGPROB_FAMILY,
-    PAIR_COSINE_CLS,
     PAIR_DISTANCE_FAMILY,
     PREFIX_INVARIANCE_FAMILY,
     REPEATED_WORDS_FAMILY,
+    STACK_POOLINGS,
     TOKEN_SHIFT_FAMILY,
-    Model,
     metrics_of,
 )
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
@@ -333,7 +332,7 @@ def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:
 
 
 def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
-    """Each probe pair: one pass per sentence and encoding (rows.measure_probe)."""
+    """Each probe pair: one pass per sentence and encoding (loop.MeasuringLoop.measure_probe)."""
     encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
     for index, pair in enumerate(spec.probes):
         lengths = [len(tokenize(side, spec.embeddings.lowercase)) for side in pair]
@@ -481,17 +480,17 @@ def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
     return 0 if sure else perms.count(rule, n) / n  # random: 1/n of the draws, but a draw may miss them all
 
 
-def _rows_per_layer(wanted: Collection[str], model: Model, *families: str) -> int:
-    """How many row metrics the `wanted` ones among `families` write for `model`: rows per layer (and head)."""
-    return sum(len(metrics_of(family, model)) for family in families if family in wanted)
+def _rows_per_layer(wanted: Collection[str], *families: str) -> int:
+    """How many row metrics the `wanted` ones among `families` write for the stack: rows per layer (and head)."""
+    return sum(len(metrics_of(family, "stack", STACK_POOLINGS)) for family in families if family in wanted)
 
 
 def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
-    """Rows every permutation writes (rows.record_metrics), prefix_invariance aside."""
+    """Rows every permutation writes (metric_computations.record_metrics), prefix_invariance aside."""
     m, wanted = spec.stack, spec.metrics
-    per_layer = _rows_per_layer(wanted, "stack", EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
-    per_layer += _rows_per_layer(wanted, "stack", REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
-    return (m.n_layers + 1) * per_layer + _rows_per_layer(wanted, "stack", ATTENTION_FAMILY) * m.n_layers * m.n_heads
+    per_layer = _rows_per_layer(wanted, EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
+    per_layer += _rows_per_layer(wanted, REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
+    return (m.n_layers + 1) * per_layer + _rows_per_layer(wanted, ATTENTION_FAMILY) * m.n_layers * m.n_heads
 
 
 def _sentence_rows(
@@ -500,7 +499,7 @@ def _sentence_rows(
     """metrics.csv rows one encoding writes for a sentence under its rules, and their mean width without
     the encoding and swept columns."""
     n, every = len(words), _per_permutation_rows(spec, words)
-    prefix = (spec.stack.n_layers + 1) * _rows_per_layer(spec.metrics, "stack", PREFIX_INVARIANCE_FAMILY)
+    prefix = (spec.stack.n_layers + 1) * _rows_per_layer(spec.metrics, PREFIX_INVARIANCE_FAMILY)
     count = sum(perms.count(rule, n) for rule in rules)
     kept = sum(_kept_last(rule, n, sure) for rule in rules)
     moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
@@ -511,12 +510,12 @@ def _sentence_rows(
 
 
 def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
-    """Rows one encoding writes for a probe pair (rows.measure_probe), and their mean width."""
+    """Rows one encoding writes for a probe pair (loop.MeasuringLoop.measure_probe), and their mean width."""
     lowercase, wanted = spec.embeddings.lowercase, spec.metrics
     words_a, words_b = tokenize(a, lowercase), tokenize(b, lowercase)
     matched = occurrence_matching(words_a, words_b) is not None
-    per_layer = _rows_per_layer(wanted, "stack", PAIR_DISTANCE_FAMILY)
-    per_layer += _rows_per_layer(wanted, "stack", TOKEN_SHIFT_FAMILY) * matched
+    per_layer = _rows_per_layer(wanted, PAIR_DISTANCE_FAMILY)
+    per_layer += _rows_per_layer(wanted, TOKEN_SHIFT_FAMILY) * matched
     statistics = 1 if spec.rows == "per_permutation" else 2
     return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
@@ -608,19 +607,16 @@ class _Workload:
     subject: str
 
 
-CLS_METRICS = (INVARIANCE_CLS, COSINE_CLS, PAIR_COSINE_CLS)  # an encoder's [CLS] rows (models/pretrained.py)
-
-
 def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
     so what stays in memory is a summary's worth (the max rows of each sentence)."""
     layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
     causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+    poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
 
     def rows_per_layer(*families: str) -> int:
-        """As _rows_per_layer for pretrained models; a causal LM writes no [CLS] rows (its first token is BOS)."""
-        chosen = [m for family in families if family in wanted for m in metrics_of(family, "pretrained")]
-        return sum(1 for m in chosen if not (causal and m.name in CLS_METRICS))
+        """As _rows_per_layer for a pretrained model, of the poolings it defines (a causal LM: no [CLS])."""
+        return sum(len(metrics_of(family, "pretrained", poolings)) for family in families if family in wanted)
 
     per_layer = rows_per_layer(EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
     every = (layers + 1) * per_layer + rows_per_layer(ATTENTION_FAMILY) * layers * heads

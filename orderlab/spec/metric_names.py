@@ -2,16 +2,18 @@
 
 This is the only place a metric or family name is spelled; the code that computes, judges,
 counts, orders and documents metrics refers to the constants and records here. Each row metric
-says which family produces it, which models write it, whether it has one row per head, how
+says which family produces it, which models write it, the sentence vector it compares (its pooling:
+a model writes it only if it defines that pooling), whether it has one row per head, how
 summaries reduce it, the word its verdict gives within the measured round-off (and whose
-round-off that is: see orderlab/measure/verdicts.py) and its definition in one line. docs/metrics.md
+round-off that is: see orderlab/measure/verdicts.py) and its definition in one line. How its value
+is computed (torch) lives one layer up, under the same name: orderlab/measure/metric_computations.py. docs/metrics.md
 holds `markdown_tables()` verbatim (a test checks it); `python -m orderlab.spec.metric_names`
 prints them. Must not import torch, numpy or pandas: spec/schema.py reads the families here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -25,10 +27,19 @@ Passing = Literal["equivariant", "invariant", "indistinguishable"]
 # share above the threshold), or nothing ("none": one row per layer already).
 Reduction = Literal["max", "mean", "rate", "corpus", "none"]
 RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how many permutations it is over
+# A sentence vector: the mean, element-wise max, first or last of the states over a sentence, or an encoder's [CLS].
+Pooling = Literal["mean", "max", "first", "last", "cls"]
 
 BOTH: Final[tuple[Model, ...]] = ("stack", "pretrained")
 STACK: Final[tuple[Model, ...]] = ("stack",)
 PRETRAINED: Final[tuple[Model, ...]] = ("pretrained",)
+
+# The poolings each kind of model defines (its adapter's `poolings`, read by the run-size estimate too): the stack
+# pools over its words; a pretrained encoder over all its tokens (as sentence-transformers) and by its [CLS] state;
+# a causal LM by the mean only, since its first token is BOS, the same in every order.
+STACK_POOLINGS: Final[tuple[Pooling, ...]] = ("mean", "max", "first", "last")
+ENCODER_POOLINGS: Final[tuple[Pooling, ...]] = ("mean", "cls")
+CAUSAL_POOLINGS: Final[tuple[Pooling, ...]] = ("mean",)
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,7 @@ class Metric:
     reduction: Reduction
     passing: Passing | None  # the verdict within the measured round-off; None: not judged by round-off
     noise_from: str | None  # the metric whose round-off judges this one; None: its own
+    pooling: Pooling | None  # the sentence vector it compares; None: it compares states (or log-probabilities)
     doc: str  # the definition, one line of markdown
 
     @property
@@ -71,13 +83,14 @@ def _family(name: str, doc: str, default: bool = False) -> str:
 def _metric(
     name: str, family: str | None, models: tuple[Model, ...], rows: str, doc: str, *, per_head: bool = False,
     reduction: Reduction = "max", passing: Passing | None = "invariant", noise_from: str | None = None,
+    pooling: Pooling | None = None,
 ) -> str:  # fmt: skip
     """Register a row metric; its family and noise source must be registered already."""
     if family is not None:
         FAMILIES.get(family)
     if noise_from is not None:
         METRICS.get(noise_from)
-    record = Metric(name, family, models, rows, per_head, reduction, passing, noise_from, doc)
+    record = Metric(name, family, models, rows, per_head, reduction, passing, noise_from, pooling, doc)
     return METRICS.register(name, record).name
 
 
@@ -101,17 +114,20 @@ EQUIVARIANCE: Final = _metric(
 INVARIANCE_MEAN: Final = _metric(
     "invariance_mean", INVARIANCE_FAMILY, BOTH, "permutation × layer",
     "`‖pool H_l(PX) − pool H_l(X)‖ / ‖pool H_l(X)‖`, pool = mean over slots (pretrained: over all tokens)",
+    pooling="mean",
 )  # fmt: skip
 INVARIANCE_MAX: Final = _metric(
     "invariance_max", INVARIANCE_FAMILY, STACK, "permutation × layer",
-    "as `invariance_mean`, pool = element-wise max over slots",
+    "as `invariance_mean`, pool = element-wise max over slots", pooling="max",
 )  # fmt: skip
 INVARIANCE_FIRST: Final = _metric(
-    "invariance_first", INVARIANCE_FAMILY, STACK, "permutation × layer", "as `invariance_mean`, pool = the first slot"
-)
+    "invariance_first", INVARIANCE_FAMILY, STACK, "permutation × layer", "as `invariance_mean`, pool = the first slot",
+    pooling="first",
+)  # fmt: skip
 INVARIANCE_LAST: Final = _metric(
-    "invariance_last", INVARIANCE_FAMILY, STACK, "permutation × layer", "as `invariance_mean`, pool = the last slot"
-)
+    "invariance_last", INVARIANCE_FAMILY, STACK, "permutation × layer", "as `invariance_mean`, pool = the last slot",
+    pooling="last",
+)  # fmt: skip
 ATTENTION_EQUIVARIANCE: Final = _metric(
     "attention_equivariance", ATTENTION_FAMILY, BOTH, "permutation × layer 1..L × head",
     "`‖A_l,h(PX) − P A_l,h(X) Pᵀ‖ / ‖A_l,h(X)‖`; pretrained: on sub-token slots (whole words moved)",
@@ -124,11 +140,12 @@ TOKEN_SHIFT: Final = _metric(
 )  # fmt: skip
 PAIR_COSINE: Final = _metric(
     "pair_cosine", PAIR_DISTANCE_FAMILY, BOTH, "probe × layer",
-    "`1 − cos(mean H_l(a), mean H_l(b))` for a probe pair (a, b)",
+    "`1 − cos(mean H_l(a), mean H_l(b))` for a probe pair (a, b)", pooling="mean",
 )  # fmt: skip
 PAIR_L2: Final = _metric(
-    "pair_l2", PAIR_DISTANCE_FAMILY, BOTH, "probe × layer", "`‖mean H_l(b) − mean H_l(a)‖ / ‖mean H_l(a)‖`"
-)
+    "pair_l2", PAIR_DISTANCE_FAMILY, BOTH, "probe × layer", "`‖mean H_l(b) − mean H_l(a)‖ / ‖mean H_l(a)‖`",
+    pooling="mean",
+)  # fmt: skip
 PREFIX_INVARIANCE: Final = _metric(
     "prefix_invariance", PREFIX_INVARIANCE_FAMILY, BOTH, "permutation keeping the last word × layer",
     "`‖H_l(PX)[n] − H_l(X)[n]‖ / ‖H_l(X)[n]‖` at the last slot n, for the permutations that keep the last word",
@@ -144,18 +161,21 @@ REPEAT_DISTANCE: Final = _metric(
     passing="indistinguishable", noise_from=TOKEN_SHIFT,
 )  # fmt: skip
 COSINE_CLS: Final = _metric(
-    "cosine_cls", INVARIANCE_FAMILY, PRETRAINED, "permutation × layer", "`1 − cos(H_l(PX)[CLS], H_l(X)[CLS])`"
-)
+    "cosine_cls", INVARIANCE_FAMILY, PRETRAINED, "permutation × layer", "`1 − cos(H_l(PX)[CLS], H_l(X)[CLS])`",
+    pooling="cls",
+)  # fmt: skip
 COSINE_MEAN: Final = _metric(
     "cosine_mean", INVARIANCE_FAMILY, PRETRAINED, "permutation × layer",
-    "`1 − cos(mean H_l(PX), mean H_l(X))`, means over all tokens",
+    "`1 − cos(mean H_l(PX), mean H_l(X))`, means over all tokens", pooling="mean",
 )  # fmt: skip
 INVARIANCE_CLS: Final = _metric(
-    "invariance_cls", INVARIANCE_FAMILY, PRETRAINED, "permutation × layer", "as `invariance_mean`, pool = [CLS]"
-)
+    "invariance_cls", INVARIANCE_FAMILY, PRETRAINED, "permutation × layer", "as `invariance_mean`, pool = [CLS]",
+    pooling="cls",
+)  # fmt: skip
 PAIR_COSINE_CLS: Final = _metric(
-    "pair_cosine_cls", PAIR_DISTANCE_FAMILY, PRETRAINED, "probe × layer", "`1 − cos(H_l(a)[CLS], H_l(b)[CLS])`"
-)
+    "pair_cosine_cls", PAIR_DISTANCE_FAMILY, PRETRAINED, "probe × layer", "`1 − cos(H_l(a)[CLS], H_l(b)[CLS])`",
+    pooling="cls",
+)  # fmt: skip
 LOGPROB_CHANGE: Final = _metric(
     "logprob_change", LM_LOGPROB_FAMILY, PRETRAINED, "permutation × last layer L, causal LMs",
     "`|log P(PX) − log P(X)| / |log P(X)|`, log P the sum of each token's log-probability given the ones before "
@@ -191,11 +211,12 @@ TASK_ACCURACY: Final = _metric(
 SIMILARITY_MEAN: Final = _metric(
     "similarity_mean", None, PRETRAINED, "corpus sentence × shuffle",
     "`cos(mean H_L(shuffle), mean H_L(sentence))` at the last layer L, attention-masked means over tokens",
-    reduction="corpus", passing=None,
+    reduction="corpus", passing=None, pooling="mean",
 )  # fmt: skip
 SIMILARITY_CLS: Final = _metric(
     "similarity_cls", None, PRETRAINED, "corpus sentence × shuffle",
     "`cos(H_L(shuffle)[CLS], H_L(sentence)[CLS])` at the last layer L", reduction="corpus", passing=None,
+    pooling="cls",
 )  # fmt: skip
 
 FAMILY_NAMES: Final = tuple(FAMILIES.names())
@@ -208,10 +229,18 @@ def all_metrics() -> list[Metric]:
     return [METRICS.get(name) for name in METRIC_NAMES]
 
 
-def metrics_of(family: str, model: Model | None = None) -> list[Metric]:
-    """The row metrics `family` switches on (for `model`, if given), in registration order."""
+def metrics_of(family: str, model: Model | None = None, poolings: Collection[Pooling] | None = None) -> list[Metric]:
+    """The row metrics `family` switches on, in registration order: all, or those that `model` writes when it
+    defines `poolings` (every pooling when None)."""
     FAMILIES.get(family)
-    return [m for m in all_metrics() if m.family == family and (model is None or model in m.models)]
+    chosen = [m for m in all_metrics() if m.family == family]
+    return chosen if model is None else [m for m in chosen if written_by(m, model, poolings)]
+
+
+def written_by(metric: Metric, model: Model, poolings: Collection[Pooling] | None = None) -> bool:
+    """Whether a model of kind `model` that defines `poolings` (every pooling when None) writes `metric`: the metric
+    is one of its kind's, and compares its states or a sentence vector it defines."""
+    return model in metric.models and (metric.pooling is None or poolings is None or metric.pooling in poolings)
 
 
 def noise_families(families: Iterable[str]) -> list[str]:
