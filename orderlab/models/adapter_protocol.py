@@ -15,6 +15,7 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec
 
 
@@ -48,6 +49,11 @@ class Sentence(Protocol):
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         """(B, T): where each reordering moves the model's own slots (its tokens), for attention metrics."""
+        ...
+
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        """L x (h, T, T) maps of one reordering on the model's slots -> L x (h, n, n) between its words, each row
+        a distribution over the words (attention.csv draws words, whatever the tokenizer did)."""
         ...
 
 

@@ -243,6 +243,15 @@ class PretrainedSentence:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
         return torch.tensor(slots, device=orders.device)  # (B, T)
 
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        """Tokens grouped to words as the word states are: a word's query row is the mean of its sub-tokens' rows,
+        its key column the sum of theirs. Specials ([CLS], [SEP], BOS) are no words: each row is then divided by
+        the attention its query gave the words, so that it is a distribution over them (float64)."""
+        queries = torch.from_numpy(self.tokens.permuted(order).pooling())  # (n, T): mean over a word's sub-tokens
+        keys = (queries > 0).double()  # (n, T): sum over them
+        grouped = [queries @ grid.double().cpu() @ keys.T for grid in maps]  # L x (h, n, n)
+        return [grid / grid.sum(dim=-1, keepdim=True) for grid in grouped]
+
 
 def token_pass(
     tokens: list[torch.Tensor], words: list[torch.Tensor], maps: list[torch.Tensor], logprob: torch.Tensor | None

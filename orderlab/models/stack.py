@@ -28,6 +28,7 @@ from orderlab.models.batching import aligned_batch
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
+from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 from orderlab.train.tasks import TaskData, vocabulary_vectors
 from orderlab.train.train import train_seed
@@ -183,3 +184,6 @@ class StackSentence:
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         return orders  # the stack's slots are the words
+
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        return maps  # the stack's slots are the words
