@@ -448,17 +448,12 @@ def properties(
     Definitions and reasoning: docs/properties.md.
     """
     from orderlab.commands import compare as comparing
-    from orderlab.measure.properties import PROPERTIES, measure_properties, write_properties
+    from orderlab.commands.properties import measure_and_write
+    from orderlab.measure.properties import PROPERTIES
     from orderlab.report import terminal as report
-    from orderlab.results.ownership import Writer, claim
-    from orderlab.results.paths import child
 
     names = comparing.parse_encodings(encodings)
-    folder = child(out, "properties")
-    with claim(folder, Writer("properties"), force):
-        frame = measure_properties(names, max_len, d_model, n_heads, seed)
-        settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
-        write_properties(frame, folder, settings)
+    frame, folder = measure_and_write(names, max_len, d_model, n_heads, seed, out, force)
     if not quiet:
         console = report.Console()
         title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
@@ -477,8 +472,10 @@ def trace(
     out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
     force: ForceOption = False,
 ) -> None:
-    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
-    from orderlab.measure.trace import trace_and_write
+    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV.
+
+    A model of the zoo shows the hook points its family exposes (`orderlab models`), on its token slots."""
+    from orderlab.commands.trace import trace_and_write
 
     outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
     from orderlab.report import terminal as report

@@ -80,7 +80,8 @@ def test_one_causal_layer_is_not_equivariant_but_keeps_the_first_token():
 def test_hooks_hold_every_intermediate_of_the_same_pass():
     """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
     from orderlab.encodings import EncodingContext, build_encoding
-    from orderlab.models.attention_stack import HOOK_POINTS, AttentionStack, StackConfig, hook_name, seeded_weights
+    from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
+    from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS, hook_name
 
     config = StackConfig(d_model=8, n_heads=2, n_layers=2)
     context = EncodingContext(d_model=8, n_heads=2, causal=False, seed=0)
@@ -88,7 +89,8 @@ def test_hooks_hold_every_intermediate_of_the_same_pass():
     x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     hooks: dict = {}
     output = stack(x, hooks=hooks)
-    assert {hook_name(layer, point) for layer in (1, 2) for point in HOOK_POINTS} | {"position"} == set(hooks)
+    assert {hook_name(layer, point) for layer in (1, 2) for point in HOOK_POINTS} | set(PASS_POINTS) == set(hooks)
+    assert torch.equal(hooks["tokens"], x) and torch.equal(hooks[hook_name(1, "input")], x + hooks["position"])
     for layer in (1, 2):
         assert torch.equal(hooks[hook_name(layer, "pattern")], output.attention[layer - 1])
         assert torch.equal(hooks[hook_name(layer, "output")], output.hidden[layer])

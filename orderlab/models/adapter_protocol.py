@@ -5,16 +5,21 @@ A model is measured on one sentence at a time. `Adapter.sentence(words)` binds a
 orderlab.spec.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
 so that every metric compares the same word occurrences whatever the tokenizer did. Sentence-level
 poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) and
-attention maps on the model's own slots come with it.
+attention maps on the model's own slots come with it, and so do the named hook points a caller requests
+(TransformerLens's habit: `trace` reads a layer's q, k, scores, pattern... from them; nothing re-implements
+attention). Each adapter names the points its model exposes (`hook_points`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.models.attention_stack import Hooks
+from orderlab.models.hook_points import UNBATCHED_POINTS
 from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec
 
@@ -27,6 +32,7 @@ class Pass:
     pooled: dict[str, list[torch.Tensor]]  # pooling -> L+1 x (B, d): the sentence vectors the model defines
     attention: list[torch.Tensor]  # L x (B, h, T, T) on the model's own slots, when asked for; else empty
     logprob: torch.Tensor | None = None  # (B,) a causal LM's log-probability of each reordering; else None
+    hooks: Hooks = field(default_factory=dict)  # the requested hook points the model exposes, (B, ...) each
 
     def cast(self, dtype: torch.dtype) -> Pass:
         """The same pass in another dtype (the round-off twin's, compared with the run's)."""
@@ -35,7 +41,20 @@ class Pass:
             {how: [v.to(dtype) for v in vectors] for how, vectors in self.pooled.items()},
             [a.to(dtype) for a in self.attention],
             None if self.logprob is None else self.logprob.to(dtype),
+            {name: tensor.to(dtype) for name, tensor in self.hooks.items()},
         )
+
+
+# Hook names asked of a forward pass: hook_points.hook_name(layer, point) for a layer's points, or a whole pass's
+# ('tokens', 'position'). Those the model does not expose are absent from the Pass's hooks.
+HookRequest = Collection[str]
+
+
+def requested(filled: Hooks, request: HookRequest, count: int) -> Hooks:
+    """The requested points of a pass's hooks, each cut to the batch's first `count` rows (a pass pads its batch to
+    whole row tiles: batching.py)."""
+    return {name: filled[name] if name in UNBATCHED_POINTS else filled[name][:count]
+            for name in request if name in filled}  # fmt: skip
 
 
 class Sentence(Protocol):
@@ -43,8 +62,13 @@ class Sentence(Protocol):
 
     words: list[str]
 
-    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
-        """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py)."""
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+        """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py);
+        `hooks`: the named points the Pass should carry, from this same pass."""
+        ...
+
+    def slot_names(self) -> list[str]:
+        """The model's own slots as text, in the sentence's order: the stack's words, a tokenizer's tokens."""
         ...
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
@@ -67,6 +91,11 @@ class Adapter(Protocol):
     invariance: ClassVar[dict[str, str]]  # relative L2 change of the pooled vector
     cosine: ClassVar[dict[str, str]]  # 1 - cos of the pooled vectors
     pair_cosine: ClassVar[dict[str, str]]  # probes: 1 - cos of a's and b's pooled vectors, beside the mean's
+    # The hook points its passes expose (models/hook_points.py): per layer (named by hook_name) and per pass.
+    hook_points: ClassVar[tuple[str, ...]]
+
+    @property
+    def n_layers(self) -> int: ...
 
     def sentence(self, words: list[str]) -> Sentence: ...
 

@@ -22,9 +22,10 @@ from orderlab.measure.loop import auto_chunk_size
 from orderlab.measure.probing import random_sentences
 from orderlab.measure.rows import layer_weights, stack_config, word_vectors
 from orderlab.measure.verdicts import twin_dtype
-from orderlab.models.adapter_protocol import Adapter, Pass
-from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig
+from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
+from orderlab.models.attention_stack import AttentionStack, Hooks, LayerWeights, StackConfig
 from orderlab.models.batching import aligned_batch
+from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.metric_names import INVARIANCE_FIRST, INVARIANCE_LAST, INVARIANCE_MAX, INVARIANCE_MEAN
@@ -99,6 +100,7 @@ class StackAdapter:
     }  # fmt: skip
     cosine: ClassVar[dict[str, str]] = {}
     pair_cosine: ClassVar[dict[str, str]] = {}
+    hook_points: ClassVar[tuple[str, ...]] = (*PASS_POINTS, *HOOK_POINTS)  # position: an additive encoding's only
 
     def __init__(
         self,
@@ -123,6 +125,10 @@ class StackAdapter:
         self.compiles = compile_dense and not self.shares_prefixes
         if self.compiles:
             self.stack.compile()
+
+    @property
+    def n_layers(self) -> int:
+        return self.config.n_layers
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
@@ -172,15 +178,21 @@ class StackSentence:
         self.adapter, self.words = adapter, words
         self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
 
-    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+        """Hooks come from the explicit dense pass (neither prefix sharing nor the fused kernel forms them)."""
         B, adapter = orders.shape[0], self.adapter
-        if adapter.shares_prefixes:
+        filled: Hooks | None = {} if hooks else None
+        if adapter.shares_prefixes and filled is None:
             output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
-        else:
-            output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
+        else:  # padded to whole row tiles
+            output = adapter.stack(aligned_batch(self.x[orders]), attention or filled is not None, filled)
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled = {how: [M.pool(h, how) for h in hidden] for how in POOLINGS}
-        return Pass(hidden, pooled, [a[:B] for a in output.attention])
+        maps = [a[:B] for a in output.attention] if attention else []
+        return Pass(hidden, pooled, maps, hooks=requested(filled or {}, hooks, B))
+
+    def slot_names(self) -> list[str]:
+        return self.words
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         return orders  # the stack's slots are the words
