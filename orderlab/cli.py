@@ -464,19 +464,15 @@ def properties(
     """
     started = time.perf_counter()
     from orderlab.commands import compare as comparing
-    from orderlab.measure.properties import PROPERTIES, measure_properties, write_properties
+    from orderlab.commands.properties import measure_and_write
+    from orderlab.measure.properties import PROPERTIES
     from orderlab.report import terminal as report
-    from orderlab.results.ownership import Writer, claim
-    from orderlab.results.paths import child
 
     names = comparing.parse_encodings(encodings)
-    folder = child(out, "properties")
     phases = report.Phases(quiet, started)
     measuring = phases.phase("measuring", f"measuring the properties of {len(names)} encoding(s) at N={max_len}")
-    with claim(folder, Writer("properties"), force), measuring:
-        frame = measure_properties(names, max_len, d_model, n_heads, seed)
-        settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
-        write_properties(frame, folder, settings)
+    with measuring:
+        frame, folder = measure_and_write(names, max_len, d_model, n_heads, seed, out, force)
     if not quiet:
         console = report.Console()
         title = f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)"
@@ -495,9 +491,11 @@ def trace(
     out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
     force: ForceOption = False,
 ) -> None:
-    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV."""
+    """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV.
+
+    A model of the zoo shows the hook points its family exposes (`orderlab models`), on its token slots."""
     started = time.perf_counter()
-    from orderlab.measure.trace import trace_and_write
+    from orderlab.commands.trace import trace_and_write
     from orderlab.report import terminal as report
 
     phases = report.Phases(False, started)

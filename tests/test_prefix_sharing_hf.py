@@ -18,6 +18,7 @@ from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
 from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
+from orderlab.models.hook_points import hook_name
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
@@ -112,11 +113,11 @@ def test_shared_results_do_not_depend_on_the_chunk_size(family):
 
 def test_attention_maps_and_hook_points_come_from_the_dense_pass():
     shared, dense = sentences("llama", "trained", "float64", metrics=("attention", "invariance"))
-    hooks: dict[str, torch.Tensor] = {}
+    request = [hook_name(layer, "output") for layer in (1, 2)]
     with torch.inference_mode():
-        with_maps, with_hooks = shared.forward(ORDERS[:8], True), shared.forward(ORDERS[:8], False, hooks=hooks)
+        with_maps, with_hooks = shared.forward(ORDERS[:8], True), shared.forward(ORDERS[:8], False, hooks=request)
         expected = dense.forward(ORDERS[:8], True)
-    assert len(with_maps.attention) == 2 and hooks
+    assert len(with_maps.attention) == 2 and set(with_hooks.hooks) == set(request) and not with_hooks.attention
     for got in (with_maps, with_hooks):
         for layer, states in enumerate(expected.hidden):
             assert torch.equal(got.hidden[layer], states)  # bit for bit: the same dense pass

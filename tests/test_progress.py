@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.commands import check as checking
 from orderlab.commands import compare as comparing
-from orderlab.measure import properties, trace
+from orderlab.commands import properties, trace  # the modules the CLI calls: their phases are patched
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.report import figures, html

@@ -81,13 +81,14 @@ def test_hooks_hold_every_intermediate_of_the_same_pass():
     """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
     from stacks import make_stack
 
-    from orderlab.models.attention_stack import HOOK_POINTS, hook_name
+    from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS, hook_name
 
     stack = make_stack("sinusoidal", d_model=8, n_heads=2, n_layers=2)
     x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     hooks: dict = {}
     output = stack(x, hooks=hooks)
-    assert {hook_name(layer, point) for layer in (1, 2) for point in HOOK_POINTS} | {"position"} == set(hooks)
+    assert {hook_name(layer, point) for layer in (1, 2) for point in HOOK_POINTS} | set(PASS_POINTS) == set(hooks)
+    assert torch.equal(hooks["tokens"], x) and torch.equal(hooks[hook_name(1, "input")], x + hooks["position"])
     for layer in (1, 2):
         assert torch.equal(hooks[hook_name(layer, "pattern")], output.attention[layer - 1])
         assert torch.equal(hooks[hook_name(layer, "output")], output.hidden[layer])

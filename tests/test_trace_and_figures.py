@@ -88,6 +88,29 @@ def test_trace_steps_reproduce_the_stack_output(encoding, norm, causal, residual
     assert torch.allclose(t.attended, attended[0], rtol=0, atol=1e-13)
 
 
+def test_a_forward_returns_the_hook_points_requested_from_its_own_pass():
+    """The adapter protocol's hook requests on the stack: each asked point the stack exposes, cut to the batch (the
+    pass pads it to whole row tiles), equal to the pass's own maps and states; a point it lacks is absent."""
+    spec = Spec.model_validate({
+        "model": {"d_model": 8, "n_heads": 2, "n_layers": 2, "causal": True}, "encodings": ["sinusoidal"],
+        "inputs": [{"sentence": "a b c"}],
+    })  # fmt: skip
+    (adapter,) = stack_adapters(spec, CPU)
+    assert adapter.shares_prefixes  # a causal stack: the pass without hooks shares prefixes and forms none
+    sentence = adapter.sentence(["a", "b", "c"])
+    orders = torch.tensor([[0, 1, 2], [2, 1, 0], [1, 0, 2]])
+    request = ["tokens", "position", "1.pattern", "2.q", "2.output", "3.output"]
+    with torch.inference_mode():
+        asked, plain = sentence.forward(orders, True, request), sentence.forward(orders, True)
+    assert set(asked.hooks) == set(request) - {"3.output"} and plain.hooks == {}
+    assert asked.hooks["tokens"].shape == (3, 3, 8) and asked.hooks["position"].shape == (3, 8)
+    assert asked.hooks["2.q"].shape == (3, 2, 3, 4)
+    assert torch.equal(asked.hooks["1.pattern"], asked.attention[0])
+    assert torch.equal(asked.hooks["2.output"], asked.hidden[2])
+    torch.testing.assert_close(asked.hidden[2], plain.hidden[2], rtol=0, atol=1e-14)  # dense vs shared prefixes
+    assert set(adapter.hook_points) >= {"tokens", "position", "q", "k", "scores", "pattern", "output"}
+
+
 def test_trace_cli_prints_tables_and_writes_csv(tmp_path):
     result = CliRunner().invoke(app, ["trace", str(WORKED), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -56,7 +56,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
             write_checkpoints(staging / CHECKPOINTS, run.trained)
         worst = digest.worst_table()
         tables = {"summary": summarize_sweep(worst, labels, run.axes)}
-        maps = digest.attention_table() if not uses_backend(spec) else None  # the stack's heatmaps
+        maps = digest.attention_table()  # between words, for the stack and the zoo alike
         if maps is not None:
             tables["attention"] = maps
         manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
@@ -117,7 +117,7 @@ def write_shard(
         run = SweepRun(spec, options, loaded.path, units=units)
         with staged_folder(folder) as staging:
             rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
-            maps = ATTENTION_FAMILY in spec.metrics and not uses_backend(spec)
+            maps = ATTENTION_FAMILY in spec.metrics
             manifest = run_manifest(loaded, run, options.device, rows, maps)
             manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
             facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)

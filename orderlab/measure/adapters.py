@@ -18,12 +18,15 @@ from orderlab.train.adapters import checkpoint_adapters, probe_inputs_for
 __all__ = ["Adapter", "Pass", "Sentence", "build_adapters", "compile_records", "prefix_sharing"]
 
 
-def build_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
-    """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin."""
+def build_adapters(spec: Spec, device: torch.device, spec_file: Path, attention_maps: bool = False) -> list[Adapter]:
+    """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin.
+
+    attention_maps: passes will be asked for attention maps (or pattern hooks) even if the spec's metrics do not ask:
+    a zoo model is then built with the attention that returns its probabilities."""
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
-        return list(pretrained_adapters(spec, device, spec_file))  # a list[Adapter] (lists are invariant)
+        return list(pretrained_adapters(spec, device, spec_file, attention_maps=attention_maps))  # a list[Adapter]
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file)
     return stack_adapters(spec, device, probe_inputs=probe_inputs_for(spec))

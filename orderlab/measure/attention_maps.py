@@ -1,4 +1,4 @@
-"""attention.csv: the attention of one input as written and reordered, taken from the measured pass.
+"""attention.csv: the attention of one input as written and reordered, between its words, taken from the measured pass.
 
 The measuring loop already runs f(X) and every reordering with attention maps when attention
 metrics are asked for, so the maps drawn are those the metrics were computed from. `shown_maps`
@@ -10,6 +10,7 @@ the same model. Never prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -58,28 +59,38 @@ def shown_maps(spec: Spec) -> ShownMaps:
     return ShownMaps(chosen.input, item.sentence, words, [moved or tuple(reversed(identity))])
 
 
+# A sentence's maps of one reordering on the model's slots, L x (h, T, T) -> L x (h, n, n) between its words
+# (adapter_protocol.Sentence.word_maps): a pretrained model's tokens grouped to words; the stack's are words.
+WordMaps = Callable[[list[torch.Tensor], perms.Permutation], list[torch.Tensor]]
+
+
 class AttentionCapture:
-    """Collects, per condition, the maps of the shown input as written and of each shown reordering."""
+    """Collects, per condition, the word maps of the shown input as written and of each shown reordering."""
 
     def __init__(self, shown: ShownMaps):
         self.shown = shown
         self.frames: list[pd.DataFrame] = []
         self.kept: set[tuple[str, int]] = set()  # (condition, reordering) whose maps are in
 
-    def keep_original(self, label: str, attention: list[torch.Tensor]) -> None:
+    def keep_original(self, label: str, attention: list[torch.Tensor], word_maps: WordMaps) -> None:
         """attention: L x (1, h, T, T) of the input as written."""
-        self._keep(label, 0, attention, 0)
+        self._keep(label, 0, attention, 0, tuple(range(len(self.shown.words))), word_maps)
 
-    def keep_shown(self, label: str, chunk: list[perms.Permutation], attention: list[torch.Tensor]) -> None:
+    def keep_shown(
+        self, label: str, chunk: list[perms.Permutation], attention: list[torch.Tensor], word_maps: WordMaps
+    ) -> None:
         """attention: L x (B, h, T, T) of a chunk of reorderings; keeps those shown."""
         for number, permutation in enumerate(self.shown.reorderings, start=1):
             if permutation in chunk:
-                self._keep(label, number, attention, chunk.index(permutation))
+                self._keep(label, number, attention, chunk.index(permutation), permutation, word_maps)
 
-    def _keep(self, label: str, reordering: int, attention: list[torch.Tensor], index: int) -> None:
+    def _keep(
+        self, label: str, reordering: int, attention: list[torch.Tensor], index: int, order: perms.Permutation,
+        word_maps: WordMaps,
+    ) -> None:  # fmt: skip
         self.kept.add((label, reordering))
-        for layer, maps in enumerate(attention, start=1):
-            grid = maps[index].double().cpu()  # (h, T, T)
+        for layer, maps in enumerate(word_maps([a[index] for a in attention], order), start=1):
+            grid = maps.double().cpu()  # (h, n, n)
             h, n, _ = grid.shape
             self.frames.append(pd.DataFrame({
                 "encoding": label, "reordering": reordering, "layer": layer,

@@ -372,7 +372,7 @@ class MeasuringLoop:
             reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
             noise = self.measure_noise(adapter, twin, words, reference).figures
         if capture:
-            capture.keep_original(label, reference.attention)
+            capture.keep_original(label, reference.attention, bound.word_maps)
         start, stop = (unit.start, unit.stop) if unit else (0, None)
         stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
@@ -387,7 +387,7 @@ class MeasuringLoop:
                 collector = FanOut(rows, summary)
             output = self.measure_chunk(adapter, bound, reference, chunk, collector)
             if capture:
-                capture.keep_shown(label, chunk, output.attention)
+                capture.keep_shown(label, chunk, output.attention, bound.word_maps)
             advance(len(chunk))
             if self.per_permutation:
                 table = rows.frame()
@@ -399,7 +399,7 @@ class MeasuringLoop:
         if capture and (missing := capture.missing(label)):
             with torch.inference_mode():
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
-                capture.keep_shown(label, missing, bound.forward(orders, True).attention)
+                capture.keep_shown(label, missing, bound.forward(orders, True).attention, bound.word_maps)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
             digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
             return

@@ -14,23 +14,23 @@ directions (bias; for relative encodings this is the code of the offset i). N = 
   relative-aware  max change of the attention scores among 8 tokens when
                   all move s slots on, relative to max |score|            pass: <= 1e-9
 
-Everything runs in float64 on the CPU with seeded content and weights. Knows nothing of terminals.
+Everything runs in float64 on the CPU with seeded content and weights. Compute only: commands/properties.py writes
+the folder, report/terminal.py draws the table.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import torch
 
 from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.models.attention_stack import Hooks, LayerWeights, hook_name, seeded_weights
+from orderlab.models.attention_stack import Hooks, LayerWeights, seeded_weights
+from orderlab.models.hook_points import hook_name
 from orderlab.models.stack_from_spec import build_stack, stack_config
-from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
 from orderlab.spec.schema import ModelSpec
 
 PROPERTIES = ("unique", "bounded", "deterministic", "generalises", "smooth", "relative-aware")
@@ -188,13 +188,3 @@ def measure_properties(names: list[str], max_len: int, d_model: int, n_heads: in
                 rows.append({**found.__dict__, "verdict": "pass" if found.passed else "fail"})
     frame = pd.DataFrame(rows, columns=["encoding", "property", "figure", "limit", "passed", "note", "verdict"])
     return frame[["encoding", "property", "figure", "limit", "verdict", "note"]]
-
-
-def write_properties(frame: pd.DataFrame, destination: Path, settings: dict[str, object]) -> None:
-    """properties.csv and manifest.json (settings, versions) into `destination` (claimed by the caller), whole."""
-
-    manifest = {**settings, "versions": versions(), "rows": len(frame)}
-
-    with staged_folder(destination) as folder:
-        write_csv(frame, folder / "properties.csv")
-        write_manifest(folder, manifest)

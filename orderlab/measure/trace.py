@@ -1,74 +1,91 @@
 """One attention layer step by step, for checking a worked example number for number.
 
-`trace_layer` runs the stack, takes the input of layer L and redoes that layer's attention one
-step at a time (Q, K, V, raw scores, scaled scores, weights, output), keeping every
-intermediate. The stack stays the one source of truth: the final step of the trace is the stack's
-own output, and tests check that the recomputed steps agree with it. Never prints.
+`trace_pass` asks the model's adapter for every hook point of one layer on one sentence (one forward pass:
+the measured model, the same code path as every run) and keeps what the model exposes: for the attention
+stack every intermediate (token vectors, positions, input, LayerNorm(x), Q, K, V, raw and scaled scores,
+weights, heads, attention output, layer output); for a model of the zoo its layer input, attention
+probabilities and layer output, on its own token slots. Nothing here recomputes attention. Compute only:
+commands/trace.py writes the CSV, report/terminal.py draws the tables.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from orderlab.errors import OrderlabError
-from orderlab.models.attention_stack import HOOK_POINTS, Hooks, hook_name
+from orderlab.measure.adapters import build_adapters
+from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.devices import CPU
-from orderlab.models.stack import StackAdapter
-from orderlab.models.stack_from_spec import layer_weights, word_vectors
-from orderlab.results.folder import staged_folder, write_csv
-from orderlab.results.ownership import Claim, Writer, claim
-from orderlab.spec.load import load_spec
-from orderlab.spec.schema import Spec, uses_backend
-from orderlab.spec.sweep import plan
+from orderlab.models.hook_points import HOOK_POINTS, hook_name
+from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.schema import Spec
 from orderlab.spec.text import tokenize
 
 
 @dataclass(frozen=True)
 class LayerTrace:
-    words: list[str]
+    """One layer's hook points on one sentence; None where the model does not expose the point."""
+
+    words: list[str]  # the model's slots: the stack's words, a tokenizer's tokens (specials included)
     layer: int  # 1-based: the layer whose attention is traced
-    encoding: str
-    tokens: torch.Tensor  # (n, d) word vectors
+    encoding: str  # the condition traced: an encoding's label, or a zoo model's ablation label
+    tokens: torch.Tensor | None  # (n, d) token vectors (the stack's)
     position: torch.Tensor | None  # (n, d) what an additive encoding adds (layer 1 only), else None
     x: torch.Tensor  # (n, d) the layer's input (tokens + position at layer 1)
     normed: torch.Tensor | None  # (n, d) LayerNorm(x) fed to attention when norm = pre, else None
-    q: torch.Tensor  # (h, n, dh) queries (rotated by slot for rotary encodings)
-    k: torch.Tensor  # (h, n, dh) keys (rotated likewise)
-    v: torch.Tensor  # (h, n, dh) values
-    raw: torch.Tensor  # (h, n, n) q . k
-    scaled: torch.Tensor  # (h, n, n) raw / sqrt(dh), plus any encoding bias; -inf where masked
+    q: torch.Tensor | None  # (h, n, dh) queries (rotated by slot for rotary encodings)
+    k: torch.Tensor | None  # (h, n, dh) keys (rotated likewise)
+    v: torch.Tensor | None  # (h, n, dh) values
+    raw: torch.Tensor | None  # (h, n, n) q . k
+    scaled: torch.Tensor | None  # (h, n, n) raw / sqrt(dh), plus any encoding bias; -inf where masked
     weights: torch.Tensor  # (h, n, n) softmax over keys
-    heads: torch.Tensor  # (h, n, dh) weights @ v
-    attended: torch.Tensor  # (n, d) heads concatenated @ W_O
+    heads: torch.Tensor | None  # (h, n, dh) weights @ v
+    attended: torch.Tensor | None  # (n, d) heads concatenated @ W_O
     output: torch.Tensor  # (n, d) the layer's output (after residual, norm, FFN as configured)
 
 
-def trace_layer(spec: Spec, sentence: str, layer: int, encoding_index: int = 0) -> LayerTrace:
-    """Every intermediate of layer `layer` (1-based) of the spec's stack on one sentence; spec is concrete.
+def conditions(spec: Spec) -> list[tuple[str, str]]:
+    """(label, name) of each condition in the spec's order: its encodings, or a zoo model's position ablations."""
+    model = spec.model
+    if isinstance(model, PretrainedModelSpec | HFModelSpec):
+        return [(model.label(ablation), ablation) for ablation in model.position_embeddings]
+    return [(choice.label, choice.name) for choice in spec.encodings]
 
-    Read from the stack's own hooks in one pass: nothing here recomputes attention.
-    """
-    choice = spec.encodings[encoding_index]
-    stack = StackAdapter(spec, choice, layer_weights(spec), CPU).stack  # the measured model
-    words = tokenize(sentence, spec.embeddings.lowercase)
-    tokens = word_vectors(spec, words).to(stack.dtype)  # (n, d)
-    hooks: Hooks = {}
+
+def traced_adapter(spec: Spec, label: str, spec_file: Path) -> Adapter:
+    """The adapter of condition `label` on the CPU, as a run builds it (a zoo model with eager attention, whose
+    pass returns its attention probabilities); spec is concrete."""
+    adapters = build_adapters(spec, CPU, spec_file, attention_maps=True)
+    return next(adapter for adapter in adapters if adapter.label == label)
+
+
+def trace_pass(adapter: Adapter, words: list[str], layer: int) -> LayerTrace:
+    """Every hook point of layer `layer` (1-based) that the adapter exposes, from one pass over `words`."""
+    request = ["tokens", "position", *(hook_name(layer, point) for point in HOOK_POINTS)]
+    bound = adapter.sentence(words)
     with torch.inference_mode():
-        stack(tokens[None], hooks=hooks)
-    point = {name: hooks[hook_name(layer, name)][0] for name in HOOK_POINTS}  # batch of one
+        hooks = bound.forward(torch.arange(len(words), device=adapter.device)[None], False, request).hooks
+    point = {name: hooks[hook_name(layer, name)][0] for name in HOOK_POINTS if hook_name(layer, name) in hooks}
+    tokens = hooks["tokens"][0] if "tokens" in hooks else None
     position = hooks.get("position") if layer == 1 else None
     return LayerTrace(
-        words=words, layer=layer, encoding=choice.label, tokens=tokens, position=position, x=point["input"],
-        normed=point["normed"] if stack.config.norm == "pre" else None, q=point["q"], k=point["k"], v=point["v"],
-        raw=point["raw_scores"], scaled=point["scores"], weights=point["pattern"], heads=point["heads"],
-        attended=point["attended"], output=point["output"],
+        words=bound.slot_names(), layer=layer, encoding=adapter.label, tokens=tokens, position=position,
+        x=point["input"], normed=point.get("normed"), q=point.get("q"), k=point.get("k"), v=point.get("v"),
+        raw=point.get("raw_scores"), scaled=point.get("scores"), weights=point["pattern"], heads=point.get("heads"),
+        attended=point.get("attended"), output=point["output"],
     )  # fmt: skip
+
+
+def trace_layer(
+    spec: Spec, sentence: str, layer: int, encoding_index: int = 0, spec_file: Path = Path("spec.yaml")
+) -> LayerTrace:
+    """Layer `layer` (1-based) of the spec's condition `encoding_index` (in the spec's order) on one sentence;
+    spec is concrete, spec_file says where a zoo model's path and corpus are read from."""
+    adapter = traced_adapter(spec, conditions(spec)[encoding_index][0], spec_file)
+    return trace_pass(adapter, tokenize(sentence, spec.embeddings.lowercase), layer)
 
 
 def trace_frame(trace: LayerTrace) -> pd.DataFrame:
@@ -86,63 +103,14 @@ def trace_frame(trace: LayerTrace) -> pd.DataFrame:
     add("position", trace.position)
     add("input", trace.x)
     add("normed_input", trace.normed)
-    for head in range(trace.q.shape[0]):
+    for head in range(trace.weights.shape[0]):
         for quantity in ("q", "k", "v", "raw", "scaled", "weights", "heads"):
             name = {"raw": "raw_score", "scaled": "scaled_score", "heads": "head_output"}.get(quantity, quantity)
-            add(name, getattr(trace, quantity)[head], head)
+            matrix = getattr(trace, quantity)
+            add(name, None if matrix is None else matrix[head], head)
     add("attention_output", trace.attended)
     add("layer_output", trace.output)
     columns = ["encoding", "layer", "quantity", "head", "slot", "word", "index", "value"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["head"] = frame["head"].astype("Int64")
     return frame
-
-
-@dataclass(frozen=True)
-class TraceOutcome:
-    trace: LayerTrace
-    path: Path  # the CSV written
-    note: str  # e.g. which sweep combination was traced; empty if nothing to say
-
-
-def trace_and_write(
-    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False
-) -> TraceOutcome:
-    """`orderlab trace`: check the choices, trace the layer, write the tidy CSV (atomically)."""
-    spec = load_spec(spec_path).spec
-    if uses_backend(spec):
-        raise OrderlabError(
-            f"{spec_path}: trace follows the synthetic attention stack step by step; a pretrained model is not "
-            "traced; expected a spec without model.kind"
-        )
-    configurations = plan(spec)
-    concrete, note = configurations[0].spec, ""
-    if configurations[0].columns:
-        note = f"the spec sweeps {', '.join(configurations[0].columns)}; tracing {configurations[0].label}"
-    if not 0 <= input_index < len(spec.sentences):
-        raise OrderlabError(
-            f"--input {input_index}: the spec has {len(spec.sentences)} input(s); expected 0..{len(spec.sentences) - 1}"
-        )
-    n_layers = concrete.stack.n_layers
-    if not 1 <= layer <= n_layers:
-        raise OrderlabError(f"--layer {layer}: the stack has {n_layers} layer(s); expected 1..{n_layers}")
-    labels = [choice.label for choice in spec.encodings]
-    names = [choice.name for choice in spec.encodings]
-    if encoding and encoding not in labels + names:
-        raise OrderlabError(f"--encoding {encoding!r} is not in the spec; expected one of {', '.join(labels)}")
-    index = labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0
-    file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{labels[index]}") + ".csv"
-    with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
-        traced = trace_layer(concrete, spec.sentences[input_index].sentence, layer, index)
-        write_trace(held, file_name, trace_frame(traced))
-    return TraceOutcome(traced, held.folder / file_name, note)
-
-
-def write_trace(held: Claim, file_name: str, frame: pd.DataFrame) -> None:
-    """Rewrite the trace folder whole: the earlier traces of this spec kept, `file_name` written anew."""
-    earlier = [path for path in held.own_files() if path.name != file_name]
-
-    with staged_folder(held.folder) as staging:
-        for path in earlier:
-            shutil.copy2(path, staging / path.name)
-        write_csv(frame, staging / file_name)

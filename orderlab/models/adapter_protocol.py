@@ -5,17 +5,23 @@ A model is measured on one sentence at a time. `Adapter.sentence(words)` binds a
 orderlab.spec.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
 so that every metric compares the same word occurrences whatever the tokenizer did. Sentence-level
 poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) and
-attention maps on the model's own slots come with it.
+attention maps on the model's own slots come with it, and so do the named hook points a caller requests
+(TransformerLens's habit: `trace` reads a layer's q, k, scores, pattern... from them; nothing re-implements
+attention). Each adapter names the points its model exposes (`hook_points`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.models.attention_stack import Hooks
+from orderlab.models.hook_points import UNBATCHED_POINTS
 from orderlab.spec.metric_names import Model, Pooling
+from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec
 
 
@@ -27,6 +33,7 @@ class Pass:
     pooled: dict[str, list[torch.Tensor]]  # pooling -> L+1 x (B, d): the sentence vectors the model defines
     attention: list[torch.Tensor]  # L x (B, h, T, T) on the model's own slots, when asked for; else empty
     logprob: torch.Tensor | None = None  # (B,) a causal LM's log-probability of each reordering; else None
+    hooks: Hooks = field(default_factory=dict)  # the requested hook points the model exposes, (B, ...) each
 
     def cast(self, dtype: torch.dtype) -> Pass:
         """The same pass in another dtype (the round-off twin's, compared with the run's)."""
@@ -35,7 +42,20 @@ class Pass:
             {how: [v.to(dtype) for v in vectors] for how, vectors in self.pooled.items()},
             [a.to(dtype) for a in self.attention],
             None if self.logprob is None else self.logprob.to(dtype),
+            {name: tensor.to(dtype) for name, tensor in self.hooks.items()},
         )
+
+
+# Hook names asked of a forward pass: hook_points.hook_name(layer, point) for a layer's points, or a whole pass's
+# ('tokens', 'position'). Those the model does not expose are absent from the Pass's hooks.
+HookRequest = Collection[str]
+
+
+def requested(filled: Hooks, request: HookRequest, count: int) -> Hooks:
+    """The requested points of a pass's hooks, each cut to the batch's first `count` rows (a pass pads its batch to
+    whole row tiles: batching.py)."""
+    return {name: filled[name] if name in UNBATCHED_POINTS else filled[name][:count]
+            for name in request if name in filled}  # fmt: skip
 
 
 class Sentence(Protocol):
@@ -43,12 +63,22 @@ class Sentence(Protocol):
 
     words: list[str]
 
-    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
-        """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py)."""
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+        """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py);
+        `hooks`: the named points the Pass should carry, from this same pass."""
+        ...
+
+    def slot_names(self) -> list[str]:
+        """The model's own slots as text, in the sentence's order: the stack's words, a tokenizer's tokens."""
         ...
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         """(B, T): where each reordering moves the model's own slots (its tokens), for attention metrics."""
+        ...
+
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        """L x (h, T, T) maps of one reordering on the model's slots -> L x (h, n, n) between its words, each row
+        a distribution over the words (attention.csv draws words, whatever the tokenizer did)."""
         ...
 
 
@@ -62,6 +92,11 @@ class Adapter(Protocol):
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]
+    # The hook points its passes expose (models/hook_points.py): per layer (named by hook_name) and per pass.
+    hook_points: ClassVar[tuple[str, ...]]
+
+    @property
+    def n_layers(self) -> int: ...
 
     def sentence(self, words: list[str]) -> Sentence: ...
 

@@ -16,18 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from orderlab.encodings.base import PositionalEncoding
+from orderlab.models.hook_points import hook_name
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
 
-# Named intermediates of one pass (TransformerLens's hook points), filled only when a caller passes a dict.
+# Named intermediates of one pass (models/hook_points.py), filled only when a caller passes a dict.
 Hooks = dict[str, torch.Tensor]
-HOOK_POINTS = ("input", "normed", "q", "k", "v", "raw_scores", "scores", "pattern", "heads", "attended", "output")
-
-
-def hook_name(layer: int, point: str) -> str:
-    """'2.pattern': layer 2's attention weights. Points: HOOK_POINTS (q and k after the encoding's rotation;
-    scores scaled, biased and masked). 'position' holds an additive encoding's offsets (n, d)."""
-    return f"{layer}.{point}"
 
 
 def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
@@ -182,6 +176,7 @@ class AttentionStack:
         such as `trace` and `properties` read them instead of recomputing attention.
         """
         x = x.to(device=self.device, dtype=self.dtype)
+        record(hooks, "tokens", x)  # (B, n, d)
         offsets = self.encoding.input_offsets(x.shape[1])
         if offsets is not None:
             x = x + offsets.to(x)  # (B, n, d)
@@ -207,7 +202,8 @@ class AttentionStack:
         c = self.config
         record(hooks, hook_name(index, "input"), x)
         normed = self.pre_norm(x)
-        record(hooks, hook_name(index, "normed"), normed)
+        if c.norm == "pre":
+            record(hooks, hook_name(index, "normed"), normed)
         attended, weights = attention(normed)
         record(hooks, hook_name(index, "attended"), attended)
         x = self.post_norm(x + attended if c.residual else attended)

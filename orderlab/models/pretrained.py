@@ -6,8 +6,8 @@ sentence-transformers' mean over all tokens and, for encoders, the first ([CLS])
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
 around each pass by the family's hooks (models/hf/families), never by writing weights.
-Named hook points of a pass (stack.hook_name: input, pattern, output per layer) come from the same
-forward pass as its metrics.
+Named hook points of a pass (hook_points.hook_name: input, pattern, output per layer, on token slots: what
+transformers returns) come from the same forward pass as its metrics.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from orderlab.models.adapter_protocol import Pass
-from orderlab.models.attention_stack import Hooks, hook_name
+from orderlab.models.adapter_protocol import HookRequest, Pass, requested
+from orderlab.models.attention_stack import Hooks
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
+from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.spec.corpustext import read_corpus
@@ -46,13 +47,14 @@ WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the
 
 
 def pretrained_adapters(
-    spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True
+    spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True, attention_maps: bool = False
 ) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin).
 
     A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
-    does.
+    does. With attention maps (the spec's attention metrics, or attention_maps: trace's pattern hooks) the model runs
+    eager attention, the implementation that returns its probabilities.
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
@@ -60,7 +62,7 @@ def pretrained_adapters(
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
     source = folder if folder is not None else seeded(spec, words)
-    attention = ATTENTION_FAMILY in spec.metrics
+    attention = attention_maps or ATTENTION_FAMILY in spec.metrics
     allow_random_init = isinstance(model, HFModelSpec) and model.allow_random_init
     backend = PretrainedBackend(
         source,
@@ -118,6 +120,7 @@ class PretrainedAdapter:
 
     model: ClassVar[Model] = "pretrained"
     poolings: ClassVar[tuple[Pooling, ...]] = ENCODER_POOLINGS
+    hook_points: ClassVar[tuple[str, ...]] = HF_HOOK_POINTS
 
     def __init__(self, shared: Shared, ablation: str, label: str | None = None):
         self.shared, self.ablation, self.label = shared, ablation, label or ablation
@@ -129,6 +132,10 @@ class PretrainedAdapter:
         backend = self.shared.backend
         backend.set_positions(self.ablation, self.shared.seed)
         return backend
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.shared.backend.model.config.num_hidden_layers)
 
     @property
     def model_files(self) -> dict[str, list[str]] | None:
@@ -209,14 +216,17 @@ class PretrainedSentence:
         self.tokens: WordTokens = adapter.shared.backend.word_tokens(words)
         self.shares_prefixes = adapter.shares_prefixes and one_token_words(self.tokens)  # else a word is no trie edge
 
-    def forward(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None = None) -> Pass:
-        """B reorderings through the model; `hooks`, a dict, receives its named hook points (record_hooks).
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+        """B reorderings through the model, with the requested hook points it exposes (record_hooks).
 
         Without maps or hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
         """
-        if self.shares_prefixes and not attention and hooks is None:
+        if self.shares_prefixes and not attention and not hooks:
             return self.shared_prefixes(orders)
         return self.dense(orders, attention, hooks)
+
+    def slot_names(self) -> list[str]:
+        return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]
 
     def shared_prefixes(self, orders: torch.Tensor) -> Pass:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
@@ -224,30 +234,43 @@ class PretrainedSentence:
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
         return token_pass(shared.hidden, words, [], shared.logprob)
 
-    def dense(self, orders: torch.Tensor, attention: bool, hooks: Hooks | None) -> Pass:
-        """Every reordering's tokens computed whole."""
+    def dense(self, orders: torch.Tensor, attention: bool, hooks: HookRequest) -> Pass:
+        """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
-        output = self.adapter.backend.forward(ids, attention=attention)
-        if hooks is not None:
-            record_hooks(hooks, output)
+        patterns = any(name.endswith(".pattern") for name in hooks)
+        output = self.adapter.backend.forward(ids, attention=attention or patterns)
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
-        return token_pass(output.hidden, words, output.attention, logprob)
+        maps = output.attention if attention else []
+        return token_pass(output.hidden, words, maps, logprob, requested(record_hooks(output), hooks, len(moved)))
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
         return torch.tensor(slots, device=orders.device)  # (B, T)
 
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        """Tokens grouped to words as the word states are: a word's query row is the mean of its sub-tokens' rows,
+        its key column the sum of theirs. Specials ([CLS], [SEP], BOS) are no words: each row is then divided by
+        the attention its query gave the words, so that it is a distribution over them (float64)."""
+        queries = torch.from_numpy(self.tokens.permuted(order).pooling())  # (n, T): mean over a word's sub-tokens
+        keys = (queries > 0).double()  # (n, T): sum over them
+        grouped = [queries @ grid.double().cpu() @ keys.T for grid in maps]  # L x (h, n, n)
+        return [grid / grid.sum(dim=-1, keepdim=True) for grid in grouped]
+
 
 def token_pass(
-    tokens: list[torch.Tensor], words: list[torch.Tensor], maps: list[torch.Tensor], logprob: torch.Tensor | None
+    tokens: list[torch.Tensor],
+    words: list[torch.Tensor],
+    maps: list[torch.Tensor],
+    logprob: torch.Tensor | None,
+    hooks: Hooks | None = None,
 ) -> Pass:
     """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d), with each layer's
     sentence vectors."""
     vectors = [sentence_vectors(h) for h in tokens]
-    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, maps, logprob)
+    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, maps, logprob, hooks or {})
 
 
 def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -256,11 +279,14 @@ def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"mean": pool(tokens, "mean"), "cls": cls(tokens)}
 
 
-def record_hooks(hooks: Hooks, output: Forward) -> None:
-    """The stack's hook points that a transformers model returns, on its token slots: per layer l (from 1) the
-    input (l = 1: the embeddings, absolute positions added), the attention pattern (when asked for) and the output."""
+def record_hooks(output: Forward) -> Hooks:
+    """The stack's hook points that a transformers model returns (HF_HOOK_POINTS), on its token slots: per layer l
+    (from 1) the input (l = 1: the embeddings, absolute positions added), the attention pattern (when the pass formed
+    it) and the output."""
+    hooks: Hooks = {}
     for layer in range(1, len(output.hidden)):
         hooks[hook_name(layer, "input")] = output.hidden[layer - 1]  # (B, T, d)
         hooks[hook_name(layer, "output")] = output.hidden[layer]  # (B, T, d)
         if output.attention:
             hooks[hook_name(layer, "pattern")] = output.attention[layer - 1]  # (B, h, T, T)
+    return hooks

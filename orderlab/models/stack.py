@@ -17,15 +17,17 @@ import torch
 
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
-from orderlab.models.adapter_protocol import Adapter, Pass
-from orderlab.models.attention_stack import LayerWeights
+from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
+from orderlab.models.attention_stack import Hooks, LayerWeights
 from orderlab.models.batching import aligned_batch, auto_chunk_size
+from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS
 from orderlab.models.pooling import pool
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_from_spec import build_stack, layer_weights, random_sentences, word_vectors
 from orderlab.spec.estimate import estimate, run_seconds
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import STACK_POOLINGS, Model, Pooling
+from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
 # (probe, d_model, seed) -> (S, length, d) float64: the position probe's input sentences
@@ -100,6 +102,7 @@ class StackAdapter:
 
     model: ClassVar[Model] = "stack"
     poolings: ClassVar[tuple[Pooling, ...]] = STACK_POOLINGS  # over the words
+    hook_points: ClassVar[tuple[str, ...]] = (*PASS_POINTS, *HOOK_POINTS)  # position: an additive encoding's only
 
     def __init__(
         self,
@@ -126,6 +129,10 @@ class StackAdapter:
         self.compiles = compile_dense and not self.shares_prefixes
         if self.compiles:
             self.stack.compile()
+
+    @property
+    def n_layers(self) -> int:
+        return self.config.n_layers
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)
@@ -165,15 +172,24 @@ class StackSentence:
         self.adapter, self.words = adapter, words
         self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
 
-    def forward(self, orders: torch.Tensor, attention: bool) -> Pass:
+    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+        """Hooks come from the explicit dense pass (neither prefix sharing nor the fused kernel forms them)."""
         B, adapter = orders.shape[0], self.adapter
-        if adapter.shares_prefixes:
+        filled: Hooks | None = {} if hooks else None
+        if adapter.shares_prefixes and filled is None:
             output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
-        else:
-            output = adapter.stack(aligned_batch(self.x[orders]), attention)  # padded to whole row tiles
+        else:  # padded to whole row tiles
+            output = adapter.stack(aligned_batch(self.x[orders]), attention or filled is not None, filled)
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
-        return Pass(hidden, pooled, [a[:B] for a in output.attention])
+        maps = [a[:B] for a in output.attention] if attention else []
+        return Pass(hidden, pooled, maps, hooks=requested(filled or {}, hooks, B))
+
+    def slot_names(self) -> list[str]:
+        return self.words
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         return orders  # the stack's slots are the words
+
+    def word_maps(self, maps: list[torch.Tensor], order: Permutation) -> list[torch.Tensor]:
+        return maps  # the stack's slots are the words

@@ -389,12 +389,14 @@ def models_table(entries: list[ZooEntry]) -> Table:
     out.add_column("positions", overflow="fold")
     out.add_column("kind", no_wrap=True)
     out.add_column("position_embeddings: ablations", overflow="fold")
+    out.add_column("hook points per layer (trace)", overflow="fold")
     out.add_column("real weights found locally", overflow="fold")
     for entry in entries:
         ablations = "\n".join(f"{name}: {what}" for name, what in entry.ablations.items())
         weights = "\n".join(entry.weights) or "none (seeded weights only)"
         kind = "causal LM" if entry.causal else "encoder"
-        out.add_row(Text(entry.family), Text(entry.positions), kind, Text(ablations), Text(weights))
+        hooks = Text(", ".join(entry.hook_points))
+        out.add_row(Text(entry.family), Text(entry.positions), kind, Text(ablations), hooks, Text(weights))
     return out
 
 
@@ -459,16 +461,19 @@ def trace_tables(trace: LayerTrace, decimals: int = 4) -> list[Table]:
     for i in range(n):
         tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in shown])
     tables = [tokens]
-    for head in range(trace.q.shape[0]):
+    for head in range(trace.weights.shape[0]):
         rotated = " (rotated by slot)" if trace.encoding.startswith("rope") else ""
-        qkv = Table(title=f"{title}, head {head}: Q{rotated}, K{rotated}, V and head output", title_justify="left")
-        for name in ("slot", "word", "Q", "K", "V", "weights @ V"):
-            qkv.add_column(name, justify="right" if name == "slot" else "left")
-        for i in range(n):
-            qkv.add_row(str(i), words[i], *[vec(t[head], i) for t in (trace.q, trace.k, trace.v, trace.heads)])
-        tables.append(qkv)
+        if trace.q is not None and trace.k is not None and trace.v is not None and trace.heads is not None:
+            qkv = Table(title=f"{title}, head {head}: Q{rotated}, K{rotated}, V and head output", title_justify="left")
+            for name in ("slot", "word", "Q", "K", "V", "weights @ V"):
+                qkv.add_column(name, justify="right" if name == "slot" else "left")
+            for i in range(n):
+                qkv.add_row(str(i), words[i], *[vec(t[head], i) for t in (trace.q, trace.k, trace.v, trace.heads)])
+            tables.append(qkv)
         for name, matrix in (("raw scores q·k", trace.raw), ("scaled scores", trace.scaled),
                              ("softmax weights", trace.weights)):  # fmt: skip
+            if matrix is None:
+                continue  # a model of the zoo returns its probabilities only
             grid = Table(title=f"head {head}: {name}", caption="row: query, column: key", title_justify="left")
             grid.add_column("query", justify="left")
             for j in range(n):
@@ -477,10 +482,12 @@ def trace_tables(trace: LayerTrace, decimals: int = 4) -> list[Table]:
                 grid.add_row(f"{i} {words[i]}", *[f"{v:.{decimals}f}" for v in matrix[head, i].tolist()])
             tables.append(grid)
     out = Table(title=f"{title}: output per token", title_justify="left")
-    for name in ("slot", "word", "attention output (heads @ W_O)", "layer output"):
+    outputs = [("attention output (heads @ W_O)", trace.attended), ("layer output", trace.output)]
+    shown_outputs = [(name, t) for name, t in outputs if t is not None]
+    for name in ["slot", "word", *[name for name, _ in shown_outputs]]:
         out.add_column(name, justify="right" if name == "slot" else "left")
     for i in range(n):
-        out.add_row(str(i), words[i], vec(trace.attended, i), vec(trace.output, i))
+        out.add_row(str(i), words[i], *[vec(t, i) for _, t in shown_outputs])
     tables.append(out)
     return tables
 

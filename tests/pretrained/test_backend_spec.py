@@ -74,12 +74,7 @@ def test_hf_folder_without_config_is_refused(write_spec):
         load_spec(write_spec("model: {kind: hf, path: missing}\ninputs: [{sentence: a b}]\n"))
 
 
-def test_stack_only_commands_refuse_pretrained_specs_and_corpus_results_in_one_line(
-    write_spec, tmp_path, cli, minilm_folder
-):
-    spec = write_spec("model: {kind: pretrained, name: minilm}\ninputs: [{sentence: dog bites man}]\n")
-    traced = cli.invoke(app, ["trace", str(spec)])
-    assert traced.exit_code == 2 and "a pretrained model is not traced" in traced.output
+def test_plot_refuses_corpus_results_in_one_line(tmp_path, cli):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "metrics.csv").write_text("sentence_id,words,encoding,shuffle,permutation,metric,value\n")

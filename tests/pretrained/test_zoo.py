@@ -14,9 +14,9 @@ from orderlab.encodings.t5_bias import relative_buckets
 from orderlab.measure.adapters import build_adapters
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS
-from orderlab.models.attention_stack import hook_name
 from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
+from orderlab.models.hook_points import hook_name
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.load import load_spec
@@ -76,9 +76,11 @@ def test_hook_points_come_from_the_measured_pass(write_spec):
     loaded = zoo_spec(write_spec, "llama")
     adapter = build_adapters(loaded.spec, CPU, loaded.path)[0]
     sentence = adapter.sentence(["the", "dog", "bites"])
-    hooks: dict[str, torch.Tensor] = {}
+    request = [hook_name(layer, point) for layer in (1, 2) for point in ("input", "pattern", "output", "q")]
     with torch.inference_mode():
-        output = sentence.forward(torch.tensor([[2, 1, 0]]), attention=True, hooks=hooks)
+        output = sentence.forward(torch.tensor([[2, 1, 0]]), attention=True, hooks=request)
+    hooks = output.hooks
+    assert set(hooks) == set(request) - {"1.q", "2.q"}  # transformers returns no q: the family does not expose it
     assert torch.equal(hooks[hook_name(2, "pattern")], output.attention[1])
     assert torch.equal(hooks[hook_name(2, "input")], hooks[hook_name(1, "output")])
     assert hooks[hook_name(1, "pattern")].shape == (1, 2, 4, 4)  # BOS and three words, causal

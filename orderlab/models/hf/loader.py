@@ -226,5 +226,10 @@ class PretrainedBackend:
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
         logits = out.logits[:count] if self.code.causal else None
+        if attention and not (out.attentions and all(a is not None for a in out.attentions)):
+            implementation = self.model.config._attn_implementation
+            raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
+                                "probabilities; expected a family whose eager attention does, or leave `attention` out "
+                                "of metrics")  # fmt: skip
         attentions = [a[:count] for a in out.attentions] if attention else []
         return Forward([h[:count] for h in out.hidden_states], attentions, logits)

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from orderlab.models.hook_points import HF_HOOK_POINTS
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
 from orderlab.spec.userfiles import read_bounded
@@ -23,6 +24,7 @@ class ZooEntry:
     positions: str
     causal: bool
     ablations: dict[str, str]  # name -> what it does to this family
+    hook_points: tuple[str, ...]  # named per layer: 1.input, 1.pattern, ... (orderlab trace reads them)
     weights: list[str]  # local real weights: "minilm (packaged)", "gpt2 (HF cache)", ...
 
 
@@ -56,5 +58,6 @@ def catalog(cache: Path | None = None) -> list[ZooEntry]:
     for family in FAMILIES.values():
         weights = packaged if family.name == "bert" else []
         weights = weights + [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
-        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, weights))
+        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, HF_HOOK_POINTS,
+                                weights))  # fmt: skip
     return entries

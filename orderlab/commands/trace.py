@@ -1,0 +1,67 @@
+"""`orderlab trace`: check the choices against the spec, trace the layer (measure/trace.py), write the tidy CSV."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from orderlab.errors import OrderlabError
+from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
+from orderlab.results.folder import staged_folder, write_csv
+from orderlab.results.ownership import Claim, Writer, claim
+from orderlab.spec.load import load_spec
+from orderlab.spec.schema import uses_backend
+from orderlab.spec.sweep import plan
+from orderlab.spec.text import tokenize
+
+
+@dataclass(frozen=True)
+class TraceOutcome:
+    trace: LayerTrace
+    path: Path  # the CSV written
+    note: str  # e.g. which sweep combination was traced; empty if nothing to say
+
+
+def trace_and_write(
+    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False
+) -> TraceOutcome:
+    """Check the choices, trace the layer of the spec's first combination, write the CSV (atomically) into
+    OUT/<spec name>_trace/, keeping the earlier traces there."""
+    spec = load_spec(spec_path).spec
+    configurations = plan(spec)
+    concrete, note = configurations[0].spec, ""
+    if configurations[0].columns:
+        note = f"the spec sweeps {', '.join(configurations[0].columns)}; tracing {configurations[0].label}"
+    if not 0 <= input_index < len(spec.sentences):
+        raise OrderlabError(
+            f"--input {input_index}: the spec has {len(spec.sentences)} input(s); expected 0..{len(spec.sentences) - 1}"
+        )
+    labels, names = zip(*conditions(concrete), strict=True)
+    if encoding and encoding not in labels + names:
+        raise OrderlabError(f"--encoding {encoding!r} is not in the spec; expected one of {', '.join(labels)}")
+    label = labels[labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0]
+    adapter, model = traced_adapter(concrete, label, spec_path), "model" if uses_backend(spec) else "stack"
+    if not 1 <= layer <= adapter.n_layers:
+        raise OrderlabError(
+            f"--layer {layer}: the {model} has {adapter.n_layers} layer(s); expected 1..{adapter.n_layers}"
+        )
+    file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{label}") + ".csv"
+    with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
+        words = tokenize(spec.sentences[input_index].sentence, concrete.embeddings.lowercase)
+        traced = trace_pass(adapter, words, layer)
+        write_trace(held, file_name, trace_frame(traced))
+    return TraceOutcome(traced, held.folder / file_name, note)
+
+
+def write_trace(held: Claim, file_name: str, frame: pd.DataFrame) -> None:
+    """Rewrite the trace folder whole: the earlier traces of this spec kept, `file_name` written anew."""
+    earlier = [path for path in held.own_files() if path.name != file_name]
+
+    with staged_folder(held.folder) as staging:
+        for path in earlier:
+            shutil.copy2(path, staging / path.name)
+        write_csv(frame, staging / file_name)

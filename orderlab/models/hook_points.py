@@ -1,0 +1,22 @@
+"""The names of the hook points a forward pass can hand back (TransformerLens's habit). Torch-free, so that
+`orderlab models` lists them without loading a model.
+
+A layer's point is named `hook_name(layer, point)` ('2.pattern': layer 2's attention probabilities); a whole pass's
+point by its name alone. Each adapter says which points its model exposes (adapter_protocol.Adapter.hook_points).
+"""
+
+from __future__ import annotations
+
+# The attention stack's, per layer: q and k after the encoding's rotation; scores scaled, biased and masked; normed
+# only with norm: pre.
+HOOK_POINTS = ("input", "normed", "q", "k", "v", "raw_scores", "scores", "pattern", "heads", "attended", "output")
+PASS_POINTS = ("tokens", "position")  # the stack's token vectors (B, n, d); an additive encoding's offsets (n, d)
+UNBATCHED_POINTS = ("position",)  # the same for every sequence of a batch
+# What a transformers model returns of a pass, per layer on its token slots: the layer's input (layer 1: the
+# embeddings, absolute positions added), its attention probabilities (eager attention) and its output.
+HF_HOOK_POINTS = ("input", "pattern", "output")
+
+
+def hook_name(layer: int, point: str) -> str:
+    """'2.pattern': layer 2's attention probabilities (layers from 1)."""
+    return f"{layer}.{point}"
