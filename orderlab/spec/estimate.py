@@ -697,7 +697,8 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> 
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",
                    expected)  # fmt: skip
     sequences = ablations * sum(count for _, count in work.passes)
-    attention = Cost(0, "attention.csv", work.field, work.subject, expected)
+    swept = sum(len(str(value)) + 1 for value in columns.values())
+    attention_rows, attention = _pretrained_attention(spec, shape, labels + swept)
     return Estimate(
         columns,
         describe(columns) or name,
@@ -709,9 +710,25 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> 
         rows,
         rows,
         metrics,
-        0,
+        attention_rows,
         attention,
     )
+
+
+def _pretrained_attention(spec: Spec, shape: ModelShape, extra_width: float) -> tuple[float, Cost]:
+    """attention.csv of a zoo model (measure/attention_maps.py): the shown input as written and reordered, every
+    ablation, layer and head, between words (a word's sub-tokens grouped, the specials left out)."""
+    shown = spec.attention_maps
+    where, expected = ("inputs", shown.input, "sentence"), "a shorter sentence, or metrics without attention"
+    if ATTENTION_FAMILY not in spec.metrics or isinstance(spec.inputs, CorpusInputs) or not spec.inputs:
+        return 0, Cost(0, "attention.csv", where, "the shown sentence", expected)
+    n = len(tokenize(spec.sentences[shown.input].sentence))
+    maps = 1 + (len(shown.permutations) if shown.permutations is not None else 1)  # as written, then reordered
+    ablations, layers, heads = len(spec.pretrained.position_embeddings), shape.n_layers, shape.n_heads
+    rows = maps * ablations * layers * heads * n * n
+    digits = 2 * len(str(n - 1)) + len(str(layers)) + len(str(heads - 1)) + len(str(maps - 1))
+    return rows, Cost(rows * (ATTENTION_ROW_FIXED_BYTES + digits + extra_width), "attention.csv", where,
+                      "the shown sentence", expected)  # fmt: skip
 
 
 # --- `validate --plan` -----------------------------------------------------------------------------
