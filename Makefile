@@ -27,7 +27,7 @@ run: $(STAMP)  ## set up, then run the flagship experiment
 test: $(STAMP)  ## set up, then the layer contracts, the types, the test suite, then check every shipped experiment against its baseline
 	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal  # a worker per core (pytest-xdist); tests/conftest.py splits the threads
 	$(BIN)/orderlab check
 
 baselines: $(STAMP)  ## re-run every shipped experiment and rewrite its committed baseline under results/
