@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format baselines clean bench bench-pretrained bench-scale bench-zoo
+.PHONY: run test lint format baselines clean bench bench-quick bench-pretrained bench-scale bench-zoo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -27,7 +27,7 @@ run: $(STAMP)  ## set up, then run the flagship experiment
 test: $(STAMP)  ## set up, then the layer contracts, the types, the test suite, then check every shipped experiment against its baseline
 	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal  # a worker per core (pytest-xdist); tests/conftest.py splits the threads
 	$(BIN)/orderlab check
 
 baselines: $(STAMP)  ## re-run every shipped experiment and rewrite its committed baseline under results/
@@ -43,8 +43,11 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop -> benchmarks/results.json
-	$(BIN)/python benchmarks/bench_sweep.py
+bench: $(STAMP)  ## sweep speed and memory vs torch.mm peak and a naive loop, a line per stage -> benchmarks/results.json
+	$(BIN)/python benchmarks/bench_sweep.py $(ARGS)
+
+bench-quick: $(STAMP)  ## a one-minute look at the same figures (6 words, one round, no torch.compile), no file written
+	$(BIN)/python benchmarks/bench_sweep.py --quick
 
 bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
 	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"

@@ -5,10 +5,10 @@ permutations of an 8-word sentence. FLOPs per sequence (matmuls only, 2 per mult
     L * (24 n d^2 + 4 n^2 d)   (q, k, v, o: 8 n d^2; FFN: 16 n d^2; scores and weights @ v: 4 n^2 d)
 Peak RSS is read from VmHWM in /proc/self/status of small fresh processes, one per sentence length.
 Each timing is repeated (--rounds, default 3) with runner, peak and naive loop back to back; the
-medians are reported, ratios as the median of the per-round ratios.
+medians are reported, ratios as the median of the per-round ratios. Each stage prints its line as it ends.
 
-    python benchmarks/bench_sweep.py            # writes benchmarks/results.json, prints a table
-    python benchmarks/bench_sweep.py --quick    # fewer permutations, for a smoke test
+    python benchmarks/bench_sweep.py            # writes benchmarks/results.json, prints a table (make bench)
+    python benchmarks/bench_sweep.py --quick    # a one-minute look: 6 words, one round, no torch.compile, no file
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -53,6 +55,7 @@ WORDS = [
 ]  # distinct words; the first n are used
 MODEL = {"d_model": 128, "n_heads": 4, "n_layers": 4, "ffn_mult": 4, "norm": "pre", "residual": True}
 METRICS = ["equivariance"]  # no attention maps asked for: the runner may use fused attention
+EVERY_METRIC = ["equivariance", "invariance", "attention", "token_shift"]
 TARGETS = {
     "fraction_of_matmul_bound": 0.8, "speedup_over_naive": 12.0, "prefix_sharing_speedup": 2.5,
     "rss_growth_mb": 100.0, "cli_seconds": 0.3,
@@ -304,50 +307,104 @@ def machine() -> dict:
     }  # fmt: skip
 
 
+T = TypeVar("T")
+
+
+def stage(name: str, measure: Callable[[], T], figures: Callable[[T], str]) -> T:
+    """Run one stage of the benchmark: its name is printed as it starts, its figures and seconds as it ends."""
+    print(f"{name} ...", end=" ", flush=True)
+    started = time.perf_counter()
+    result = measure()
+    print(f"{figures(result)} [{time.perf_counter() - started:.0f} s]", flush=True)
+    return result
+
+
+def round_figures(figures: dict) -> str:
+    return (
+        f"runner {figures['runner_sequences_per_s']:,.0f} seq/s, {figures['fraction_of_matmul_bound']:.0%} of the "
+        f"matmul bound, naive {figures['naive_sequences_per_s']:,.0f} seq/s ({figures['speedup_over_naive']:.1f}x)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="6-word sentences and no 9! memory run")
+    parser.add_argument("--quick", action="store_true", help="a one-minute look: 6 words, 1 round, no compile, no file")
     parser.add_argument("--naive", type=int, default=5040, help="permutations timed in the naive loop")
-    parser.add_argument("--rounds", type=int, default=3, help="repeats of each timing; medians are reported")
+    parser.add_argument("--rounds", type=int, help="repeats of each timing; medians are reported (default 3, quick 1)")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile comparison")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results.json")
+    parser.add_argument("--out", type=Path, help="figures file (default benchmarks/results.json; none with --quick)")
     args = parser.parse_args()
     n = 6 if args.quick else 8
+    rounds = args.rounds or (1 if args.quick else 3)
+    out = args.out or (None if args.quick else ROOT / "benchmarks/results.json")
     tune_allocator()  # before every measurement, so all three see the same allocator
     results: dict = {"machine": machine(), "sentence_tokens": n, "permutations": math.factorial(n)}
+    print(f"all {n}! = {math.factorial(n):,} permutations, {rounds} round(s); load average {os.getloadavg()[0]:.1f}")
     results["flops_per_sequence"] = flops_per_sequence(n)
     results["flop_formula"] = "L * (24 n d^2 + 4 n^2 d), L=4, d=128, matmuls only, 2 FLOP per multiply-add"
     naive_count = min(args.naive, math.factorial(n))
     for dtype in ("float32", "float64"):
-        rounds = [measure_round(dtype, n, naive_count) for _ in range(args.rounds)]
-        entry = {key: statistics.median(r[key] for r in rounds) for key in rounds[0] if key != "matmul_by_shape_gflops"}
-        entry |= {"matmul_by_shape_gflops": rounds[0]["matmul_by_shape_gflops"], "rounds": rounds}
+        timed = [
+            stage(f"{dtype} round {i + 1}/{rounds}", lambda d=dtype: measure_round(d, n, naive_count), round_figures)
+            for i in range(rounds)
+        ]
+        entry = {key: statistics.median(r[key] for r in timed) for key in timed[0] if key != "matmul_by_shape_gflops"}
+        entry |= {"matmul_by_shape_gflops": timed[0]["matmul_by_shape_gflops"], "rounds": timed}
         if dtype == "float32":
-            maps = runner(dtype, n, ["equivariance", "invariance", "attention", "token_shift"])
+            maps = stage("float32 runner, every metric", lambda: runner("float32", n, EVERY_METRIC), per_second)
             entry["runner_all_metrics_sequences_per_s"] = maps["sequences_per_s"]
         results[dtype] = entry
-    results["prefix_sharing"] = prefix_sharing(n, args.rounds)
-    if not args.no_compile:
-        results["torch_compile"] = compiled_runner(n, args.rounds)
-    results["profile_float32_runner"] = profile_runner(n - 1)
-    results["profile_causal_shared"] = profile_shared(n - 1)
+    results["prefix_sharing"] = stage(
+        f"causal {n}!, dense and shared prefixes", lambda: prefix_sharing(n, rounds),
+        lambda r: f"{r['prefix_sharing_speedup']:.2f}x ({r['shared_sequences_per_s']:,.0f} seq/s shared)",
+    )  # fmt: skip
+    if not (args.no_compile or args.quick):
+        results["torch_compile"] = stage("torch.compile", lambda: compiled_runner(n, rounds), compile_figures)
+    results["profile_float32_runner"] = stage(f"profile, {n - 1}!", lambda: profile_runner(n - 1), matmul_share)
+    results["profile_causal_shared"] = stage(f"profile, causal {n - 1}!", lambda: profile_shared(n - 1), matmul_share)
     lengths = (6, 7) if args.quick else (7, 8, 9)
-    results["peak_rss"] = {f"{k}!": peak_rss(k) for k in lengths}
+    results["peak_rss"] = {
+        f"{k}!": stage(f"peak RSS, {k}!", lambda k=k: peak_rss(k), lambda r: f"{r['peak_mb']:.0f} MB") for k in lengths
+    }
     rss = [results["peak_rss"][f"{k}!"]["peak_mb"] for k in lengths]
     results["rss_growth_mb"] = rss[-1] - rss[0]
-    spec = "experiments/dog_bites_man.yaml"
-    results["cli"] = {
-        "help_seconds": cli_seconds(["--help"]), "validate_seconds": cli_seconds(["validate", spec]),
-        "help_imports_torch": torch_imported(["--help"]), "validate_imports_torch": torch_imported(["validate", spec]),
-    }  # fmt: skip
+    results["cli"] = stage("orderlab --help and validate", lambda: cli_figures(3 if args.quick else 11), cli_line)
     results["targets"] = check_targets(results)
     results["gaps"] = explain_gaps(results)
-    kept = {"scale", "prefix_sharing_hf", "zoo"}  # bench_scale.py's, bench_prefix_hf.py's, bench_zoo.py's figures
-    earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    results |= {key: earlier[key] for key in kept & set(earlier)}
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print()
     print_table(results)
-    print(f"\nwrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    if out is not None:
+        kept = {"scale", "prefix_sharing_hf", "zoo"}  # bench_scale.py's, bench_prefix_hf.py's, bench_zoo.py's figures
+        earlier = json.loads(out.read_text()) if out.is_file() else {}
+        results |= {key: earlier[key] for key in kept & set(earlier)}
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+
+
+def per_second(figures: dict) -> str:
+    return f"{figures['sequences_per_s']:,.0f} seq/s"
+
+
+def compile_figures(figures: dict) -> str:
+    if "compile_failure" in figures:
+        return f"did not compile: {figures['compile_failure']}"
+    return f"{figures['compiled_speedup']:.2f}x eager after {figures['compile_seconds']:.1f} s of compilation"
+
+
+def matmul_share(profile: dict) -> str:
+    return f"matmuls {profile['matmuls']:.0%} of the CPU time"
+
+
+def cli_figures(repeats: int) -> dict:
+    spec = "experiments/dog_bites_man.yaml"
+    return {
+        "help_seconds": cli_seconds(["--help"], repeats), "validate_seconds": cli_seconds(["validate", spec], repeats),
+        "help_imports_torch": torch_imported(["--help"]), "validate_imports_torch": torch_imported(["validate", spec]),
+    }  # fmt: skip
+
+
+def cli_line(cli: dict) -> str:
+    return f"--help {cli['help_seconds']:.2f} s, validate {cli['validate_seconds']:.2f} s"
 
 
 def measure_round(dtype: str, n: int, naive_count: int) -> dict:
