@@ -37,7 +37,7 @@ from orderlab.errors import OrderlabError
 from orderlab.commands.run import write_shard
 from orderlab.spec.estimate import MEMORY_SHARE, available_memory, estimate, size
 from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.measure.run_options import RunOptions
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
@@ -57,10 +57,14 @@ def import_distributed() -> ModuleType:
         import distributed  # lazy: an optional extra ([dist]) and a second-long import that only these options need
     except ImportError:
         raise OrderlabError(EXTRA) from None
+    # Dask logs from background threads, also after a cluster has closed (a comm closing as killed workers go, with
+    # its traceback); orderlab reports a run's errors itself in one line, so Dask's loggers stay quiet in this
+    # process. Set before a LocalCluster, whose silence_logs restores the level it found when it closes.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     return distributed
 
 
-def run_on_dask(loaded: LoadedSpec, out: Path, cluster: int | str, options: RunOptions = RunOptions()) -> Outcome:
+def run_on_dask(loaded: LoadedSpec, out: Path, cluster: int | str, options: RunOptions = DEFAULTS) -> Outcome:
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
     string), one shard per worker, and merge them into OUT/<spec name>/ as a whole run would write it."""
     distributed = import_distributed()
