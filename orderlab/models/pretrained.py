@@ -244,7 +244,8 @@ class PretrainedSentence:
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
         maps = output.attention if attention else []
-        return token_pass(output.hidden, words, maps, logprob, requested(record_hooks(output), hooks, len(moved)))
+        points = requested(record_hooks(output), hooks, len(moved)) if hooks else None  # none asked: none gathered
+        return token_pass(output.hidden, words, maps, logprob, points)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]

@@ -11,7 +11,6 @@ import torch
 
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.stack import ProbeInputs, StackAdapter, random_probe_inputs
-from orderlab.models.stack_from_spec import build_stack
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
 from orderlab.train.tasks import TaskData, vocabulary_vectors
@@ -40,8 +39,8 @@ class TrainedAdapter(StackAdapter):
     a fresh (untrained) one for the probe's length."""
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
-        stack = build_stack(self.spec.stack, self.encoding, self.weights, self.device, self.config.dtype)
-        return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
+        # its own stack: with maps on (the default) a call never takes the compiled path
+        return self.stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
 
 
 def probe_inputs_for(spec: Spec) -> ProbeInputs:
