@@ -16,6 +16,7 @@ orderlab/results/merge.py folds with the other shards' partials and finishes exa
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import sys
 from collections.abc import Callable, Generator, Mapping
@@ -367,25 +368,27 @@ class MeasuringLoop:
         spec, label = self.spec, adapter.label
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
-        with torch.inference_mode():
-            bound = adapter.sentence(words)
-            reference = bound.forward(identity(words, adapter), self.attention_maps)  # f(X): once per input
-            noise = self.measure_noise(adapter, twin, words, reference).figures
-        if capture:
-            capture.keep_original(label, reference.attention, bound.word_maps)
         start, stop = (unit.start, unit.stop) if unit else (0, None)
         stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
+        chunks = perms.chunks(stream, size)
+        first = next(chunks, [])
+        with torch.inference_mode():
+            bound = adapter.sentence(words)
+            reference, head = self.first_pass(adapter, bound, first)
+            noise = self.measure_noise(adapter, twin, words, reference).figures
+        if capture:
+            capture.keep_original(label, reference.attention, bound.word_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
         rows_written = 0
-        for chunk in perms.chunks(stream, size):
+        for chunk in itertools.chain([first] if first else [], chunks):
             summary.start(chunk)
             collector: Collector = summary
             if self.per_permutation:
                 reordered = [" ".join(perms.apply(p, words)) for p in chunk]
                 rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
                 collector = FanOut(rows, summary)
-            output = self.measure_chunk(adapter, bound, reference, chunk, collector)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head if chunk is first else None)
             if capture:
                 capture.keep_shown(label, chunk, output.attention, bound.word_maps)
             advance(len(chunk))
@@ -409,18 +412,41 @@ class MeasuringLoop:
         if not self.per_permutation:
             yield summary_rows
 
+    def first_pass(self, adapter: Adapter, bound: Sentence, chunk: list[perms.Permutation]) -> tuple[Pass, Pass | None]:
+        """f(X), and the first chunk's pass, from one forward: the identity rides in the first chunk (as its first row
+        where the chunk starts with it, as `all` does; else as one row more) rather than in a pass of its own.
+
+        A reordering's numbers do not depend on its batch (every pass runs on whole row tiles: batching.py), so this
+        is the reference its own pass gives; a causal LM's shared prefixes then walk the trie once, not twice."""
+        n = len(bound.words)
+        ident = tuple(range(n))
+        orders = chunk if chunk and chunk[0] == ident else [ident, *chunk]
+        output = bound.forward(torch.tensor(orders, dtype=torch.long, device=adapter.device), self.attention_maps)
+        reference = output.rows(0, 1, copy=True)  # kept for the whole sentence: not a view of the chunk's memory
+        if not chunk:
+            return reference, None
+        return reference, output if orders is chunk else output.rows(1)
+
     @torch.inference_mode()
     def measure_chunk(
-        self, adapter: Adapter, bound: Sentence, reference: Pass, chunk: list[perms.Permutation], collector: Collector
+        self,
+        adapter: Adapter,
+        bound: Sentence,
+        reference: Pass,
+        chunk: list[perms.Permutation],
+        collector: Collector,
+        output: Pass | None = None,
     ) -> Pass:
-        """One chunk of reorderings of the bound sentence through the model; its metrics go to the collector."""
+        """One chunk of reorderings of the bound sentence through the model (unless its pass is given); its metrics
+        go to the collector."""
         words, device = bound.words, adapter.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
         matching = slots  # without repeated words, occurrence matching is the permutation itself
         if len(set(words)) < len(words):
             matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
             matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
-        output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
+        if output is None:
+            output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output

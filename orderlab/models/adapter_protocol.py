@@ -45,6 +45,21 @@ class Pass:
             {name: tensor.to(dtype) for name, tensor in self.hooks.items()},
         )
 
+    def rows(self, start: int, stop: int | None = None, copy: bool = False) -> Pass:
+        """Reorderings start..stop-1 of the pass; copy=True keeps them without holding the whole batch's memory."""
+
+        def cut(tensor: torch.Tensor) -> torch.Tensor:
+            part = tensor[start:stop]
+            return part.clone() if copy else part
+
+        return Pass(
+            [cut(h) for h in self.hidden],
+            {how: [cut(v) for v in vectors] for how, vectors in self.pooled.items()},
+            [cut(a) for a in self.attention],
+            None if self.logprob is None else cut(self.logprob),
+            {name: tensor if name in UNBATCHED_POINTS else cut(tensor) for name, tensor in self.hooks.items()},
+        )
+
 
 # Hook names asked of a forward pass: hook_points.hook_name(layer, point) for a layer's points, or a whole pass's
 # ('tokens', 'position'). Those the model does not expose are absent from the Pass's hooks.
