@@ -143,3 +143,13 @@ def test_plot_refuses_attention_maps_without_their_sentence_in_one_line(cli, tmp
 
 def test_the_estimate_pads_chunks_as_the_runner_does():
     assert estimate.ROW_ALIGNMENT == batching.ROW_ALIGNMENT  # kept in step by hand: batching imports torch
+
+
+@pytest.mark.parametrize("orders", [1, 15, 16, 100, 700, 5000])
+def test_a_shared_prefix_chunk_fits_its_budget_in_whole_row_tiles(orders):
+    values, itemsize = estimate.shared_prefix_values(8, 768, 12, 20), 4
+    budget = orders * values * itemsize
+    chunk = estimate.shared_prefix_chunk(values, itemsize, budget)
+    assert chunk % estimate.ROW_ALIGNMENT == 0 and chunk <= estimate.SHARED_PREFIX_CHUNK
+    assert chunk * values * itemsize <= budget or chunk == estimate.ROW_ALIGNMENT  # one row tile at the least
+    assert chunk >= min(orders // estimate.ROW_ALIGNMENT * estimate.ROW_ALIGNMENT, estimate.SHARED_PREFIX_CHUNK)

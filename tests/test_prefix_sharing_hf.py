@@ -22,6 +22,7 @@ from orderlab.models.hook_points import hook_name
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
+from orderlab.spec.estimate import PRETRAINED_CHUNK, SHARED_PREFIX_CHUNK
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.schema import Spec
@@ -188,3 +189,13 @@ def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weig
     assert not storages & {t.untyped_storage().data_ptr() for t in [*copied.parameters(), *copied.buffers()]}
     tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
     assert (copied.get_output_embeddings().weight is copied.get_input_embeddings().weight) == tied
+
+
+def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_dense_one_keeps_its_chunk():
+    spec = zoo_spec("gpt2", ["trained"])
+    shared = pretrained_adapters(spec, CPU, Path("spec.yaml"))[0]
+    dense = pretrained_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=False)[0]
+    encoder = pretrained_adapters(zoo_spec("bert", ["trained"], metrics=("equivariance",)), CPU, Path("spec.yaml"))[0]
+    assert shared.chunk_size(len(WORDS), attention=False) == SHARED_PREFIX_CHUNK  # a small model: the cap
+    assert shared.chunk_size(len(WORDS), attention=True) == PRETRAINED_CHUNK  # maps run dense
+    assert dense.chunk_size(len(WORDS), False) == encoder.chunk_size(len(WORDS), False) == PRETRAINED_CHUNK

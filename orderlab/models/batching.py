@@ -33,9 +33,11 @@ def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: t
     """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
     itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
     values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
-    budget = CPU_CHUNK_BYTES if device.type == "cpu" else GPU_CHUNK_BYTES
+    return sequences_per_chunk(values, itemsize, memory_budget(device, CPU_CHUNK_BYTES, GPU_CHUNK_BYTES))
+
+
+def memory_budget(device: torch.device, cpu_bytes: int, gpu_bytes: int) -> int:
+    """A chunk's bytes on `device`: its cap there, and no more than a quarter of the memory free now."""
     if device.type == "cuda":
-        budget = min(budget, torch.cuda.mem_get_info(device)[0] // 4)
-    else:
-        budget = min(budget, available_memory() // 4)
-    return sequences_per_chunk(values, itemsize, budget)
+        return min(gpu_bytes, torch.cuda.mem_get_info(device)[0] // 4)
+    return min(cpu_bytes, available_memory() // 4)

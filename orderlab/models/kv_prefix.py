@@ -24,7 +24,7 @@ import torch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
-from orderlab.models.prefix_trie import pad_to_tiles, state_rows, trie_depths
+from orderlab.models.prefix_trie import gather_rows, pad_to_tiles, state_rows, trie_depths
 from orderlab.spec.families import FAMILIES, HFModelSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
 from orderlab.spec.schema import Spec
@@ -66,7 +66,7 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
-    hidden = [torch.cat(layer).index_select(0, rows).view(B, n + 1, -1) for layer in states]
+    hidden = [gather_rows(torch.cat(layer), rows).view(B, n + 1, -1) for layer in states]
     return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
 
 

@@ -65,6 +65,12 @@ def state_rows(depths: list[Depth]) -> torch.Tensor:
     return torch.stack([start + depth.of_order for start, depth in zip(starts, depths, strict=True)], dim=1)
 
 
+def gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """states[rows] for states (N, d): the copy an embedding lookup makes, measured 7x faster than index_select's
+    (9,216 rows of 768 float32 from 2,833, 2 threads: 1.0 ms against 7.2 ms; 42 ms a layer inside a GPT-2 chunk)."""
+    return torch.nn.functional.embedding(rows, states)
+
+
 def distinct_prefixes(orders: torch.Tensor) -> int:
     """How many token states the shared pass computes for these reorderings (the dense pass: B * n)."""
     return sum(depth.distinct for depth in trie_depths(orders))
@@ -86,7 +92,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     rotations = slot_rotations(stack, n)
     states = torch.cat([(words if offsets is None else words[t]).index_select(0, depth.word)
                         for t, depth in enumerate(depths)])  # (all depths' prefixes, d)  # fmt: skip
-    hidden, maps = [states.index_select(0, rows).view(B, n, -1)], []
+    hidden, maps = [gather_rows(states, rows).view(B, n, -1)], []
     for layer in stack.layers:
         inputs = states.split_with_sizes([len(depth.word) for depth in depths])  # per depth (U, d)
         cache = x.new_empty(len(depths[0].word), n, 2 * c.d_model)  # (U, n, 2d): rotated key and value per slot
@@ -99,7 +105,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
             if layer_maps is not None and weights is not None:
                 layer_maps[:, :, t, : t + 1] = weights[depth.of_order]
         states = torch.cat(outputs)
-        hidden.append(states.index_select(0, rows).view(B, n, -1))
+        hidden.append(gather_rows(states, rows).view(B, n, -1))
         maps += [] if layer_maps is None else [layer_maps]
     return StackOutput(hidden, maps)
 

@@ -21,6 +21,7 @@ import torch
 
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
+from orderlab.models.batching import memory_budget
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
@@ -29,6 +30,7 @@ from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.estimate import PRETRAINED_CHUNK as CHUNK
+from orderlab.spec.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.metric_names import (
@@ -157,7 +159,17 @@ class PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
 
     def chunk_size(self, n: int, attention: bool) -> int:
-        return CHUNK
+        """256 reorderings a pass; where prefixes are shared, as many as the memory budget holds (up to 1,024): the
+        trie's first depths run a few prefixes each, reading every weight for them, and a longer chunk shares them."""
+        if attention or not self.shares_prefixes:
+            return CHUNK
+        config = self.shared.backend.model.config
+        values = shared_prefix_values(n + 1, config.hidden_size, config.num_hidden_layers, config.vocab_size)
+        return shared_prefix_chunk(
+            values,
+            self.dtype.itemsize,
+            memory_budget(self.device, SHARED_PREFIX_CHUNK_BYTES, SHARED_PREFIX_CHUNK_BYTES),
+        )
 
     def last_pooled(self, rows: Sequence[tuple[PretrainedSentence, Permutation]]) -> dict[str, torch.Tensor]:
         """Last-layer sentence vectors {"mean"/"cls": (R, d)} of reorderings of several sentences, in one dense pass.
