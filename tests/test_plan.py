@@ -153,3 +153,22 @@ def test_a_shared_prefix_chunk_fits_its_budget_in_whole_row_tiles(orders):
     assert chunk % estimate.ROW_ALIGNMENT == 0 and chunk <= estimate.SHARED_PREFIX_CHUNK
     assert chunk * values * itemsize <= budget or chunk == estimate.ROW_ALIGNMENT  # one row tile at the least
     assert chunk >= min(orders // estimate.ROW_ALIGNMENT * estimate.ROW_ALIGNMENT, estimate.SHARED_PREFIX_CHUNK)
+
+
+@pytest.mark.parametrize("words", [3, 5, 7])
+@pytest.mark.parametrize("chunk", [16, 256, 1024])
+def test_the_plan_counts_the_token_states_a_shared_prefix_pass_computes(words, chunk):
+    import itertools
+
+    import torch
+
+    from orderlab.models.prefix_trie import trie_depths
+
+    orders = torch.tensor(list(itertools.permutations(range(words))))  # `all`, in label order
+    computed = sum(
+        estimate.ROW_ALIGNMENT + sum(len(depth.word) for depth in trie_depths(orders[start : start + chunk]))
+        for start in range(0, len(orders), chunk)
+    )  # each chunk: BOS's row tile, then every depth's distinct prefixes in row tiles
+    counted = estimate._shared_token_states(words, len(orders), chunk, "all")
+    assert estimate._shared_token_states(words, len(orders), chunk, orders.tolist()) == computed  # a list: counted
+    assert computed <= counted * 1.05 and counted <= computed * 1.5

@@ -75,9 +75,12 @@ MEMORY_SHARE = 0.8
 # The stack's matmul FLOP/s, conservative: the runner measured 89-163 GFLOP/s (float32) and 35-70
 # (float64) on a quiet 2-core machine (shared/PERFORMANCE.md), 15 for both while other sessions ran.
 FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9}
-# A BERT-style model: MiniLM in corpus mode measured ~11 GFLOP/s here (45 sequences/s).
-PRETRAINED_FLOPS_PER_SECOND = 5e9
-# Word pieces per white-space word, rounded up (MiniLM: "dog bites man" is 3 pieces, long words 2-4).
+# A transformers forward's matmuls: measured 310 GFLOP/s at BERT-base shape in batches of 256 sequences of 9 tokens,
+# and about 250 for MiniLM in corpus mode (batches of 64), on a quiet 2-core machine (2 threads; about a core's FMA
+# peak); taken lower, for busier or older machines. A plan within 2x of the measured time (benchmarks/bench_zoo.py).
+PRETRAINED_FLOPS_PER_SECOND = 200e9
+# Word pieces per white-space word, rounded up (MiniLM: "dog bites man" is 3 pieces, long words 2-4); a seeded zoo
+# model's tokenizer is word-level: one token a word.
 TOKENS_PER_WORD = 1.5
 # Work per sequence beside the matmuls (gather, metrics, reductions): 47 us measured on a tiny stack.
 SECONDS_PER_SEQUENCE = 60e-6
@@ -94,9 +97,14 @@ SECONDS_PER_WEIGHT = 40e-9
 SECONDS_PER_WORD = 30e-6
 # Drawing one random permutation (numpy), checking it is new and keeping it.
 SECONDS_PER_DRAW = 5e-6
-# Starting a run: importing torch and pandas. A pretrained model then loads its weights and tokenizer.
-START_SECONDS = 3.0
-MODEL_LOAD_SECONDS = 10.0
+# Starting a run: importing torch, pandas and orderlab (1.7 s measured on a quiet 2-core machine).
+START_SECONDS = 2.0
+# A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
+# (seeded: twice, the layer's own initialisation and then the family's; 8 ns a weight measured at BERT-base shape)
+# or read from a folder, and copied into the round-off twin (2 ns a weight); its tokenizer and config.
+TRANSFORMERS_IMPORT_SECONDS = 2.5
+SECONDS_PER_MODEL_WEIGHT = 12e-9
+MODEL_BUILD_SECONDS = 0.2
 # A materialised permutation of n tokens (tuple, set entry, sort label): 325 B measured at n = 13, 5 kB at n = 300.
 PERMUTATION_BYTES, PERMUTATION_BYTES_PER_TOKEN = 200, 16
 # A tidy row while its chunk is collected, sorted and formatted (Python lists, then a pandas frame).
@@ -162,7 +170,8 @@ class Estimate:
 def estimate(spec: Spec, spec_file: str | Path) -> list[Estimate]:
     """One estimate per sweep combination (a packaged model's spec is one); the spec is validated."""
     if uses_backend(spec):
-        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file)) for configuration in plan(spec)]
+        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file), first=index == 0)
+                for index, configuration in enumerate(plan(spec))]  # fmt: skip
     budget = min(CPU_CHUNK_BYTES, available_memory() // 4)
     return [_stack(configuration.spec, configuration.columns, budget) for configuration in plan(spec)]
 
@@ -607,12 +616,36 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     return read_family_config(folder, family.name).shape()
 
 
-def _sequence_flops(shape: ModelShape, words: int) -> float:
-    """Matmul FLOPs of one sequence of `words` words (word pieces and specials): per token and layer twice its
-    matrices' entries, scores and weights @ values 4 n x query width; a causal LM's logits 2 d V per token."""
-    n = TOKENS_PER_WORD * words + 2
+def _sequence_flops(shape: ModelShape, n: float) -> float:
+    """Matmul FLOPs of one sequence of n tokens (word pieces and specials): per token and layer twice its matrices'
+    entries, scores and weights @ values 4 n x query width; a causal LM's logits 2 d V per token."""
     layers = shape.n_layers * (2 * n * shape.layer_parameters + 4 * n * n * shape.queries)
     return layers + shape.head * 2 * n * shape.d_model * shape.vocab
+
+
+def _shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule) -> float:
+    """Token states a causal LM's shared-prefix pass (models/kv_prefix.py) computes for `count` orders of `words`
+    one-token words (the reference's included): per chunk, BOS's row tile, then at each depth its distinct prefixes
+    in whole row tiles. Orders come in label order: a list's trie is counted; a chunk of c orders of `all` holds
+    about c / s + 1 prefixes of a depth whose subtrees hold s orders each; drawn orders share no more than the
+    prefixes there are."""
+    if isinstance(rule, list):
+        orders = sorted({tuple(order) for order in rule} | {tuple(range(words))})
+        return sum(_tiles(1) + sum(_tiles(len({order[: depth + 1] for order in orders[start : start + chunk]}))
+                                   for depth in range(words))
+                   for start in range(0, len(orders), chunk))  # fmt: skip
+    chunks, c = math.ceil(count / chunk), min(chunk, count)
+    states = chunks * _tiles(1)
+    for depth in range(words):
+        there_are = math.perm(words, depth + 1)
+        held = min(c, there_are, math.ceil(c / math.factorial(words - depth - 1)) + 1 if rule == "all" else c)
+        states += chunks * _tiles(held)
+    return states
+
+
+def _tiles(rows: int) -> int:
+    """Rows padded to whole row tiles."""
+    return math.ceil(rows / ROW_ALIGNMENT) * ROW_ALIGNMENT
 
 
 @dataclass(frozen=True)
@@ -620,6 +653,7 @@ class _Workload:
     """What a pretrained-model run puts through the model, per position ablation, and what it writes."""
 
     passes: list[tuple[int, int]]  # (words in the sequence, how many such sequences)
+    shared: list[tuple[int, int, perms.Rule]]  # a causal LM's shared-prefix sentences: (words, orders, their rule)
     rows: float  # metrics.csv rows
     row_bytes: float  # without the encoding column
     batch: int  # sequences per forward pass
@@ -628,9 +662,10 @@ class _Workload:
     subject: str
 
 
-def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
+def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workload:
     """Single sentences (models/pretrained.py) through the measuring loop: rows stream out as the stack's do,
-    so what stays in memory is a summary's worth (the max rows of each sentence)."""
+    so what stays in memory is a summary's worth (the max rows of each sentence). sharing: whether a causal LM's
+    sentences share prefixes."""
     layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
     causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
     poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
@@ -644,7 +679,9 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     every += rows_per_layer(LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
     prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
     repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
-    passes, rows, row_bytes, held = [], 0.0, 0.0, 0.0
+    passes: list[tuple[int, int]] = []
+    shared: list[tuple[int, int, perms.Rule]] = []
+    rows, row_bytes, held = 0.0, 0.0, 0.0
     if DECODABILITY_FAMILY in wanted:  # its random sentences, one pass each, and its rows per layer
         passes.append((spec.decodability.length, spec.decodability.sentences))
         probe_rows = (layers + 1) * probe_rows_per_layer(spec.decodability.length)
@@ -652,7 +689,10 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
-        passes.append((len(words), count + 1))  # + the reference pass
+        if sharing:  # + the reference, one order more in the first chunk
+            shared.append((len(words), count + 1, item.permutations))
+        else:
+            passes.append((len(words), count + 1))
         kept = _kept_last(item.permutations, len(words), sure=False)
         each = every + repeats * bool(repeated_pairs(words))  # rows of one permutation, prefix_invariance aside
         width = ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words)
@@ -671,7 +711,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape) -> _Workload:
     most = max(range(len(counts)), key=counts.__getitem__, default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
     subject = f"{counts[most]:,} permutations" if most is not None else "the probes"
-    return _Workload(passes, rows, row_bytes, PRETRAINED_CHUNK, held * ROW_MEMORY_BYTES, where, subject)
+    return _Workload(passes, shared, rows, row_bytes, PRETRAINED_CHUNK, held * ROW_MEMORY_BYTES, where, subject)
 
 
 def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
@@ -685,34 +725,47 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
     widths = [CORPUS_ROW_FIXED_BYTES + 2 * len(line.words) for line in lines]  # + the permutation's label
     row_bytes = 2 * sum(count * width for count, width in zip(shuffles, widths, strict=True))
     subject = f"{inputs.shuffles:,} shuffles of {len(lines):,} sentences"
-    return _Workload(passes, rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES, ("inputs", "shuffles"),
+    return _Workload(passes, [], rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES, ("inputs", "shuffles"),
                      subject)  # fmt: skip
 
 
-def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> Estimate:
-    """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory."""
+def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, first: bool = True) -> Estimate:
+    """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory.
+    first: the run's first model, which imports transformers."""
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
     name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
     weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
-    work = (
-        _corpus_workload(spec, spec_file) if isinstance(spec.inputs, CorpusInputs) else _sentence_workload(spec, shape)
-    )
+    corpus = isinstance(spec.inputs, CorpusInputs)
+    seeded = isinstance(model, HFModelSpec) and model.path is None  # a word-level tokenizer: one token a word
+    # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
+    # before its tokenizer is loaded, so counted dense); maps run dense.
+    sharing = shape.head and seeded and ATTENTION_FAMILY not in spec.metrics and not corpus
+    work = _corpus_workload(spec, spec_file) if corpus else _sentence_workload(spec, shape, sharing)
     expected = "fewer permutations or inputs"
-    tokens = math.ceil(TOKENS_PER_WORD * max(words for words, _ in work.passes) + 2)
-    values = sequence_values(tokens, d, max(shape.ffn // d, 1), layers, shape.n_heads,
+
+    def tokens(words: int) -> float:
+        """A sequence's tokens: its words' pieces and the specials ([CLS] and [SEP], or a causal LM's BOS)."""
+        return (1.0 if seeded else TOKENS_PER_WORD) * words + (1 if shape.head else 2)
+
+    longest = math.ceil(tokens(max([words for words, _ in work.passes] + [words for words, _, _ in work.shared])))
+    values = sequence_values(longest, d, max(shape.ffn // d, 1), layers, shape.n_heads,
                              ATTENTION_FAMILY in spec.metrics)  # fmt: skip
-    values += shape.head * LOGIT_COPIES * tokens * shape.vocab
+    values += shape.head * LOGIT_COPIES * longest * shape.vocab
     batch = work.batch * values * itemsize
-    if shape.head and ATTENTION_FAMILY not in spec.metrics and not isinstance(spec.inputs, CorpusInputs):  # shared
-        shared = shared_prefix_values(tokens, d, layers, shape.vocab)
-        batch = max(batch, shared_prefix_chunk(shared, itemsize, SHARED_PREFIX_CHUNK_BYTES) * shared * itemsize)
-    flops = sum(count * _sequence_flops(shape, words) for words, count in work.passes)
+    flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
+    if work.shared:
+        shared = shared_prefix_values(longest, d, layers, shape.vocab)
+        chunk = shared_prefix_chunk(shared, itemsize, SHARED_PREFIX_CHUNK_BYTES)
+        batch = max(batch, chunk * shared * itemsize)
+        flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
+                     / tokens(words) for words, count, rule in work.shared)  # fmt: skip
     rows = ablations * work.rows
+    load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
     seconds = [
-        Cost(MODEL_LOAD_SECONDS, "loading the model", ("model",), name, "a smaller model"),
+        Cost(load, "loading the model", ("model",), name, "a smaller model"),
         Cost(ablations * flops / PRETRAINED_FLOPS_PER_SECOND + rows * SECONDS_PER_ROW, "the forward passes",
              work.field, work.subject, expected),
     ]  # fmt: skip
@@ -720,7 +773,7 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path) -> 
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",
                    expected)  # fmt: skip
-    sequences = ablations * sum(count for _, count in work.passes)
+    sequences = ablations * (sum(count for _, count in work.passes) + sum(count for _, count, _ in work.shared))
     swept = sum(len(str(value)) + 1 for value in columns.values())
     attention_rows, attention = _pretrained_attention(spec, shape, labels + swept)
     return Estimate(
