@@ -1,9 +1,10 @@
 """The zoo at the sizes people study: orderlab against the transformers loop a user would write, and TransformerLens.
 
 GPT-2-, BERT- and Llama-shaped seeded models (12 layers, d_model 768, 12 heads, float32, ablation trained) over
-6-, 7- and 8-word sentences. Orders: the first --orders of each sentence's reorderings in label order (all of them
-where there are fewer): a contiguous block of whole chunks has, chunk by chunk, the prefix structure of all n!
-orders, so a causal LM's prefix sharing saves what it saves on all orders. Side by side, in alternating rounds:
+6-, 7- and 8-word sentences. Orders: the first --orders (1,024) of each sentence's reorderings in label order (all
+720 at 6 words): a contiguous block of whole chunks (a causal LM's shared-prefix chunk holds up to 1,024) has, chunk
+by chunk, the prefix structure of all n! orders, so prefix sharing saves what it saves on all orders, at a fraction
+of the time (all 8! orders would take minutes a side). Side by side, in alternating rounds:
   - orderlab end to end: the `orderlab run` path (commands/run.py: seeded model built, measured, folder written),
   - orderlab's measuring loop alone, on adapters built beforehand (twin made in the warm-up),
   - the plain loop: the same model object, the same reordered sentences tokenized in batches of 64,
@@ -13,11 +14,12 @@ Each figure is the median of the rounds; a speed-up is the median of the per-rou
 the load average is recorded beside every figure; compare ratios, not rates. Before timing, orderlab's word states
 and log-probabilities are checked against the plain loop's hidden states on the same orders (within round-off).
 Also: peak RSS of an orderlab run in a fresh process at two numbers of orders, the round-off twin's cost against
-one small pass, `validate --plan`'s time estimate against the measured end-to-end time, and a torch.profiler /
-cProfile breakdown of the GPT-2 run (the causes written in "gaps" where a target is missed).
+one small pass, `validate --plan`'s time estimate against the measured time of `orderlab run` (a fresh process, as
+a user runs it), a torch.profiler / cProfile breakdown of the GPT-2 run, and the plain BERT loop's matmul share and
+rate against this machine's GEMM peak (the causes written in "gaps" where a target is missed).
 Writes its figures under "zoo" in benchmarks/results.json, leaving the file's other keys as they are.
 
-    python benchmarks/bench_zoo.py [--quick] [--rounds 3] [--orders 256] [--device cpu|cuda]
+    python benchmarks/bench_zoo.py [--quick] [--rounds 3] [--orders 1024] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class Case:
 
     def loop(self) -> None:
         """The measuring loop alone, on the adapters built once (the round-off twin made in the warm-up)."""
-        for _ in MeasuringLoop(self.loaded.spec).frames(self.adapters):  # type: ignore[arg-type]
+        for _ in MeasuringLoop(self.loaded.spec).frames(self.adapters):
             pass
 
     def batches(self) -> list[list[list[str]]]:
@@ -147,6 +149,7 @@ class Case:
         if self.causal:
             logprobs = torch.log_softmax(out.logits[:, :-1].double(), dim=-1)
             theirs = logprobs.gather(-1, ids[:, 1:, None].to(self.device))[..., 0].sum(dim=-1)
+            assert ours.logprob is not None, "a causal LM's pass carries its log-probabilities"
             figures["logprob_max_difference"] = float((ours.logprob.double() - theirs).abs().max())
         return figures
 
@@ -172,7 +175,7 @@ def lens_bridge(case: Case) -> tuple[Any, str | None]:
         return None, f"TransformerBridge.boot_transformers failed: {type(error).__name__}: {str(error)[:200]}"
 
 
-def timed(call: Callable[[], None]) -> float:
+def timed(call: Callable[[], object]) -> float:
     started = time.perf_counter()
     with torch.inference_mode():
         call()
@@ -203,9 +206,21 @@ def measure(case: Case, rounds: int) -> dict[str, Any]:
     }  # fmt: skip
     figures["rounds"] = times
     if case.causal:
-        computed = sum(distinct_prefixes(torch.tensor(case.orders[s : s + 256])) for s in range(0, sequences, 256))
+        chunk = case.adapters[0].chunk_size(case.n, False)
+        computed = sum(distinct_prefixes(torch.tensor(case.orders[s : s + chunk])) for s in range(0, sequences, chunk))
+        figures["chunk_size"] = chunk
         figures["token_states_dense"], figures["token_states_shared"] = sequences * (case.n + 1), computed + 1
     return figures
+
+
+def cli_seconds(case: Case, threads: int) -> float:
+    """Wall time of `orderlab run` on the case's spec in a fresh process, as a user runs it (imports, model, measuring,
+    folder), at the benchmark's thread count: what `validate --plan` estimates."""
+    command = [sys.executable, "-m", "orderlab", "run", str(case.path), "--out", str(case.out / "cli"), "-q", "--force"]
+    environment = os.environ | {"OMP_NUM_THREADS": str(threads)}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=environment)
+    return time.perf_counter() - started
 
 
 def twin_cost(case: Case) -> dict[str, float]:
@@ -263,15 +278,18 @@ def profile(case: Case) -> dict[str, Any]:
     stats = pstats.Stats(recorder).stats  # type: ignore[attr-defined]
     stages = {"building the seeded model": "loader.py:__init__", "making the round-off twin": "loader.py:twin",
               "the twin's pass and its metrics": "loop.py:measure_noise",
+              "the first chunk's pass (the reference its first row)": "loop.py:first_pass",
               "the chunks' passes and metrics": "loop.py:measure_chunk"}  # disjoint: none calls another  # fmt: skip
     shares = {}
     for stage, where in stages.items():
         file, function = where.split(":")
         seconds = [s[3] for (f, _, fn), s in stats.items() if f.endswith(file) and fn == function]
         shares[stage] = max(seconds, default=0.0) / total
-    metrics = [s[3] for (f, _, fn), s in stats.items() if f.endswith("rows.py") and fn == "record_metrics"]
+    metrics = [
+        s[3] for (f, _, fn), s in stats.items() if f.endswith("metric_computations.py") and fn == "record_metrics"
+    ]
     shares["of which the metrics"] = max(metrics, default=0.0) / total
-    shares["the reference pass, writing the folder, everything else"] = 1 - sum(
+    shares["writing the folder, everything else"] = 1 - sum(
         share for stage, share in shares.items() if stage != "of which the metrics"
     )
     with torch_profile(record_shapes=True) as recorded:
@@ -288,6 +306,28 @@ def profile(case: Case) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def matmul_efficiency(case: Case) -> dict[str, float]:
+    """The plain loop's matmuls (torch.profiler, with their FLOPs): their share of its time and their rate, against
+    this machine's GEMM peak (the loop's largest product, (64 x 9) x 768 @ 768 x 3072, timed alone for a second)."""
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(with_flops=True) as recorded:
+        timed(case.plain)
+    events = recorded.key_averages()
+    everything = sum(event.self_cpu_time_total for event in events)
+    matmuls = [e for e in events if e.key in PROFILED["matmuls"]]
+    seconds = sum(e.self_cpu_time_total for e in matmuls) / 1e6
+    flops = sum(e.flops for e in matmuls)
+    a, b = torch.randn(BATCH * 9, 768), torch.randn(768, 3072)
+    products, started = 0, time.perf_counter()
+    while time.perf_counter() - started < 1.0:
+        torch.mm(a, b)
+        products += 1
+    peak = products * 2 * a.shape[0] * a.shape[1] * b.shape[1] / (time.perf_counter() - started)
+    return {"matmul_share": seconds * 1e6 / everything, "matmul_gflops": flops / seconds / 1e9,
+            "gemm_peak_gflops": peak / 1e9, "fraction_of_peak": flops / seconds / peak}  # fmt: skip
+
+
 def small_rows(shapes: list[list[int]]) -> bool:
     """Whether an addmm's input (its second operand) has at most one row tile (16 rows): all weights for few rows."""
     return len(shapes) > 1 and len(shapes[1]) == 2 and shapes[1][0] <= 16
@@ -297,7 +337,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="gpt2 and bert, 7 words, one round, no memory probe")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
-    parser.add_argument("--orders", type=int, default=256, help="reorderings per sentence (the first, in label order)")
+    parser.add_argument("--orders", type=int, default=1024, help="reorderings per sentence (the first, in label order)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[6, 7, 8], help="sentence lengths in words")
@@ -332,7 +372,8 @@ def main() -> None:
                     agreement = case.agreement()
                 entry = measure(case, rounds) | {"agreement": agreement}
                 entry["plan_seconds"] = run_seconds(estimate(case.loaded.spec, case.path))
-                entry["plan_over_measured"] = entry["plan_seconds"] / entry["seconds"]["orderlab_end_to_end"]
+                entry["cli_seconds"] = cli_seconds(case, torch.get_num_threads())
+                entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
                 figures[family][f"{n}_words"] = entry
                 print_entry(family, n, entry)
         case = Case("gpt2", 7, orders, folder, device)
@@ -341,6 +382,12 @@ def main() -> None:
         print(f"twin: made in {twin['twin_made_seconds']:.2f} s, its pass {twin['twin_pass_seconds']:.2f} s; "
               f"one small pass {twin['small_pass_seconds']:.2f} s")  # fmt: skip
         figures["profile_gpt2"] = profile(case)
+        if "bert" in families:
+            figures["plain_bert_matmuls"] = matmul_efficiency(Case("bert", 7, BATCH, folder, device))
+            print(
+                "plain bert loop's matmuls: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in figures["plain_bert_matmuls"].items())
+            )
         print("gpt2 end to end by stage: " + shares_line(figures["profile_gpt2"]["stages"]))
         print("gpt2 loop by op: " + shares_line(figures["profile_gpt2"]["loop_ops"]))
         if not args.quick:
@@ -423,32 +470,41 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         entries = lengths_of(figures, family)
         ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
                           for n, e in sorted(entries.items()))  # fmt: skip
+        chunks = sorted({e.get("chunk_size", 0) for e in entries.values()})
         causes[f"{family} with prefix sharing >= 2.0x the plain loop at 7 words (loop)"] = (
             f"the trie computes fewer token states ({ideal}), but walks them depth by depth: n + 1 model calls per "
-            f"chunk of 256, the first ones of one row tile (16 rows) that read every weight; by torch.profiler over "
-            f"the GPT-2 loop, matmuls on one row tile take {prof['loop_matmuls_of_one_row_tile']:.0%} of its time "
-            f"and the KV cache's and states' concatenations {prof['loop_concatenations']:.0%} (all ops: {ops}); the "
-            f"reference pass walks the same n + 1 calls for one order ({twin['small_pass_seconds']:.2f} s); "
-            f"load {load:.1f}"
+            f"chunk of {chunks} orders, the first ones of one row tile (16 rows) that read every weight; by "
+            f"torch.profiler over the GPT-2 loop, matmuls on one row tile take "
+            f"{prof['loop_matmuls_of_one_row_tile']:.0%} of its time and the KV cache's and states' concatenations "
+            f"{prof['loop_concatenations']:.0%} (all ops: {ops}); load {load:.1f}"
         )
         causes[f"{family} speed-up grows with length"] = (
-            f"the trie's saving grows with length ({ideal}), so does the depth walk's per-call cost; load {load:.1f}"
+            f"the trie's saving grows with length ({ideal}), but a token state costs more the deeper it is: each depth "
+            f"copies every layer's KV cache to append one slot (transformers' DynamicCache concatenates) and gathers "
+            f"it by parent, {prof['loop_concatenations']:.0%} of the GPT-2 loop in concatenations alone; "
+            f"load {load:.1f}"
         )
-    causes["encoder (bert) end to end >= 1.0x the plain loop"] = (
-        f"the end-to-end run also builds the seeded model, its round-off twin and writes the folder, which the plain "
-        f"loop (timed on a built model) leaves out; by cProfile over the GPT-2 run: {stages}; load {load:.1f}"
-    )
+    plain = figures.get("plain_bert_matmuls")
+    rate = ("" if plain is None else
+            f"the plain loop's matmuls take {plain['matmul_share']:.0%} of its time at {plain['matmul_gflops']:.0f} "
+            f"GFLOP/s, {plain['fraction_of_peak']:.0%} of this machine's GEMM peak ({plain['gemm_peak_gflops']:.0f} "
+            f"GFLOP/s): ")  # fmt: skip
     causes["encoder (bert) measuring loop >= 1.2x the plain loop"] = (
-        "both run the same transformers forward on the same rows (9 tokens each); the loop adds its reference pass "
-        "and the twin's (one sequence each, padded to whole row tiles: 16 sequences of 9 tokens, the twin's in "
-        "float64) and its metrics (by cProfile over the GPT-2 run, the metrics are "
-        f"{prof['stages']['of which the metrics']:.0%}); load {load:.1f}"
+        f"{rate}both run the same transformers forward on the same rows (9 tokens each), and an encoder's every "
+        "token attends to every other, so no state is shared between orders: 1.2x would need fewer FLOPs than the "
+        "forward itself; the loop adds its round-off twin's float64 pass and its metrics (by cProfile over the "
+        f"GPT-2 run, the metrics are {prof['stages']['of which the metrics']:.0%}); load {load:.1f}"
     )
+    causes["encoder (bert) end to end >= 1.0x the plain loop"] = (
+        "the loop alone is no faster than the plain loop (above), and the end-to-end run also builds the seeded model "
+        "(transformers draws its weights twice), its round-off twin and writes the folder, which the plain loop, timed "
+        f"on a built model, leaves out; by cProfile over the GPT-2 run: {stages}; load {load:.1f}"
+    )
+    plans = ", ".join(f"{family} {n} words {e['plan_over_measured']:.2f}" for family in FAMILIES
+                      for n, e in sorted(lengths_of(figures, family).items()))  # fmt: skip
     causes["validate --plan within 2x of the measured time"] = (
-        "spec/estimate.py prices a zoo model's pass at PRETRAINED_FLOPS_PER_SECOND (5 GFLOP/s) over its dense FLOPs, "
-        "with TOKENS_PER_WORD 1.5 plus 2 specials, where a seeded word-level model has one token per word, a "
-        "transformers forward of this size runs at tens of GFLOP/s, and a causal LM's shared prefixes cut the "
-        "token states (prefix sharing is not counted); fixed costs (load 10 s, start 3 s) weigh on small runs"
+        f"plan over measured: {plans}; spec/estimate.py prices the matmuls at PRETRAINED_FLOPS_PER_SECOND, a rate "
+        f"for a quiet 2-core machine, with a causal LM's shared prefixes counted; load {load:.1f}"
     )
     causes["round-off twin costs no more than one extra small pass"] = (
         f"the twin's pass runs in float64 ({twin['twin_pass_in_small_passes']:.1f} small passes), and making it "
