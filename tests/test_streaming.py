@@ -11,6 +11,7 @@ import torch
 
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
+from orderlab.models.stack import StackSentence
 from orderlab.spec.schema import Spec
 
 DEFAULT_THREADS = torch.get_num_threads()
@@ -123,3 +124,21 @@ def test_chunk_size_is_chosen_from_width_length_and_dtype():
     doubled = config_of(d_model=128, n_heads=4, n_layers=4, dtype="float64")
     assert auto_chunk_size(doubled, 8, False, cpu) == pytest.approx(auto_chunk_size(bench, 8, False, cpu) / 2, abs=1)
     assert math.isfinite(auto_chunk_size(bench, 9, True, cpu))
+
+
+@pytest.mark.parametrize(("rule", "chunks"), [("all", [32, 32, 32, 24]), ({"random": 10}, [1 + 10])])
+def test_the_reference_rides_in_the_first_chunks_pass(monkeypatch, rule, chunks):
+    """f(X) is the first chunk's first row, or one row more where the rule leaves the identity out: no pass of its
+    own (a causal LM's shared prefixes would walk the trie twice)."""
+    sizes: list[tuple[torch.dtype, int]] = []
+    forward = StackSentence.forward
+
+    def counted(self, orders, attention, hooks=()):
+        sizes.append((self.adapter.dtype, len(orders)))
+        return forward(self, orders, attention, hooks)
+
+    monkeypatch.setattr(StackSentence, "forward", counted)
+    spec = sweep_spec(inputs=[{"sentence": "the cat saw the dog", "permutations": rule}], probes=[], encodings=["none"])
+    run_sweep(spec, RunOptions(chunk_size=32))
+    first, *rest = [(torch.float64, size) for size in chunks]
+    assert sizes == [first, (torch.float32, 1), *rest]  # the round-off twin's identity after the first chunk
