@@ -758,7 +758,7 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab)
-        chunk = shared_prefix_chunk(shared, itemsize, SHARED_PREFIX_CHUNK_BYTES)
+        chunk = shared_prefix_chunk(shared, itemsize, available_memory() // 4)  # as the adapter sizes it
         batch = max(batch, chunk * shared * itemsize)
         flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
                      / tokens(words) for words, count, rule in work.shared)  # fmt: skip
