@@ -70,8 +70,8 @@ def test_one_query_attention_at_each_slot_is_the_dense_attentions_row(encoding, 
         dense, dense_weights = stack.attend(x, layer)  # (3, n, d), (3, h, n, n)
         cache = x.new_empty(3, n, 2 * d)
         for t in range(n):
-            attended, weights = one_query_attention(stack, layer, x[:, t], cache, t, rotations[t])
-            torch.testing.assert_close(attended, dense[:, t], rtol=1e-12, atol=1e-12)
+            heads, weights = one_query_attention(stack, x[:, t] @ layer.w_qkv, cache, t, rotations[t])
+            torch.testing.assert_close(heads @ layer.w_o, dense[:, t], rtol=1e-12, atol=1e-12)
             torch.testing.assert_close(weights, dense_weights[:, :, t, : t + 1], rtol=1e-12, atol=1e-12)
     assert dense_weights.triu(1).abs().max() == 0  # nothing past slot t in the dense row either
 

@@ -85,8 +85,8 @@ class StackOutput:
 
 
 # One kind of attention, given a layer's normed input: its output and its weights (None from the fused kernel).
-# The dense pass's (AttentionStack.attend, attend_fused) and prefix sharing's one-query attention
-# (prefix_trie.one_query_attention) run inside the same block (AttentionStack.block).
+# The dense pass's (AttentionStack.attend, attend_fused) and prefix sharing's walk of the trie
+# (prefix_trie.trie_attention) run inside the same block (AttentionStack.block).
 Attention = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
 
 
@@ -196,8 +196,8 @@ class AttentionStack:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One layer around any kind of attention: pre-norm, attention, residual and post-norm, then the FFN likewise.
 
-        x is (..., d): (B, n, d) sentences in the dense pass, (U, d) new tokens in prefix sharing's, which therefore
-        share every number outside attention.
+        x is (..., d): (B, n, d) sentences in the dense pass, (U, d) every depth's prefixes in prefix sharing's, which
+        therefore share every number outside attention.
         """
         c = self.config
         record(hooks, hook_name(index, "input"), x)

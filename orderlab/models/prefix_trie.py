@@ -79,11 +79,12 @@ def distinct_prefixes(orders: torch.Tensor) -> int:
 def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool) -> StackOutput:
     """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n).
 
-    Layer by layer, each walking the trie depth by depth: a layer needs only its own cache and its input
-    layer's prefix states, so one layer's cache and two layers' states are held at a time.
+    Layer by layer: a layer needs only its input layer's prefix states, so one layer's cache and two layers' states
+    are held at a time. Every depth's prefixes go through the layer's block together (norms, projections, FFN: one
+    op each over all of them, each depth's rows on whole row tiles); only the one-query attention walks the trie
+    depth by depth, since a prefix attends over its parent's cache.
     """
     B, n = orders.shape
-    c = stack.config
     x = x.to(device=stack.device, dtype=stack.dtype)
     offsets = stack.encoding.input_offsets(n)
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
@@ -94,20 +95,39 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
                         for t, depth in enumerate(depths)])  # (all depths' prefixes, d)  # fmt: skip
     hidden, maps = [gather_rows(states, rows).view(B, n, -1)], []
     for layer in stack.layers:
-        inputs = states.split_with_sizes([len(depth.word) for depth in depths])  # per depth (U, d)
-        cache = x.new_empty(len(depths[0].word), n, 2 * c.d_model)  # (U, n, 2d): rotated key and value per slot
-        outputs, layer_maps = [], x.new_zeros(B, c.n_heads, n, n) if attention else None
-        for t, depth in enumerate(depths):
-            if t:
-                cache = inherit(cache, depth, depths[t - 1], t)
-            state, weights = new_token(stack, layer, inputs[t], cache, t, rotations[t])
-            outputs.append(state)
-            if layer_maps is not None and weights is not None:
-                layer_maps[:, :, t, : t + 1] = weights[depth.of_order]
-        states = torch.cat(outputs)
+        walk = partial(trie_attention, stack, layer, depths=depths, rotations=rotations, maps=attention)
+        states, layer_maps = stack.block(states, layer, walk)
         hidden.append(gather_rows(states, rows).view(B, n, -1))
         maps += [] if layer_maps is None else [layer_maps]
     return StackOutput(hidden, maps)
+
+
+def trie_attention(
+    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, depths: list[Depth], rotations: list[Rotation], maps: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One layer's attention for every depth's prefixes: x (all depths' prefixes, d) normed -> output (same shape) and,
+    if maps, the reorderings' weights (B, h, n, n).
+
+    The projections run once over all depths, the one-query attention depth by depth. Every depth's rows start on a
+    whole row tile (pad_to_tiles), so the one matmul gives each row the numbers a matmul per depth gave (the shipped
+    causal results stay byte-equal). Against a block per depth (4 layers, d_model 128, 8! orders in chunks of 862,
+    1 thread, load 0.8-1.2, alternating rounds): the pass 1.05-1.14x faster, the measuring loop's shared/dense
+    1.56x -> 1.70x; the 32 blocks a chunk ran were 800 small ops, their matmuls 16-864 rows each. Longer chunks
+    are slower (1,728 orders: 1.06x the time of 862; 3,456: 1.12x): the products below outgrow the caches.
+    """
+    c = stack.config
+    n = len(depths)
+    qkv = (x @ layer.w_qkv).split_with_sizes([len(depth.word) for depth in depths])  # per depth (U, 3d) = [q | k | v]
+    cache = x.new_empty(len(depths[0].word), n, 2 * c.d_model)  # (U, n, 2d): rotated key and value per slot
+    heads, layer_maps = [], x.new_zeros(len(depths[0].of_order), c.n_heads, n, n) if maps else None
+    for t, depth in enumerate(depths):
+        if t:
+            cache = inherit(cache, depth, depths[t - 1], t)
+        attended, weights = one_query_attention(stack, qkv[t], cache, t, rotations[t])
+        heads.append(attended)
+        if layer_maps is not None:
+            layer_maps[:, :, t, : t + 1] = weights[depth.of_order]
+    return torch.cat(heads) @ layer.w_o, layer_maps
 
 
 def slot_rotations(stack: AttentionStack, n: int) -> list[Rotation]:
@@ -138,30 +158,22 @@ def inherit(cache: torch.Tensor, depth: Depth, parents: Depth, t: int) -> torch.
     return inherited
 
 
-def new_token(
-    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One layer for the token at slot t of U prefixes: x (U, d) -> its output (U, d), and its attention weights
-    (U, h, t + 1). The dense pass's block (residual, norms, FFN) around one-query attention; writes the token's
-    rotated key and value into slot t of cache (U, n, 2d)."""
-    return stack.block(x, layer, partial(one_query_attention, stack, layer, cache=cache, t=t, rotation=rotation))
-
-
 def one_query_attention(
-    stack: AttentionStack, layer: RunLayer, x: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
+    stack: AttentionStack, qkv: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention of the token at slot t of U prefixes over slots 0..t: x (U, d) normed -> output (U, d) and weights
-    (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py). Writes the token's rotated key and
-    value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
+    """Attention of the token at slot t of U prefixes over slots 0..t: its projections qkv (U, 3d) -> the heads (U, d),
+    before the output projection, and weights (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py).
+    Writes the token's rotated key and value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
 
     One query per prefix: its scores and weighted sum are elementwise products summed over the head's
     dimensions and over the slots: measured at about half the time of the fused kernel, which runs U * h one-row
-    products (864 prefixes of 8 slots: 0.4-0.5 ms against 1.0 ms).
+    products (864 prefixes of 8 slots: 0.4-0.5 ms against 1.0 ms). They are bound by memory, not by dispatch
+    (1 thread, 864 prefixes of 8 slots, d_model 128): a batched matmul for the scores took 599 us against 605 (and
+    moves the round-off), keys and values in separate blocks gave the pass 0.98x, rows in blocks of 128 0.94x.
     """
     c = stack.config
-    U, d = x.shape
+    U, d = qkv.shape[0], c.d_model
     h, dh = c.n_heads, c.d_head
-    qkv = x @ layer.w_qkv  # (U, 3d) = [q | k | v]
     if rotation is None:
         q = qkv[:, :d]
         cache[:, t] = qkv[:, d:]
@@ -181,4 +193,4 @@ def one_query_attention(
         scores = scores + row.transpose(1, 2)
     weights = scores.softmax(dim=1)  # (U, t + 1, h)
     heads = (weights[..., None] * values).sum(1)  # (U, h, dh)
-    return heads.view(U, d) @ layer.w_o, weights.transpose(1, 2)
+    return heads.view(U, d), weights.transpose(1, 2)
