@@ -16,6 +16,7 @@ from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_run import run_sweep
 from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
+from orderlab.models.hf import slot_cache
 from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hook_points import hook_name
@@ -199,3 +200,13 @@ def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_den
     assert shared.chunk_size(len(WORDS), attention=False) == SHARED_PREFIX_CHUNK  # a small model: the cap
     assert shared.chunk_size(len(WORDS), attention=True) == PRETRAINED_CHUNK  # maps run dense
     assert dense.chunk_size(len(WORDS), False) == encoder.chunk_size(len(WORDS), False) == PRETRAINED_CHUNK
+
+
+def test_without_transformers_cache_layers_the_models_own_cache_gives_the_same_numbers(monkeypatch):
+    shared, _ = sentences("gpt2", "trained", "float64")
+    with torch.inference_mode():
+        slots = shared.forward(ORDERS[:40], False)
+        monkeypatch.setattr(slot_cache, "cache_classes", lambda: None)  # transformers before 4.56: DynamicCache
+        own = shared.forward(ORDERS[:40], False)
+    assert all(torch.equal(a, b) for a, b in zip(slots.hidden, own.hidden, strict=True))
+    assert torch.equal(slots.logprob, own.logprob)

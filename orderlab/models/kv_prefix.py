@@ -24,6 +24,7 @@ import torch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
+from orderlab.models.hf.slot_cache import slot_cache
 from orderlab.models.prefix_trie import gather_rows, pad_to_tiles, state_rows, trie_depths
 from orderlab.spec.families import FAMILIES, HFModelSpec
 from orderlab.spec.metric_names import ATTENTION_FAMILY
@@ -54,7 +55,7 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
     keyword = cache_keyword(backend.model)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
-        out = next_tokens(backend, root, None, keyword)
+        out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
         states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
         parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
