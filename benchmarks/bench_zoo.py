@@ -392,8 +392,7 @@ def main() -> None:
         print("gpt2 loop by op: " + shares_line(figures["profile_gpt2"]["loop_ops"]))
         if not args.quick:
             n, chunk = 8, figures["gpt2"]["8_words"]["chunk_size"] if "8_words" in figures["gpt2"] else orders
-            # 4 chunks and 8: glibc's heap settles over a run's first chunks (measured at 7 words, chunks of 1,024:
-            # +270 MB from 2 chunks to 3, +330 from 2 to 4, +40 from 4 to 5), then holds
+            # 4 chunks and 8: glibc's heap settles over a run's first chunks, then holds
             figures["peak_rss"] = [peak_rss("gpt2", n, k, folder, args.device) for k in (4 * chunk, 8 * chunk)]
             figures["rss_growth_mb"] = figures["peak_rss"][1]["peak_mb"] - figures["peak_rss"][0]["peak_mb"]
             print(
@@ -473,6 +472,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
                           for n, e in sorted(entries.items()))  # fmt: skip
         chunks = sorted({e.get("chunk_size", 0) for e in entries.values()})
+        gathers = prof["loop_ops"]["cache and state gathers, copies, concatenations"]
         causes[f"{family} with prefix sharing >= 2.0x the plain loop at 7 words (loop)"] = (
             f"the trie computes fewer token states ({ideal}), but walks them depth by depth: n + 1 model calls per "
             f"chunk of {chunks} orders, the first ones of one row tile (16 rows) that read every weight; by "
@@ -481,10 +481,10 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
             f"{prof['loop_concatenations']:.0%} (all ops: {ops}); load {load:.1f}"
         )
         causes[f"{family} speed-up grows with length"] = (
-            f"the trie's saving grows with length ({ideal}), but a token state costs more the deeper it is: each depth "
-            f"copies every layer's KV cache to append one slot (transformers' DynamicCache concatenates) and gathers "
-            f"it by parent, {prof['loop_concatenations']:.0%} of the GPT-2 loop in concatenations alone; "
-            f"load {load:.1f}"
+            f"the trie's saving grows with length ({ideal}), but what it does not share grows with the words too: "
+            f"every order's states gathered back to (B, T, d) for the metrics, the metrics over them, and each "
+            f"sentence's fixed work (its round-off twin's pass); by torch.profiler over the GPT-2 loop, gathers, "
+            f"copies and concatenations take {gathers:.0%} of it; load {load:.1f}"
         )
     plain = figures.get("plain_bert_matmuls")
     rate = ("" if plain is None else

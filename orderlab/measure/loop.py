@@ -388,7 +388,8 @@ class MeasuringLoop:
                 reordered = [" ".join(perms.apply(p, words)) for p in chunk]
                 rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
                 collector = FanOut(rows, summary)
-            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head if chunk is first else None)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head)
+            head = None  # the first chunk's pass, measured: not held while the others run
             if capture:
                 capture.keep_shown(label, chunk, output.attention, bound.word_maps)
             advance(len(chunk))
