@@ -391,7 +391,7 @@ def main() -> None:
         print("gpt2 end to end by stage: " + shares_line(figures["profile_gpt2"]["stages"]))
         print("gpt2 loop by op: " + shares_line(figures["profile_gpt2"]["loop_ops"]))
         if not args.quick:
-            n, chunk = 8, figures["gpt2"]["8_words"]["chunk_size"] if "8_words" in figures["gpt2"] else orders
+            n, chunk = 8, figures.get("gpt2", {}).get("8_words", {}).get("chunk_size", orders)
             # 4 chunks and 8: glibc's heap settles over a run's first chunks, then holds
             figures["peak_rss"] = [peak_rss("gpt2", n, k, folder, args.device) for k in (4 * chunk, 8 * chunk)]
             figures["rss_growth_mb"] = figures["peak_rss"][1]["peak_mb"] - figures["peak_rss"][0]["peak_mb"]

@@ -588,7 +588,7 @@ LOGIT_COPIES = 2
 
 def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int) -> int:
     """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values, twice (the
-    cache grows by concatenation and is gathered prefix by prefix), every layer's token states three times (per
+    slot cache, and its copy gathered prefix by prefix at a reorder), every layer's token states three times (per
     depth, gathered to (B, T, d), and the metrics' temporaries), and a next-token distribution per depth, twice.
     Measured at GPT-2-small size, 8 tokens: 1.4 MB an order (peak RSS over 1,024 orders), this counts 2.1 MB."""
     return 4 * n_layers * tokens * d_model + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * tokens * vocab
@@ -689,7 +689,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     for item in spec.sentences:
         words = tokenize(item.sentence)
         count = perms.count(item.permutations, len(words))
-        if sharing:  # + the reference, one order more in the first chunk
+        if sharing:  # count + 1: the reference, at most one order more in the first chunk
             shared.append((len(words), count + 1, item.permutations))
         else:
             passes.append((len(words), count + 1))
