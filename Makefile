@@ -24,7 +24,9 @@ $(STAMP): $(BIN)/python pyproject.toml
 run: $(STAMP)  ## set up, then run the flagship experiment
 	$(BIN)/orderlab run experiments/dog_bites_man.yaml
 
-test: $(STAMP)  ## set up, then the layer contracts, the types, the test suite, then check every shipped experiment against its baseline
+test: $(STAMP)  ## set up, then lint and format (ruff), the layer contracts, the types, the test suite, then check every shipped experiment against its baseline
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto --dist worksteal  # a worker per core (pytest-xdist); tests/conftest.py splits the threads

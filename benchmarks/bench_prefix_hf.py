@@ -23,11 +23,11 @@ from pathlib import Path
 
 import torch
 
+from orderlab.core import permutations as perms
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.models.pretrained import pretrained_adapters
-from orderlab.spec import permutations as perms
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Scale-out: a 9! sweep (362,880 orders of a 9-word sentence) in one process, on 1 Dask worker and on 2.
 
-Each Dask run is `orderlab run --workers N` end to end (orderlab/dist/workers.py): local cluster start-up,
+Each Dask run is `orderlab run --workers N` end to end (orderlab/cluster/workers.py): local cluster start-up,
 shards, merge. The workers get one torch thread each (the client runs with one, which workers copy), so
 1 vs 2 workers measures scale-out alone on this 2-core machine; the in-process run uses torch's default
 threads, for reference. Efficiency = T(1 worker) / (2 x T(2 workers)). The machine is shared: the load
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
+from orderlab.cluster.workers import run_on_dask
 from orderlab.commands.run import write_experiment
-from orderlab.dist.workers import run_on_dask
-from orderlab.spec.load import load_spec
+from orderlab.plan.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results.json"

@@ -29,17 +29,17 @@ from typing import TypeVar
 
 import torch
 
+from orderlab.core import permutations as perms
+from orderlab.core.text import tokenize
 from orderlab.measure import metrics as M
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
-from orderlab.measure.sweep_run import SweepRun
+from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.models.batching import aligned_batch
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
-from orderlab.models.stack import stack_adapters
-from orderlab.models.stack_from_spec import word_vectors
-from orderlab.spec import permutations as perms
+from orderlab.models.stack_adapter import stack_adapters
+from orderlab.models.stack_builder import word_vectors
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [
@@ -152,11 +152,11 @@ def naive_loop(dtype: str, n: int, count: int) -> float:
 
 def runner(dtype: str, n: int, metrics: list[str] = METRICS) -> dict:
     """Sequences/s of orderlab's streaming runner (automatic chunk size) over all n! permutations."""
-    for _ in SweepRun(sweep_spec(5, dtype, metrics)).frames():  # warm-up on 5! permutations
+    for _ in SweepMeasurement(sweep_spec(5, dtype, metrics)).frames():  # warm-up on 5! permutations
         pass
     spec = sweep_spec(n, dtype, metrics)
     started = time.perf_counter()
-    for _ in SweepRun(spec).frames():
+    for _ in SweepMeasurement(spec).frames():
         pass
     seconds = time.perf_counter() - started
     chunk = stack_adapters(spec, torch.device("cpu"))[0].chunk_size(n, "attention" in metrics)
@@ -256,11 +256,11 @@ import sys
 from benchmarks.bench_sweep import sweep_spec
 from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
-from orderlab.measure.sweep_run import SweepRun
+from orderlab.measure.sweep_measure import SweepMeasurement
 def hwm():
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
 tune_allocator()
-sweep = SweepRun(sweep_spec({n}, 'float32', {metrics!r}))
+sweep = SweepMeasurement(sweep_spec({n}, 'float32', {metrics!r}))
 before = hwm()
 for _ in sweep.frames():
     pass

@@ -50,8 +50,8 @@ from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.run_options import RunOptions
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.prefix_trie import distinct_prefixes
-from orderlab.spec.estimate import estimate, run_seconds
-from orderlab.spec.load import load_spec
+from orderlab.plan.estimate import estimate, run_seconds
+from orderlab.plan.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -247,7 +247,7 @@ from pathlib import Path
 import torch
 from orderlab.commands.run import write_experiment
 from orderlab.measure.run_options import RunOptions
-from orderlab.spec.load import load_spec
+from orderlab.plan.load import load_spec
 def hwm():
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
 loaded = load_spec(Path({path!r}))
@@ -505,7 +505,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
     plans = ", ".join(f"{family} {n} words {e['plan_over_measured']:.2f}" for family in FAMILIES
                       for n, e in sorted(lengths_of(figures, family).items()))  # fmt: skip
     causes["validate --plan within 2x of the measured time"] = (
-        f"plan over measured: {plans}; spec/estimate.py prices the matmuls at PRETRAINED_FLOPS_PER_SECOND, a rate "
+        f"plan over measured: {plans}; plan/estimate.py prices the matmuls at PRETRAINED_FLOPS_PER_SECOND, a rate "
         f"for a quiet 2-core machine, with a causal LM's shared prefixes counted; load {load:.1f}"
     )
     causes["round-off twin costs no more than one extra small pass"] = (

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
-from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from orderlab.spec.load import LoadedSpec
+    from orderlab.plan.load import LoadedSpec
     from orderlab.spec.schema import Spec
 
 SpecSource = str | Path | Mapping[str, Any]  # a spec file's path, or the spec itself as a dict
@@ -106,7 +106,7 @@ def compare(
 
 
 def _load(path: Path) -> LoadedSpec:
-    from orderlab.spec.load import load_spec
+    from orderlab.plan.load import load_spec
 
     return load_spec(path)
 

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     import torch
 
     from orderlab.measure.run_options import RunOptions
+    from orderlab.plan.load import LoadedSpec
     from orderlab.report import terminal as report
     from orderlab.results.outcome import Outcome
-    from orderlab.spec.load import LoadedSpec
 
 from orderlab.errors import OrderlabError
 
@@ -177,8 +177,8 @@ def run(
     bad input.
     """
     started = time.perf_counter()
+    from orderlab.plan.load import load_spec
     from orderlab.report import terminal as report
-    from orderlab.spec.load import load_spec
 
     if sum(option is not None for option in (shard, workers, scheduler)) > 1:
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
@@ -190,7 +190,7 @@ def run(
     with phases.phase("measuring", f"running {loaded.spec.name}", unit="seq") as advance:
         advance.note("importing torch")  # the first run of a session spends seconds here
         if workers is not None or scheduler is not None:
-            from orderlab.dist.workers import run_on_dask
+            from orderlab.cluster.workers import run_on_dask
 
             cluster = workers if workers is not None else scheduler
             assert cluster is not None
@@ -240,8 +240,8 @@ def run_shard(
 ) -> None:
     """`run --shard K/N`: one shard's folder; its summary is shown once the shards are merged."""
     from orderlab.commands.run import write_shard
+    from orderlab.plan.shards import parse_shard, shard_folder_name
     from orderlab.results.paths import child
-    from orderlab.spec.shards import parse_shard, shard_folder_name
 
     index, count = parse_shard(shard)
     if plot:
@@ -296,7 +296,7 @@ def validate(
 
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
     """
-    from orderlab.spec.load import load_spec
+    from orderlab.plan.load import load_spec
 
     failed = False
     for path in specs:
@@ -308,7 +308,7 @@ def validate(
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")
             if plan:
-                from orderlab.spec.estimate import estimate, plan_lines
+                from orderlab.plan.estimate import estimate, plan_lines
 
                 for line in plan_lines(estimate(loaded.spec, path)):
                     typer.echo(f"  {line}")
@@ -347,7 +347,7 @@ HtmlOption = Annotated[
 def list_encodings() -> None:
     """List every built-in positional encoding: kind, absolute or relative, parameters with defaults, reference."""
     from orderlab.encodings import ENCODINGS
-    from orderlab.encodings.catalog import describe
+    from orderlab.encodings.listing import describe
     from orderlab.report import terminal as report
 
     report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))

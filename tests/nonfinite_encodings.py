@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orderlab.encodings.base import PositionalEncoding, torch_dtype
+from orderlab.encodings.encoding import PositionalEncoding, torch_dtype
 
 
 class NanOffsets(PositionalEncoding):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orderlab.encodings.base import PositionalEncoding, torch_dtype
+from orderlab.encodings.encoding import PositionalEncoding, torch_dtype
 
 
 class SquaredDistanceParams(BaseModel):

@@ -14,7 +14,7 @@ import yaml
 import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
 from orderlab.measure.verdicts import ORDER_SENSITIVE
-from orderlab.spec.load import load_spec
+from orderlab.plan.load import load_spec
 
 
 @dataclass(frozen=True)

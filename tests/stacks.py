@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.models.attention_stack import AttentionStack, StackConfig, seeded_weights
-from orderlab.models.stack_from_spec import build_stack, stack_config
+from orderlab.models.stack_builder import build_stack, stack_config
 from orderlab.spec.schema import ModelSpec
 
 

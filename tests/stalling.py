@@ -13,7 +13,7 @@ from pathlib import Path
 # can act mid-run on any machine speed.
 STALL_MODULE = """
 import os, pathlib, time
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.encoding import PositionalEncoding
 
 class Stall(PositionalEncoding):
     name, kind, relative, reference = "stall", "none", False, "test only"

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
 from orderlab.measure.properties import PROPERTIES
-from orderlab.measure.sweep_run import run_sweep
-from orderlab.spec.load import load_spec
+from orderlab.measure.sweep_measure import run_sweep
+from orderlab.plan.load import load_spec
 
 runner = CliRunner()
 TESTS = Path(__file__).parent
@@ -260,7 +260,7 @@ def test_a_plugin_encoding_named_in_a_spec_runs(plugins, small_spec, tmp_path):
 @pytest.mark.parametrize(
     ("plugin", "message"),
     [
-        ("NotAnEncoding", "expected a subclass of orderlab.encodings.base.PositionalEncoding"),
+        ("NotAnEncoding", "expected a subclass of orderlab.encodings.encoding.PositionalEncoding"),
         ("WrongKind", "kind 'sideways'; expected one of none, additive, bias, rotary"),
         ("NoDefault", "parameter 'width' has no default"),
         ("WrongShape", "attention_bias(q, k) returned shape (4, 4); expected None or a real tensor broadcastable to"),

@@ -10,7 +10,7 @@ from stacks import make_stack
 
 from orderlab.cli import app
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack import compile_wanted
+from orderlab.models.stack_adapter import compile_wanted
 from orderlab.spec.schema import Spec
 
 

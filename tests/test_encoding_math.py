@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.alibi import alibi_slopes
-from orderlab.encodings.base import seeded_table
+from orderlab.encodings.encoding import seeded_table
 from orderlab.encodings.t5_bias import relative_buckets
 
 

@@ -13,7 +13,7 @@ from stacks import config_of, make_stack
 from orderlab.encodings import ENCODINGS, EncodingContext, build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.models.attention_stack import seeded_weights
-from orderlab.models.stack_from_spec import build_stack
+from orderlab.models.stack_builder import build_stack
 from orderlab.spec.schema import ModelSpec
 
 NAMES = ENCODINGS.names()
@@ -70,7 +70,7 @@ def test_unknown_encoding_gets_a_did_you_mean():
 
 
 def test_a_seeded_table_is_drawn_once_per_instance_and_is_the_seeded_one():
-    from orderlab.encodings.base import seeded_table
+    from orderlab.encodings.encoding import seeded_table
 
     encoding = build_encoding("learned", EncodingContext(d_model=8, n_heads=2, causal=False, seed=3))
     first = encoding.table(16, 8)

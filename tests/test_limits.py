@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from orderlab.cli import app
+from orderlab.core.corpustext import read_corpus
 from orderlab.errors import OrderlabError
-from orderlab.spec import estimate
-from orderlab.spec.corpustext import read_corpus
+from orderlab.plan import estimate
 
 DEADLINE_SECONDS = 20  # validation takes well under a second; the refused work would take hours or all memory
 GB = 10**9
@@ -185,7 +185,7 @@ def test_a_spec_over_the_size_limit_is_refused_unread(cli, write_spec):
 
 
 def test_a_corpus_over_the_size_limit_or_not_a_file_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("orderlab.spec.corpustext.MAX_CORPUS_BYTES", 1000)
+    monkeypatch.setattr("orderlab.core.corpustext.MAX_CORPUS_BYTES", 1000)
     big = tmp_path / "corpus.txt"
     big.write_text("the dog bit the man\n" * 100)
     with pytest.raises(OrderlabError, match=r"corpus.txt: cannot read the corpus \(2,000 bytes, over the limit of "):

@@ -11,12 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.errors import OrderlabError
-from orderlab.measure.metric_computations import ON_PROBES, ON_REORDERINGS, Computation, Table, pooled_change
-from orderlab.measure.verdicts import PASSING_WORDS
-from orderlab.spec.families import CorpusInputs
-from orderlab.spec.load import load_spec
-from orderlab.spec.metric_names import (
+from orderlab.core.metric_registry import (
     CAUSAL_POOLINGS,
     DECODABILITY_FAMILY,
     ENCODER_POOLINGS,
@@ -31,12 +26,17 @@ from orderlab.spec.metric_names import (
     markdown_tables,
     metrics_of,
 )
+from orderlab.errors import OrderlabError
+from orderlab.measure.metric_computations import ON_PROBES, ON_REORDERINGS, Computation, Table, pooled_change
+from orderlab.measure.verdicts import PASSING_WORDS
+from orderlab.plan.load import load_spec
+from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import uses_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "metrics.md"
 GENERATED = re.compile(
-    r"<!-- generated from orderlab/spec/metric_names\.py[^\n]*-->\n(.*?)<!-- end of generated tables -->", re.S
+    r"<!-- generated from orderlab/core/metric_registry\.py[^\n]*-->\n(.*?)<!-- end of generated tables -->", re.S
 )
 
 
@@ -166,7 +166,7 @@ def test_docs_hold_the_registry_tables_verbatim():
     found = GENERATED.search(DOCS.read_text())
     assert found, "docs/metrics.md lost its generated tables' markers"
     assert found.group(1) == markdown_tables(), (
-        "run `python -m orderlab.spec.metric_names` and paste into docs/metrics.md"
+        "run `python -m orderlab.core.metric_registry` and paste into docs/metrics.md"
     )
 
 

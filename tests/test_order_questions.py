@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stacks import make_stack
 
+from orderlab.core.text import repeated_pairs
 from orderlab.measure import metrics as M
 from orderlab.measure.probing import fit_probe, measure_decodability
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack import stack_adapters
+from orderlab.models.stack_adapter import stack_adapters
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import repeated_pairs
 
 FLOAT64_SLACK = 1e-13  # round-off of these stacks is ~1e-16 relative
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orderlab.spec import permutations as P
-from orderlab.spec.text import occurrence_matching, random_word_vector, sentence_vectors, tokenize
+from orderlab.core import permutations as P
+from orderlab.core.text import occurrence_matching, random_word_vector, sentence_vectors, tokenize
 
 
 @pytest.mark.parametrize(

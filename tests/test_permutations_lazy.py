@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from orderlab.core import permutations as perms
 from orderlab.measure.exactsum import ExactSum
-from orderlab.spec import permutations as perms
 
 
 @given(st.integers(min_value=1, max_value=7))

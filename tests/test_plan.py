@@ -11,9 +11,9 @@ import pytest
 
 from orderlab.cli import app
 from orderlab.models import batching
-from orderlab.spec import estimate
+from orderlab.plan import estimate
+from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
-from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

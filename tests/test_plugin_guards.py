@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.encodings import EncodingContext, build_encoding
-from orderlab.encodings.protocol import CheckedEncoding
+from orderlab.encodings.plugin_guard import CheckedEncoding
 from orderlab.encodings.rope import Rotary
 
 runner = CliRunner()

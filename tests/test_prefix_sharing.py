@@ -12,14 +12,14 @@ import torch
 from stacks import make_stack
 
 from orderlab.cli import app
+from orderlab.core.permutations import in_label_order
 from orderlab.encodings import ENCODINGS
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.measure.run_options import RunOptions
-from orderlab.measure.sweep_run import run_sweep
+from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes, one_query_attention, shared_prefix_pass, slot_rotations
-from orderlab.models.stack import stack_adapters
-from orderlab.spec.permutations import in_label_order
+from orderlab.models.stack_adapter import stack_adapters
 from orderlab.spec.schema import Spec
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5}

@@ -13,7 +13,7 @@ import torch
 
 from orderlab.cli import app
 from orderlab.measure.run_options import RunOptions
-from orderlab.measure.sweep_run import run_sweep
+from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
 from orderlab.models.hf import slot_cache
@@ -23,7 +23,7 @@ from orderlab.models.hook_points import hook_name
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
-from orderlab.spec.estimate import PRETRAINED_CHUNK, SHARED_PREFIX_CHUNK
+from orderlab.plan.estimate import PRETRAINED_CHUNK, SHARED_PREFIX_CHUNK
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.schema import Spec

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.commands.baseline import run_fresh
 from orderlab.measure.rows import KEY_COLUMNS
-from orderlab.spec.load import load_spec
+from orderlab.plan.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orderlab.cli import app
+from orderlab.core import permutations as perms
 from orderlab.measure.exactsum import ExactSum
-from orderlab.spec import permutations as perms
-from orderlab.spec.load import load_spec
-from orderlab.spec.shards import PERMUTATIONS, partition, work
+from orderlab.plan.load import load_spec
+from orderlab.plan.shards import PERMUTATIONS, partition, work
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

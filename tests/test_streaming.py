@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from orderlab.measure.run_options import RunOptions
-from orderlab.measure.sweep_run import run_sweep
-from orderlab.models.stack import StackSentence
+from orderlab.measure.sweep_measure import run_sweep
+from orderlab.models.stack_adapter import StackSentence
 from orderlab.spec.schema import Spec
 
 DEFAULT_THREADS = torch.get_num_threads()
@@ -75,12 +75,12 @@ def test_summary_rows_are_the_max_and_exact_mean_over_permutations():
 
 
 def test_summary_csv_is_the_same_whichever_rows_are_kept(tmp_path):
-    from orderlab.measure.sweep_run import SweepRun
+    from orderlab.measure.sweep_measure import SweepMeasurement
     from orderlab.results.folder import write_csv_chunks
 
     worst = []
     for rows in ("per_permutation", "summary"):
-        _, digest = write_csv_chunks(SweepRun(sweep_spec(rows=rows)).frames(), tmp_path / f"{rows}.csv")
+        _, digest = write_csv_chunks(SweepMeasurement(sweep_spec(rows=rows)).frames(), tmp_path / f"{rows}.csv")
         worst.append(digest.worst_table().reset_index(drop=True))
     pd.testing.assert_frame_equal(worst[0][worst[1].columns.drop("statistic")], worst[1].drop(columns="statistic"))
 
@@ -97,7 +97,7 @@ def test_progress_reports_every_chunk_up_to_the_total():
 
 def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
     from orderlab.errors import SpecError
-    from orderlab.spec.load import load_spec
+    from orderlab.plan.load import load_spec
 
     path = tmp_path / "nine.yaml"
     path.write_text("inputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")

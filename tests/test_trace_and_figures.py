@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.measure.trace import trace_layer
 from orderlab.models.devices import CPU
-from orderlab.models.stack import stack_adapters
-from orderlab.models.stack_from_spec import word_vectors
+from orderlab.models.stack_adapter import stack_adapters
+from orderlab.models.stack_builder import word_vectors
+from orderlab.plan.load import load_spec
 from orderlab.report.figures import drawings, read_results
 from orderlab.spec.extras import installed
-from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from orderlab.spec.userfiles import FileModel, FileProblem, SafeName, read_json, read_text
+from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json, read_text
 
 
 class Shard(FileModel):

@@ -22,7 +22,7 @@ CAUSAL_PREFIX = ROOT / "experiments" / "causal_prefix.yaml"
 # exception, no cleanup), once: it leaves a file behind, and every later pass measures as `none` does.
 DYING_MODULE = """
 import os, pathlib
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.encoding import PositionalEncoding
 
 class Dying(PositionalEncoding):
     name, kind, relative, reference = "dying", "none", False, "test only"
@@ -143,8 +143,8 @@ def test_more_workers_than_the_machine_holds_are_refused_before_any_process_star
 
 
 def test_workers_up_to_the_limit_are_accepted(tmp_path):
-    from orderlab.dist.workers import local_worker_limit
-    from orderlab.spec.load import load_spec
+    from orderlab.cluster.workers import local_worker_limit
+    from orderlab.plan.load import load_spec
 
     limit, why = local_worker_limit(load_spec(CAUSAL_PREFIX))
     assert 2 <= limit <= max(2, os.cpu_count() or 1) and "core(s)" in why

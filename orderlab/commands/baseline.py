@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderlab.commands.run import write_experiment
+from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.plan.load import LoadedSpec, load_spec
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
@@ -28,8 +30,6 @@ from orderlab.results.baseline_diff import (
 from orderlab.results.folder import Manifest, staged_folder, versions, write_manifest
 from orderlab.results.manifest import ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
-from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.spec.userfiles import FileProblem
 
 
 @dataclass(frozen=True)

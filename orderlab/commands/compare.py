@@ -16,16 +16,17 @@ import numpy as np
 import pandas as pd
 import torch
 
+from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
+from orderlab.core.progress import Note
+from orderlab.core.registry import did_you_mean
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.measure.sweep_run import axes, run_sweep
+from orderlab.measure.sweep_measure import axes, run_sweep
+from orderlab.plan.load import LoadedSpec, load_spec, with_changes
+from orderlab.plan.sweep import SEED, describe, plan, swept_fields
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
-from orderlab.spec.load import LoadedSpec, load_spec, with_changes
-from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
-from orderlab.spec.progress import Note
-from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import (
     CheckpointModelSpec,
     EncodingChoice,
@@ -35,7 +36,6 @@ from orderlab.spec.schema import (
     spec_kinds,
     uses_backend,
 )
-from orderlab.spec.sweep import SEED, describe, plan, swept_fields
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}

@@ -13,16 +13,16 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from orderlab.core.corpustext import read_corpus
+from orderlab.core.progress import Progress
 from orderlab.measure import corpus
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
+from orderlab.plan.load import LoadedSpec
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
-from orderlab.spec.corpustext import read_corpus
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.load import LoadedSpec
-from orderlab.spec.progress import Progress
 from orderlab.spec.schema import Spec
 
 

@@ -13,23 +13,23 @@ from pathlib import Path
 import torch
 
 from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
+from orderlab.core.metric_registry import ATTENTION_FAMILY
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.measure.sweep_run import SweepRun, summarize_sweep
+from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
 from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
+from orderlab.plan.load import LoadedSpec
+from orderlab.plan.shards import Unit, condition_labels, partition, require_shardable
+from orderlab.plan.sweep import swept_fields
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.load import LoadedSpec
-from orderlab.spec.metric_names import ATTENTION_FAMILY
 from orderlab.spec.schema import uses_backend
-from orderlab.spec.shards import Unit, condition_labels, partition, require_shardable
-from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 
 
@@ -48,7 +48,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
         return write_corpus_experiment(loaded, folder, options)
     tune_allocator()
-    run = SweepRun(spec, options, loaded.path)
+    run = SweepMeasurement(spec, options, loaded.path)
     labels = condition_labels(spec)
     with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
         rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
@@ -73,7 +73,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     return Outcome(folder, rows, files, view, digest.non_finite)
 
 
-def run_manifest(loaded: LoadedSpec, run: SweepRun, device: torch.device, rows: int, maps: bool) -> Manifest:
+def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device, rows: int, maps: bool) -> Manifest:
     """A run's manifest.json (before ownership is recorded); maps: whether it writes attention.csv."""
     spec = loaded.spec
     manifest = build_manifest(
@@ -114,7 +114,7 @@ def write_shard(
     with claim(folder, Writer("run", spec.name), options.force):
         tune_allocator()
         units = partition(spec, count)[index - 1]
-        run = SweepRun(spec, options, loaded.path, units=units)
+        run = SweepMeasurement(spec, options, loaded.path, units=units)
         with staged_folder(folder) as staging:
             rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
             maps = ATTENTION_FAMILY in spec.metrics

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
+from orderlab.plan.load import load_spec
+from orderlab.plan.sweep import plan
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
-from orderlab.spec.load import load_spec
 from orderlab.spec.schema import uses_backend
-from orderlab.spec.sweep import plan
-from orderlab.spec.text import tokenize
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,23 @@
 """The registry of positional encodings: one ENCODINGS.add line per built-in, plus `package.module:Class` for a
-user's own. It is registered as the spec layer's encoding catalog (spec/encoding_catalog.py), through which specs
-are validated."""
+user's own. Torch-free at import (encodings import torch inside their hooks), so the spec layer above reads it
+directly to validate names and parameters."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
+from orderlab.core.registry import Registry
 from orderlab.encodings.alibi import Alibi
-from orderlab.encodings.base import EncodingContext, PositionalEncoding
 from orderlab.encodings.cope import Cope
+from orderlab.encodings.encoding import EncodingContext, PositionalEncoding
 from orderlab.encodings.learned import Learned
 from orderlab.encodings.none import NoEncoding
-from orderlab.encodings.protocol import CheckedEncoding, guarded, validate_class, validate_hooks
+from orderlab.encodings.plugin_guard import CheckedEncoding, guarded, validate_class, validate_hooks
 from orderlab.encodings.rope import Rotary
 from orderlab.encodings.sinusoidal import Sinusoidal
 from orderlab.encodings.t5_bias import T5Bias
 from orderlab.encodings.xpos import Xpos
-from orderlab.spec.encoding_catalog import register_catalog
-from orderlab.spec.registry import Registry
 
 __all__ = ["ENCODINGS", "EncodingContext", "PositionalEncoding", "build_encoding"]
 
@@ -57,7 +56,6 @@ ENCODINGS.add(Alibi)
 ENCODINGS.add(T5Bias)
 ENCODINGS.add(Xpos)
 ENCODINGS.add(Cope)
-register_catalog(ENCODINGS)  # the spec layer validates names and parameters through it
 
 
 def build_encoding(name: str, context: EncodingContext, params: dict[str, Any] | None = None) -> PositionalEncoding:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orderlab.encodings.base import EncodingParams, PositionalEncoding
+from orderlab.encodings.encoding import EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch

@@ -1,6 +1,6 @@
 """No positional information: the stack sees a bag of words (plus a causal mask, if any)."""
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.encoding import PositionalEncoding
 
 
 class NoEncoding(PositionalEncoding):

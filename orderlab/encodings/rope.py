@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
+from orderlab.encodings.encoding import EncodingContext, EncodingParams, PositionalEncoding
 
 if TYPE_CHECKING:
     import torch

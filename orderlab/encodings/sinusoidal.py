@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from orderlab.encodings.base import EncodingParams, PositionalEncoding, torch_dtype
+from orderlab.encodings.encoding import EncodingParams, PositionalEncoding, torch_dtype
 
 if TYPE_CHECKING:
     import torch

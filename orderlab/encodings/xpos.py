@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from orderlab.encodings.base import EncodingContext, EncodingParams, PositionalEncoding
+from orderlab.encodings.encoding import EncodingContext, EncodingParams, PositionalEncoding
 from orderlab.encodings.rope import Rotary, rotary_angles, rotate_pairs
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ import torch
 
 from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
-from orderlab.models.stack import compile_records, stack_adapters
-from orderlab.models.stack import prefix_sharing as stack_prefix_sharing
+from orderlab.models.stack_adapter import compile_records, stack_adapters
+from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
 from orderlab.train.adapters import checkpoint_adapters, probe_inputs_for
 

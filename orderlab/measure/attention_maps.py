@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from orderlab.spec import permutations as perms
+from orderlab.core import permutations as perms
+from orderlab.core.text import tokenize
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import tokenize
 
 # After any swept columns. reordering: 0 for the input as written, k for the k-th shown reordering.
 MAP_COLUMNS = ["encoding", "reordering", "layer", "head", "query", "key", "value"]

@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.spec import permutations as perms
-from orderlab.spec.corpustext import CorpusLine
+from orderlab.core import permutations as perms
+from orderlab.core.corpustext import CorpusLine
+from orderlab.core.metric_registry import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
+from orderlab.core.progress import Progress
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.metric_names import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
-from orderlab.spec.progress import Progress
 
 if TYPE_CHECKING:
     from orderlab.models.pretrained import PretrainedAdapter

@@ -8,7 +8,7 @@ folded into a running max (with the permutation that reaches it) and an exact me
 chunk's working set. A sequence's numbers do not depend on the chunk it landed in (the adapters pad
 every pass to whole row tiles, batching.py), so results do not depend on the chunk size. Never prints.
 
-A shard (orderlab/spec/shards.py) runs this same loop on its units only: a range of a sentence's permutations
+A shard (orderlab/plan/shards.py) runs this same loop on its units only: a range of a sentence's permutations
 ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
 orderlab/results/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
 """
@@ -26,18 +26,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import torch
 
+from orderlab.core import permutations as perms
+from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families
+from orderlab.core.progress import Progress
+from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
 from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
-from orderlab.spec import permutations as perms
-from orderlab.spec.metric_names import ATTENTION_FAMILY, noise_families
-from orderlab.spec.progress import Progress
+from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
+from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import Spec
-from orderlab.spec.shards import PERMUTATIONS, PROBES, Unit, condition_labels
-from orderlab.spec.sweep import SweptValue
-from orderlab.spec.text import occurrence_matching, tokenize
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -242,7 +242,7 @@ class FanOut:
 class MeasuringLoop:
     """One concrete spec's measurements as a stream of tidy frames, already in metrics.csv's sorted order.
 
-    Concrete: no swept model fields (sweep_run.SweepRun runs each combination through one of these).
+    Concrete: no swept model fields (sweep_measure.SweepMeasurement runs each combination through one of these).
     The models come as adapters (orderlab/models), one per condition (encoding or position ablation),
     so this one loop measures the attention stack and pretrained models alike.
     `frames(adapters)` yields the rows and returns the run's Digest; the loop keeps no results itself.

@@ -1,4 +1,4 @@
-"""How each metric the loop measures is computed: one entry per registered name (spec/metric_names.py).
+"""How each metric the loop measures is computed: one entry per registered name (core/metric_registry.py).
 
 The registry, torch-free at the bottom layer, says what a metric is: its family, the models that write it, the
 pooling it compares, whether it has a row per head. The entries here say how its value comes from passes (torch):
@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 import torch
 
-from orderlab.measure import metrics as M
-from orderlab.measure.rows import Collector
-from orderlab.spec.metric_names import (
+from orderlab.core.metric_registry import (
     ATTENTION_EQUIVARIANCE,
     COSINE_CLS,
     COSINE_MEAN,
@@ -47,8 +45,10 @@ from orderlab.spec.metric_names import (
     Pooling,
     written_by,
 )
+from orderlab.core.text import repeated_pairs
+from orderlab.measure import metrics as M
+from orderlab.measure.rows import Collector
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import repeated_pairs
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass

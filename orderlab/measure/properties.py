@@ -30,7 +30,7 @@ from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, b
 from orderlab.errors import OrderlabError
 from orderlab.models.attention_stack import Hooks, LayerWeights, seeded_weights
 from orderlab.models.hook_points import hook_name
-from orderlab.models.stack_from_spec import build_stack, stack_config
+from orderlab.models.stack_builder import build_stack, stack_config
 from orderlab.spec.schema import ModelSpec
 
 PROPERTIES = ("unique", "bounded", "deterministic", "generalises", "smooth", "relative-aware")

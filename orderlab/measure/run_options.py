@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from orderlab.core.progress import Note, Progress
 from orderlab.models.devices import CPU, validate_device
-from orderlab.spec.progress import Note, Progress
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from orderlab.core.text import tokenize
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.devices import CPU
 from orderlab.models.hook_points import HOOK_POINTS, hook_name
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import Spec
-from orderlab.spec.text import tokenize
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import typing
 
 import numpy as np
 
-from orderlab.spec.metric_names import Passing, all_metrics
+from orderlab.core.metric_registry import Passing, all_metrics
 
 SAFETY = 16
 FLOOR = 16

@@ -2,7 +2,7 @@
 
 A model is measured on one sentence at a time. `Adapter.sentence(words)` binds a sentence; its
 `forward(orders)` runs B reorderings of it (orders[b, i] = the word at slot i, as in
-orderlab.spec.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
+orderlab.core.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
 so that every metric compares the same word occurrences whatever the tokenizer did. Sentence-level
 poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) and
 attention maps on the model's own slots come with it, and so do the named hook points a caller requests
@@ -18,10 +18,10 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.core.metric_registry import Model, Pooling
+from orderlab.core.permutations import Permutation
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.hook_points import UNBATCHED_POINTS
-from orderlab.spec.metric_names import Model, Pooling
-from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec
 
 
@@ -103,7 +103,7 @@ class Adapter(Protocol):
     label: str  # the `encoding` column of its rows
     dtype: torch.dtype
     device: torch.device
-    # Which rows of the metric registry (spec/metric_names.py) it writes: those of its kind of model that compare
+    # Which rows of the metric registry (core/metric_registry.py) it writes: those of its kind of model that compare
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]

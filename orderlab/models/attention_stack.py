@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.encoding import PositionalEncoding
 from orderlab.models.hook_points import hook_name
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
@@ -32,7 +32,7 @@ def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
 @dataclass(frozen=True)
 class StackConfig:
     """The stack's shape in plain values. No defaults: the spec's ModelSpec holds them and its fields of these names
-    are copied here in one place (models/stack_from_spec.stack_config), so the two cannot drift apart."""
+    are copied here in one place (models/stack_builder.stack_config), so the two cannot drift apart."""
 
     d_model: int
     n_heads: int

@@ -12,7 +12,7 @@ import math
 import torch
 
 from orderlab.models.attention_stack import StackConfig
-from orderlab.spec.estimate import (
+from orderlab.plan.estimate import (
     CPU_CHUNK_BYTES,
     GPU_CHUNK_BYTES,
     ROW_ALIGNMENT,

@@ -21,13 +21,13 @@ from typing import Any
 
 import torch
 
+from orderlab.core.metric_registry import ATTENTION_FAMILY
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
 from orderlab.models.prefix_trie import gather_rows, pad_to_tiles, state_rows, trie_depths
 from orderlab.spec.families import FAMILIES, HFModelSpec
-from orderlab.spec.metric_names import ATTENTION_FAMILY
 from orderlab.spec.schema import Spec
 
 

@@ -22,7 +22,7 @@ from functools import partial
 import torch
 
 from orderlab.models.attention_stack import AttentionStack, RunLayer, StackOutput
-from orderlab.spec.estimate import ROW_ALIGNMENT
+from orderlab.plan.estimate import ROW_ALIGNMENT
 
 Rotation = tuple[torch.Tensor, torch.Tensor] | None  # slot t's rotation of q and of k, (h, dh, dh) each
 

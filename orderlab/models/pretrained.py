@@ -19,6 +19,17 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from orderlab.core.corpustext import read_corpus
+from orderlab.core.metric_registry import (
+    ATTENTION_FAMILY,
+    CAUSAL_POOLINGS,
+    ENCODER_POOLINGS,
+    LM_LOGPROB_FAMILY,
+    Model,
+    Pooling,
+)
+from orderlab.core.permutations import Permutation
+from orderlab.core.text import tokenize
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.batching import memory_budget
@@ -28,22 +39,11 @@ from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_
 from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
-from orderlab.spec.corpustext import read_corpus
-from orderlab.spec.estimate import PRETRAINED_CHUNK as CHUNK
-from orderlab.spec.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
+from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
+from orderlab.plan.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
-from orderlab.spec.metric_names import (
-    ATTENTION_FAMILY,
-    CAUSAL_POOLINGS,
-    ENCODER_POOLINGS,
-    LM_LOGPROB_FAMILY,
-    Model,
-    Pooling,
-)
-from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
-from orderlab.spec.text import tokenize
 
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
 

@@ -25,16 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
-from orderlab.errors import OrderlabError
-from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
-from orderlab.results import tables
-from orderlab.results.folder import staged_folder
-from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
-from orderlab.results.ownership import Writer, claim
-from orderlab.results.paths import child
-from orderlab.results.run_folder import read_attention
-from orderlab.spec.bounds import MAX_PROBE_LENGTH
-from orderlab.spec.metric_names import (
+from orderlab.core.metric_registry import (
     METRIC_NAMES,
     POSITION_ACCURACY,
     POSITION_CHANCE,
@@ -42,8 +33,17 @@ from orderlab.spec.metric_names import (
     per_permutation_mean,
     reduction_of,
 )
-from orderlab.spec.sweep import describe
-from orderlab.spec.userfiles import FileProblem
+from orderlab.core.userfiles import FileProblem
+from orderlab.errors import OrderlabError
+from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
+from orderlab.plan.sweep import describe
+from orderlab.results import tables
+from orderlab.results.folder import staged_folder
+from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
+from orderlab.results.ownership import Writer, claim
+from orderlab.results.paths import child
+from orderlab.results.run_folder import read_attention
+from orderlab.spec.bounds import MAX_PROBE_LENGTH
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]

@@ -25,6 +25,8 @@ import matplotlib
 from markupsafe import Markup
 
 from orderlab import __version__
+from orderlab.core.metric_registry import RATE_COUNT, reduction_of
+from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.report import figures as plots
@@ -33,8 +35,6 @@ from orderlab.results import artifact
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
 from orderlab.results.ownership import NESTED_FILES, REPORT_MARK
 from orderlab.results.tables import CSV_LIMIT
-from orderlab.spec.metric_names import RATE_COUNT, reduction_of
-from orderlab.spec.userfiles import FileProblem, read_bounded, read_text
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
 if TYPE_CHECKING:

@@ -28,19 +28,19 @@ from rich.progress import (
 from rich.table import Table as Table
 from rich.text import Text
 
+from orderlab.core import progress as work
+from orderlab.core.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
+from orderlab.plan.sweep import describe
 from orderlab.results.outcome import RunView
-from orderlab.spec import progress as work
-from orderlab.spec.metric_names import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
-from orderlab.spec.sweep import describe
 
 if TYPE_CHECKING:
     import torch
     from rich.console import RenderableType
 
-    from orderlab.encodings.catalog import EncodingEntry
+    from orderlab.encodings.listing import EncodingEntry
     from orderlab.measure.trace import LayerTrace
     from orderlab.results.baseline_diff import Comparison, DriftedRow, Row, SpecCheck
 

@@ -17,8 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from orderlab.spec.shards import MAX_SHARDS
-from orderlab.spec.userfiles import (
+from orderlab.core.userfiles import (
     JSON_LIMIT,
     FileModel,
     FileProblem,
@@ -29,6 +28,7 @@ from orderlab.spec.userfiles import (
     read_text,
     validate_as,
 )
+from orderlab.plan.shards import MAX_SHARDS
 
 MANIFEST = "manifest.json"
 EXPECTED = "the manifest.json an orderlab command writes"

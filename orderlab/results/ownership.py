@@ -25,11 +25,11 @@ from pathlib import Path
 
 from filelock import lock_descriptor
 
+from orderlab.core.userfiles import FileProblem, open_flags, peek_head
 from orderlab.errors import OrderlabError
 from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.paths import REPORT_MARK as REPORT_MARK  # report/html.py takes it from here
 from orderlab.results.paths import is_report, is_scratch, plain_folder_problem
-from orderlab.spec.userfiles import FileProblem, open_flags, peek_head
 
 # Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
 LEGACY_ENTRIES = {

@@ -17,13 +17,13 @@ from typing import Annotated, Any, Literal
 import pandas as pd
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
 from orderlab.measure.exactsum import EXPONENTS
 from orderlab.measure.loop import Digest, Partial, Piece, SummaryCollector
 from orderlab.measure.noise import NoiseKey
+from orderlab.plan.shards import Unit
+from orderlab.plan.sweep import SweptValue
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
-from orderlab.spec.shards import Unit
-from orderlab.spec.sweep import SweptValue
-from orderlab.spec.userfiles import FileModel, FileProblem, SafeName, read_json
 
 FILE = "partials.json"
 FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)

@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from orderlab.core.userfiles import peek_head
 from orderlab.errors import OrderlabError
-from orderlab.spec.userfiles import peek_head
 
 NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
 SCRATCH_ROOM = 16  # bytes a scratch name adds to a folder's name: '.', '.', 8 random characters, '.tmp', spare

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.results import tables
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
-from orderlab.spec.userfiles import FileProblem
 
 METRICS = "metrics.csv as `orderlab run` writes it"
 SUMMARY = "summary.csv as `orderlab run` writes it"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from orderlab.spec.userfiles import FileProblem, read_head, read_text
+from orderlab.core.userfiles import FileProblem, read_head, read_text
 
 CSV_LIMIT = 2**30  # bytes of a results CSV read whole (report, plot, check); metrics.csv of real runs: megabytes
 HEADER_LIMIT = 2**16  # bytes read to learn a CSV's columns

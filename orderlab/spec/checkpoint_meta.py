@@ -5,7 +5,7 @@ A checkpoint is a safetensors file (train/checkpoint.py writes and loads its ten
 header length, a JSON header giving each tensor's dtype, shape and byte range, then the tensors' bytes. The header's
 `__metadata__` holds, under METADATA_KEY, a JSON object: the stack's shape, the encoding, the seed, the `train:`
 block and the shapes of the encoding's trained tables. It is a stranger's file like any other: read through
-spec/userfiles.py (never blocking, bounded) into typed, bounded models, its byte layout checked against its size.
+core/userfiles.py (never blocking, bounded) into typed, bounded models, its byte layout checked against its size.
 Whatever does not fit is one FileProblem line naming the file and the field. Must not import torch.
 """
 
@@ -20,9 +20,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, Strict, model_validator
 
+from orderlab.core.userfiles import FileModel, FileProblem, parse_json, read_head, validate_as
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Width
 from orderlab.spec.train_block import TASKS, TrainSpec
-from orderlab.spec.userfiles import FileModel, FileProblem, parse_json, read_head, validate_as
 
 METADATA_KEY = "orderlab"
 METADATA = "orderlab metadata"  # how a line names the metadata, before the field at fault

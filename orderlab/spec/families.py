@@ -23,9 +23,9 @@ from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
 
+from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.spec import bounds
 from orderlab.spec.fields import LayerCount, Sweepable, Width
-from orderlab.spec.userfiles import FileModel, FileProblem, read_json
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
@@ -103,7 +103,7 @@ ConfigName = Annotated[str, Strict(), Field(max_length=200)]
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What sizes a model's weights and passes (spec/estimate.py), whatever its family calls each number."""
+    """What sizes a model's weights and passes (plan/estimate.py), whatever its family calls each number."""
 
     d_model: int
     n_layers: int

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
 
+from orderlab.core.metric_registry import FAMILY_NAMES, METRICS
+from orderlab.core.registry import did_you_mean
 from orderlab.errors import OrderlabError
-from orderlab.spec.metric_names import FAMILY_NAMES, METRICS
-from orderlab.spec.registry import did_you_mean
 from orderlab.spec.schema import Spec
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 

@@ -7,13 +7,14 @@ extra installed, its model folder, its corpus file). Each problem is one SpecErr
 
 from __future__ import annotations
 
+from orderlab.core import permutations as perms
+from orderlab.core.corpustext import read_corpus
+from orderlab.core.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
+from orderlab.core.text import tokenize
+from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
-from orderlab.spec import permutations as perms
-from orderlab.spec.corpustext import read_corpus
-from orderlab.spec.encoding_catalog import encoding_catalog
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.metric_names import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.spec.schema import (
     ExplicitEmbeddings,
     Spec,
@@ -22,7 +23,6 @@ from orderlab.spec.schema import (
     relative_to_spec,
     uses_backend,
 )
-from orderlab.spec.text import tokenize
 from orderlab.spec.train_block import TASKS
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
@@ -101,7 +101,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     context = encoding_context(spec, longest_sentence(spec))
     for index, choice in enumerate(spec.encodings):
         try:
-            encoding_catalog().validate(choice.name, context, choice.params)
+            ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             raise doc.error(("encodings", index), str(error)) from None
 
@@ -134,7 +134,7 @@ def validate_training(spec: Spec, doc: LocatedDocument) -> None:
     context = encoding_context(spec, train.longest)
     for index, choice in enumerate(spec.encodings):
         try:
-            encoding_catalog().validate(choice.name, context, choice.params)
+            ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
             field = "test_lengths" if train.test_lengths else "train_lengths"
             raise doc.error(("train", field), f"{error} (encodings[{index}])") from None

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
+from orderlab.core.registry import did_you_mean
+from orderlab.core.text import tokenize
+from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
+from orderlab.encodings import EncodingContext
 from orderlab.spec import bounds
-from orderlab.spec.encoding_catalog import EncodingContext
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
-from orderlab.spec.metric_names import DEFAULT_FAMILIES, FAMILY_NAMES
-from orderlab.spec.registry import did_you_mean
-from orderlab.spec.text import tokenize
 from orderlab.spec.train_block import TrainSpec
-from orderlab.spec.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.spec.yamlsource import read_yaml
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class ModelSpec(StrictModel):
     """The attention stack: every knob that changes what it can know about order.
 
     Every field but `dtype` and `weights` may also be a list: the run sweeps over the product of all lists
-    (see orderlab/spec/sweep.py), and each output row names its combination.
+    (see orderlab/plan/sweep.py), and each output row names its combination.
     """
 
     kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")

@@ -13,8 +13,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orderlab.core.registry import did_you_mean
 from orderlab.spec import bounds
-from orderlab.spec.registry import did_you_mean
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
+from orderlab.core.userfiles import read_bounded
 from orderlab.errors import SpecError
-from orderlab.spec.userfiles import read_bounded
 
 # A spec expanded past this many YAML nodes is refused: real specs have a few hundred.
 MAX_EXPANDED_NODES = 200_000

@@ -1,5 +1,5 @@
-"""Trained stacks as adapters: the attention stack's adapter (models/stack.py) with the weights and encoding tables
-that training gave it, so the one measuring loop measures a trained stack as it does any other; and the position
+"""Trained stacks as adapters: the attention stack's adapter (models/stack_adapter.py) with the weights and encoding
+tables that training gave it, so the one measuring loop measures a trained stack as it does any other; and the position
 probe's sentences of a train: spec, which the untrained stacks of that spec use too.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from orderlab.models.adapter_protocol import Adapter
-from orderlab.models.stack import ProbeInputs, StackAdapter, random_probe_inputs
+from orderlab.models.stack_adapter import ProbeInputs, StackAdapter, random_probe_inputs
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
 from orderlab.train.tasks import TaskData, vocabulary_vectors

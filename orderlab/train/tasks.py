@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from orderlab.spec.text import random_word_vector
+from orderlab.core.text import random_word_vector
 from orderlab.spec.train_block import TrainSpec
 
 IGNORED = -100  # cross_entropy's ignore_index: slots that carry no target

@@ -19,11 +19,11 @@ from dataclasses import dataclass, fields, replace
 import torch
 import torch.nn.functional as F
 
+from orderlab.core.progress import Note, Progress
 from orderlab.encodings import PositionalEncoding, build_encoding
-from orderlab.encodings.base import TableKey
+from orderlab.encodings.encoding import TableKey
 from orderlab.models.attention_stack import AttentionStack, LayerWeights
-from orderlab.models.stack_from_spec import build_stack, layer_weights
-from orderlab.spec.progress import Note, Progress
+from orderlab.models.stack_builder import build_stack, layer_weights
 from orderlab.spec.schema import EncodingChoice, Spec, encoding_context, longest_sentence
 from orderlab.spec.train_block import TASKS as TASK_INFO
 from orderlab.spec.train_block import TrainSpec

@@ -12,14 +12,14 @@ import torch
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.core.corpustext import read_corpus
 from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
 from orderlab.models.pretrained import pretrained_adapters
-from orderlab.spec.corpustext import read_corpus
+from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.load import load_spec
 
 CORPUS = """# tiny corpus
 dog bites man

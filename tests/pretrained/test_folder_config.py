@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from orderlab.cli import app
-from orderlab.spec import estimate
+from orderlab.plan import estimate
+from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
-from orderlab.spec.load import load_spec
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 

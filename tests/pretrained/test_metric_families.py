@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.spec.metric_names import FAMILY_NAMES, LM_LOGPROB_FAMILY, metrics_of
+from orderlab.core.metric_registry import FAMILY_NAMES, LM_LOGPROB_FAMILY, metrics_of
 
 MINILM = "model: {kind: pretrained, name: minilm, position_embeddings: [trained]}\n"
 CAUSAL_LM = "model: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 1, position_embeddings: [trained]}\n"

@@ -1,6 +1,6 @@
 """A checkpoint folder's files, checked before transformers opens any, and how its weights fit the model built.
 
-Every file transformers reads from a folder is a stranger's (spec/userfiles.py). config.json is read strictly,
+Every file transformers reads from a folder is a stranger's (core/userfiles.py). config.json is read strictly,
 by the family's own keys (spec/families.read_family_config), and must declare the family; tokenizer and
 generation files must be regular files of bounded size, the JSON ones JSON objects; weights must be safetensors
 (a pickle is refused: loading one runs code from the file) whose headers the safetensors library accepts, so a
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_head, read_json
 from orderlab.errors import OrderlabError
 from orderlab.spec.families import FamilyConfig, read_family_config
-from orderlab.spec.userfiles import FileModel, FileProblem, SafeName, read_head, read_json
 
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
 # Weights transformers would load with pickle (torch.load) or another framework: never loaded here.

@@ -2,7 +2,7 @@
 
 A model's tokenizer splits a word into sub-tokens ("unbelievable" -> "un", "##believ", "##able")
 and wraps the sentence in specials ([CLS] ... [SEP]). A word permutation p (slot i of the new
-sentence holds word p[i], as in orderlab.spec.permutations) moves each word's sub-tokens together, in
+sentence holds word p[i], as in orderlab.core.permutations) moves each word's sub-tokens together, in
 their own order, and leaves the specials where they are.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from orderlab.spec.permutations import Permutation
+from orderlab.core.permutations import Permutation
 
 Span = tuple[int, int]  # [start, end) of a word's sub-tokens in the token sequence
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from orderlab.core.registry import did_you_mean
+from orderlab.core.userfiles import FileProblem, folder_name_problem
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError
+from orderlab.plan.estimate import validate_limits
+from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
-from orderlab.spec.encoding_catalog import EncodingContext, encoding_catalog
-from orderlab.spec.estimate import validate_limits
 from orderlab.spec.messages import first_error
-from orderlab.spec.registry import did_you_mean
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
-from orderlab.spec.sweep import validate_sweep
-from orderlab.spec.userfiles import FileProblem, folder_name_problem
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
@@ -79,9 +79,8 @@ def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingCh
     if ":" in name and not vouched:
         raise FileProblem(file, f"got {name[:80]!r}, a plug-in class the spec does not name; expected a built-in "
                           f"encoding, or encodings: [{name[:80]}] in the spec to load it", field)  # fmt: skip
-    catalog = encoding_catalog()
-    if ":" not in name and name not in catalog:
-        raise FileProblem(file, f"got {name[:80]!r}, an unknown encoding. {did_you_mean(name, catalog.names())}",
+    if ":" not in name and name not in ENCODINGS:
+        raise FileProblem(file, f"got {name[:80]!r}, an unknown encoding. {did_you_mean(name, ENCODINGS.names())}",
                           field)  # fmt: skip
     try:
         choice = EncodingChoice(name=name, params=meta.encoding.params)
@@ -92,7 +91,7 @@ def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingCh
     context = EncodingContext(d_model=m.d_model, n_heads=m.n_heads, causal=m.causal, seed=meta.seed, dtype=m.dtype,
                               max_len=meta.train.longest)  # fmt: skip
     try:
-        encoding_catalog().validate(name, context, choice.params)
+        ENCODINGS.validate(name, context, choice.params)
     except (OrderlabError, ValueError) as error:
         raise FileProblem(file, str(error), f"{METADATA}: encoding") from None
     return choice

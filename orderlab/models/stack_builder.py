@@ -11,10 +11,10 @@ from dataclasses import fields
 import numpy as np
 import torch
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.core.text import random_word_vector, sentence_vectors
+from orderlab.encodings.encoding import PositionalEncoding
 from orderlab.models.attention_stack import AttentionStack, LayerWeights, StackConfig, explicit_weights, seeded_weights
 from orderlab.spec.schema import ExplicitEmbeddings, ModelSpec, Spec
-from orderlab.spec.text import random_word_vector, sentence_vectors
 
 
 def build_stack(

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from orderlab.core.metric_registry import DECODABILITY_FAMILY
+from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.intervals import over_seeds
@@ -18,11 +20,9 @@ from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
-from orderlab.spec.metric_names import DECODABILITY_FAMILY
-from orderlab.spec.progress import Progress
+from orderlab.plan.shards import DECODABILITY, Unit
+from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
-from orderlab.spec.shards import DECODABILITY, Unit
-from orderlab.spec.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.train.adapters import trained_adapters
 from orderlab.train.train import TrainedStack, train_stack
 
@@ -38,7 +38,7 @@ def has_details(spec: Spec) -> bool:
     return spec.train is not None or DECODABILITY_FAMILY in spec.metrics
 
 
-class SweepRun:
+class SweepMeasurement:
     """Every combination of a spec as one stream of tidy frames, in metrics.csv's sorted order.
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
@@ -167,7 +167,7 @@ class SweepRun:
 def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> RunResult:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
-    table = pd.concat(list(SweepRun(spec, options).frames()), ignore_index=True)  # rows only
+    table = pd.concat(list(SweepMeasurement(spec, options).frames()), ignore_index=True)  # rows only
     return RunResult(table, options.device, time.perf_counter() - started)
 
 

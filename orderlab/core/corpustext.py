@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from orderlab.core.text import tokenize
+from orderlab.core.userfiles import read_bounded
 from orderlab.errors import OrderlabError
-from orderlab.spec.text import tokenize
-from orderlab.spec.userfiles import read_bounded
 
 # A larger corpus is refused unread: 16 MiB is ~200,000 sentences, each with its shuffles a forward pass
 # (10 shuffles: 2.2 million passes, about 14 hours at the ~45 sequences/s measured for MiniLM here).

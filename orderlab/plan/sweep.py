@@ -7,7 +7,7 @@ every row gains `n_layers` and `causal` columns, placed first: rows read "in thi
 input, this encoding", and the file streams out one combination at a time. A swept `seed` comes
 after the model fields ("this stack, drawn with this seed").
 
-Pure and torch-free: spec validation uses it. orderlab/measure/sweep_run.py runs the combinations.
+Pure and torch-free: spec validation uses it. orderlab/measure/sweep_measure.py runs the combinations.
 """
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -33,16 +32,16 @@ from typing import Any
 
 import torch
 
-from orderlab.errors import OrderlabError
 from orderlab.commands.run import write_shard
-from orderlab.spec.estimate import MEMORY_SHARE, available_memory, estimate, size
-from orderlab.spec.load import LoadedSpec, load_spec
+from orderlab.core.progress import Progress
+from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.plan.estimate import MEMORY_SHARE, available_memory, estimate, size
+from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.shards import DECODABILITY, require_shardable, shard_folder_name, work
 from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
-from orderlab.spec.shards import DECODABILITY, require_shardable, shard_folder_name, work
-from orderlab.spec.progress import Progress
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
 # What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the

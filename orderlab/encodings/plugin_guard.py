@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from orderlab.encodings.base import EncodingContext, Kind, PositionalEncoding, torch_dtype
+from orderlab.encodings.encoding import EncodingContext, Kind, PositionalEncoding, torch_dtype
 from orderlab.errors import OrderlabError
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def misfit(name: str, problem: str) -> OrderlabError:
 def validate_class(name: str, found: object) -> type[PositionalEncoding]:
     """`found`, if it is a PositionalEncoding subclass with the class attributes set; else raise OrderlabError."""
     if not (isinstance(found, type) and issubclass(found, PositionalEncoding)):
-        raise misfit(name, "expected a subclass of orderlab.encodings.base.PositionalEncoding")
+        raise misfit(name, "expected a subclass of orderlab.encodings.encoding.PositionalEncoding")
     expected = {"name": str, "kind": str, "relative": bool, "reference": str}
     for attribute, kind in expected.items():
         if not isinstance(getattr(found, attribute, None), kind):

@@ -21,19 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orderlab.errors import SpecError
-from orderlab.spec import permutations as perms
-from orderlab.spec.corpustext import read_corpus
-from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import (
-    FAMILIES,
-    CorpusInputs,
-    HFModelSpec,
-    ModelShape,
-    PretrainedModelSpec,
-    read_family_config,
-)
-from orderlab.spec.metric_names import (
+from orderlab.core import permutations as perms
+from orderlab.core.corpustext import read_corpus
+from orderlab.core.metric_registry import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
     DECODABILITY_FAMILY,
@@ -48,9 +38,19 @@ from orderlab.spec.metric_names import (
     TOKEN_SHIFT_FAMILY,
     metrics_of,
 )
+from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
+from orderlab.errors import SpecError
+from orderlab.plan.sweep import SweptValue, describe, plan
+from orderlab.spec.extras import packaged_model_folder
+from orderlab.spec.families import (
+    FAMILIES,
+    CorpusInputs,
+    HFModelSpec,
+    ModelShape,
+    PretrainedModelSpec,
+    read_family_config,
+)
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
-from orderlab.spec.sweep import SweptValue, describe, plan
-from orderlab.spec.text import occurrence_matching, repeated_pairs, tokenize
 
 if TYPE_CHECKING:
     from orderlab.spec.schema import Spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orderlab.encodings.base import PositionalEncoding
+from orderlab.encodings.encoding import PositionalEncoding
 
 KIND_WORDS = {"none": "none", "additive": "additive (input)", "bias": "attention bias", "rotary": "rotary (q, k)"}
 

@@ -7,7 +7,7 @@ a model writes it only if it defines that pooling), whether it has one row per h
 summaries reduce it, the word its verdict gives within the measured round-off (and whose
 round-off that is: see orderlab/measure/verdicts.py) and its definition in one line. How its value
 is computed (torch) lives one layer up, under the same name: orderlab/measure/metric_computations.py. docs/metrics.md
-holds `markdown_tables()` verbatim (a test checks it); `python -m orderlab.spec.metric_names`
+holds `markdown_tables()` verbatim (a test checks it); `python -m orderlab.core.metric_registry`
 prints them. Must not import torch, numpy or pandas: spec/schema.py reads the families here.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from orderlab.spec.registry import Registry
+from orderlab.core.registry import Registry
 
 Model = Literal["stack", "pretrained"]  # the synthetic attention stack, or a pretrained (packaged or hf) model
 Passing = Literal["equivariant", "invariant", "indistinguishable"]

@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from orderlab.core import permutations as perms
+from orderlab.core.metric_registry import DECODABILITY_FAMILY
+from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
-from orderlab.spec import permutations as perms
+from orderlab.plan.sweep import in_row_order
 from orderlab.spec.families import CorpusInputs
-from orderlab.spec.metric_names import DECODABILITY_FAMILY
 from orderlab.spec.schema import ModelSpec, Spec
-from orderlab.spec.sweep import in_row_order
-from orderlab.spec.text import tokenize
 
 DECODABILITY, PERMUTATIONS, PROBES = "decodability", "permutations", "probes"
 MAX_SHARDS = 100_000  # past this a shard count is more likely a typo than a cluster

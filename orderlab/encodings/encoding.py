@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orderlab.spec.encoding_catalog import EncodingContext as EncodingContext  # re-exported for encodings
-from orderlab.spec.registry import did_you_mean
+from orderlab.core.registry import did_you_mean
+from orderlab.encodings.context import EncodingContext as EncodingContext  # re-exported for encodings
 
 if TYPE_CHECKING:
     import torch

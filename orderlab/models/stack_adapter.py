@@ -15,6 +15,8 @@ from typing import ClassVar
 
 import torch
 
+from orderlab.core.metric_registry import STACK_POOLINGS, Model, Pooling
+from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
@@ -23,11 +25,9 @@ from orderlab.models.batching import aligned_batch, auto_chunk_size
 from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS
 from orderlab.models.pooling import pool
 from orderlab.models.prefix_trie import shared_prefix_pass
-from orderlab.models.stack_from_spec import build_stack, layer_weights, random_sentences, word_vectors
-from orderlab.spec.estimate import estimate, run_seconds
+from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
+from orderlab.plan.estimate import estimate, run_seconds
 from orderlab.spec.fields import twin_dtype
-from orderlab.spec.metric_names import STACK_POOLINGS, Model, Pooling
-from orderlab.spec.permutations import Permutation
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
 # (probe, d_model, seed) -> (S, length, d) float64: the position probe's input sentences

@@ -1,0 +1,1 @@
+"""Scale-out: Dask workers that run a run's shards (workers.py); the partition itself is orderlab/plan/shards.py."""

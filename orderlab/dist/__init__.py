@@ -1,1 +1,0 @@
-"""Scale-out: Dask workers that run a run's shards (workers.py); the partition itself is orderlab/spec/shards.py."""
