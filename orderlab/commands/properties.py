@@ -1,28 +1,49 @@
 """`orderlab properties`: measure the six properties of each encoding (measure/properties.py) and write them into
-OUT/properties/ (properties.csv, manifest.json), whole."""
+OUT/properties/ (properties.csv, manifest.json), whole; returned as data."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from orderlab.commands.compare import parse_encodings
+from orderlab.core.progress import SILENT, Phases
 from orderlab.measure.properties import measure_properties
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 
 
-def measure_and_write(
-    names: list[str], max_len: int, d_model: int, n_heads: int, seed: int, out: Path, force: bool = False
-) -> tuple[pd.DataFrame, Path]:
-    """The properties table, and the folder it was written to (claimed before anything is measured)."""
+@dataclass(frozen=True)
+class PropertiesResult:
+    table: pd.DataFrame  # properties.csv: one row per encoding x property, with its figure and verdict
+    folder: Path  # OUT/properties/
+    title: str  # what was measured: N, d_model, heads
+
+
+def properties(
+    encodings: str = "all",
+    max_len: int = 256,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seed: int = 0,
+    out: Path = Path("results"),
+    force: bool = False,
+    *,
+    phases: Phases = SILENT,
+) -> PropertiesResult:
+    """The properties of `encodings` ('a,b' or 'all') at N = max_len, written to OUT/properties/ (claimed before
+    anything is measured)."""
+    names = parse_encodings(encodings)
     folder = child(out, "properties")
     with claim(folder, Writer("properties"), force):
-        frame = measure_properties(names, max_len, d_model, n_heads, seed)
+        with phases.phase("measuring", f"measuring the properties of {len(names)} encoding(s) at N={max_len}"):
+            frame = measure_properties(names, max_len, d_model, n_heads, seed)
         settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
         write_properties(frame, folder, settings)
-    return frame, folder
+    return PropertiesResult(frame, folder, f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)")
 
 
 def write_properties(frame: pd.DataFrame, destination: Path, settings: dict[str, object]) -> None:
