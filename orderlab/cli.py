@@ -82,24 +82,19 @@ def run(
     from orderlab.report import command_output as output
 
     options = run_options(device, chunk_size, force)
-    done = run_spec(
-        spec, out, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot, html=html, phases=shown
-    )
+    done = run_spec(spec, out, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot, html=html,
+                    phases=shown)  # fmt: skip
     if done.outcome is None:
         assert done.shard is not None
         return None if quiet else output.shard_line(done.shard, shown)
-    if not quiet and plot:
-        typer.echo(f"wrote {len(done.figures)} figure(s) to {done.folder}/figures/")
-    if not quiet and done.report is not None:
-        typer.echo(f"wrote {done.report}")
-    show_outcome(done.outcome, shown)
+    show_outcome(done.outcome, shown, done.figures if plot else None, done.report)
 
 
-def show_outcome(outcome: Outcome, shown: Phases) -> None:
+def show_outcome(outcome: Outcome, shown: Phases, figures: list[Path] | None = None, html: Path | None = None) -> None:
     """The summary tables and files written, with the command's wall time; exit 1 if some values are NaN or inf."""
     from orderlab.report.command_output import run_lines
 
-    run_lines(outcome, shown)
+    run_lines(outcome, shown, figures, html)
     if outcome.non_finite:
         raise typer.Exit(NON_FINITE_EXIT)
 
@@ -191,7 +186,7 @@ def compare(
         comparison_lines(found.table, found.encodings, found.dtypes, done.folder, skipped, shown, bool(metric))
 
 
-@app.command()
+@app.command(help=o.PROPERTIES_HELP)
 @user_errors
 def properties(
     encodings: o.Encodings = "all",
@@ -203,25 +198,6 @@ def properties(
     quiet: o.QuietTable = False,
     force: o.Force = False,
 ) -> None:
-    """Measure six properties of each encoding; print pass/fail with the figure behind each; write properties.csv.
-
-    Code c_i of slot i: what the hooks do at slot i, same content everywhere (offset, rotated q and k, bias to slot 0).
-    N = --max-len; encodings with a max_len parameter are built with max_len = N.
-
-    [b]unique[/b]: min ||c_i - c_j|| over slots i != j < N; pass when > 1e-9 * max ||c_i||.
-
-    [b]bounded[/b]: max ||c_i|| over slots < N; pass when <= 1.1 * the max over slots < N/2.
-
-    [b]deterministic[/b]: max |c_i - c'_i| between two freshly built encodings; pass when 0.
-
-    [b]generalises[/b]: max ||c_i(2N) - c_i(N)|| / max ||c_i(N)||, slots < N; pass when <= 1e-9; an error is a fail.
-
-    [b]smooth[/b]: mean ||c_i+1 - c_i|| / mean ||c_i - c_j|| over |i - j| >= N/2; pass when < 0.5.
-
-    [b]relative-aware[/b]: max change of the scores among 8 tokens all moved s slots on / max |score|; pass <= 1e-9.
-
-    Definitions and reasoning: docs/properties.md.
-    """
     shown = phases(quiet)
     from orderlab.commands.properties import properties as measure
     from orderlab.report.command_output import properties_lines

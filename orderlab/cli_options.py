@@ -110,6 +110,26 @@ Scheduler = Annotated[
 ]
 
 # validate, compare, properties
+PROPERTIES_HELP = """\
+Measure six properties of each encoding; print pass/fail with the figure behind each; write properties.csv.
+
+Code c_i of slot i: what the hooks do at slot i, same content everywhere (offset, rotated q and k, bias to slot 0).
+N = --max-len; encodings with a max_len parameter are built with max_len = N.
+
+[b]unique[/b]: min ||c_i - c_j|| over slots i != j < N; pass when > 1e-9 * max ||c_i||.
+
+[b]bounded[/b]: max ||c_i|| over slots < N; pass when <= 1.1 * the max over slots < N/2.
+
+[b]deterministic[/b]: max |c_i - c'_i| between two freshly built encodings; pass when 0.
+
+[b]generalises[/b]: max ||c_i(2N) - c_i(N)|| / max ||c_i(N)||, slots < N; pass when <= 1e-9; an error is a fail.
+
+[b]smooth[/b]: mean ||c_i+1 - c_i|| / mean ||c_i - c_j|| over |i - j| >= N/2; pass when < 0.5.
+
+[b]relative-aware[/b]: max change of the scores among 8 tokens all moved s slots on / max |score|; pass <= 1e-9.
+
+Definitions and reasoning: docs/properties.md.
+"""
 Plan = Annotated[bool, _flag("--plan", "Also print what each run will cost: memory, sequences, time, CSV sizes.")]
 Metric = Annotated[
     list[str] | None,

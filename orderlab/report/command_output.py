@@ -17,10 +17,17 @@ if TYPE_CHECKING:
 COMPARE_ROWS_SHORT = 60  # a comparison table longer than this ends with a hint to choose rows with --metric
 
 
-def run_lines(outcome: Outcome, phases: report.Phases) -> None:
-    """A run's summary tables and the files written, with the command's wall time; the NaN/inf line if any."""
+def run_lines(
+    outcome: Outcome, phases: report.Phases, figures: list[Path] | None = None, html: Path | None = None
+) -> None:
+    """A run's figures and report written (when asked for), its summary tables and files, with the command's wall
+    time; the NaN/inf line if any."""
     if not phases.quiet:
         console = report.Console()
+        if figures is not None:
+            console.print(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/", markup=False, highlight=False)
+        if html is not None:
+            console.print(f"wrote {html}", markup=False, highlight=False)
         for table in report.run_tables(outcome.view, console.width):
             console.print(table)
         first, *others = outcome.files
