@@ -19,8 +19,17 @@ DEVICES = ("cpu", "cuda")
 
 
 def _refuse(name: str, value: object, expected: str) -> OrderlabError:
-    shown = repr(value) if isinstance(value, str | int | float | bool | type(None)) else type(value).__name__
-    return OrderlabError(f"{name}={_short(shown)}: expected {expected}")
+    return OrderlabError(f"{name}={shown(value)}: expected {expected}")
+
+
+def shown(value: object) -> str:
+    """A value as a message shows it: short, on one line, a huge integer by its size (Python will not print one
+    past 4300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return "a huge integer"
+    if isinstance(value, str | int | float | bool | type(None)):
+        return _short(repr(value))
+    return type(value).__name__
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -70,8 +79,7 @@ def integer(name: str, value: object, low: int, high: int = LARGEST_INT) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _refuse(name, value, f"an integer from {low} to {high}")
     if not low <= value <= high:
-        raise OrderlabError(f"{name}={_short(str(value)) if value.bit_length() < 200 else 'a huge integer'}: "
-                            f"expected an integer from {low} to {high}")  # fmt: skip
+        raise OrderlabError(f"{name}={shown(value)}: expected an integer from {low} to {high}")
     return value
 
 
@@ -134,8 +142,7 @@ def plain(value: object, where: str, depth: int) -> object:
     if isinstance(value, os.PathLike) and not isinstance(value, bytes):
         return os.fspath(value)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INT:
-        raise OrderlabError(f"{where}: an integer of {len(str(abs(value))) if value.bit_length() < 10000 else 'many'} "
-                            "digits; expected a spec's value")  # fmt: skip
+        raise OrderlabError(f"{where}: an integer of many digits; expected one below {LARGEST_INT:,}")
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise _refuse(where, value, "a YAML value: str, int, float, bool, None, a list or a dict")
