@@ -14,6 +14,7 @@ weights.
 from __future__ import annotations
 
 import copy
+import importlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ def import_transformers() -> ModuleType:
     try:
         with warnings.catch_warnings():  # in Jupyter without ipywidgets, tqdm.auto's first import warns (TqdmWarning)
             warnings.filterwarnings("ignore", message="IProgress not found")
-            import tqdm.auto  # noqa: F401  # imported here, silently, before transformers' hub code imports it
+            importlib.import_module("tqdm.auto")  # here, silently, before transformers' hub code imports it
             import transformers
     except ImportError:
         raise MissingExtraError(missing_message("hf", "transformers")) from None
