@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 SpecSource = str | Path | Mapping[str, Any]  # a spec file's path, or the spec itself as a dict
-ProgressChoice = bool | Progress  # True: a bar (notebook or terminal); False: none; a function: (done, total) to it
+ProgressChoice = bool | Progress | None  # True: a bar (notebook or terminal); False or None: none; a function: it
 
 
 def __dir__() -> list[str]:
@@ -346,7 +346,7 @@ def _options(device: object, chunk_size: object, force: object, progress: object
 
 def _phases(progress: ProgressChoice) -> Phases:
     """Where a command's phases are reported: a bar in a notebook or on a terminal, a user's function, or nowhere."""
-    if progress is False:
+    if progress is False or progress is None:
         return SILENT
     if progress is True:
         from orderlab.report.terminal import Phases as Bars

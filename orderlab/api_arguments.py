@@ -115,6 +115,9 @@ def device(value: object) -> str:
 
 
 def progress(value: object) -> bool | Callable[[int, int], None]:
+    """True (a bar), False or None (none: None as orderlab 0.1 took it), or a function given (done, total)."""
+    if value is None:
+        return False
     if isinstance(value, bool) or callable(value):
         return value
     raise _refuse("progress", value, "True, False or a function (done, total)")

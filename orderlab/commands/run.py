@@ -72,7 +72,10 @@ def run(
     loaded = load_spec(spec)
     if shard is not None:
         if plot or html:
-            raise OrderlabError("--plot, --html: a shard has no figures of its own; expected them on the merged folder")
+            raise OrderlabError(
+                "--plot, --html: a shard has no figures or report of its own; expected `orderlab plot` or "
+                "`orderlab report` on the merged folder"
+            )
         return RunResult(None, run_shard(loaded, shard, out, options, phases))
     with phases.phase("measuring", f"running {loaded.spec.name}", unit="seq") as advance:
         reporting = options.reporting(advance, advance.note)
