@@ -25,15 +25,20 @@ def run_lines(
     if not phases.quiet:
         console = report.Console()
         if figures is not None:
-            console.print(f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/", markup=False, highlight=False)
+            plain_line(console, f"wrote {len(figures)} figure(s) to {outcome.folder}/figures/")
         if html is not None:
-            console.print(f"wrote {html}", markup=False, highlight=False)
+            plain_line(console, f"wrote {html}")
         for table in report.run_tables(outcome.view, console.width):
             console.print(table)
         first, *others = outcome.files
         console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} {phases.took()}")
     if outcome.non_finite:
         report.non_finite_line(outcome.non_finite, outcome.folder)
+
+
+def plain_line(console: report.Console, text: str) -> None:
+    """A line as it is (paths hold brackets), on one line at any width."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def shard_line(shard: ShardOutcome, phases: report.Phases) -> None:
