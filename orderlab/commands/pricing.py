@@ -1,0 +1,28 @@
+"""The device that `validate --plan` prices: its speed in the spec's dtype measured once and cached.
+
+The cache (plan/device.rates_file) is read as input from a stranger and replaced whole, only where it is a regular
+file; one that cannot be written is measured again next time, and the plan goes on.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+
+import torch
+
+from orderlab.errors import OrderlabError
+from orderlab.measure.chunking import run_device
+from orderlab.plan.device import Device, key, rates_file, rates_json, read_rates
+from orderlab.results.artifact import write_file
+
+
+def priced_device(device: torch.device, dtype: str) -> Device:
+    """`device` with the memory free there and its measured rate in `dtype` (cached, or measured now and cached)."""
+    path = rates_file()
+    cached = read_rates(path)
+    priced = run_device(device, dtype, cached)
+    entry = key(priced.name, dtype)
+    if entry not in cached:
+        with suppress(OrderlabError):  # not cached: measured again next time
+            write_file(path, rates_json(cached | {entry: priced.rates[dtype]}), "the device rates cache")
+    return priced
