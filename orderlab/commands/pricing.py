@@ -7,13 +7,27 @@ file; one that cannot be written is measured again next time, and the plan goes 
 from __future__ import annotations
 
 from contextlib import suppress
+from pathlib import Path
 
 import torch
 
 from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import run_device
 from orderlab.plan.device import Device, key, rates_file, rates_json, read_rates
+from orderlab.plan.estimate import estimate, plan_lines, size
 from orderlab.results.artifact import write_file
+from orderlab.spec.schema import Spec
+
+
+def plan_report(spec: Spec, spec_file: Path, device: torch.device) -> list[str]:
+    """`validate --plan`'s lines: the device priced, then the plan's table on it."""
+    priced = priced_device(device, spec.model.dtype)
+    rate = priced.rates[spec.model.dtype]
+    where = f"{priced.name}: {rate.flops / 1e9:,.0f} GFLOP/s matmul in {spec.model.dtype}, {size(priced.memory)} free"
+    return [
+        f"priced on {where} (measured once, cached in {rates_file()})",
+        *plan_lines(estimate(spec, spec_file, priced)),
+    ]
 
 
 def priced_device(device: torch.device, dtype: str) -> Device:

@@ -3,6 +3,7 @@ and what a device is, measured: its name and its speed in a dtype (plan/device.p
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -41,30 +42,26 @@ def device_name(device: torch.device) -> str:
 
 
 def measure_rate(device: torch.device, dtype: str) -> tuple[float, float]:
-    """FLOP/s of a large matmul in `dtype` on `device`, and the round trip of a small op there (seconds): about
-    MEASURE_SECONDS each, after a warm-up call."""
+    """FLOP/s of a large matmul in `dtype` on `device`, and the round trip of a small op there (seconds), each from
+    the fastest of its calls over about MEASURE_SECONDS: the device's own speed, not the load of a shared machine's
+    other processes at that moment (the figure is cached for good)."""
     side = MATMUL_SIDE.get(device.type, 1024)
     a = torch.randn(side, side, device=device).to(getattr(torch, dtype))
     small = a[:16, :16].contiguous()
-    rounds = _timed_rounds(lambda: a @ a, device)
-    flops = 2 * side**3 * rounds[0] / rounds[1]
-    count, seconds = _timed_rounds(lambda: small @ small, device)
-    return flops, seconds / count
+    return 2 * side**3 / _fastest_call(lambda: a @ a, device), _fastest_call(lambda: small @ small, device)
 
 
-def _timed_rounds(step: Callable[[], object], device: torch.device) -> tuple[int, float]:
-    """(calls, seconds) of calling `step` in doubling rounds until MEASURE_SECONDS have passed, synchronised on CUDA."""
+def _fastest_call(step: Callable[[], object], device: torch.device) -> float:
+    """The fastest of calls to `step` (synchronised on CUDA) made over MEASURE_SECONDS, after a warm-up call."""
     step()
     _synchronize(device)
-    count, start = 0, time.perf_counter()
-    while True:
-        for _ in range(max(1, count)):
-            step()
-        count += max(1, count)
+    fastest, deadline = math.inf, time.perf_counter() + MEASURE_SECONDS
+    while time.perf_counter() < deadline or fastest == math.inf:
+        start = time.perf_counter()
+        step()
         _synchronize(device)
-        elapsed = time.perf_counter() - start
-        if elapsed >= MEASURE_SECONDS:
-            return count, elapsed
+        fastest = min(fastest, time.perf_counter() - start)
+    return fastest
 
 
 def _synchronize(device: torch.device) -> None:

@@ -622,13 +622,19 @@ def _shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule) -
 def prefix_walk_pays(spec: Spec, spec_file: str | Path, device: Device) -> bool:
     """Whether a causal model's prefix walk (prefix_trie.py, kv_prefix.py) pays on `device` against dense passes:
     priced at the device's measured rate on the sentence with the most orders, its n + 1 calls of the distinct
-    prefixes against one dense batch of the same orders (Device.sharing_pays; on the CPU it always runs)."""
+    prefixes against one dense batch of the same orders (Device.sharing_pays; on the CPU it always runs). A sweep:
+    where it pays for every combination."""
     if device.kind == "cpu" or not spec.sentences:
         return True
+    return all(_walk_pays(configuration.spec, Path(spec_file), device) for configuration in plan(spec))
+
+
+def _walk_pays(spec: Spec, spec_file: Path, device: Device) -> bool:
+    """prefix_walk_pays for a concrete spec, off the CPU."""
     dtype, itemsize = spec.model.dtype, _itemsize(spec.model.dtype)
     model: Model = "pretrained" if uses_backend(spec) else "stack"
     if model == "pretrained":
-        shape = _backend_shape(spec, Path(spec_file))
+        shape = _backend_shape(spec, spec_file)
     else:
         m = spec.stack
         shape = ModelShape(m.d_model, m.n_layers, m.n_heads, m.ffn_mult * m.d_model, vocab=0)
