@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from orderlab.core.metric_registry import Model
+from orderlab.metrics import Model
 from orderlab.models.batching import Batching
 from orderlab.models.devices import device_name, measure_rate
 from orderlab.plan.chunks import ROW_ALIGNMENT, orders_per_pass

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import torch
 
-from orderlab.core.metric_registry import Model
+from orderlab.metrics import Model
 from orderlab.spec.families import ModelShape
 
 

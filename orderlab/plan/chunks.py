@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from orderlab.core.metric_registry import Model
+from orderlab.metrics import Model
 from orderlab.spec.families import ModelShape
 
 # Rows of every matmul are padded to a multiple of this (models/batching.aligned_batch): CPU GEMM kernels work on

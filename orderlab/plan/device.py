@@ -21,8 +21,8 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from orderlab.core.metric_registry import Model
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
+from orderlab.metrics import Model
 
 # The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
 # small matmuls and elementwise work on the CPU; a transformers forward's GEMMs (BERT-base shape: 310 GFLOP/s against
