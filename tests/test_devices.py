@@ -18,6 +18,7 @@ from orderlab.commands import pricing
 from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import device_batching, free_memory
 from orderlab.models import devices
+from orderlab.models.devices import CPU
 from orderlab.plan import chunks, estimate
 from orderlab.plan.device import (
     EFFICIENCY,
@@ -41,6 +42,12 @@ no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
 
+def measured_as(monkeypatch: pytest.MonkeyPatch, measure: object) -> None:
+    """The device's measurement replaced (a fixed rate), with nothing measured earlier in this process remembered."""
+    monkeypatch.setattr("orderlab.measure.chunking.measure_rate", measure)
+    monkeypatch.setattr("orderlab.measure.chunking._MEASURED", {})
+
+
 # --- --device ------------------------------------------------------------------------------------------
 
 
@@ -61,6 +68,19 @@ def test_auto_picks_the_cpu_without_a_gpu_and_a_gpu_where_there_is_one(monkeypat
     assert devices.resolve_device("auto") == torch.device("cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert devices.resolve_device("auto").type == "cuda"
+
+
+@no_cuda
+def test_auto_is_the_cpu_here_for_the_cli_and_the_api(cli, monkeypatch):
+    measured_as(monkeypatch, lambda device, dtype: (2e10, 1e-6))
+    result = cli.invoke(app, ["validate", "--plan", str(EXPERIMENTS / "dog_bites_man.yaml"), "--device", "auto"])
+    assert result.exit_code == 0 and "priced on cpu" in result.output
+    import orderlab.api as ol
+
+    spec = {"name": "tiny", "model": {"d_model": 8, "n_heads": 2, "n_layers": 1}, "inputs": [{"sentence": "a b"}]}
+    assert ol.run(spec, device="auto").manifest["device"] == "cpu"
+    with pytest.raises(OrderlabError, match="no CUDA device"):
+        ol.run(spec, device="cuda")
 
 
 def test_an_unknown_device_is_one_line():
@@ -169,7 +189,7 @@ def test_validate_plan_measures_the_device_once_and_caches_it(cli, monkeypatch, 
         measured.append(dtype)
         return 5e10, 2e-6
 
-    monkeypatch.setattr("orderlab.measure.chunking.measure_rate", measure)
+    measured_as(monkeypatch, measure)
     spec = str(EXPERIMENTS / "dog_bites_man.yaml")
     for _ in range(2):
         result = cli.invoke(app, ["validate", "--plan", spec, "--device", "cpu"])
@@ -179,6 +199,21 @@ def test_validate_plan_measures_the_device_once_and_caches_it(cli, monkeypatch, 
     dtype = load_spec(spec).spec.model.dtype
     assert list(json.loads(rates_file().read_text())["rates"]) == [key(cpu_name(), dtype)]
     assert read_rates(rates_file())[key(cpu_name(), dtype)] == Rate(flops=5e10, call_seconds=2e-6)
+
+
+def test_the_plan_says_when_a_run_does_not_fit_the_cards_free_memory(monkeypatch):
+    def card(free: int):
+        def run_device(device: torch.device, dtype: str, cached: dict) -> Device:
+            return Device("cuda", "cuda a card", free, {dtype: Rate(flops=1e14, call_seconds=1e-5)})
+
+        return run_device
+
+    loaded = load_spec(EXPERIMENTS / "dog_bites_man.yaml")
+    monkeypatch.setattr(pricing, "run_device", card(10**6))
+    small = pricing.plan_report(loaded.spec, loaded.path, CPU)
+    assert small[0].startswith("priced on cuda a card") and small[-1].startswith("does not fit: needs ~")
+    monkeypatch.setattr(pricing, "run_device", card(80 * 10**9))
+    assert not any(line.startswith("does not fit") for line in pricing.plan_report(loaded.spec, loaded.path, CPU))
 
 
 @pytest.mark.parametrize(
@@ -207,7 +242,7 @@ def test_a_cache_that_is_no_regular_file_is_ignored_and_never_written(monkeypatc
     monkeypatch.setenv("ORDERLAB_CACHE_DIR", str(tmp_path))
     os.mkfifo(rates_file())  # a FIFO would block a reader that opened it plainly
     assert read_rates(rates_file()) == {}
-    monkeypatch.setattr("orderlab.measure.chunking.measure_rate", lambda device, dtype: (1e10, 1e-6))
+    measured_as(monkeypatch, lambda device, dtype: (1e10, 1e-6))
     priced = pricing.priced_device(torch.device("cpu"), "float32")
     assert priced.rates["float32"].flops == 1e10  # measured, used, and the FIFO left as it was
     assert rates_file().is_fifo()

@@ -37,8 +37,11 @@ def run_device(device: torch.device, dtype: str, cached: dict[str, Rate]) -> Dev
     """`device` as the plan prices it: the memory free there now, and its speed in `dtype` as `cached`
     (plan/device.read_rates) holds it, or measured now (about a second)."""
     name = device_name(device) or cpu_name()
-    rate = cached.get(key(name, dtype))
+    rate = cached.get(key(name, dtype)) or _MEASURED.get(key(name, dtype))
     if rate is None:
         flops, call_seconds = measure_rate(device, dtype)
-        rate = Rate(flops=flops, call_seconds=call_seconds)
+        rate = _MEASURED[key(name, dtype)] = Rate(flops=flops, call_seconds=call_seconds)
     return Device(device.type, name, free_memory(device), {dtype: rate})
+
+
+_MEASURED: dict[str, Rate] = {}  # rates measured in this process (a run on a GPU asks once per combination)
