@@ -48,7 +48,7 @@ from orderlab.plan.chunks import (
     shared_prefix_values,
     tiles,
 )
-from orderlab.plan.device import Device, available_memory, cpu_name
+from orderlab.plan.device import Device, available_memory
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
@@ -170,7 +170,7 @@ class Estimate:
 def estimate(spec: Spec, spec_file: str | Path, device: Device | None = None) -> list[Estimate]:
     """One estimate per sweep combination (a packaged model's spec is one) on `device` (plan/device.py; None: this
     machine's CPU at the conservative rates); the spec is validated."""
-    device = device or Device("cpu", cpu_name(), available_memory())
+    device = device or Device("cpu", "cpu", available_memory())  # no rates: the name is not read
     if uses_backend(spec):
         return [_pretrained(configuration.spec, configuration.columns, Path(spec_file), device, first=index == 0)
                 for index, configuration in enumerate(plan(spec))]  # fmt: skip
