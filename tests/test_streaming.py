@@ -133,9 +133,9 @@ def test_the_reference_rides_in_the_first_chunks_pass(monkeypatch, rule, chunks)
     sizes: list[tuple[torch.dtype, int]] = []
     forward = StackSentence.forward
 
-    def counted(self, orders, attention, hooks=()):
+    def counted(self, orders, hooks=()):
         sizes.append((self.adapter.dtype, len(orders)))
-        return forward(self, orders, attention, hooks)
+        return forward(self, orders, hooks)
 
     monkeypatch.setattr(StackSentence, "forward", counted)
     spec = sweep_spec(inputs=[{"sentence": "the cat saw the dog", "permutations": rule}], probes=[], encodings=["none"])
