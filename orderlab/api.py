@@ -88,14 +88,16 @@ class Result:
 def validate(spec: SpecSource) -> Spec:
     """The validated spec (every sweep combination checked, the cost estimated): `orderlab validate`."""
     with _spec_file(spec) as path:
-        checked: Spec = _validated(path, plan=False).spec
+        checked: Spec = _validated(path).spec
         return checked
 
 
-def plan(spec: SpecSource) -> list[str]:
-    """What the run will cost, line by line (memory, sequences, time, CSV sizes): `orderlab validate --plan`."""
+def plan(spec: SpecSource, device: str = "cpu") -> list[str]:
+    """What the run will cost on `device` (cpu, cuda or auto), line by line (memory, sequences, time, CSV sizes):
+    `orderlab validate --plan --device`."""
+    named = check_argument.device(device)
     with _spec_file(spec) as path:
-        lines: list[str] = _validated(path, plan=True).plan
+        lines: list[str] = _validated(path, plan=True, device=named).plan
         return lines
 
 
@@ -291,18 +293,21 @@ def check(
     update: bool = False,
     junit: str | Path | None = None,
     html: str | Path | None = None,
+    device: str = "cpu",
     progress: ProgressChoice = True,
 ) -> CheckResult:
-    """`orderlab check`: re-run specs (None: experiments/) against their baselines under OUT/<spec name>/; the
-    result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code."""
+    """`orderlab check`: re-run specs (None: experiments/) on `device` against their baselines under
+    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code."""
     from orderlab.commands.check import check as check_specs
 
     found = [] if targets is None else check_argument.paths("targets", targets)
     root, update = check_argument.path("out", out), check_argument.flag("update", update)
     rtol, atol = check_argument.tolerance("rtol", rtol), check_argument.tolerance("atol", atol)
     junit_file, html_file = check_argument.optional_path("junit", junit), check_argument.optional_path("html", html)
-    shown = _phases(check_argument.progress(progress))
-    return check_specs(found, root, rtol, atol, update, junit_file, html_file, phases=shown)
+    options = _options(device, None, False, progress)
+    return check_specs(
+        found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
+    )
 
 
 def encodings() -> pd.DataFrame:
@@ -323,10 +328,10 @@ def models() -> pd.DataFrame:
     return pd.DataFrame([vars(entry) for entry in listed()])
 
 
-def _validated(path: Path, plan: bool) -> Any:
+def _validated(path: Path, plan: bool = False, device: str = "cpu") -> Any:
     from orderlab.commands.validate import validate as validate_specs
 
-    found = validate_specs([path], plan)[0]
+    found = validate_specs([path], plan, device)[0]
     if found.spec is None:
         raise OrderlabError(found.error)
     return found
@@ -334,14 +339,13 @@ def _validated(path: Path, plan: bool) -> Any:
 
 def _options(device: object, chunk_size: object, force: object, progress: object) -> RunOptions:
     """A run's options from checked arguments (the device is checked against this machine by RunOptions)."""
-    import torch
-
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
 
     named = check_argument.device(device)
     size = check_argument.optional_integer("chunk_size", chunk_size, 1)
     check_argument.progress(progress)
-    return RunOptions(torch.device(named), size, check_argument.flag("force", force))
+    return RunOptions(resolve_device(named), size, check_argument.flag("force", force))
 
 
 def _phases(progress: ProgressChoice) -> Phases:

@@ -15,7 +15,7 @@ from orderlab.errors import OrderlabError
 
 LARGEST_INT = 2**63 - 1  # no count or seed in a spec or an argument comes near it
 DEEPEST = 64  # nesting of a spec dict: real specs are 4 deep
-DEVICES = ("cpu", "cuda")
+DEVICES = ("cpu", "cuda", "auto")
 
 
 def _refuse(name: str, value: object, expected: str) -> OrderlabError:
@@ -106,10 +106,10 @@ def flag(name: str, value: object) -> bool:
 
 
 def device(value: object) -> str:
-    """'cpu' or 'cuda' (a torch.device of either type is taken by its name)."""
+    """'cpu', 'cuda' or 'auto' (a torch.device of cpu or cuda is taken by its name)."""
     named = str(value) if type(value).__name__ == "device" and type(value).__module__ == "torch" else value
     if named not in DEVICES:
-        raise _refuse("device", value, "'cpu' or 'cuda'")
+        raise _refuse("device", value, "'cpu', 'cuda' or 'auto'")
     assert isinstance(named, str)
     return named
 

@@ -38,11 +38,10 @@ def _options(version: o.Version = False) -> None:
 
 def run_options(device: o.Device, chunk_size: int | None = None, force: bool = False) -> RunOptions:
     """A run's options from its command line: the device is checked here, once, before any work starts."""
-    import torch  # lazy: --help and validate never compute
+    from orderlab.measure.run_options import RunOptions  # lazy: --help and validate never compute
+    from orderlab.models.devices import resolve_device
 
-    from orderlab.measure.run_options import RunOptions
-
-    return RunOptions(torch.device(device.value), chunk_size, force)
+    return RunOptions(resolve_device(device.value), chunk_size, force)
 
 
 def phases(quiet: bool = False) -> Phases:
@@ -113,14 +112,14 @@ def merge(shards: o.Shards, out: o.Out = o.RESULTS, quiet: o.QuietTable = False,
 
 
 @app.command()
-def validate(specs: o.Specs, plan: o.Plan = False) -> None:
+def validate(specs: o.Specs, plan: o.Plan = False, device: o.PlanDevice = o.Device.cpu) -> None:
     """Check specs without running them; one line per problem, exit 2 if any.
 
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
     """
     from orderlab.commands.validate import validate as validate_specs
 
-    found = validate_specs(specs, plan)
+    found = validate_specs(specs, plan, device.value)
     for each in found:
         if each.spec is None:
             typer.echo(f"error: {each.error}", err=True)
@@ -263,6 +262,7 @@ def check(
     junit: o.Junit = None,
     html: o.DriftHtml = None,
     out: o.Baselines = o.RESULTS,
+    device: o.CheckDevice = o.Device.cpu,
 ) -> None:
     """Re-run specs and compare every CSV with the committed results.
 
@@ -273,7 +273,10 @@ def check(
     from orderlab.report import command_output as output
 
     found = output.spec_check_lines
-    done = check_specs(targets or [], out, rtol, atol, update, junit, html, phases=shown, on_spec=found)
+    options = run_options(device)
+    done = check_specs(
+        targets or [], out, rtol, atol, update, junit, html, options=options, phases=shown, on_spec=found
+    )
     output.checked_line(len(done.outcomes), shown)
     raise typer.Exit(done.exit_code)
 

@@ -16,6 +16,7 @@ import typer
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
+    auto = "auto"
 
 
 def _flag(name: str, text: str, *short: str) -> Any:
@@ -63,7 +64,9 @@ CheckTargets = Annotated[
 
 # options shared by commands
 Out = Annotated[Path, typer.Option(help="Results root; files go to OUT/<name>/ (the spec's, or the command's).")]
-DeviceOption = Annotated[Device, typer.Option(help="Where to compute.")]
+DeviceOption = Annotated[
+    Device, typer.Option(help="Where to compute: cpu, cuda, or auto (a CUDA GPU where there is one, else the CPU).")
+]
 Quiet = Annotated[bool, _flag("--quiet", "No progress bar and no table.", "-q")]
 Force = Annotated[
     bool, _flag("--force", "Also replace a folder that another orderlab command or spec wrote (never a user's files).")
@@ -110,6 +113,13 @@ Scheduler = Annotated[
 ]
 
 # validate, compare, properties
+PlanDevice = Annotated[
+    Device,
+    typer.Option(
+        help="With --plan: the device to price, cpu, cuda or auto (its matmul rate in the spec's dtype is measured "
+        "once, about a second, and cached)."
+    ),
+]
 PROPERTIES_HELP = """\
 Measure six properties of each encoding; print pass/fail with the figure behind each; write properties.csv.
 
@@ -170,6 +180,13 @@ Update = Annotated[bool, _flag("--update", "Rewrite baselines atomically; say wh
 Junit = Annotated[Path | None, typer.Option(help="Also write a JUnit XML report, one test case per spec.")]
 DriftHtml = Annotated[
     Path | None, typer.Option(help="Also write an HTML drift report: drifted rows, baseline vs new (one file).")
+]
+CheckDevice = Annotated[
+    Device,
+    typer.Option(
+        help="Where to re-run: cpu, cuda, or auto. A GPU run is held to the CPU baselines within the same tolerances "
+        "(GPU CI: docs/checks.md)."
+    ),
 ]
 Baselines = Annotated[
     Path, typer.Option("--out", "--results", help="Baseline root: OUT/<spec name>/*.csv (--results: the old name).")

@@ -35,7 +35,7 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
     argument is swapped into."""
     return {
         "validate": {"spec": spec},
-        "plan": {"spec": spec},
+        "plan": {"spec": spec, "device": "cpu"},
         "run": {"spec": spec, "out": None, "device": "cpu", "chunk_size": None, "force": False, "shard": None,
                 "workers": None, "scheduler": None, "plot": False, "html": False, "progress": False},
         "load": {"results_dir": folder},
@@ -49,7 +49,7 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
         "plot": {"results_dir": folder, "formats": None},
         "report": {"results_dirs": [folder], "out": folder.parent / "r.html"},
         "check": {"targets": [spec], "out": folder.parent, "rtol": None, "atol": None, "update": False, "junit": None,
-                  "html": None, "progress": False},
+                  "html": None, "device": "cpu", "progress": False},
     }  # fmt: skip
 
 
@@ -91,7 +91,7 @@ def test_only_orderlab_errors_escape(written, data, wrong):
         (lambda: ol.run({"name": deep(200)}), r"nested more than 64 deep"),
         (lambda: ol.run("a.yaml", chunk_size=-3), r"chunk_size=-3: expected an integer from 1"),
         (lambda: ol.run("a.yaml", chunk_size="7"), r"chunk_size='7': expected an integer"),
-        (lambda: ol.run("a.yaml", device="tpu"), r"device='tpu': expected 'cpu' or 'cuda'"),
+        (lambda: ol.run("a.yaml", device="tpu"), r"device='tpu': expected 'cpu', 'cuda' or 'auto'"),
         (lambda: ol.run("a.yaml", out=5), r"out=5: expected a path"),
         (lambda: ol.load(None), r"results_dir=None: expected a path"),
         (lambda: ol.compare(None, encodings=5), r"encodings=5: expected a name or a non-empty list"),

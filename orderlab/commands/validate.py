@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orderlab.errors import OrderlabError
-from orderlab.plan.estimate import estimate, plan_lines
 from orderlab.plan.load import load_spec
 from orderlab.spec.schema import Spec
 
@@ -21,8 +20,16 @@ class Validated:
     plan: list[str] = field(default_factory=list)  # with --plan: memory, sequences, time, CSV sizes per combination
 
 
-def validate(specs: list[Path], plan: bool = False) -> list[Validated]:
-    """Every spec checked (each sweep combination, the cost against this machine); errors returned, not raised."""
+def validate(specs: list[Path], plan: bool = False, device: str = "cpu") -> list[Validated]:
+    """Every spec checked (each sweep combination, the cost against this machine); errors returned, not raised.
+    plan: each spec's cost lines too, priced on `device` (cpu, cuda or auto)."""
+    priced = None
+    if plan:
+        from orderlab.commands.pricing import plan_report  # lazy: it imports torch to measure the device
+        from orderlab.models.devices import resolve_device
+
+        where = resolve_device(device)
+        priced = lambda spec, path: plan_report(spec, path, where)  # noqa: E731
     found = []
     for path in specs:
         try:
@@ -30,5 +37,5 @@ def validate(specs: list[Path], plan: bool = False) -> list[Validated]:
         except OrderlabError as error:
             found.append(Validated(path, None, str(error)))
         else:
-            found.append(Validated(path, loaded.spec, None, plan_lines(estimate(loaded.spec, path)) if plan else []))
+            found.append(Validated(path, loaded.spec, None, priced(loaded.spec, path) if priced else []))
     return found
