@@ -23,13 +23,6 @@ class Validated:
 def validate(specs: list[Path], plan: bool = False, device: str = "cpu") -> list[Validated]:
     """Every spec checked (each sweep combination, the cost against this machine); errors returned, not raised.
     plan: each spec's cost lines too, priced on `device` (cpu, cuda or auto)."""
-    priced = None
-    if plan:
-        from orderlab.commands.pricing import plan_report  # lazy: it imports torch to measure the device
-        from orderlab.models.devices import resolve_device
-
-        where = resolve_device(device)
-        priced = lambda spec, path: plan_report(spec, path, where)  # noqa: E731
     found = []
     for path in specs:
         try:
@@ -37,5 +30,13 @@ def validate(specs: list[Path], plan: bool = False, device: str = "cpu") -> list
         except OrderlabError as error:
             found.append(Validated(path, None, str(error)))
         else:
-            found.append(Validated(path, loaded.spec, None, priced(loaded.spec, path) if priced else []))
+            found.append(Validated(path, loaded.spec, None, cost_lines(loaded.spec, path, device) if plan else []))
     return found
+
+
+def cost_lines(spec: Spec, path: Path, device: str) -> list[str]:
+    """`validate --plan`'s lines for one spec on `device` (pricing imports torch, so only --plan loads it)."""
+    from orderlab.commands.pricing import plan_report
+    from orderlab.models.devices import resolve_device
+
+    return plan_report(spec, path, resolve_device(device))
