@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from typing import TextIO, cast
 
 import pandas as pd
@@ -37,14 +38,25 @@ def _formula(cell: object) -> bool:
     return False
 
 
-def neutralise(column: pd.Series) -> pd.Series:
-    """A text column with every cell a spreadsheet could run as a formula prefixed by an apostrophe."""
-    risky = [cell for cell in pd.unique(column) if _formula(cell)]  # distinct cells: a column repeats a few
-    return column.replace({cell: "'" + cell for cell in risky}) if risky else column
+@dataclass(frozen=True)
+class TextCells:
+    """A column's text as written, and whether a cell of it holds a carriage return (see `csv_target`)."""
+
+    column: pd.Series
+    carriage_return: bool
+
+
+def text_cells(column: pd.Series) -> TextCells:
+    """A text column with every cell a spreadsheet could run as a formula prefixed by an apostrophe. Looks at the
+    distinct cells only: a column of metrics.csv repeats a few."""
+    distinct = [cell for cell in pd.unique(column) if isinstance(cell, str)]
+    risky = [cell for cell in distinct if _formula(cell)]
+    written = column.replace({cell: "'" + cell for cell in risky}) if risky else column
+    return TextCells(written, any("\r" in cell for cell in distinct))
 
 
 def restore_cell(cell: str) -> str:
-    """A cell as the user gave it: the apostrophe that `neutralise` put in front removed."""
+    """A cell as the user gave it: the apostrophe that `text_cells` put in front removed."""
     return cell[1:] if NEUTRALISED.match(cell) else cell
 
 
@@ -62,14 +74,10 @@ def restore(frame: pd.DataFrame) -> pd.DataFrame:
 ROW_END = "\r\n"  # what the csv writer is told, so that it quotes a cell holding either character
 
 
-def csv_target(file: TextIO, cells: pd.DataFrame) -> tuple[TextIO, str]:
-    """Where pandas writes `cells` and the row end to tell it: `file` and `\n` as before, unless a cell or a column
-    name holds a carriage return, which Python's csv writer leaves bare with that row end; then RowEnds."""
-    texts = [pd.unique(column) for _, column in cells.items() if pd.api.types.is_string_dtype(column.dtype)]
-    held = [str(name) for name in cells.columns] + [cell for unique in texts for cell in unique]
-    if any(isinstance(cell, str) and "\r" in cell for cell in held):
-        return cast(TextIO, RowEnds(file)), ROW_END
-    return file, "\n"
+def csv_target(file: TextIO, carriage_return: bool) -> tuple[TextIO, str]:
+    """Where pandas writes a table and the row end to tell it: `file` and `\\n`, unless a cell or a column name holds
+    a carriage return, which Python's csv writer leaves bare with that row end; then RowEnds."""
+    return (cast(TextIO, RowEnds(file)), ROW_END) if carriage_return else (file, "\n")
 
 
 class RowEnds(io.TextIOBase):
