@@ -76,6 +76,12 @@ class Terminated(BaseException):
     """SIGTERM, raised where the program is, so that cleanup (finally, except BaseException) runs as for Ctrl-C."""
 
 
+def echo_error(error: OrderlabError) -> None:
+    """'error: ...' on stderr, one line a problem (SpecErrors lists all of a spec's)."""
+    for line in str(error).splitlines() or [""]:
+        typer.echo(f"error: {line}", err=True)
+
+
 def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Turn OrderlabError into one line on stderr and exit code 2; Ctrl-C into 130, SIGTERM into 143."""
 
@@ -85,7 +91,7 @@ def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             with sigterm_raises():
                 return command(*args, **kwargs)
         except OrderlabError as error:
-            typer.echo(f"error: {error}", err=True)
+            echo_error(error)
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: no results were written", err=True)
@@ -303,7 +309,7 @@ def validate(
         try:
             loaded = load_spec(path)
         except OrderlabError as error:
-            typer.echo(f"error: {error}", err=True)
+            echo_error(error)
             failed = True
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")

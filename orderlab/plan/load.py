@@ -1,8 +1,8 @@
 """`load_spec`, the one loader: YAML file -> validated, size-checked Spec. Torch-free, so `validate` is fast.
 
-Every problem surfaces as one SpecError `file:line: field.path: what, expected what`: structure from
-pydantic (messages.py), relations between fields (relations.py) for every sweep combination
-(sweep.py), and what the run would cost on this machine (estimate.py).
+Every problem surfaces as a SpecError `file:line: field.path: what, expected what`, all of a stage's in one
+listing (SpecErrors): structure from pydantic (messages.py), then relations between fields (relations.py) for
+every sweep combination (sweep.py), then what the run would cost on this machine (estimate.py).
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from orderlab.core.registry import did_you_mean
 from orderlab.core.userfiles import FileProblem, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
-from orderlab.errors import OrderlabError
+from orderlab.errors import OrderlabError, as_one
 from orderlab.plan.estimate import validate_limits
 from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
-from orderlab.spec.messages import first_error
+from orderlab.spec.messages import all_errors
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
 def load_spec(path: str | Path) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line) on any problem."""
+    """Read, parse and validate a spec file; raise SpecError (one line a problem) on any problem."""
     path = Path(path)
     document = read_yaml(path)
     if not isinstance(document.data, dict):
@@ -33,7 +33,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
     try:
         spec = Spec.model_validate(document.data)
     except ValidationError as error:
-        raise first_error(error, document) from None
+        raise as_one(all_errors(error, document)) from None
     if not spec.name:
         problem = folder_name_problem(path.stem)
         if problem:

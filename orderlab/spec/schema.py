@@ -18,7 +18,7 @@ from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.core.registry import did_you_mean
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
-from orderlab.encodings import EncodingContext
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
@@ -155,6 +155,14 @@ class EncodingChoice(StrictModel):
 
     name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, name: str) -> str:
+        """A built-in's name is checked here, with the spec's other fields; a plug-in's class when the run loads it."""
+        if ":" not in name and name not in ENCODINGS:
+            raise ValueError(f"Unknown encoding {name!r}. {did_you_mean(name, ENCODINGS.names())}")
+        return name
 
     @field_validator("params")
     @classmethod
