@@ -183,7 +183,7 @@ def run_seconds(estimates: list[Estimate]) -> float:
 
 def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
     """Refuse (SpecError, one line) a run that would not fit this machine, or would write no rows."""
-    estimates = estimate(spec, doc.file)
+    estimates = estimate(spec, doc.origin)
     available = available_memory()
     for item in estimates:
         if item.peak_bytes > MEMORY_SHARE * available:

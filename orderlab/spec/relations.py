@@ -222,7 +222,7 @@ def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
     family = FAMILIES[model.family]
     if model.path is not None:
-        folder = relative_to_spec(doc.file, model.path)
+        folder = relative_to_spec(doc.origin, model.path)
         if not (folder / "config.json").is_file():
             raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
         for field in SEEDED_FIELDS:
@@ -270,7 +270,7 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
                         f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
-            read_corpus(relative_to_spec(doc.file, spec.inputs.file))
+            read_corpus(relative_to_spec(doc.origin, spec.inputs.file))
         except OrderlabError as error:
             raise doc.error(("inputs", "file"), str(error)) from None
         return
