@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orderlab.core.registry import did_you_mean
@@ -46,7 +45,8 @@ def load_spec_data(data: Mapping[str, Any], base: Path) -> LoadedSpec:
     try:
         text = yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
     except yaml.YAMLError as error:
-        raise SpecError(f"{str(error)[:200]}; expected plain values (str, numbers, lists, dicts)", file=DICT_SPEC)
+        message = f"{str(error)[:200]}; expected plain values (str, numbers, lists, dicts)"
+        raise SpecError(message, file=DICT_SPEC) from None
     document = parse_yaml(text, DICT_SPEC)
     document.lines.clear()  # lines of our own YAML text would point nowhere the user wrote
     document.origin = base / DICT_SPEC
