@@ -444,7 +444,14 @@ def properties(
     d_model: Annotated[int, typer.Option("--d-model", help="Width of codes and token vectors.")] = 64,
     n_heads: Annotated[int, typer.Option("--n-heads", help="Attention heads; must divide d_model.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")] = 0,
-    out: OutOption = Path("results"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Results root; files go to OUT/properties/. Default: results/properties-<hash of the settings>/, "
+            "never the committed results/properties/.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
     force: ForceOption = False,
 ) -> None:
@@ -549,16 +556,22 @@ def write_html_report(
     results_dirs: Annotated[
         list[Path], typer.Argument(help="Folders written by orderlab (run, compare, properties).", show_default=False)
     ],
-    out: Annotated[Path, typer.Option(help="The HTML file to write (replaced whole; nothing else is touched).")] = Path(
-        "report.html"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The HTML file to write (replaced whole; nothing else is touched). Default: RESULTS_DIR/report.html "
+            "for one folder that `orderlab run` wrote; required otherwise.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
     and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
     started = time.perf_counter()
     from orderlab.report import terminal as report
-    from orderlab.report.html import write_report
+    from orderlab.report.html import default_report_path, write_report
 
+    out = out or default_report_path(results_dirs)
     phases = report.Phases(False, started)
     with phases.phase("report", f"writing {out} from {len(results_dirs)} folder(s)"):
         written = write_report(results_dirs, out)

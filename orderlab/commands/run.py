@@ -29,6 +29,7 @@ from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.results.spec_source import refuse_other_spec_file
+from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
@@ -81,7 +82,7 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
     spec = loaded.spec
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-        dtype=spec.model.dtype, device=device, rows=rows,
+        dtype=spec.model.dtype, device=device, rows=rows, libraries=versions(spec),
     )  # fmt: skip
     manifest["sweep"] = swept_fields(spec)  # model fields and seed, each with its values
     if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it

@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 from orderlab.core.metric_registry import FAMILY_NAMES, METRICS
 from orderlab.core.registry import did_you_mean
 from orderlab.errors import SpecError
-from orderlab.spec.schema import Spec
+from orderlab.spec.schema import UNKNOWN_NAME, Spec
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 
@@ -60,7 +60,7 @@ def _one_line(path: FieldPath, first: ErrorDetails, doc: LocatedDocument) -> Spe
     hint = metric_entry_hint(given) if kind == "literal_error" and path[:1] == ("metrics",) else None
     if hint:
         return doc.error(path, hint)
-    if isinstance(given, str | int | float | bool) and repr(given) not in message:
+    if isinstance(given, str | int | float | bool) and kind != UNKNOWN_NAME:  # that message names what it got
         message = f"got {given!r}; {message}"
     return doc.error(path, message)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.core.registry import did_you_mean
@@ -150,6 +151,10 @@ class InputSpec(StrictModel):
         return value
 
 
+# The error type of a name no registry knows: its message names the name given (messages.py adds no "got").
+UNKNOWN_NAME = "unknown_name"
+
+
 class EncodingChoice(StrictModel):
     """A positional encoding by registry name (or `package.module:Class`) and its parameters."""
 
@@ -161,7 +166,8 @@ class EncodingChoice(StrictModel):
     def _known_name(cls, name: str) -> str:
         """A built-in's name is checked here, with the spec's other fields; a plug-in's class when the run loads it."""
         if ":" not in name and name not in ENCODINGS:
-            raise ValueError(f"Unknown encoding {name!r}. {did_you_mean(name, ENCODINGS.names())}")
+            message = f"Unknown encoding {name!r}. {did_you_mean(name, ENCODINGS.names())}"
+            raise PydanticCustomError(UNKNOWN_NAME, "{message}", {"message": message})
         return name
 
     @field_validator("params")
