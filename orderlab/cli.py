@@ -356,7 +356,8 @@ def list_encodings() -> None:
     from orderlab.encodings.listing import describe
     from orderlab.report import terminal as report
 
-    report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))
+    console = report.Console()
+    console.print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS], console.width))
 
 
 @app.command("models")
@@ -429,7 +430,9 @@ def compare(
             html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
     if not quiet:
         console = report.Console()
-        console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
+        title = "compare: " + ", ".join(names)
+        for table in report.comparison_tables(result.table, names, title, result.dtypes, console.width):
+            console.print(table)
         console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json {phases.took()}")
         if not metric and len(result.table) > COMPARE_ROWS_SHORT:
             console.print(f"{len(result.table):,} rows: choose some with --metric (-m equivariance -m pair_distance, "
