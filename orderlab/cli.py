@@ -506,6 +506,12 @@ def trace(
     decimals: Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")] = 4,
     out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
     force: ForceOption = False,
+    family: Annotated[
+        str,
+        typer.Option(
+            help="Which model family of a zoo spec that sweeps family: (gpt2, llama, ...); the first if empty."
+        ),
+    ] = "",
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV.
 
@@ -516,7 +522,7 @@ def trace(
 
     phases = report.Phases(False, started)
     with phases.phase("tracing", f"tracing layer {layer} of {spec}"):
-        outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
+        outcome = trace_and_write(spec, input_index, layer, encoding, out, force, family)
     console = report.Console()
     if outcome.note:
         console.print(outcome.note)
