@@ -7,7 +7,7 @@ import io
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -107,7 +107,7 @@ def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
 COLUMN_CHROME = 3
 
 
-def column_width(header: str, cells: list[Text | str]) -> int:
+def column_width(header: str, cells: Sequence[Text | str]) -> int:
     """The console columns a no-wrap column needs: its widest cell or header, padding and border."""
     texts = [cell if isinstance(cell, Text) else Text(cell) for cell in cells]
     return max([Text(header).cell_len, *(text.cell_len for text in texts)]) + COLUMN_CHROME
