@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from orderlab.core.metric_registry import DECODABILITY_FAMILY
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
+from orderlab.measure.chunking import device_batching
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.shards import DECODABILITY, Unit
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
@@ -95,7 +96,7 @@ class SweepMeasurement:
                 self.trained += [(configuration, stack) for stack in stacks]
                 done += training_work(spec)
                 yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
-                adapters = trained_adapters(spec, stacks, self.device)
+                adapters = trained_adapters(spec, stacks, self.device, device_batching(self.device))
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)

@@ -22,7 +22,7 @@ from functools import partial
 import torch
 
 from orderlab.models.attention_stack import AttentionStack, RunLayer, StackOutput
-from orderlab.plan.estimate import ROW_ALIGNMENT
+from orderlab.models.batching import pad_to_tiles
 
 Rotation = tuple[torch.Tensor, torch.Tensor] | None  # slot t's rotation of q and of k, (h, dh, dh) each
 
@@ -37,24 +37,19 @@ class Depth:
     distinct: int  # prefixes before padding
 
 
-def trie_depths(orders: torch.Tensor) -> list[Depth]:
-    """orders (B, n): per depth t, the distinct prefixes orders[:, :t+1], each linked to its parent prefix."""
+def trie_depths(orders: torch.Tensor, alignment: int) -> list[Depth]:
+    """orders (B, n): per depth t, the distinct prefixes orders[:, :t+1], each linked to its parent prefix, padded to
+    a multiple of `alignment` rows."""
     B, n = orders.shape
     depths: list[Depth] = []
     parent_of_order = torch.zeros(B, dtype=torch.long, device=orders.device)
     for t in range(n):
         keys, of_order = torch.unique(parent_of_order * n + orders[:, t], return_inverse=True)  # sorted, so trie order
         distinct = len(keys)
-        keys = pad_to_tiles(keys)
+        keys = pad_to_tiles(keys, alignment)
         depths.append(Depth(keys // n, keys % n, of_order, distinct))
         parent_of_order = of_order
     return depths
-
-
-def pad_to_tiles(rows: torch.Tensor) -> torch.Tensor:
-    """rows (U,) with copies of rows[0] appended up to a multiple of ROW_ALIGNMENT (row-tile determinism)."""
-    pad = -len(rows) % ROW_ALIGNMENT
-    return torch.cat([rows, rows[:1].expand(pad)]) if pad else rows
 
 
 def state_rows(depths: list[Depth]) -> torch.Tensor:
@@ -66,18 +61,21 @@ def state_rows(depths: list[Depth]) -> torch.Tensor:
 
 
 def gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """states[rows] for states (N, d): the copy an embedding lookup makes, measured 7x faster than index_select's
-    (9,216 rows of 768 float32 from 2,833, 2 threads: 1.0 ms against 7.2 ms; 42 ms a layer inside a GPT-2 chunk)."""
+    """states[rows] for states (N, d), as an embedding lookup: several times faster than index_select into a fresh
+    tensor for these shapes (docs/performance.md, "What was tried")."""
     return torch.nn.functional.embedding(rows, states)
 
 
 def distinct_prefixes(orders: torch.Tensor) -> int:
     """How many token states the shared pass computes for these reorderings (the dense pass: B * n)."""
-    return sum(depth.distinct for depth in trie_depths(orders))
+    return sum(depth.distinct for depth in trie_depths(orders, 1))
 
 
-def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool) -> StackOutput:
-    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n).
+def shared_prefix_pass(
+    stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool, alignment: int
+) -> StackOutput:
+    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n); each
+    depth's rows padded to a multiple of `alignment`.
 
     Layer by layer: a layer needs only its input layer's prefix states, so one layer's cache and two layers' states
     are held at a time. Every depth's prefixes go through the layer's block together (norms, projections, FFN: one
@@ -88,7 +86,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     x = x.to(device=stack.device, dtype=stack.dtype)
     offsets = stack.encoding.input_offsets(n)
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
-    depths = trie_depths(orders.to(stack.device))
+    depths = trie_depths(orders.to(stack.device), alignment)
     rows = state_rows(depths).flatten()  # (B n): where each reordering's slot-t state lies among all depths' states
     rotations = slot_rotations(stack, n)
     states = torch.cat([(words if offsets is None else words[t]).index_select(0, depth.word)
@@ -108,12 +106,10 @@ def trie_attention(
     """One layer's attention for every depth's prefixes: x (all depths' prefixes, d) normed -> output (same shape) and,
     if maps, the reorderings' weights (B, h, n, n).
 
-    The projections run once over all depths, the one-query attention depth by depth. Every depth's rows start on a
-    whole row tile (pad_to_tiles), so the one matmul gives each row the numbers a matmul per depth gave (the shipped
-    causal results stay byte-equal). Against a block per depth (4 layers, d_model 128, 8! orders in chunks of 862,
-    1 thread, load 0.8-1.2, alternating rounds): the pass 1.05-1.14x faster, the measuring loop's shared/dense
-    1.56x -> 1.70x; the 32 blocks a chunk ran were 800 small ops, their matmuls 16-864 rows each. Longer chunks
-    are slower (1,728 orders: 1.06x the time of 862; 3,456: 1.12x): the products below outgrow the caches.
+    The projections run once over all depths (one op each rather than a block per depth: fewer, larger matmuls), the
+    one-query attention depth by depth. Every depth's rows start on a whole row tile (pad_to_tiles), so the one matmul
+    gives each row the numbers a matmul per depth gave (the shipped causal results stay byte-equal). Figures, and why
+    longer chunks do not pay here: docs/performance.md, "What was tried".
     """
     c = stack.config
     n = len(depths)
@@ -165,11 +161,9 @@ def one_query_attention(
     before the output projection, and weights (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py).
     Writes the token's rotated key and value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
 
-    One query per prefix: its scores and weighted sum are elementwise products summed over the head's
-    dimensions and over the slots: measured at about half the time of the fused kernel, which runs U * h one-row
-    products (864 prefixes of 8 slots: 0.4-0.5 ms against 1.0 ms). They are bound by memory, not by dispatch
-    (1 thread, 864 prefixes of 8 slots, d_model 128): a batched matmul for the scores took 599 us against 605 (and
-    moves the round-off), keys and values in separate blocks gave the pass 0.98x, rows in blocks of 128 0.94x.
+    One query per prefix: its scores and weighted sum are elementwise products summed over the head's dimensions and
+    over the slots, rather than the fused kernel's U * h one-row products: they are bound by memory, not dispatch, and
+    the alternatives tried were no faster or moved the round-off (docs/performance.md, "What was tried").
     """
     c = stack.config
     U, d = qkv.shape[0], c.d_model
