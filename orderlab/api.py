@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from orderlab.commands.check import CheckResult
     from orderlab.measure.run_options import RunOptions
+    from orderlab.plan.load import LoadedSpec
     from orderlab.results.outcome import ShardOutcome
     from orderlab.spec.schema import Spec
 
@@ -85,20 +86,22 @@ class Result:
         return f"Result(name={self.name!r}, folder={self.folder!r}, rows={len(self.metrics)}, verdicts={self.verdicts})"
 
 
-def validate(spec: SpecSource) -> Spec:
-    """The validated spec (every sweep combination checked, the cost estimated): `orderlab validate`."""
-    with _spec_file(spec) as path:
-        checked: Spec = _validated(path).spec
-        return checked
+def validate(spec: SpecSource, *, base: str | Path | None = None) -> Spec:
+    """The validated spec (every sweep combination checked, the cost estimated): `orderlab validate`.
+
+    A dict spec's relative paths (a model folder, a corpus file) resolve against `base`, by default the working
+    folder; its errors name the dict's field path ('spec dict: model.n_heads: ...')."""
+    return _load(spec, base).spec
 
 
 def plan(spec: SpecSource, device: str = "cpu") -> list[str]:
     """What the run will cost on `device` (cpu, cuda or auto), line by line (memory, sequences, time, CSV sizes):
     `orderlab validate --plan --device`."""
+    from orderlab.commands.validate import cost_lines
+
     named = check_argument.device(device)
-    with _spec_file(spec) as path:
-        lines: list[str] = _validated(path, plan=True, device=named).plan
-        return lines
+    loaded = _load(spec, None)
+    return cost_lines(loaded.spec, loaded.path, named)
 
 
 def schema() -> dict[str, Any]:
@@ -122,6 +125,7 @@ def run(
     plot: bool = ...,
     html: bool = ...,
     progress: ProgressChoice = ...,
+    base: str | Path | None = ...,
 ) -> Result: ...
 
 
@@ -139,6 +143,7 @@ def run(
     plot: bool = ...,
     html: bool = ...,
     progress: ProgressChoice = ...,
+    base: str | Path | None = ...,
 ) -> ShardOutcome: ...
 
 
@@ -155,6 +160,7 @@ def run(
     plot: bool = False,
     html: bool = False,
     progress: ProgressChoice = True,
+    base: str | Path | None = None,
 ) -> Result | ShardOutcome:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
 
@@ -171,8 +177,9 @@ def run(
     plot, html = check_argument.flag("plot", plot), check_argument.flag("html", html)
     from orderlab.commands.run import run as run_spec
 
-    with _spec_file(spec) as path, _results_root(root) as results:
-        done = run_spec(path, results, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot,
+    loaded = _load(spec, base)
+    with _results_root(root) as results:
+        done = run_spec(loaded, results, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot,
                         html=html, phases=_phases(progress))  # fmt: skip
         if done.shard is not None:
             return done.shard
@@ -252,6 +259,7 @@ def trace(
     layer: int = 1,
     encoding: str = "",
     *,
+    family: str = "",
     out: str | Path | None = None,
     force: bool = False,
     progress: ProgressChoice = True,
@@ -262,9 +270,11 @@ def trace(
 
     index, layer = check_argument.integer("input_index", input_index, 0), check_argument.integer("layer", layer, 1)
     encoding, force = check_argument.text("encoding", encoding, empty=True), check_argument.flag("force", force)
+    family = check_argument.text("family", family, empty=True)
     root, shown = check_argument.optional_path("out", out), _phases(check_argument.progress(progress))
     with _spec_file(spec) as path, _results_root(root) as results:
-        return trace_frame(trace_and_write(path, index, layer, encoding, results, force, phases=shown).trace)
+        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown)
+        return trace_frame(traced.trace)
 
 
 def plot(results_dir: str | Path, formats: str | list[str] | None = None) -> dict[str, Figure]:
@@ -328,13 +338,16 @@ def models() -> pd.DataFrame:
     return pd.DataFrame([vars(entry) for entry in listed()])
 
 
-def _validated(path: Path, plan: bool = False, device: str = "cpu") -> Any:
-    from orderlab.commands.validate import validate as validate_specs
+def _load(spec: object, base: object) -> LoadedSpec:
+    """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd."""
+    from orderlab.plan.load import load_spec, load_spec_data
 
-    found = validate_specs([path], plan, device)[0]
-    if found.spec is None:
-        raise OrderlabError(found.error)
-    return found
+    source, root = check_argument.spec_source(spec), check_argument.optional_path("base", base)
+    if isinstance(source, Path):
+        if root is not None:
+            raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
+        return load_spec(source)
+    return load_spec_data(source, Path.cwd() if root is None else root.absolute())
 
 
 def _options(device: object, chunk_size: object, force: object, progress: object) -> RunOptions:

@@ -123,7 +123,7 @@ def progress(value: object) -> bool | Callable[[int, int], None]:
     raise _refuse("progress", value, "True, False or a function (done, total)")
 
 
-def spec_source(value: object) -> str | Path | dict[str, Any]:
+def spec_source(value: object) -> Path | dict[str, Any]:
     """A spec file's path, or the spec as a dict of YAML values (paths inside it as strings)."""
     if isinstance(value, Mapping):
         return plain(value, "spec", 0)  # type: ignore[return-value]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from orderlab import cli_options as o
-from orderlab.report.command_line import Group, user_errors
+from orderlab.report.command_line import Group, echo_error, user_errors
 
 if TYPE_CHECKING:
     from orderlab.measure.run_options import RunOptions
@@ -122,7 +122,7 @@ def validate(specs: o.Specs, plan: o.Plan = False, device: o.PlanDevice = o.Devi
     found = validate_specs(specs, plan, device.value)
     for each in found:
         if each.spec is None:
-            typer.echo(f"error: {each.error}", err=True)
+            echo_error(each.error or "")
         else:
             typer.echo(f"{each.path}: ok ({each.spec.name})" + "".join(f"\n  {line}" for line in each.plan))
     if any(each.spec is None for each in found):
@@ -144,7 +144,8 @@ def list_encodings() -> None:
     from orderlab.commands.listing import encodings
     from orderlab.report import terminal as report
 
-    report.Console().print(report.encodings_table(encodings()))
+    console = report.Console()
+    console.print(report.encodings_table(encodings(), console.width))
 
 
 @app.command("models")
@@ -193,7 +194,7 @@ def properties(
     d_model: o.DModel = 64,
     n_heads: o.NHeads = 4,
     seed: o.Seed = 0,
-    out: o.Out = o.RESULTS,
+    out: o.PropertiesOut = None,
     quiet: o.QuietTable = False,
     force: o.Force = False,
 ) -> None:
@@ -216,6 +217,7 @@ def trace(
     decimals: o.Decimals = 4,
     out: o.Out = o.RESULTS,
     force: o.Force = False,
+    family: o.Family = "",
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output); write it as a CSV into
     OUT/<spec name>_trace/.
@@ -225,7 +227,7 @@ def trace(
     from orderlab.commands.trace import trace_and_write
     from orderlab.report.command_output import trace_lines
 
-    done = trace_and_write(spec, input_index, layer, encoding, out, force, phases=shown)
+    done = trace_and_write(spec, input_index, layer, encoding, out, force, family, phases=shown)
     trace_lines(done.trace, done.path, done.note, decimals, shown)
 
 
@@ -243,7 +245,7 @@ def plot(results_dir: o.ResultsDir, file_format: o.Formats = "png") -> None:
 
 @app.command("report")
 @user_errors
-def write_html_report(results_dirs: o.ResultsDirs, out: o.ReportFile = Path("report.html")) -> None:
+def write_html_report(results_dirs: o.ResultsDirs, out: o.ReportFile = None) -> None:
     """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
     and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
     shown = phases()
@@ -282,4 +284,7 @@ def check(
 
 
 def main() -> None:
+    from orderlab.report.streams import safe_output_streams
+
+    safe_output_streams()
     app()

@@ -156,6 +156,14 @@ MaxLen = Annotated[int, typer.Option("--max-len", help="N: slots measured, lengt
 DModel = Annotated[int, typer.Option("--d-model", help="Width of codes and token vectors.")]
 NHeads = Annotated[int, typer.Option("--n-heads", help="Attention heads; must divide d_model.")]
 Seed = Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")]
+PropertiesOut = Annotated[
+    Path | None,
+    typer.Option(
+        help="Results root; files go to OUT/properties/. Default: results/properties-<hash of the settings>/, never "
+        "the committed results/properties/.",
+        show_default=False,
+    ),
+]
 QuietTable = Annotated[bool, _flag("--quiet", "No table.", "-q")]
 
 # trace, plot, report
@@ -171,7 +179,18 @@ Formats = Annotated[
         "formats not asked for stay.",
     ),
 ]
-ReportFile = Annotated[Path, typer.Option(help="The HTML file to write (replaced whole; nothing else is touched).")]
+ReportFile = Annotated[
+    Path | None,
+    typer.Option(
+        help="The HTML file to write (replaced whole; nothing else is touched). Default: RESULTS_DIR/report.html for "
+        "one folder that `orderlab run` wrote; required otherwise.",
+        show_default=False,
+    ),
+]
+Family = Annotated[
+    str,
+    typer.Option(help="Which model family of a zoo spec that sweeps family: (gpt2, llama, ...); the first if empty."),
+]
 
 # check
 Rtol = Annotated[float | None, typer.Option(help="Relative tolerance (finite, >= 0); default: the spec's or dtype's.")]

@@ -34,17 +34,17 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
     """Each function with valid, cheap arguments (a tiny spec, a tiny properties size): the baseline one wrong
     argument is swapped into."""
     return {
-        "validate": {"spec": spec},
+        "validate": {"spec": spec, "base": None},
         "plan": {"spec": spec, "device": "cpu"},
-        "run": {"spec": spec, "out": None, "device": "cpu", "chunk_size": None, "force": False, "shard": None,
-                "workers": None, "scheduler": None, "plot": False, "html": False, "progress": False},
+        "run": {"spec": spec, "out": None, "base": None, "device": "cpu", "chunk_size": None, "force": False,
+                "shard": None, "workers": None, "scheduler": None, "plot": False, "html": False, "progress": False},
         "load": {"results_dir": folder},
         "merge": {"shards": [folder], "out": folder.parent / "merged", "force": False},
         "compare": {"specs": [spec], "encodings": "none", "metrics": ["equivariance"], "out": None, "device": "cpu",
                     "force": False, "html": None, "progress": False},
         "properties": {"encodings": "none", "max_len": 8, "d_model": 8, "n_heads": 2, "seed": 0, "out": None,
                        "force": False, "progress": False},
-        "trace": {"spec": spec, "input_index": 0, "layer": 1, "encoding": "", "out": None, "force": False,
+        "trace": {"spec": spec, "input_index": 0, "layer": 1, "encoding": "", "family": "", "out": None, "force": False,
                   "progress": False},
         "plot": {"results_dir": folder, "formats": None},
         "report": {"results_dirs": [folder], "out": folder.parent / "r.html"},

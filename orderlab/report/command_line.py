@@ -115,6 +115,12 @@ def one_line(error: typer.TyperException) -> str:
     return message
 
 
+def echo_error(message: str) -> None:
+    """'error: ...' on stderr, one line a problem (a SpecErrors lists all of a spec's)."""
+    for line in message.splitlines() or [""]:
+        typer.echo(f"error: {line}", err=True)
+
+
 class Terminated(BaseException):
     """SIGTERM, raised where the program is, so that cleanup (finally, except BaseException) runs as for Ctrl-C."""
 
@@ -128,7 +134,7 @@ def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             with sigterm_raises():
                 return command(*args, **kwargs)
         except OrderlabError as error:
-            typer.echo(f"error: {error}", err=True)
+            echo_error(str(error))
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: no results were written", err=True)

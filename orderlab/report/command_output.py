@@ -62,7 +62,8 @@ def comparison_lines(
     errors, console = report.stderr_console(), report.Console()
     for path, why in skipped:
         errors.print(f"skipped {path}: {why}, so compare cannot swap its encodings", markup=False, highlight=False)
-    console.print(report.comparison_table(table, encodings, "compare: " + ", ".join(encodings), dtypes))
+    for drawn in report.comparison_tables(table, encodings, "compare: " + ", ".join(encodings), dtypes, console.width):
+        console.print(drawn)
     console.print(f"wrote {folder}/compare.csv ({len(table):,} rows), manifest.json {phases.took()}")
     if not rows_chosen and len(table) > COMPARE_ROWS_SHORT:
         console.print(f"{len(table):,} rows: choose some with --metric (-m equivariance -m pair_distance, ...), or "

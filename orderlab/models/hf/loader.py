@@ -28,12 +28,19 @@ from orderlab.errors import OrderlabError
 from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
-from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.folder import (
+    ModelFolderError,
+    WeightsFit,
+    checked_folder,
+    refuse_too_few_weights,
+    weights_fit,
+)
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
-SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a seeded model's word-level tokenizer: ids 0..3
+# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (FamilyCode).
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
 def import_transformers() -> ModuleType:
@@ -77,31 +84,40 @@ class Forward:
     logits: torch.Tensor | None  # (B, T, V) next-token logits of a causal LM, else None
 
 
-def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool) -> Any:
-    """A fast tokenizer with one id per word (tokenizers library, offline): [CLS] w... [SEP], or [CLS] w... (causal)."""
+def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool, start: str = "[CLS]") -> Any:
+    """A fast tokenizer with one id per word (tokenizers library, offline): [CLS] w... [SEP], or START w... (causal),
+    the start token (id 2) named as the family names it (GPT-2's <|endoftext|>); the ids are the same whatever the
+    names."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors  # lazy: the hf extra
 
-    vocabulary = {token: index for index, token in enumerate((*SPECIALS, *sorted(set(words))))}
-    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    pad, unknown, _, end = SPECIALS
+    vocabulary = {token: index for index, token in enumerate((pad, unknown, start, end, *sorted(set(words))))}
+    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token=unknown))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    template = "[CLS] $A" if causal else "[CLS] $A [SEP]"
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=template, special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
+    template = f"{start} $A" if causal else f"{start} $A {end}"
+    tokenizer.post_processor = processors.TemplateProcessing(single=template, special_tokens=[(start, 2), (end, 3)])
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-        bos_token="[CLS]", eos_token="[SEP]",
+        tokenizer_object=tokenizer, pad_token=pad, unk_token=unknown, cls_token=start, sep_token=end,
+        bos_token=start, eos_token=end,
     )  # fmt: skip
 
 
 def load_folder(
-    transformers: ModuleType, folder: Path, code: FamilyCode, implementation: str | None, heads_read: bool
+    transformers: ModuleType,
+    folder: Path,
+    code: FamilyCode,
+    implementation: str | None,
+    heads_read: bool,
+    allow_random_init: bool = False,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
     """
     checked_folder(folder, code.name)
+    model_class = getattr(transformers, code.model_class)
+    if not allow_random_init:
+        refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
@@ -111,7 +127,7 @@ def load_folder(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model, info = getattr(transformers, code.model_class).from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
                 output_loading_info=True, ignore_mismatched_sizes=True,
             )  # fmt: skip
@@ -164,7 +180,7 @@ class PretrainedBackend:
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
-            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal)
+            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
             shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
             config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
@@ -172,7 +188,7 @@ class PretrainedBackend:
                 self.model = model_class._from_config(config, attn_implementation=implementation)
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read)  # fmt: skip
+                                                               heads_read, allow_random_init)  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
