@@ -18,6 +18,7 @@ from orderlab.core.progress import Progress
 from orderlab.measure import corpus
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.hf.loader import import_transformers
+from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.plan.load import LoadedSpec
 from orderlab.results.folder import Manifest, build_manifest, write_results
@@ -33,6 +34,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     assert isinstance(inputs, CorpusInputs)
     if notes:
         notes("loading the pretrained model")
+    require_dtype(spec.model.dtype, device)
+    use_matmul_precision(spec.model.matmul_precision, device)
     adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)
     if notes:
         notes("encoding the corpus and its shuffles")

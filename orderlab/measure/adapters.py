@@ -10,6 +10,7 @@ import torch
 
 from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
@@ -22,7 +23,10 @@ def build_adapters(spec: Spec, device: torch.device, spec_file: Path, attention_
     """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin.
 
     attention_maps: passes will be asked for attention maps (or pattern hooks) even if the spec's metrics do not ask:
-    a zoo model is then built with the attention that returns its probabilities."""
+    a zoo model is then built with the attention that returns its probabilities. A dtype or matmul precision the
+    device cannot run is refused first, in one line."""
+    require_dtype(spec.model.dtype, device)
+    use_matmul_precision(spec.model.matmul_precision, device)
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 

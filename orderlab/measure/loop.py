@@ -35,6 +35,8 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.measure.verdicts import noise_scale
+from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import Spec
@@ -323,12 +325,18 @@ class MeasuringLoop:
     def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
         return tag(frame, self.combination)
 
+    def noise_collector(self, adapter: Adapter, twin: Adapter, words: list[str]) -> NoiseCollector:
+        """A collector of the run-vs-twin differences, scaled to the round-off of the precision the adapter's passes
+        really compute in (a float64 model that takes its softmax in float32 computes in float32: verdicts.py)."""
+        computed = dtype_name(adapter.computed_dtype(words))
+        return NoiseCollector(noise_scale(computed, dtype_name(twin.dtype)))
+
     def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
         identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
         sentence = twin.sentence(words)
         other = sentence.forward(identity, self.attention_maps).cast(adapter.dtype)
-        noise = NoiseCollector()
+        noise = self.noise_collector(adapter, twin, words)
         model_slots = sentence.attention_slots(identity) if self.attention_maps else None
         record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
         return noise
@@ -346,7 +354,7 @@ class MeasuringLoop:
         sides = []
         for out, words in ((out_a, words_a), (out_b, words_b)):
             other = twin.sentence(words).forward(identity(words, twin), False).cast(adapter.dtype)
-            sides.append(NoiseCollector())
+            sides.append(self.noise_collector(adapter, twin, words))
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
         return table, judge(table, merge(*sides), self.dtype)

@@ -39,6 +39,7 @@ from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_
 from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
+from orderlab.models.precision import computed_dtype, pass_dtype
 from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
 from orderlab.plan.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
@@ -107,6 +108,15 @@ class Shared:
     def __init__(self, backend: PretrainedBackend, seed: int, share_prefixes: bool = True):
         self.backend, self.seed, self.share_prefixes = backend, seed, share_prefixes
         self.twin_backend: PretrainedBackend | None = None
+        self.computed: torch.dtype | None = None
+
+    def computed_dtype(self, tokens: WordTokens) -> torch.dtype:
+        """What the model computes in, watched over one dense pass of `tokens` (models/precision.py), once."""
+        if self.computed is None:
+            ids = torch.tensor([tokens.ids])
+            with torch.inference_mode():
+                self.computed = computed_dtype(lambda: self.backend.forward(ids), self.backend.dtype)
+        return self.computed
 
     def twin(self) -> Shared:
         """The twin runs dense: its one identity pass per input is then one call, where the prefix walk makes one per
@@ -126,7 +136,7 @@ class PretrainedAdapter:
 
     def __init__(self, shared: Shared, ablation: str, label: str | None = None):
         self.shared, self.ablation, self.label = shared, ablation, label or ablation
-        self.dtype, self.device = shared.backend.dtype, shared.backend.device
+        self.dtype, self.device = pass_dtype(shared.backend.dtype), shared.backend.device
 
     @property
     def backend(self) -> PretrainedBackend:
@@ -157,6 +167,9 @@ class PretrainedAdapter:
 
     def twin(self) -> PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
+
+    def computed_dtype(self, words: list[str]) -> torch.dtype:
+        return self.shared.computed_dtype(self.backend.word_tokens(words))
 
     def chunk_size(self, n: int, attention: bool) -> int:
         """256 reorderings a pass; where prefixes are shared, as many as the memory budget holds (up to 1,024): the

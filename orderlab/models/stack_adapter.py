@@ -24,6 +24,7 @@ from orderlab.models.attention_stack import Hooks, LayerWeights
 from orderlab.models.batching import aligned_batch, auto_chunk_size
 from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS
 from orderlab.models.pooling import pool
+from orderlab.models.precision import pass_dtype, widened
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
 from orderlab.plan.estimate import estimate, run_seconds
@@ -122,7 +123,7 @@ class StackAdapter:
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = build_stack(spec.stack, self.encoding, weights, device, dtype)
-        self.config, self.dtype = self.stack.config, self.stack.dtype
+        self.config, self.dtype = self.stack.config, pass_dtype(self.stack.dtype)
         self.allow_sharing = share_prefixes
         # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
         self.shares_prefixes = share_prefixes and self.config.causal and self.encoding.shares_prefixes
@@ -153,6 +154,9 @@ class StackAdapter:
         return StackAdapter(self.spec, self.choice, self.weights, self.device, self.encoding, self.allow_sharing,
                             probe_inputs=self.probe_inputs, dtype=twin_dtype(self.config.dtype))  # fmt: skip
 
+    def computed_dtype(self, words: list[str]) -> torch.dtype:
+        return self.stack.dtype  # the stack computes in its one dtype throughout (a user's encoding's is cast to it)
+
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)
 
@@ -162,7 +166,7 @@ class StackAdapter:
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
         encoding = build_encoding(self.choice.name, context, self.choice.params)
         stack = build_stack(spec.stack, encoding, self.weights, self.device, self.config.dtype)
-        return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
+        return [widened(h) for h in stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden]
 
 
 class StackSentence:
@@ -180,9 +184,9 @@ class StackSentence:
             output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
         else:  # padded to whole row tiles
             output = adapter.stack(aligned_batch(self.x[orders]), attention or filled is not None, filled)
-        hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
+        hidden = [widened(h[:B]) for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
-        maps = [a[:B] for a in output.attention] if attention else []
+        maps = [widened(a[:B]) for a in output.attention] if attention else []
         return Pass(hidden, pooled, maps, hooks=requested(filled or {}, hooks, B))
 
     def slot_names(self) -> list[str]:

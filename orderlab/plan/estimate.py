@@ -74,7 +74,7 @@ BASE_BYTES = 300 * 10**6
 MEMORY_SHARE = 0.8
 # The stack's matmul FLOP/s, conservative: the runner measured 89-163 GFLOP/s (float32) and 35-70
 # (float64) on a quiet 2-core machine (shared/PERFORMANCE.md), 15 for both while other sessions ran.
-FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9}
+FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9, "bfloat16": 15e9, "float16": 15e9}  # 16-bit: float32's, not more
 # A transformers forward's matmuls: measured 310 GFLOP/s at BERT-base shape in batches of 256 sequences of 9 tokens,
 # and about 250 for MiniLM in corpus mode (batches of 64), on a quiet 2-core machine (2 threads; about a core's FMA
 # peak); taken lower, for busier or older machines. A plan within 2x of the measured time (benchmarks/bench_zoo.py).
@@ -375,7 +375,11 @@ def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float
 
 
 def _itemsize(dtype: str) -> int:
+    """Bytes a held state takes: a 16-bit run's passes are widened to float32 for its metrics (measure/loop.py)."""
     return 8 if dtype == "float64" else 4
+
+
+WEIGHT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 
 
 def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
@@ -389,10 +393,11 @@ def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]
 
 def _weights(spec: Spec) -> Cost:
     """Seeded float64 weights (FFN included, drawn even without one), plus a float32 copy per encoding: the stack's
-    own in a float32 run, its round-off twin's in a float64 run (noise.py)."""
+    own in a float32 run, its round-off twin's in a float64 run (noise.py); a 16-bit run's own copy and its float32
+    twin's per encoding."""
     m = spec.stack
     numbers = m.n_layers * m.d_model**2 * (4 + 2 * m.ffn_mult)
-    copies = 8 + len(spec.encodings) * 4
+    copies = 8 + len(spec.encodings) * (4 if m.dtype in ("float32", "float64") else WEIGHT_BYTES[m.dtype] + 4)
     default = {name: ModelSpec.model_fields[name].default for name in ("d_model", "n_layers", "ffn_mult")}
     growth = {
         "d_model": (m.d_model / default["d_model"]) ** 2,
@@ -736,8 +741,7 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
     name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
-    # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
-    weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
+    weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
     seeded = isinstance(model, HFModelSpec) and model.path is None  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
@@ -790,6 +794,16 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
         attention_rows,
         attention,
     )
+
+
+def model_weight_bytes(shape: ModelShape, dtype: str) -> float:
+    """A zoo model's weights at their peak. float32 and float64: loaded in float32 (4 bytes), then held in the run's
+    dtype and in its round-off twin's, the other one (4 + 8). A 16-bit model is drawn or loaded straight in its
+    dtype, and its twin borrows its weights, widening one module at a time to float32 (models/hf/loader.py): the
+    largest module is a vocabulary-wide table (embeddings or the LM head)."""
+    if dtype in ("float32", "float64"):
+        return shape.parameters * 16
+    return shape.parameters * WEIGHT_BYTES[dtype] + shape.vocab * shape.d_model * 4
 
 
 def _pretrained_attention(spec: Spec, shape: ModelShape, extra_width: float) -> tuple[float, Cost]:

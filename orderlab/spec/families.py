@@ -25,7 +25,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, Validat
 
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.spec import bounds
-from orderlab.spec.fields import LayerCount, Sweepable, Width
+from orderlab.spec.fields import ComputeType, LayerCount, MatmulPrecision, Sweepable, Width
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
@@ -54,8 +54,13 @@ class _BackendModel(_Strict):
             "codes scaled to the table's mean row norm). A single name or a list."
         ),
     )
-    dtype: Literal["float32", "float64"] = Field(
-        "float32", description="Floating-point type of the forward passes; its epsilon scales the round-off line."
+    dtype: ComputeType = Field(
+        "float32",
+        description="Floating-point type of the forward passes (bfloat16 | float16 | float32 | float64); the "
+        "round-off line is measured for it (docs/metrics.md). A seeded model's weights are drawn in it.",
+    )
+    matmul_precision: MatmulPrecision = Field(
+        "highest", description="tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
     )
 
     @field_validator("position_embeddings", mode="before")

@@ -28,7 +28,8 @@ from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
 SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
-DTYPE_MAX = {"float32": 3.4028234663852886e38}  # the largest finite float32 (numpy.finfo; the spec layer is numpy-free)
+# The largest finite number of each dtype narrower than float64 (numpy's and torch's finfo; the spec layer has neither).
+DTYPE_MAX = {"float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38, "float16": 65504.0}
 CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
 
 
@@ -74,6 +75,11 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
 
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
+    if spec.model.matmul_precision == "tf32" and spec.model.dtype != "float32":
+        message = f"tf32 is a float32 matmul mode, and model.dtype is {spec.model.dtype}"
+        raise doc.error(
+            ("model", "matmul_precision"), f"{message}; expected dtype float32, or matmul_precision highest"
+        )
     if uses_backend(spec):
         refuse_training_backend(spec, doc)
         validate_backend(spec, doc)

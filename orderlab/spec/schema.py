@@ -21,7 +21,17 @@ from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import EncodingContext
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
+from orderlab.spec.fields import (
+    ComputeType,
+    FfnMultiple,
+    LayerCount,
+    MatmulPrecision,
+    Norm,
+    Scale,
+    Seed,
+    Sweepable,
+    Width,
+)
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 
@@ -69,8 +79,13 @@ class ModelSpec(StrictModel):
     scale: Sweepable[Scale] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
-    dtype: FloatType = Field(
-        "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
+    dtype: ComputeType = Field(
+        "float64",
+        description="Floating-point type of all computation (bfloat16 | float16 | float32 | float64); the round-off "
+        "line is measured for it (docs/metrics.md: what each resolves). float16 where the device runs its ops.",
+    )
+    matmul_precision: MatmulPrecision = Field(
+        "highest", description="tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
     )
     weights: ExplicitWeights | None = Field(
         None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."

@@ -28,8 +28,10 @@ from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.models.precision import widened
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import LOW_PRECISION
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a seeded model's word-level tokenizer: ids 0..3
 
@@ -90,11 +92,17 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 
 
 def load_folder(
-    transformers: ModuleType, folder: Path, code: FamilyCode, implementation: str | None, heads_read: bool
+    transformers: ModuleType,
+    folder: Path,
+    code: FamilyCode,
+    implementation: str | None,
+    heads_read: bool,
+    dtype: torch.dtype | None = None,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
+    dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
     checked_folder(folder, code.name)
     try:
@@ -108,7 +116,7 @@ def load_folder(
             torch.manual_seed(0)
             model, info = getattr(transformers, code.model_class).from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
-                output_loading_info=True, ignore_mismatched_sizes=True,
+                output_loading_info=True, ignore_mismatched_sizes=True, **({} if dtype is None else {"dtype": dtype}),
             )  # fmt: skip
     except (OSError, ValueError, RuntimeError) as error:
         raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
@@ -130,6 +138,13 @@ def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:
     for buffer in model.buffers():
         memo[id(buffer)] = buffer.to(dtype, copy=True) if buffer.is_floating_point() else buffer.clone()
     return copy.deepcopy(model, memo).to(dtype=dtype)
+
+
+def drawn_in(dtype: str) -> dict[str, torch.dtype]:
+    """How a 16-bit model is built: its weights created, drawn or loaded straight in its dtype (transformers'
+    `dtype`), so that no float32 copy of it is ever held. float32 and float64 models are drawn in float32 and cast,
+    as they always were (their seeded weights, and the committed baselines, stay the same)."""
+    return {"dtype": getattr(torch, dtype)} if dtype in LOW_PRECISION else {}
 
 
 class PretrainedBackend:
@@ -162,10 +177,10 @@ class PretrainedBackend:
             config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                self.model = model_class._from_config(config, attn_implementation=implementation)
+                self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read)  # fmt: skip
+                                                               heads_read, drawn_in(dtype).get("dtype"))  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
@@ -234,5 +249,6 @@ class PretrainedBackend:
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
                                 "probabilities; expected a family whose eager attention does, or leave `attention` out "
                                 "of metrics")  # fmt: skip
-        attentions = [a[:count] for a in out.attentions] if attention else []
-        return Forward([h[:count] for h in out.hidden_states], attentions, logits)
+        attentions = [widened(a[:count]) for a in out.attentions] if attention else []
+        return Forward([widened(h[:count]) for h in out.hidden_states], attentions,
+                       None if logits is None else widened(logits))  # fmt: skip

@@ -1,0 +1,91 @@
+"""What a pass really computes in, and the dtypes a run may ask for on its device.
+
+A model may compute part of a pass in a coarser precision than its weights: transformers' Llama and T5 take their
+RMS norms in float32, BLOOM its softmax, whatever the model's dtype. A float64 run of such a model carries
+float32's round-off in those steps, and its verdicts must be judged by that (measure/verdicts.py). `computed_dtype`
+watches one pass op by op (a TorchDispatchMode) and returns the coarsest floating dtype any op turned a tensor of
+the run's dtype into; ops that build their own coarser tensors from nothing (ALiBi's slopes, bucket arithmetic on
+integers) do not count: they round constants, the same for every order, not the states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from orderlab.errors import OrderlabError
+
+# Ops a pass in a 16-bit dtype needs on its device (the stack's and the zoo's), tried once before a run starts.
+PROBED_OPS = "matmul, softmax, layer_norm, gelu, exp"
+
+
+class _DowncastWatch(TorchDispatchMode):
+    """Records the floating dtypes that ops produce from inputs of `dtype` where those are coarser."""
+
+    def __init__(self, dtype: torch.dtype):
+        super().__init__()
+        self.dtype, self.seen = dtype, {dtype}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if any(isinstance(t, torch.Tensor) and t.dtype == self.dtype for t in tree_leaves((args, kwargs))):
+            self.seen.update(t.dtype for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point())
+        return out
+
+
+def coarsest(dtypes: set[torch.dtype]) -> torch.dtype:
+    return max(dtypes, key=lambda dtype: torch.finfo(dtype).eps)
+
+
+def computed_dtype(run: Callable[[], object], dtype: torch.dtype) -> torch.dtype:
+    """The coarsest precision `run()` (one pass of a model in `dtype`) computes in: `dtype`, or coarser where an op
+    casts the states down."""
+    watch = _DowncastWatch(dtype)
+    with watch:
+        run()
+    return coarsest(watch.seen)
+
+
+def widened(tensor: torch.Tensor) -> torch.Tensor:
+    """A 16-bit pass's tensor in float32, so that the metrics, log-probabilities and norms computed from it add no
+    16-bit round-off of their own (what is measured is the model's); any other tensor as it is."""
+    return tensor.float() if tensor.dtype in (torch.bfloat16, torch.float16) else tensor
+
+
+def pass_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the passes a model computing in `dtype` hands the loop (widened)."""
+    return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def require_dtype(dtype: str, device: torch.device) -> None:
+    """One line, before any work, where the device cannot run the ops a pass needs in `dtype` (float16 on a CPU
+    whose torch lacks a kernel)."""
+    if dtype not in ("bfloat16", "float16"):
+        return
+    kind = getattr(torch, dtype)
+    try:
+        x = torch.ones(4, 4, dtype=kind, device=device)
+        torch.exp(torch.nn.functional.gelu(torch.nn.functional.layer_norm(torch.softmax(x @ x, -1), (4,))))
+    except (RuntimeError, NotImplementedError) as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise OrderlabError(f"model.dtype: {dtype} on {device.type}: torch cannot run {PROBED_OPS} there ({first}); "
+                            "expected float32 or bfloat16, or a device that supports it") from None  # fmt: skip
+
+
+def use_matmul_precision(precision: str, device: torch.device) -> None:
+    """Set CUDA's float32 matmuls to TensorFloat-32 or not, as the spec says (each run sets it: a process that runs
+    several specs gets each one's); tf32 is a CUDA mode: one line on any other device. Its round-off is measured
+    like any other: the float64 twin never runs in TF32."""
+    if precision == "tf32" and device.type != "cuda":
+        raise OrderlabError(f"model.matmul_precision: tf32 runs on CUDA only, not on {device.type}; expected "
+                            "'highest' (the default) or --device cuda")  # fmt: skip
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
