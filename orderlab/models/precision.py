@@ -10,10 +10,12 @@ integers) do not count: they round constants, the same for every order, not the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -35,6 +37,35 @@ class _DowncastWatch(TorchDispatchMode):
         if any(isinstance(t, torch.Tensor) and t.dtype == self.dtype for t in tree_leaves((args, kwargs))):
             self.seen.update(t.dtype for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point())
         return out
+
+
+class _Widening(TorchFunctionMode):
+    """Every op computes in `wide`: 16-bit tensor arguments are widened to it, and a cast to the 16-bit dtype (a
+    model's `.to(self.weight.dtype)`, `dtype=` of a factory) asks for `wide` instead."""
+
+    def __init__(self, narrow: torch.dtype, wide: torch.dtype):
+        super().__init__()
+        self.narrow, self.wide = narrow, wide
+
+    def _widen(self, item: Any) -> Any:
+        if isinstance(item, torch.Tensor) and item.dtype == self.narrow:
+            return item.to(self.wide)
+        return self.wide if item is self.narrow else item
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func in (torch.Tensor.bfloat16, torch.Tensor.half):
+            return args[0].to(self.wide)
+        args = tuple(self._widen(item) for item in args)
+        kwargs = {name: self._widen(item) for name, item in (kwargs or {}).items()}
+        return func(*args, **kwargs)
+
+
+@contextmanager
+def widened_ops(narrow: torch.dtype, wide: torch.dtype) -> Iterator[None]:
+    """While open, a model whose weights are `narrow` computes in `wide`, each weight widened only while an op reads
+    it: a 16-bit model's round-off twin without a copy of the model (at most one widened matrix at a time)."""
+    with _Widening(narrow, wide):
+        yield
 
 
 def coarsest(dtypes: set[torch.dtype]) -> torch.dtype:

@@ -98,7 +98,8 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
     """A seeded model's shape from the spec, and its vocabulary: the spec's words."""
     model = spec.model
     assert isinstance(model, HFModelSpec)
-    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed)
+    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed, model.n_kv_heads, model.d_ffn,
+                  model.vocab_size or 0)  # fmt: skip
 
 
 class Shared:

@@ -615,7 +615,8 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
     elif model.path is None:
-        return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
+        vocab = max(model.vocab_size or 0, SEEDED_VOCABULARY)
+        return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, vocab, model.n_kv_heads, model.d_ffn)
     else:
         folder = relative_to_spec(spec_file, model.path)
     return read_family_config(folder, family.name).shape()

@@ -279,14 +279,17 @@ class Family:
     architectures: tuple[str, ...]  # how config.json's `architectures` names of this family's checkpoints begin
     config_file: type[FamilyConfig]  # its config.json's keys
 
-    def seeded_shape(self, d_model: int, n_heads: int, n_layers: int, vocab: int) -> ModelShape:
-        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model, BERT's and GPT-2's
-        512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way, Llama's gated
-        feed-forward and untied head."""
+    def seeded_shape(
+        self, d_model: int, n_heads: int, n_layers: int, vocab: int, kv_heads: int | None = None, ffn: int | None = None
+    ) -> ModelShape:
+        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model (Llama: `ffn` if given),
+        BERT's and GPT-2's 512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way,
+        Llama's gated feed-forward, untied head and `kv_heads` key-value heads."""
         tables = {"bert": SEEDED_POSITIONS + 2, "gpt2": SEEDED_POSITIONS, "deberta": 2 * SEEDED_BUCKETS}
         llama = self.name == "llama"
-        return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab,
-                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2,
+        keys = (kv_heads or n_heads) * (d_model // n_heads)
+        return ModelShape(d_model, n_layers, n_heads, ffn or SEEDED_FFN_MULT * d_model, vocab,
+                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2, kv_width=keys,
                           pooler=self.name == "bert", head=self.causal, untied_head=llama)  # fmt: skip
 
 
@@ -405,6 +408,19 @@ class HFModelSpec(_BackendModel):
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
+    n_kv_heads: Width | None = Field(
+        None,
+        description="Seeded Llama only: key-value heads (grouped-query attention); must divide n_heads. "
+        "Default: one per head.",
+    )
+    d_ffn: Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL * bounds.MAX_FFN_MULT)] | None = Field(
+        None, description="Seeded Llama only: feed-forward width (Llama-3-8B: 14336). Default: 4 x d_model."
+    )
+    vocab_size: ConfigRows | None = Field(
+        None,
+        description="Seeded weights only: rows of the token table (and LM head), at least the spec's words; "
+        "e.g. 128256 to size a Llama-3-shaped model. Default: the spec's words and 4 specials.",
+    )
 
     @field_validator("allow_random_init")
     @classmethod

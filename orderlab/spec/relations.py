@@ -27,7 +27,8 @@ from orderlab.spec.train_block import TASKS
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
-SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
+SEEDED_FIELDS = ("d_model", "n_heads", "n_layers", "n_kv_heads", "d_ffn", "vocab_size")  # a seeded zoo model's shape
+LLAMA_SEEDED_FIELDS = ("n_kv_heads", "d_ffn")  # grouped-query attention and a feed-forward width of its own
 # The largest finite number of each dtype narrower than float64 (numpy's and torch's finfo; the spec layer has neither).
 DTYPE_MAX = {"float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38, "float16": 65504.0}
 CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
@@ -200,6 +201,13 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
     family = FAMILIES[model.family]
+    for field in LLAMA_SEEDED_FIELDS:
+        if getattr(model, field) is not None and model.family != "llama":
+            raise doc.error(("model", field), f"sizes a seeded Llama, and family is {model.family}; expected it "
+                            "only with family llama")  # fmt: skip
+    if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
+        raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
+                        "expected a divisor")  # fmt: skip
     if model.path is not None:
         folder = relative_to_spec(doc.file, model.path)
         if not (folder / "config.json").is_file():

@@ -97,3 +97,64 @@ def read_rows(folder: Path):
     import pandas as pd
 
     return pd.read_csv(folder / "metrics.csv")
+
+
+FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5", "deberta"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_16_bit_seeded_model_is_drawn_straight_in_its_dtype(family):
+    """Every floating tensor its build makes, watched op by op: the weights are bfloat16 from the start, and no
+    float32 or float64 tensor bigger than a handful of numbers (Llama's rotary frequencies) is ever made. The same
+    build in float32 makes its token table in float32, as it always did."""
+    needs_minilm()
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    class Largest(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.numel: dict[torch.dtype, int] = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for tensor in tree_leaves(out):
+                if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                    self.numel[tensor.dtype] = max(self.numel.get(tensor.dtype, 0), tensor.numel())
+            return out
+
+    built = {}
+    for dtype in ("bfloat16", "float32"):
+        with Largest() as watch:
+            backend = PretrainedBackend(Seeded(64, 4, 2, ("dog", "bites", "man"), 0, vocab=1000), dtype, family=family)
+        built[dtype] = watch.numel
+        assert {p.dtype for p in backend.model.parameters()} == {getattr(torch, dtype)}
+    assert built["bfloat16"][torch.bfloat16] >= 1000 * 64  # the token table, drawn in bfloat16
+    assert built["bfloat16"].get(torch.float32, 0) <= 64 and torch.float64 not in built["bfloat16"]
+    assert built["float32"][torch.float32] >= 1000 * 64
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_16_bit_twin_borrows_the_weights_and_computes_as_a_float32_copy_would(family):
+    needs_minilm()
+    import torch
+
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded, converted_copy
+
+    backend = PretrainedBackend(Seeded(32, 4, 2, ("dog", "bites", "man"), 1), "bfloat16", family=family)
+    ids = torch.tensor([backend.word_tokens(["man", "bites", "dog"]).ids])
+    twin = backend.twin("float32")
+    assert twin.model is backend.model  # no copy
+    with torch.inference_mode():
+        borrowed = twin.forward(ids)
+        twin.model, twin.widened_from = converted_copy(backend.model, torch.float32), None
+        copied = twin.forward(ids)
+        own = backend.forward(ids)
+    for a, b, c in zip(borrowed.hidden, copied.hidden, own.hidden, strict=True):
+        assert a.dtype == torch.float32 and torch.equal(a, b)
+        assert c.dtype == torch.float32  # a 16-bit pass, widened for the metrics
+    assert (borrowed.logits is None) == (family not in ("gpt2", "llama", "bloom"))
+    assert {p.dtype for p in backend.model.parameters()} == {torch.bfloat16}  # left as it was

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -28,7 +29,7 @@ from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
-from orderlab.models.precision import widened
+from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import LOW_PRECISION
@@ -65,6 +66,9 @@ class Seeded:
     n_layers: int
     words: tuple[str, ...]
     seed: int
+    kv_heads: int | None = None  # Llama's key-value heads (None: one per head)
+    ffn: int | None = None  # Llama's feed-forward width (None: 4 x d_model)
+    vocab: int = 0  # rows of the token table, at least the tokenizer's (0: the tokenizer's)
 
 
 @dataclass
@@ -173,7 +177,8 @@ class PretrainedBackend:
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal)
-            shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
+            vocab = max(len(self.tokenizer), source.vocab)
+            shape = Shape(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
             config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
@@ -187,12 +192,19 @@ class PretrainedBackend:
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.ablation, self.seed = "trained", 0
         self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
+        self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
 
     def twin(self, dtype: str) -> PretrainedBackend:
-        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
+        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off.
+
+        A 16-bit model's twin borrows its weights and widens them an op at a time (precision.widened_ops): a model
+        of billions of parameters has room for itself, not for a float32 copy. Others are copied whole."""
         other = copy.copy(self)
         other.dtype, other.row_tiles = getattr(torch, dtype), False
-        other.model = converted_copy(self.model, other.dtype)
+        if self.dtype in (torch.bfloat16, torch.float16):
+            other.widened_from = self.dtype
+        else:
+            other.model = converted_copy(self.model, other.dtype)
         return other
 
     @property
@@ -240,7 +252,8 @@ class PretrainedBackend:
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device)) if self.row_tiles else ids.to(self.device)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
-        with self.code.ablate(self.model, self.ablation, self.seed):
+        widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
+        with self.code.ablate(self.model, self.ablation, self.seed), widening:
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
         logits = out.logits[:count] if self.code.causal else None
