@@ -15,21 +15,25 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from orderlab.errors import OrderlabError
 
+# The most numbers of one weight a 16-bit model's twin widens at once (64 Mi: 256 MB in float32); bigger ones (a
+# vocabulary-wide LM head) are widened a piece at a time.
+WIDEN_NUMBERS = 64 * 2**20
 # Ops a pass in a 16-bit dtype needs on its device (the stack's and the zoo's), tried once before a run starts.
 PROBED_OPS = "matmul, softmax, layer_norm, gelu, exp"
 
 
-class _DowncastWatch(TorchDispatchMode):
+class _DowncastWatch(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Records the floating dtypes that ops produce from inputs of `dtype` where those are coarser."""
 
     def __init__(self, dtype: torch.dtype):
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.dtype, self.seen = dtype, {dtype}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -55,9 +59,25 @@ class _Widening(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if func in (torch.Tensor.bfloat16, torch.Tensor.half):
             return args[0].to(self.wide)
+        kwargs = kwargs or {}
+        if func is F.embedding and isinstance(args[1], torch.Tensor) and args[1].dtype == self.narrow:
+            return func(*args, **kwargs).to(self.wide)  # a lookup copies rows: widened after, not the whole table
+        if func is F.linear and args[1].dtype == self.narrow and args[1].numel() > WIDEN_NUMBERS:
+            return self._linear_in_pieces(*args, **kwargs)
         args = tuple(self._widen(item) for item in args)
-        kwargs = {name: self._widen(item) for name, item in (kwargs or {}).items()}
+        kwargs = {name: self._widen(item) for name, item in kwargs.items()}
         return func(*args, **kwargs)
+
+    def _linear_in_pieces(
+        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """x @ weight.T (+ bias) with a weight too big to widen whole (an LM head over a 128k vocabulary): its output
+        rows in pieces of WIDEN_NUMBERS numbers, each piece widened while it is used."""
+        x, rows = self._widen(x), max(1, WIDEN_NUMBERS // weight.shape[1])
+        pieces = [F.linear(x, self._widen(weight[start : start + rows]),
+                           None if bias is None else self._widen(bias[start : start + rows]))
+                  for start in range(0, weight.shape[0], rows)]  # fmt: skip
+        return torch.cat(pieces, dim=-1)
 
 
 @contextmanager

@@ -178,7 +178,10 @@ class PretrainedAdapter:
         if attention or not self.shares_prefixes:
             return CHUNK
         config = self.shared.backend.model.config
-        values = shared_prefix_values(n + 1, config.hidden_size, config.num_hidden_layers, config.vocab_size)
+        width = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        values = shared_prefix_values(n + 1, config.hidden_size, config.num_hidden_layers, config.vocab_size,
+                                      kv_heads * width)  # fmt: skip
         return shared_prefix_chunk(
             values,
             self.dtype.itemsize,

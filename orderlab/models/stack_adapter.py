@@ -155,7 +155,8 @@ class StackAdapter:
                             probe_inputs=self.probe_inputs, dtype=twin_dtype(self.config.dtype))  # fmt: skip
 
     def computed_dtype(self, words: list[str]) -> torch.dtype:
-        return self.stack.dtype  # the stack computes in its one dtype throughout (a user's encoding's is cast to it)
+        computed: torch.dtype = self.stack.dtype  # one dtype throughout (a user's encoding's output is cast to it)
+        return computed
 
     def chunk_size(self, n: int, attention: bool) -> int:
         return auto_chunk_size(self.config, n, attention, self.device)

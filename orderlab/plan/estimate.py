@@ -380,6 +380,7 @@ def _itemsize(dtype: str) -> int:
 
 
 WEIGHT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+WIDEN_NUMBERS = 64 * 2**20  # models/precision.WIDEN_NUMBERS: a 16-bit model's twin widens at most this many at once
 
 
 def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
@@ -591,12 +592,15 @@ SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec
 LOGIT_COPIES = 2
 
 
-def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int) -> int:
-    """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values, twice (the
-    slot cache, and its copy gathered prefix by prefix at a reorder), every layer's token states three times (per
-    depth, gathered to (B, T, d), and the metrics' temporaries), and a next-token distribution per depth, twice.
+def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int, kv_width: int | None = None) -> int:
+    """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values (kv_width
+    wide each: fewer than d_model with grouped-query attention), twice (the slot cache, and its copy gathered prefix
+    by prefix at a reorder), every layer's token states three times (per depth, gathered to (B, T, d), and the
+    metrics' temporaries), and the next-token distribution of the depth being walked, twice (each depth's is reduced
+    to one log-probability an order before the next is computed: models/kv_prefix.py).
     Measured at GPT-2-small size, 8 tokens: 1.4 MB an order (peak RSS over 1,024 orders), this counts 2.1 MB."""
-    return 4 * n_layers * tokens * d_model + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * tokens * vocab
+    keys = kv_width or d_model
+    return 4 * n_layers * tokens * keys + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * vocab
 
 
 def shared_prefix_chunk(values: int, itemsize: int, budget: int) -> int:
@@ -759,12 +763,13 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     values = sequence_values(longest, d, max(shape.ffn // d, 1), layers, shape.n_heads,
                              ATTENTION_FAMILY in spec.metrics)  # fmt: skip
     values += shape.head * LOGIT_COPIES * longest * shape.vocab
-    batch = work.batch * values * itemsize
+    batch = work.batch * values * itemsize if work.passes else 0  # dense passes (none where every order shares)
     flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
     if work.shared:
-        shared = shared_prefix_values(longest, d, layers, shape.vocab)
+        shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
         chunk = shared_prefix_chunk(shared, itemsize, available_memory() // 4)  # as the adapter sizes it
-        batch = max(batch, chunk * shared * itemsize)
+        orders = _tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
+        batch = max(batch, min(chunk, orders) * shared * itemsize)
         flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
                      / tokens(words) for words, count, rule in work.shared)  # fmt: skip
     rows = ablations * work.rows
@@ -800,11 +805,11 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
 def model_weight_bytes(shape: ModelShape, dtype: str) -> float:
     """A zoo model's weights at their peak. float32 and float64: loaded in float32 (4 bytes), then held in the run's
     dtype and in its round-off twin's, the other one (4 + 8). A 16-bit model is drawn or loaded straight in its
-    dtype, and its twin borrows its weights, widening one module at a time to float32 (models/hf/loader.py): the
-    largest module is a vocabulary-wide table (embeddings or the LM head)."""
+    dtype, and its twin borrows its weights, widening each to float32 while an op reads it, a vocabulary-wide one a
+    piece at a time (models/precision.py)."""
     if dtype in ("float32", "float64"):
         return shape.parameters * 16
-    return shape.parameters * WEIGHT_BYTES[dtype] + shape.vocab * shape.d_model * 4
+    return shape.parameters * WEIGHT_BYTES[dtype] + min(shape.vocab * shape.d_model, WIDEN_NUMBERS) * 4
 
 
 def _pretrained_attention(spec: Spec, shape: ModelShape, extra_width: float) -> tuple[float, Cost]:

@@ -25,7 +25,15 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, Validat
 
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.spec import bounds
-from orderlab.spec.fields import ComputeType, LayerCount, MatmulPrecision, Sweepable, Width
+from orderlab.spec.fields import (
+    DTYPE_HELP,
+    MATMUL_PRECISION_HELP,
+    ComputeType,
+    LayerCount,
+    MatmulPrecision,
+    Sweepable,
+    Width,
+)
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
@@ -54,14 +62,8 @@ class _BackendModel(_Strict):
             "codes scaled to the table's mean row norm). A single name or a list."
         ),
     )
-    dtype: ComputeType = Field(
-        "float32",
-        description="Floating-point type of the forward passes (bfloat16 | float16 | float32 | float64); the "
-        "round-off line is measured for it (docs/metrics.md). A seeded model's weights are drawn in it.",
-    )
-    matmul_precision: MatmulPrecision = Field(
-        "highest", description="tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
-    )
+    dtype: ComputeType = Field("float32", description=DTYPE_HELP)
+    matmul_precision: MatmulPrecision = Field("highest", description=MATMUL_PRECISION_HELP)
 
     @field_validator("position_embeddings", mode="before")
     @classmethod

@@ -24,6 +24,11 @@ FloatType = Literal["float32", "float64"]  # a trained checkpoint's stack (train
 ComputeType = Literal["bfloat16", "float16", "float32", "float64"]
 LOW_PRECISION = ("bfloat16", "float16")  # 16-bit floats: their passes are measured in float32 (models/precision.py)
 MatmulPrecision = Literal["highest", "tf32"]
+DTYPE_HELP = (
+    "Floating-point type of the forward passes (bfloat16 | float16 | float32 | float64); the round-off line is "
+    "measured for it (docs/metrics.md: what each resolves). float16 where the device runs its ops."
+)
+MATMUL_PRECISION_HELP = "tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
 
 
 if TYPE_CHECKING:

@@ -22,6 +22,8 @@ from orderlab.encodings import EncodingContext
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import (
+    DTYPE_HELP,
+    MATMUL_PRECISION_HELP,
     ComputeType,
     FfnMultiple,
     LayerCount,
@@ -79,14 +81,8 @@ class ModelSpec(StrictModel):
     scale: Sweepable[Scale] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
-    dtype: ComputeType = Field(
-        "float64",
-        description="Floating-point type of all computation (bfloat16 | float16 | float32 | float64); the round-off "
-        "line is measured for it (docs/metrics.md: what each resolves). float16 where the device runs its ops.",
-    )
-    matmul_precision: MatmulPrecision = Field(
-        "highest", description="tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
-    )
+    dtype: ComputeType = Field("float64", description=DTYPE_HELP)
+    matmul_precision: MatmulPrecision = Field("highest", description=MATMUL_PRECISION_HELP)
     weights: ExplicitWeights | None = Field(
         None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."
     )
