@@ -158,3 +158,26 @@ def test_a_16_bit_twin_borrows_the_weights_and_computes_as_a_float32_copy_would(
         assert c.dtype == torch.float32  # a 16-bit pass, widened for the metrics
     assert (borrowed.logits is None) == (family not in ("gpt2", "llama", "bloom"))
     assert {p.dtype for p in backend.model.parameters()} == {torch.bfloat16}  # left as it was
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_a_twin_widens_a_vocabulary_wide_weight_a_piece_at_a_time(family, monkeypatch):
+    """Above WIDEN_NUMBERS (an 8B model's LM head), a linear layer's weight is widened in pieces of output rows:
+    the same numbers as widening it whole, up to the matmul's own float32 round-off."""
+    needs_minilm()
+    import torch
+
+    import orderlab.models.precision as precision
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    backend = PretrainedBackend(Seeded(32, 4, 2, ("dog", "bites", "man"), 1, vocab=500), "bfloat16", family=family)
+    ids = torch.tensor([backend.word_tokens(["man", "bites", "dog"]).ids])
+    twin = backend.twin("float32")
+    with torch.inference_mode():
+        whole = twin.forward(ids)
+        monkeypatch.setattr(precision, "WIDEN_NUMBERS", 100 * 32)  # pieces of 100 rows of the 500-row head
+        pieces = twin.forward(ids)
+    assert whole.logits is not None and pieces.logits is not None
+    torch.testing.assert_close(pieces.logits, whole.logits, rtol=1e-6, atol=1e-6)
+    for a, b in zip(pieces.hidden, whole.hidden, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
