@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families
+from orderlab.core.hook_points import pattern_points
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -35,6 +35,7 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.measure.verdicts import noise_scale
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
@@ -325,6 +326,10 @@ class MeasuringLoop:
     def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
         return tag(frame, self.combination)
 
+    def maps(self, adapter: Adapter) -> list[str]:
+        """What a pass asks for beside its states: every layer's attention pattern when the spec measures attention."""
+        return pattern_points(adapter.n_layers) if self.attention_maps else []
+
     def noise_collector(self, adapter: Adapter, twin: Adapter, words: list[str]) -> NoiseCollector:
         """A collector of the run-vs-twin differences, scaled to the round-off of the precision the adapter's passes
         really compute in (a float64 model that takes its softmax in float32 computes in float32: verdicts.py)."""
@@ -335,7 +340,7 @@ class MeasuringLoop:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
         identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
         sentence = twin.sentence(words)
-        other = sentence.forward(identity, self.attention_maps).cast(adapter.dtype)
+        other = sentence.forward(identity, self.maps(twin)).cast(adapter.dtype)
         noise = self.noise_collector(adapter, twin, words)
         model_slots = sentence.attention_slots(identity) if self.attention_maps else None
         record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
@@ -347,13 +352,13 @@ class MeasuringLoop:
         and how many came out non-finite."""
         spec = self.spec
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
-        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
+        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter)) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
         rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
         record_pair(spec, rows, adapter, out_a, out_b, matching)
         sides = []
         for out, words in ((out_a, words_a), (out_b, words_b)):
-            other = twin.sentence(words).forward(identity(words, twin), False).cast(adapter.dtype)
+            other = twin.sentence(words).forward(identity(words, twin)).cast(adapter.dtype)
             sides.append(self.noise_collector(adapter, twin, words))
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
@@ -386,7 +391,7 @@ class MeasuringLoop:
             reference, head = self.first_pass(adapter, bound, first)
             noise = self.measure_noise(adapter, twin, words, reference).figures
         if capture:
-            capture.keep_original(label, reference.attention, bound.word_maps)
+            capture.keep_original(label, reference.patterns(), bound.word_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
         rows_written = 0
         for chunk in itertools.chain([first] if first else [], chunks):
@@ -399,7 +404,7 @@ class MeasuringLoop:
             output = self.measure_chunk(adapter, bound, reference, chunk, collector, head)
             head = None  # the first chunk's pass, measured: not held while the others run
             if capture:
-                capture.keep_shown(label, chunk, output.attention, bound.word_maps)
+                capture.keep_shown(label, chunk, output.patterns(), bound.word_maps)
             advance(len(chunk))
             if self.per_permutation:
                 table = rows.frame()
@@ -411,7 +416,8 @@ class MeasuringLoop:
         if capture and (missing := capture.missing(label)):
             with torch.inference_mode():
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
-                capture.keep_shown(label, missing, bound.forward(orders, True).attention, bound.word_maps)
+                shown = bound.forward(orders, pattern_points(adapter.n_layers)).patterns()
+                capture.keep_shown(label, missing, shown, bound.word_maps)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
             digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
             return
@@ -430,7 +436,7 @@ class MeasuringLoop:
         n = len(bound.words)
         ident = tuple(range(n))
         orders = chunk if chunk and chunk[0] == ident else [ident, *chunk]
-        output = bound.forward(torch.tensor(orders, dtype=torch.long, device=adapter.device), self.attention_maps)
+        output = bound.forward(torch.tensor(orders, dtype=torch.long, device=adapter.device), self.maps(adapter))
         reference = output.rows(0, 1, copy=True)  # kept for the whole sentence: not a view of the chunk's memory
         if not chunk:
             return reference, None
@@ -455,7 +461,7 @@ class MeasuringLoop:
             matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
             matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
         if output is None:
-            output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
+            output = bound.forward(slots, self.maps(adapter))  # hidden: (B, n, d) each
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output
