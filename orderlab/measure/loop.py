@@ -35,8 +35,8 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
-from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.measure.verdicts import noise_scale
+from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue

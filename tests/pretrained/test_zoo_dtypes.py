@@ -36,26 +36,20 @@ def test_shipped_specs_agree_in_bfloat16_and_float32(name, tmp_path, monkeypatch
     assert_low_precision_agrees(low, single)
 
 
-CAUSAL_WITHOUT_POSITIONS = """
-name: computed_precision_causal
+WITHOUT_POSITIONS = """
+name: computed_precision
 seed: 2
-model: {kind: hf, family: [gpt2, llama, bloom], d_model: 64, n_heads: 4, n_layers: 4, position_embeddings: [zero]}
+model: {{kind: hf, family: {families}, d_model: 64, n_heads: 4, n_layers: {layers}, position_embeddings: [zero]}}
 rows: per_permutation
-inputs:
-  - sentence: the dog bit the man
-    permutations: prefixes
-metrics: [prefix_invariance]
+inputs: [{{sentence: {sentence}, permutations: {orders}}}]
+metrics: [{metric}]
 """
-ENCODERS_WITHOUT_POSITIONS = """
-name: computed_precision_encoders
-seed: 2
-model: {kind: hf, family: [bert, t5, deberta], d_model: 64, n_heads: 4, n_layers: 2, position_embeddings: [zero]}
-rows: per_permutation
-inputs:
-  - sentence: the dog bit the old man
-    permutations: {random: 40}
-metrics: [equivariance]
-"""
+CAUSAL_WITHOUT_POSITIONS = WITHOUT_POSITIONS.format(families="[gpt2, llama, bloom]", layers=4,
+                                                    sentence="the dog bit the man", orders="prefixes",
+                                                    metric="prefix_invariance")  # fmt: skip
+ENCODERS_WITHOUT_POSITIONS = WITHOUT_POSITIONS.format(families="[bert, t5, deberta]", layers=2,
+                                                      sentence="the dog bit the old man", orders="{random: 40}",
+                                                      metric="equivariance")  # fmt: skip
 
 
 @pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "bloom", "t5", "deberta"])
