@@ -157,6 +157,7 @@ class PretrainedBackend:
     From a folder: `fit` says how its weights fit the model (models/hf/folder.py); weights missing or of another
     shape in the parts the measurement runs are refused (ModelFolderError, one line) unless `allow_random_init`;
     `heads_read`: whether a causal LM's head counts among those parts (lm_logprob reads its logits).
+    `row_alignment`: batches padded to a multiple of this many rows (forward; 1: unpadded).
     """
 
     def __init__(
@@ -168,6 +169,7 @@ class PretrainedBackend:
         family: str = "bert",
         allow_random_init: bool = False,
         heads_read: bool = True,
+        row_alignment: int = 1,
     ):
         transformers = import_transformers()
         self.code = FAMILY_CODE[family]
@@ -191,7 +193,7 @@ class PretrainedBackend:
                 raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.ablation, self.seed = "trained", 0
-        self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
+        self.row_alignment = row_alignment
         self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
 
     def twin(self, dtype: str) -> PretrainedBackend:
@@ -200,7 +202,7 @@ class PretrainedBackend:
         A 16-bit model's twin borrows its weights and widens them an op at a time (precision.widened_ops): a model
         of billions of parameters has room for itself, not for a float32 copy. Others are copied whole."""
         other = copy.copy(self)
-        other.dtype, other.row_tiles = getattr(torch, dtype), False
+        other.dtype, other.row_alignment = getattr(torch, dtype), 1  # one order a pass: unpadded (forward)
         if self.dtype in (torch.bfloat16, torch.float16):
             other.widened_from = self.dtype
         else:
@@ -250,7 +252,7 @@ class PretrainedBackend:
         pass 16 sequences (16 / gcd(9, 16)), 10% of a GPT-2-shaped loop over 1,024 orders of 8 words.
         """
         count = ids.shape[0]
-        ids = aligned_batch(ids.to(self.device)) if self.row_tiles else ids.to(self.device)
+        ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
         widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
         with self.code.ablate(self.model, self.ablation, self.seed), widening:
