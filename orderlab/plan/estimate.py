@@ -760,13 +760,14 @@ def _pretrained(
     values = pass_values(shape, longest, maps)
     dense = work.batch if corpus else orders_per_pass("pretrained", shape, longest, maps, False, itemsize,
                                                       device.memory, device.kind)  # fmt: skip
-    batch = dense * values * itemsize
+    batch = dense * values * itemsize if work.passes else 0  # dense passes (none where every order shares a prefix)
     flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
         chunk = orders_per_pass("pretrained", shape, longest, False, True, itemsize, device.memory, device.kind)
-        batch = max(batch, chunk * shared * itemsize)
+        orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
+        batch = max(batch, min(chunk, orders) * shared * itemsize)
         flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
                      / tokens(words) for words, count, rule in work.shared)  # fmt: skip
         calls += sum(math.ceil(count / chunk) * (words + 1) for words, count, _ in work.shared)
