@@ -27,7 +27,13 @@ from orderlab.errors import OrderlabError
 from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
-from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.folder import (
+    ModelFolderError,
+    WeightsFit,
+    checked_folder,
+    refuse_too_few_weights,
+    weights_fit,
+)
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
@@ -101,6 +107,7 @@ def load_folder(
     code: FamilyCode,
     implementation: str | None,
     heads_read: bool,
+    allow_random_init: bool = False,
     dtype: torch.dtype | None = None,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
@@ -109,6 +116,9 @@ def load_folder(
     dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
     checked_folder(folder, code.name)
+    model_class = getattr(transformers, code.model_class)
+    if not allow_random_init:
+        refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
@@ -118,7 +128,7 @@ def load_folder(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model, info = getattr(transformers, code.model_class).from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
                 output_loading_info=True, ignore_mismatched_sizes=True, **({} if dtype is None else {"dtype": dtype}),
             )  # fmt: skip
@@ -187,7 +197,8 @@ class PretrainedBackend:
                 self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read, drawn_in(dtype).get("dtype"))  # fmt: skip
+                                                               heads_read, allow_random_init,
+                                                               drawn_in(dtype).get("dtype"))  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
