@@ -27,6 +27,7 @@ from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
+from orderlab.models.precision import widened
 from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
 from orderlab.spec.families import FAMILIES, HFModelSpec
 from orderlab.spec.schema import Spec
@@ -61,14 +62,14 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
         parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
-            terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
+            terms.append(torch.log_softmax(widened(out.logits[:, -1]), dim=-1)[depth.parent, new][depth.of_order])
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 getattr(out, keyword).reorder_cache(depth.parent)  # each prefix's cache: its parent's
             out, parents = next_tokens(backend, new, getattr(out, keyword), keyword), depth.distinct
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
-    hidden = [gather_rows(torch.cat(layer), rows).view(B, n + 1, -1) for layer in states]
+    hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in states]
     return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
 
 

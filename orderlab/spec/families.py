@@ -26,7 +26,15 @@ from pydantic import AliasChoices, Field, Strict, ValidationInfo, field_validato
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.spec import bounds
-from orderlab.spec.fields import LayerCount, Sweepable, Width
+from orderlab.spec.fields import (
+    DTYPE_HELP,
+    MATMUL_PRECISION_HELP,
+    ComputeType,
+    LayerCount,
+    MatmulPrecision,
+    Sweepable,
+    Width,
+)
 
 PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
 ABLATIONS = ("trained", "zero", "shuffled", "sinusoidal")
@@ -51,9 +59,8 @@ class _BackendModel(StrictModel):
             "codes scaled to the table's mean row norm). A single name or a list."
         ),
     )
-    dtype: Literal["float32", "float64"] = Field(
-        "float32", description="Floating-point type of the forward passes; its epsilon scales the round-off line."
-    )
+    dtype: ComputeType = Field("float32", description=DTYPE_HELP)
+    matmul_precision: MatmulPrecision = Field("highest", description=MATMUL_PRECISION_HELP)
 
     @field_validator("position_embeddings", mode="before")
     @classmethod
@@ -276,14 +283,17 @@ class Family:
     architectures: tuple[str, ...]  # how config.json's `architectures` names of this family's checkpoints begin
     config_file: type[FamilyConfig]  # its config.json's keys
 
-    def seeded_shape(self, d_model: int, n_heads: int, n_layers: int, vocab: int) -> ModelShape:
-        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model, BERT's and GPT-2's
-        512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way, Llama's gated
-        feed-forward and untied head."""
+    def seeded_shape(
+        self, d_model: int, n_heads: int, n_layers: int, vocab: int, kv_heads: int | None = None, ffn: int | None = None
+    ) -> ModelShape:
+        """A seeded model's shape (models/hf/families/*.py build its config): FFN 4 x d_model (Llama: `ffn` if given),
+        BERT's and GPT-2's 512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way,
+        Llama's gated feed-forward, untied head and `kv_heads` key-value heads."""
         tables = {"bert": SEEDED_POSITIONS + 2, "gpt2": SEEDED_POSITIONS, "deberta": 2 * SEEDED_BUCKETS}
         llama, relative = self.name == "llama", self.name in ("t5", "bloom")
-        return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab,
-                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2,
+        keys = (kv_heads or n_heads) * (d_model // n_heads)
+        return ModelShape(d_model, n_layers, n_heads, ffn or SEEDED_FFN_MULT * d_model, vocab,
+                          positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2, kv_width=keys,
                           pooler=self.name == "bert", head=self.causal, untied_head=llama,
                           token_positions=0 if relative else SEEDED_POSITIONS)  # fmt: skip
 
@@ -403,6 +413,19 @@ class HFModelSpec(_BackendModel):
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
+    n_kv_heads: Width | None = Field(
+        None,
+        description="Seeded Llama only: key-value heads (grouped-query attention); must divide n_heads. "
+        "Default: one per head.",
+    )
+    d_ffn: Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL * bounds.MAX_FFN_MULT)] | None = Field(
+        None, description="Seeded Llama only: feed-forward width (Llama-3-8B: 14336). Default: 4 x d_model."
+    )
+    vocab_size: ConfigRows | None = Field(
+        None,
+        description="Seeded weights only: rows of the token table (and LM head), at least the spec's words; "
+        "e.g. 128256 to size a Llama-3-shaped model. Default: the spec's words and 4 specials.",
+    )
 
     @field_validator("allow_random_init")
     @classmethod

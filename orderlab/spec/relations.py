@@ -29,8 +29,10 @@ from orderlab.spec.train_block import TASKS
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
-SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
-DTYPE_MAX = {"float32": 3.4028234663852886e38}  # the largest finite float32 (numpy.finfo; the spec layer is numpy-free)
+SEEDED_FIELDS = ("d_model", "n_heads", "n_layers", "n_kv_heads", "d_ffn", "vocab_size")  # a seeded zoo model's shape
+LLAMA_SEEDED_FIELDS = ("n_kv_heads", "d_ffn")  # grouped-query attention and a feed-forward width of its own
+# The largest finite number of each dtype narrower than float64 (numpy's and torch's finfo; the spec layer has neither).
+DTYPE_MAX = {"float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38, "float16": 65504.0}
 CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
 
 
@@ -74,10 +76,20 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
             raise doc.error(("attention_maps", "permutations"), str(error)) from None
 
 
+def check_matmul_precision(spec: Spec, doc: LocatedDocument) -> None:
+    """tf32 is a float32 matmul mode: refused beside any other dtype."""
+    if spec.model.matmul_precision == "tf32" and spec.model.dtype != "float32":
+        message = f"tf32 is a float32 matmul mode, and model.dtype is {spec.model.dtype}"
+        raise doc.error(
+            ("model", "matmul_precision"), f"{message}; expected dtype float32, or matmul_precision highest"
+        )
+
+
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line each) when fields of a concrete spec (one sweep combination) contradict each other:
     every independent check runs, so a spec's problems come in one listing (SpecErrors when several)."""
     if uses_backend(spec):
+        check_matmul_precision(spec, doc)
         refuse_training_backend(spec, doc)
         validate_backend(spec, doc)
         return
@@ -91,6 +103,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
             return False
         return True
 
+    attempt(check_matmul_precision)
     shape_fits = attempt(_check_stack_shape)
     attempt(lambda s, d: validate_sentences(s, d, s.embeddings.lowercase))
     if isinstance(spec.embeddings, ExplicitEmbeddings) and shape_fits:
@@ -221,6 +234,13 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
     family = FAMILIES[model.family]
+    for field in LLAMA_SEEDED_FIELDS:
+        if getattr(model, field) is not None and model.family != "llama":
+            raise doc.error(("model", field), f"sizes a seeded Llama, and family is {model.family}; expected it "
+                            "only with family llama")  # fmt: skip
+    if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
+        raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
+                        "expected a divisor")  # fmt: skip
     if model.path is not None:
         folder = relative_to_spec(doc.origin, model.path)
         if not (folder / "config.json").is_file():

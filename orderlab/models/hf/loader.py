@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -34,8 +35,10 @@ from orderlab.models.hf.folder import (
     weights_fit,
 )
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import LOW_PRECISION
 
 # A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (FamilyCode).
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
@@ -70,6 +73,9 @@ class Seeded:
     n_layers: int
     words: tuple[str, ...]
     seed: int
+    kv_heads: int | None = None  # Llama's key-value heads (None: one per head)
+    ffn: int | None = None  # Llama's feed-forward width (None: 4 x d_model)
+    vocab: int = 0  # rows of the token table, at least the tokenizer's (0: the tokenizer's)
 
 
 @dataclass
@@ -104,10 +110,12 @@ def load_folder(
     implementation: str | None,
     heads_read: bool,
     allow_random_init: bool = False,
+    dtype: torch.dtype | None = None,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
+    dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
     checked_folder(folder, code.name)
     model_class = getattr(transformers, code.model_class)
@@ -124,7 +132,7 @@ def load_folder(
             torch.manual_seed(0)
             model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
-                output_loading_info=True, ignore_mismatched_sizes=True,
+                output_loading_info=True, ignore_mismatched_sizes=True, **({} if dtype is None else {"dtype": dtype}),
             )  # fmt: skip
     except (OSError, ValueError, RuntimeError) as error:
         raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
@@ -146,6 +154,13 @@ def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:
     for buffer in model.buffers():
         memo[id(buffer)] = buffer.to(dtype, copy=True) if buffer.is_floating_point() else buffer.clone()
     return copy.deepcopy(model, memo).to(dtype=dtype)
+
+
+def drawn_in(dtype: str) -> dict[str, torch.dtype]:
+    """How a 16-bit model is built: its weights created, drawn or loaded straight in its dtype (transformers'
+    `dtype`), so that no float32 copy of it is ever held. float32 and float64 models are drawn in float32 and cast,
+    as they always were (their seeded weights, and the committed baselines, stay the same)."""
+    return {"dtype": getattr(torch, dtype)} if dtype in LOW_PRECISION else {}
 
 
 class PretrainedBackend:
@@ -176,26 +191,35 @@ class PretrainedBackend:
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
-            shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
+            vocab = max(len(self.tokenizer), source.vocab)
+            shape = Shape(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
             config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                self.model = model_class._from_config(config, attn_implementation=implementation)
+                self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read, allow_random_init)  # fmt: skip
+                                                               heads_read, allow_random_init,
+                                                               drawn_in(dtype).get("dtype"))  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
         self.ablation, self.seed = "trained", 0
         self.row_alignment = row_alignment
+        self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
 
     def twin(self, dtype: str) -> PretrainedBackend:
-        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
+        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off.
+
+        A 16-bit model's twin borrows its weights and widens them an op at a time (precision.widened_ops): a model
+        of billions of parameters has room for itself, not for a float32 copy. Others are copied whole."""
         other = copy.copy(self)
         other.dtype, other.row_alignment = getattr(torch, dtype), 1  # one order a pass: unpadded (forward)
-        other.model = converted_copy(self.model, other.dtype)
+        if self.dtype in (torch.bfloat16, torch.float16):
+            other.widened_from = self.dtype
+        else:
+            other.model = converted_copy(self.model, other.dtype)
         return other
 
     @property
@@ -243,7 +267,8 @@ class PretrainedBackend:
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
-        with self.code.ablate(self.model, self.ablation, self.seed):
+        widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
+        with self.code.ablate(self.model, self.ablation, self.seed), widening:
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
         logits = out.logits[:count] if self.code.causal else None
@@ -252,5 +277,6 @@ class PretrainedBackend:
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
                                 "probabilities; expected a family whose eager attention does, or leave `attention` out "
                                 "of metrics")  # fmt: skip
-        attentions = [a[:count] for a in out.attentions] if attention else []
-        return Forward([h[:count] for h in out.hidden_states], attentions, logits)
+        attentions = [widened(a[:count]) for a in out.attentions] if attention else []
+        return Forward([widened(h[:count]) for h in out.hidden_states], attentions,
+                       None if logits is None else widened(logits))  # fmt: skip

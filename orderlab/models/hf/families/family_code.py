@@ -25,6 +25,12 @@ class Shape:
     n_heads: int
     n_layers: int
     vocab: int
+    kv_heads: int | None = None  # key-value heads of grouped-query attention (Llama); None: one per head
+    ffn: int | None = None  # feed-forward width; None: FFN_MULT x d_model
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn or FFN_MULT * self.d_model
 
     @property
     def init_std(self) -> float:
@@ -41,7 +47,7 @@ def standard_config(shape: Shape) -> dict[str, Any]:
         "hidden_size": shape.d_model,
         "num_hidden_layers": shape.n_layers,
         "num_attention_heads": shape.n_heads,
-        "intermediate_size": FFN_MULT * shape.d_model,
+        "intermediate_size": shape.ffn_width,
         "max_position_embeddings": MAX_POSITIONS,
     }
 

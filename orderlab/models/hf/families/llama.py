@@ -15,7 +15,7 @@ from orderlab.models.hf.families.family_code import MAX_POSITIONS, FamilyCode, S
 def config(shape: Shape) -> dict[str, Any]:
     return {
         **standard_config(shape),
-        "num_key_value_heads": shape.n_heads,
+        "num_key_value_heads": shape.kv_heads or shape.n_heads,
         "bos_token_id": 2,
         "eos_token_id": 3,
         "pad_token_id": 0,
