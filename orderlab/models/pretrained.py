@@ -5,7 +5,7 @@ specials ([CLS], [SEP], a causal LM's BOS) in place (models/hf/grouping.py). Sen
 sentence-transformers' mean over all tokens and, for encoders, the first ([CLS]) state; a causal
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
-around each pass by the family's hooks (models/hf/families), never by writing weights.
+around each pass by the family's hooks (orderlab/families), never by writing weights.
 Named hook points of a pass (hook_points.hook_name: input, pattern, output per layer, on token slots: what
 transformers returns) come from the same forward pass as its metrics.
 """
@@ -30,13 +30,14 @@ from orderlab.core.metric_registry import (
 )
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
+from orderlab.families.family import HF_HOOK_POINTS
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.batching import memory_budget
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
-from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
+from orderlab.models.hook_points import hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
@@ -60,7 +61,7 @@ def pretrained_adapters(
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
-    family = model.family if isinstance(model, HFModelSpec) else "bert"
+    family = model.family
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
     source = folder if folder is not None else seeded(spec, words)

@@ -40,16 +40,11 @@ from orderlab.core.metric_registry import (
 )
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.errors import SpecError
+from orderlab.families import FAMILIES
+from orderlab.families.family import ModelShape
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import (
-    FAMILIES,
-    CorpusInputs,
-    HFModelSpec,
-    ModelShape,
-    PretrainedModelSpec,
-    read_family_config,
-)
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 
 if TYPE_CHECKING:
@@ -603,17 +598,17 @@ def shared_prefix_chunk(values: int, itemsize: int, budget: int) -> int:
 
 def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json, read by its family's
-    own key names (spec/families.read_family_config, torch- and transformers-free: validate must answer fast).
+    own key names (Family.read_config, torch- and transformers-free: validate must answer fast).
     A config.json that is not a JSON object of bounded numbers, or is another family's, is refused here."""
     model = spec.pretrained
-    family = FAMILIES[model.family if isinstance(model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(model.family)
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
     elif model.path is None:
         return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
     else:
         folder = relative_to_spec(spec_file, model.path)
-    return read_family_config(folder, family.name).shape()
+    return family.read_config(folder).shape()
 
 
 def _sequence_flops(shape: ModelShape, n: float) -> float:
@@ -667,7 +662,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     so what stays in memory is a summary's worth (the max rows of each sentence). sharing: whether a causal LM's
     sentences share prefixes."""
     layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
-    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES.get(spec.model.family).causal
     poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
 
     def rows_per_layer(*families: str) -> int:

@@ -13,8 +13,9 @@ from orderlab.core.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
-from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
     ExplicitEmbeddings,
     Spec,
@@ -29,7 +30,11 @@ from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
 SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
 DTYPE_MAX = {"float32": 3.4028234663852886e38}  # the largest finite float32 (numpy.finfo; the spec layer is numpy-free)
-CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
+
+
+def causal_families() -> str:
+    """The causal LMs among the families, for a message."""
+    return ", ".join(family.name for family in FAMILIES.values() if family.causal)
 
 
 def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
@@ -81,7 +86,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     m = spec.stack
     if LM_LOGPROB_FAMILY in spec.metrics:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
-                        f"{CAUSAL_FAMILIES}")  # fmt: skip
+                        f"{causal_families()}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -193,7 +198,7 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
-    family = FAMILIES[model.family]
+    family = FAMILIES.get(model.family)
     if model.path is not None:
         folder = relative_to_spec(doc.file, model.path)
         if not (folder / "config.json").is_file():
@@ -201,8 +206,11 @@ def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
         for field in SEEDED_FIELDS:
             if field in model.model_fields_set:
                 raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
-    elif model.d_model % model.n_heads or (family.name == "llama" and model.d_model // model.n_heads % 2):
-        need = "an even multiple (RoPE rotates pairs)" if family.name == "llama" else "a multiple"
+    elif model.d_model % model.n_heads or model.d_model // model.n_heads % family.head_width_multiple:
+        multiple = family.head_width_multiple
+        need = (
+            f"a multiple of {multiple * model.n_heads} ({family.head_width_reason})" if multiple > 1 else "a multiple"
+        )
         raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
                         f"for {family.name}; expected {need}")  # fmt: skip
     for index, ablation in enumerate(model.position_embeddings):
@@ -237,10 +245,10 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
         raise doc.error(("model", "kind"), str(error)) from None
     if isinstance(spec.model, HFModelSpec):
         _check_zoo_model(spec.model, doc)
-    family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(spec.model.family)
     if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
-                        f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+                        f"(expected model.family {causal_families()})")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
             read_corpus(relative_to_spec(doc.file, spec.inputs.file))

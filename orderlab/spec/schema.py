@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from orderlab.core import bounds
 from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.core.registry import did_you_mean
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import EncodingContext
-from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
 from orderlab.spec.train_block import TrainSpec

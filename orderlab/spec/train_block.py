@@ -13,8 +13,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from orderlab.core import bounds
 from orderlab.core.registry import did_you_mean
-from orderlab.spec import bounds
 
 
 @dataclass(frozen=True)

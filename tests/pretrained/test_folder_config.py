@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from orderlab.cli import app
+from orderlab.families import FAMILIES
 from orderlab.plan import estimate
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
-from orderlab.spec.families import FAMILIES
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 
@@ -46,11 +46,10 @@ def family_of(case: str) -> str:
 
 def built_parameters(family: str, config: dict) -> int:
     """Parameters of the model transformers builds from `config` (on the meta device: no memory)."""
-    from orderlab.models.hf.families import FAMILY_CODE
     from orderlab.models.hf.loader import import_transformers
 
     transformers = import_transformers()
-    code = FAMILY_CODE[family]
+    code = FAMILIES.get(family)
     built = getattr(transformers, code.config_class)(**config)
     with torch.device("meta"):
         model = getattr(transformers, code.model_class)(built)
@@ -59,7 +58,7 @@ def built_parameters(family: str, config: dict) -> int:
 
 @pytest.mark.parametrize("case", CONFIGS)
 def test_a_config_read_by_its_family_sizes_the_model_transformers_builds(case):
-    family = FAMILIES[family_of(case)]
+    family = FAMILIES.get(family_of(case))
     shape = family.config_file.model_validate(CONFIGS[case]).shape()
     assert shape.d_model == 96 and shape.n_layers == 3 and shape.n_heads == 4
     assert shape.parameters == pytest.approx(built_parameters(family.name, CONFIGS[case]), rel=0.03)
@@ -70,7 +69,7 @@ def test_a_seeded_models_shape_is_the_seeded_model(family):
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
 
     backend = PretrainedBackend(Seeded(32, 2, 2, ("dog", "bites", "man"), seed=0), family=family)
-    shape = FAMILIES[family].seeded_shape(32, 2, 2, len(backend.tokenizer))
+    shape = FAMILIES.get(family).seeded_shape(32, 2, 2, len(backend.tokenizer))
     assert shape.parameters == pytest.approx(sum(p.numel() for p in backend.model.parameters()), rel=0.1)
 
 

@@ -7,7 +7,7 @@ measurement runs: models/hf/folder.py) or is built from its family's small confi
 weights and a word-level tokenizer over the spec's words (`Seeded`). The tokenizer splits each
 white-space word separately (is_split_into_words), so a reordered sentence has exactly the
 sub-tokens the tokenizer would give it, and words can be moved as groups of sub-tokens. An
-ablation is applied around each pass by the family's code (models/hf/families), never by writing
+ablation is applied around each pass by the family's hooks (orderlab/families), never by writing
 weights.
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 import torch
 
 from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES, Family
+from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
-from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
-from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
@@ -90,13 +90,13 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 
 
 def load_folder(
-    transformers: ModuleType, folder: Path, code: FamilyCode, implementation: str | None, heads_read: bool
+    transformers: ModuleType, folder: Path, code: Family, implementation: str | None, heads_read: bool
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
     """
-    checked_folder(folder, code.name)
+    checked_folder(folder, code)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
@@ -151,15 +151,15 @@ class PretrainedBackend:
         heads_read: bool = True,
     ):
         transformers = import_transformers()
-        self.code = FAMILY_CODE[family]
+        self.code = FAMILIES.get(family)
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal)
-            shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
-            config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
+            size = SeededSize(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
+            config = getattr(transformers, self.code.config_class)(**self.code.seeded_config(size))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation)
@@ -185,7 +185,7 @@ class PretrainedBackend:
         """The longest sequence the model's positions cover (None: relative positions, no table to run out of)."""
         config = self.model.config
         limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        return None if self.code.name in ("t5", "bloom") or limit is None else int(limit)
+        return None if not self.code.position_limit or limit is None else int(limit)
 
     @property
     def width(self) -> int:
@@ -224,7 +224,7 @@ class PretrainedBackend:
         """
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device)) if self.row_tiles else ids.to(self.device)
-        mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
+        mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
         with self.code.ablate(self.model, self.ablation, self.seed):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orderlab.core.userfiles import read_bounded
-from orderlab.models.hook_points import HF_HOOK_POINTS
+from orderlab.families import FAMILIES
 from orderlab.spec.extras import installed
-from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
+from orderlab.spec.families import PACKAGED_MODELS
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,11 @@ def cached_models(cache: Path) -> dict[str, list[str]]:
 def catalog(cache: Path | None = None) -> list[ZooEntry]:
     """One entry per family, in FAMILIES' order, with the weights this machine has for it."""
     cached = cached_models(cache or hub_cache())
-    packaged = [f"{name} (packaged)" for name, (package, _, _) in PACKAGED_MODELS.items() if installed(package)]
     entries = []
     for family in FAMILIES.values():
-        weights = packaged if family.name == "bert" else []
-        weights = weights + [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
-        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, HF_HOOK_POINTS,
+        weights = [f"{name} (packaged)" for name, (package, _, _, of) in PACKAGED_MODELS.items()
+                   if of == family.name and installed(package)]  # fmt: skip
+        weights += [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
+        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, family.hook_points,
                                 weights))  # fmt: skip
     return entries
