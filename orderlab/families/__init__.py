@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 
 from orderlab.core.registry import Registry
 from orderlab.errors import OrderlabError
-from orderlab.families import bert, bloom, deberta, gpt2, llama, t5
+from orderlab.families import bert, bloom, deberta, distilbert, gpt2, gpt_neox, llama, opt, qwen2, roberta, t5
 from orderlab.families.family import ABLATIONS, UNABLATED, Family
 
 __all__ = ["ENTRY_POINTS", "FAMILIES", "Family"]
@@ -99,3 +99,8 @@ FAMILIES.add(llama.FAMILY)
 FAMILIES.add(bloom.FAMILY)
 FAMILIES.add(t5.FAMILY)
 FAMILIES.add(deberta.FAMILY)
+FAMILIES.add(gpt_neox.FAMILY)
+FAMILIES.add(opt.FAMILY)
+FAMILIES.add(qwen2.FAMILY)
+FAMILIES.add(roberta.FAMILY)
+FAMILIES.add(distilbert.FAMILY)

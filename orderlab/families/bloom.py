@@ -20,6 +20,7 @@ from orderlab.families.family import (
     FamilyConfig,
     ModelShape,
     SeededSize,
+    no_limit,
     unablated,
 )
 from orderlab.families.hooks import stacked, submodule, swapped_method
@@ -84,5 +85,5 @@ FAMILY = Family(
     tokenizer_options=(("add_prefix_space", True),),
     needs_mask=True,
     cached_ablations=("trained", "zero"),  # the bias is built from the mask over the cache and the new token
-    position_limit=False,
+    max_tokens=no_limit,
 )

@@ -139,6 +139,17 @@ class FamilyConfig(FileModel):
 Ablate = Callable[[Any, str, int], Any]  # (model, ablation, seed) -> a context manager around one pass
 
 
+def table_rows(config: Any) -> int | None:
+    """The tokens a sequence may hold: its config's position count (n_positions or max_position_embeddings)."""
+    limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+    return None if limit is None else int(limit)
+
+
+def no_limit(_config: Any) -> int | None:
+    """Relative positions: no table to run out of."""
+    return None
+
+
 def unablated(what: str) -> str:
     """What the unablated condition runs, and what its rows read (HFModelSpec.label, less allow_random_init's)."""
     return f"{what}; rows read '{SEEDED}' for seeded weights, '{UNABLATED}' for loaded weights"
@@ -181,9 +192,8 @@ class Family:
     cached_ablations: tuple[str, ...] = ()
     # Children of the base model that no measurement runs (BERT's pooler): a checkpoint may lack or add them.
     unused_parts: tuple[str, ...] = ()
-    # Whether config.json's position count (n_positions, max_position_embeddings) bounds a sequence's tokens
-    # (False: relative positions, no table to run out of).
-    position_limit: bool = True
+    # The most tokens a sequence may hold, from the loaded model's config (None: no limit).
+    max_tokens: Callable[[Any], int | None] = table_rows
     # A seeded model's head width must be a multiple of this (2 where rotary positions rotate pairs), and why.
     head_width_multiple: int = 1
     head_width_reason: str = ""

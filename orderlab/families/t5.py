@@ -19,6 +19,7 @@ from orderlab.families.family import (
     FamilyConfig,
     ModelShape,
     SeededSize,
+    no_limit,
     unablated,
 )
 from orderlab.families.hooks import replaced_output, submodule, zeroed
@@ -76,5 +77,5 @@ FAMILY = Family(
     model_class="T5EncoderModel",
     seeded_config=seeded_config,
     ablate=ablate,
-    position_limit=False,
+    max_tokens=no_limit,
 )

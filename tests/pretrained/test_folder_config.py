@@ -37,6 +37,18 @@ CONFIGS = {
     "bloom": {"n_embed": 96, "n_layer": 3, "n_head": 4, "vocab_size": 700},
     "t5": {"d_model": 96, "d_kv": 16, "d_ff": 200, "num_layers": 3, "num_heads": 4, "vocab_size": 700,
            "feed_forward_proj": "gated-gelu"},
+    "gpt_neox": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 200,
+                 "vocab_size": 700},
+    "opt": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "ffn_dim": 200, "vocab_size": 700,
+            "max_position_embeddings": 130, "word_embed_proj_dim": 96},
+    "qwen2": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 200, "vocab_size": 700},
+    "roberta": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 200,
+                "vocab_size": 700, "max_position_embeddings": 130, "type_vocab_size": 1},
+    "distilbert": {"dim": 96, "n_layers": 3, "n_heads": 4, "hidden_dim": 200, "vocab_size": 700,
+                   "max_position_embeddings": 130},
+    "distilbert aliases": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+                           "hidden_dim": 200, "vocab_size": 700, "max_position_embeddings": 130},
 }  # fmt: skip
 
 

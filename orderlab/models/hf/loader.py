@@ -183,9 +183,7 @@ class PretrainedBackend:
     @property
     def max_tokens(self) -> int | None:
         """The longest sequence the model's positions cover (None: relative positions, no table to run out of)."""
-        config = self.model.config
-        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        return None if not self.code.position_limit or limit is None else int(limit)
+        return self.code.max_tokens(self.model.config)
 
     @property
     def width(self) -> int:
