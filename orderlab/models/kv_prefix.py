@@ -97,7 +97,7 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     maps = ATTENTION_FAMILY in spec.metrics
     return {
         model.label(ablation) if len(families) == 1 else f"{family}/{model.label(ablation)}": sharing_note(
-            FAMILIES.get(family), ablation, maps, model.path is not None
+            FAMILIES.get(family), ablation, maps, not model.seeded
         )
         for family in families
         if FAMILIES.get(family).causal

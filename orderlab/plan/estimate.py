@@ -603,11 +603,10 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     model = spec.pretrained
     family = FAMILIES.get(model.family)
     if isinstance(model, PretrainedModelSpec):
-        folder = packaged_model_folder(model.name)
-    elif model.path is None:
+        return family.read_config(packaged_model_folder(model.name)).shape()
+    folder = model.folder(spec_file)
+    if folder is None:
         return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
-    else:
-        folder = relative_to_spec(spec_file, model.path)
     return family.read_config(folder).shape()
 
 
@@ -730,11 +729,11 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
+    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.name or model.path or model.family}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
     weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
-    seeded = isinstance(model, HFModelSpec) and model.path is None  # a word-level tokenizer: one token a word
+    seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
     sharing = shape.head and seeded and ATTENTION_FAMILY not in spec.metrics and not corpus

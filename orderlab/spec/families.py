@@ -13,14 +13,18 @@ seeded model's random ones.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from orderlab.core import bounds
+from orderlab.core.userfiles import read_json
+from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES
-from orderlab.families.family import SEEDED, UNABLATED, PositionAblation
+from orderlab.families.family import SEEDED, UNABLATED, FamilyConfig, PositionAblation
 from orderlab.spec.fields import LayerCount, Sweepable, Width
+from orderlab.spec.hub_cache import cached_snapshot, hub_name_problem
 
 DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
 LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
@@ -103,12 +107,18 @@ class HFModelSpec(_BackendModel):
         description="Folder with config.json, weights and tokenizer, relative to the spec file; without it the "
         "model has seeded random weights from d_model, n_heads and n_layers and a word-level tokenizer.",
     )
+    name: str | None = Field(
+        None,
+        description="A model in the local Hugging Face cache by its hub name (e.g. EleutherAI/pythia-70m), found "
+        "offline under HF_HUB_CACHE (else HF_HOME/hub, else ~/.cache/huggingface/hub): nothing is downloaded. Its "
+        "family, unless given, is the one that reads its config.json's model_type. Not with path.",
+    )
     allow_random_init: bool = Field(
         False,
-        description="Checkpoint (path) only. Off (the default), a folder whose weights lack some of the tensors the "
-        "measurement runs (embeddings, attention, feed-forward, norms), or hold them in other shapes than its "
-        "config.json gives, is refused. On, transformers initialises those at random, and every row of this model "
-        f"is labelled <ablation>{RANDOM_INIT}, '{UNABLATED}' reading '{LOADED}' ({LOADED}{RANDOM_INIT}, "
+        description="Checkpoint (path or name) only. Off (the default), a folder whose weights lack some of the "
+        "tensors the measurement runs (embeddings, attention, feed-forward, norms), or hold them in other shapes "
+        "than its config.json gives, is refused. On, transformers initialises those at random, and every row of this "
+        f"model is labelled <ablation>{RANDOM_INIT}, '{UNABLATED}' reading '{LOADED}' ({LOADED}{RANDOM_INIT}, "
         f"zero{RANDOM_INIT}), whether or not a tensor was missing: manifest.json's model_files.random_init names "
         "those that were.",
     )
@@ -116,17 +126,49 @@ class HFModelSpec(_BackendModel):
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _family_of_a_cached_model(cls, data: Any) -> Any:
+        """A hub name: its snapshot must be in the cache; its family, unless given, the one of its model_type."""
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return data
+        problem = hub_name_problem(data["name"])
+        if problem is not None:
+            raise ValueError(problem)
+        if data.get("path") is not None:
+            raise ValueError("got both name and path; expected one: a hub name or a folder")
+        folder = cached_snapshot(data["name"])
+        if "family" in data:
+            return data
+        try:
+            config = read_json(folder / "config.json", FamilyConfig, "a model's config (a JSON object)")
+            family = FAMILIES.by_model_type(config.model_type or "(none)")
+        except OrderlabError as error:
+            raise ValueError(str(error)) from None
+        return {**data, "family": family.name}
+
     @field_validator("allow_random_init")
     @classmethod
     def _only_with_a_folder(cls, value: bool, info: ValidationInfo) -> bool:
-        if value and info.data.get("path") is None:
-            raise ValueError("a seeded model has no weights to lack; expected allow_random_init only with path")
+        if value and info.data.get("path") is None and info.data.get("name") is None:
+            raise ValueError("a seeded model has no weights to lack; expected allow_random_init only with path or name")
         return value
+
+    @property
+    def seeded(self) -> bool:
+        """Seeded random weights: neither a folder nor a cached model."""
+        return self.path is None and self.name is None
+
+    def folder(self, spec_file: Path) -> Path | None:
+        """The checkpoint: `path` (relative to the spec file) or the cached snapshot of `name`; None if seeded."""
+        if self.name is not None:
+            return cached_snapshot(self.name)
+        return None if self.path is None else spec_file.parent / self.path
 
     def label(self, ablation: str) -> str:
         """Seeded weights (no path): 'trained' reads 'seeded'. With allow_random_init, `<ablation>+random_init`,
         'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained."""
-        if self.path is None:
+        if self.seeded:
             return SEEDED if ablation == UNABLATED else ablation
         if self.allow_random_init:
             return (LOADED if ablation == UNABLATED else ablation) + RANDOM_INIT

@@ -7,6 +7,8 @@ extra installed, its model folder, its corpus file). Each problem is one SpecErr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
@@ -199,10 +201,11 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
     family = FAMILIES.get(model.family)
-    if model.path is not None:
-        folder = relative_to_spec(doc.file, model.path)
+    folder = model.folder(Path(doc.file))
+    if folder is not None:
         if not (folder / "config.json").is_file():
-            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+            field = "path" if model.name is None else "name"
+            raise doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model folder")
         for field in SEEDED_FIELDS:
             if field in model.model_fields_set:
                 raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")

@@ -51,7 +51,7 @@ def model_folder(model: PretrainedModelSpec | HFModelSpec, spec_file: Path) -> P
     """The checkpoint folder of a spec's model; None for seeded weights."""
     if isinstance(model, PretrainedModelSpec):
         return packaged_model_folder(model.name)
-    return None if model.path is None else spec_file.parent / model.path
+    return model.folder(spec_file)
 
 
 @dataclass(frozen=True)

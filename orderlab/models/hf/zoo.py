@@ -8,7 +8,6 @@ loaded, nothing downloaded. Torch-free; compute only (report.models_table draws 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from orderlab.core.userfiles import read_bounded
 from orderlab.families import FAMILIES
 from orderlab.spec.extras import installed
 from orderlab.spec.families import PACKAGED_MODELS
+from orderlab.spec.hub_cache import hub_cache
 
 
 @dataclass(frozen=True)
@@ -26,14 +26,6 @@ class ZooEntry:
     ablations: dict[str, str]  # name -> what it does to this family
     hook_points: tuple[str, ...]  # named per layer: 1.input, 1.pattern, ... (orderlab trace reads them)
     weights: list[str]  # local real weights: "minilm (packaged)", "gpt2 (HF cache)", ...
-
-
-def hub_cache() -> Path:
-    """Where huggingface_hub keeps downloaded models: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    return Path(home) / "hub"
 
 
 def cached_models(cache: Path) -> dict[str, list[str]]:
