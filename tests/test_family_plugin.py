@@ -22,12 +22,9 @@ pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the
 PLUGIN = """
 from orderlab.families.bert import BertConfigFile, seeded_config
 from orderlab.families.family import TABLE_ABLATIONS, Family
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
-
-def ablate(model, ablation, seed):
-    return learned_table(submodule(model, "embeddings.position_embeddings"), ablation, seed)
-
+ablate = table_ablation("embeddings.position_embeddings")
 
 FAMILY = Family("tinybert", "a plug-in's learned table", causal=False, ablations=TABLE_ABLATIONS,
                 model_types=("tinybert",), architectures=("Bert",), config_file=BertConfigFile,

@@ -18,7 +18,7 @@ from orderlab.families.family import (
     SeededSize,
     standard_config,
 )
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
 
 class BertConfigFile(FamilyConfig):
@@ -44,10 +44,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     return standard_config(size)
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return learned_table(submodule(model, "embeddings.position_embeddings"), ablation, seed)
-
-
 FAMILY = Family(
     "bert",
     "learned absolute table, added to the input",
@@ -59,6 +55,6 @@ FAMILY = Family(
     config_class="BertConfig",
     model_class="BertModel",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=table_ablation("embeddings.position_embeddings"),
     unused_parts=("pooler",),
 )

@@ -21,7 +21,7 @@ from orderlab.families.family import (
     ModelShape,
     SeededSize,
 )
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
 
 class DistilBertConfigFile(FamilyConfig):
@@ -52,10 +52,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return learned_table(submodule(model, "embeddings.position_embeddings"), ablation, seed)
-
-
 FAMILY = Family(
     "distilbert",
     "learned absolute table, added to the input",
@@ -67,5 +63,5 @@ FAMILY = Family(
     config_class="DistilBertConfig",
     model_class="DistilBertModel",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=table_ablation("embeddings.position_embeddings"),
 )

@@ -20,7 +20,7 @@ from orderlab.families.family import (
     ModelShape,
     SeededSize,
 )
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
 
 class GPT2ConfigFile(FamilyConfig):
@@ -52,10 +52,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return learned_table(submodule(model, "wpe"), ablation, seed)
-
-
 FAMILY = Family(
     "gpt2",
     "learned absolute table, added to the input",
@@ -67,7 +63,7 @@ FAMILY = Family(
     config_class="GPT2Config",
     model_class="GPT2LMHeadModel",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=table_ablation("wpe"),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
 )

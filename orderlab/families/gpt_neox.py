@@ -20,7 +20,7 @@ from orderlab.families.family import (
     SeededSize,
     standard_config,
 )
-from orderlab.families.hooks import rotary_ids, submodule
+from orderlab.families.hooks import rotary_ablation
 
 
 class GPTNeoXConfigFile(FamilyConfig):
@@ -42,10 +42,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     return {**standard_config(size), "bos_token_id": 2, "eos_token_id": 3, "pad_token_id": 0}
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed)
-
-
 FAMILY = Family(
     "gpt_neox",
     "rotary (RoPE) on part of each head's queries and keys (Pythia: a quarter)",
@@ -57,7 +53,7 @@ FAMILY = Family(
     config_class="GPTNeoXConfig",
     model_class="GPTNeoXForCausalLM",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=rotary_ablation,
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=8,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from orderlab.families.family import MAX_POSITIONS, UNABLATED
+from orderlab.families.family import MAX_POSITIONS, UNABLATED, Ablate
 from orderlab.families.position_tables import position_table
 
 if TYPE_CHECKING:
@@ -74,6 +74,20 @@ def learned_table(
         yield
     finally:
         handle.remove()
+
+
+def table_ablation(suffix: str, ids_of: IdsOf = first_argument) -> Ablate:
+    """A family's `ablate` for its learned table, the module whose name ends with `suffix` (learned_table)."""
+
+    def ablate(model: Any, ablation: str, seed: int) -> Any:
+        return learned_table(submodule(model, suffix), ablation, seed, ids_of)
+
+    return ablate
+
+
+def rotary_ablation(model: Any, ablation: str, seed: int) -> Any:
+    """A RoPE family's `ablate`: its rotary module's position ids moved (rotary_ids)."""
+    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed)
 
 
 def moved_ids(ablation: str, ids: torch.Tensor, seed: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ from orderlab.families.family import (
     SeededSize,
     standard_config,
 )
-from orderlab.families.hooks import rotary_ids, submodule
+from orderlab.families.hooks import rotary_ablation
 
 
 class LlamaConfigFile(FamilyConfig):
@@ -52,10 +52,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed)
-
-
 FAMILY = Family(
     "llama",
     "rotary (RoPE) on queries and keys",
@@ -67,7 +63,7 @@ FAMILY = Family(
     config_class="LlamaConfig",
     model_class="LlamaForCausalLM",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=rotary_ablation,
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",

@@ -23,7 +23,7 @@ from orderlab.families.family import (
     ModelShape,
     SeededSize,
 )
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
 OFFSET = 2  # OPTLearnedPositionalEmbedding.offset: position t reads row t + 2
 
@@ -66,10 +66,6 @@ def table_ids(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return kwargs["position_ids"] + OFFSET
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return learned_table(submodule(model, "embed_positions"), ablation, seed, table_ids)
-
-
 FAMILY = Family(
     "opt",
     "learned absolute table, added to the input, read at position + 2",
@@ -81,7 +77,7 @@ FAMILY = Family(
     config_class="OPTConfig",
     model_class="OPTForCausalLM",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=table_ablation("embed_positions", table_ids),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
 )

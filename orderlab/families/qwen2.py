@@ -16,7 +16,7 @@ from orderlab.families.family import (
     SeededSize,
     standard_config,
 )
-from orderlab.families.hooks import rotary_ids, submodule
+from orderlab.families.hooks import rotary_ablation
 from orderlab.families.llama import LlamaConfigFile
 
 
@@ -37,10 +37,6 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
             "pad_token_id": 0}  # fmt: skip
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed)
-
-
 FAMILY = Family(
     "qwen2",
     "rotary (RoPE) on queries and keys, grouped-query attention",
@@ -52,7 +48,7 @@ FAMILY = Family(
     config_class="Qwen2Config",
     model_class="Qwen2ForCausalLM",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=rotary_ablation,
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",

@@ -16,7 +16,7 @@ from orderlab.families.family import (
     SeededSize,
     standard_config,
 )
-from orderlab.families.hooks import learned_table, submodule
+from orderlab.families.hooks import table_ablation
 
 PAD = 0  # a seeded model's padding id: the word-level tokenizer's [PAD]
 
@@ -39,10 +39,6 @@ def max_tokens(config: Any) -> int:
     return int(config.max_position_embeddings) - int(config.pad_token_id) - 1
 
 
-def ablate(model: Any, ablation: str, seed: int) -> Any:
-    return learned_table(submodule(model, "embeddings.position_embeddings"), ablation, seed)
-
-
 FAMILY = Family(
     "roberta",
     "learned absolute table, added to the input, read past the padding index",
@@ -54,7 +50,7 @@ FAMILY = Family(
     config_class="RobertaConfig",
     model_class="RobertaModel",
     seeded_config=seeded_config,
-    ablate=ablate,
+    ablate=table_ablation("embeddings.position_embeddings"),
     tokenizer_options=(("add_prefix_space", True),),
     unused_parts=("pooler",),
     max_tokens=max_tokens,
