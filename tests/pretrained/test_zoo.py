@@ -1,4 +1,4 @@
-"""The model zoo: six families seeded from small configs, their position ablations, lm_logprob, and orderlab's
+"""The model zoo: every family seeded from small configs, their position ablations, lm_logprob, and orderlab's
 encodings checked against transformers' own implementations. Everything offline, each model built in ~10 ms."""
 
 from __future__ import annotations
