@@ -1,4 +1,4 @@
-"""A checkpoint's config.json, read torch-free by each family's own key names (spec/families.py), sizes the model as
+"""A checkpoint's config.json, read torch-free by each family's own key names (orderlab/families), sizes the model as
 transformers builds it from the same file; `validate --plan` estimates every family from its own config and refuses
 what cannot fit."""
 
