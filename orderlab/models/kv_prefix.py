@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from orderlab.core.metric_registry import ATTENTION_FAMILY
 from orderlab.families import FAMILIES, Family
+from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
