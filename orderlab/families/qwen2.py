@@ -1,5 +1,6 @@
-"""Qwen2 (and Mistral-style models): causal, rotary positions with grouped-query attention (fewer key and value heads
-than query heads; a seeded model has half as many). Ablations as Llama's: only the rotary module's input changes."""
+"""Qwen2: causal, rotary positions with grouped-query attention (fewer key and value heads than query heads; a seeded
+model has half as many), the Mistral-style design (Mistral checkpoints themselves read as llama, whose keys they
+share). Ablations as Llama's: only the rotary module's input changes."""
 
 from __future__ import annotations
 
