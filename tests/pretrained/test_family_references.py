@@ -78,3 +78,24 @@ def test_a_checkpoint_folder_of_each_family_loads_as_the_model_it_was_saved_from
     ids = torch.tensor([seeded.word_tokens(list(WORDS)).ids])
     with torch.inference_mode():
         torch.testing.assert_close(loaded.forward(ids).hidden[-1], seeded.forward(ids).hidden[-1])
+
+
+@pytest.mark.parametrize(
+    ("family", "heads", "expected"),
+    [
+        ("gpt_neox", 4, "16 does not split into n_heads=4 heads for gpt_neox; expected a multiple of 32 (RoPE rotates "
+         "pairs of a quarter of each head)"),
+        ("qwen2", 16, "expected a multiple of 32 (RoPE rotates pairs)"),
+        ("opt", 3, "16 does not split into n_heads=3 heads for opt; expected a multiple"),
+    ],
+)  # fmt: skip
+def test_a_seeded_shape_is_held_to_its_familys_head_width(tmp_path, family, heads, expected):
+    from typer.testing import CliRunner
+
+    from orderlab.cli import app
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"model: {{kind: hf, family: {family}, d_model: 16, n_heads: {heads}}}\n"
+                    "inputs: [{sentence: dog bites man}]\n")  # fmt: skip
+    result = CliRunner().invoke(app, ["validate", str(spec)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and expected in " ".join(result.output.split()), result.output
