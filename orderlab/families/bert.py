@@ -37,7 +37,8 @@ class BertConfigFile(FamilyConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
-                          self.vocab_size, positions=self.position_rows(), pooler=True)  # fmt: skip
+                          self.vocab_size, positions=self.position_rows(), pooler=True,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

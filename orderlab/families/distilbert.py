@@ -36,7 +36,8 @@ class DistilBertConfigFile(FamilyConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(self.dim, self.n_layers, self.n_heads, self.hidden_dim, self.vocab_size,
-                          positions=self.max_position_embeddings)  # fmt: skip
+                          positions=self.max_position_embeddings,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

@@ -101,6 +101,7 @@ class ModelShape:
     pooler: bool = False  # a d x d layer on the first token (BERT's): loaded, never run
     head: bool = False  # a causal LM: its output layer turns every token's state into logits over the vocabulary
     untied_head: bool = False  # ... with a matrix of its own rather than the input embeddings'
+    token_positions: int = 0  # the longest sequence of tokens its positions cover (0: relative positions, no limit)
 
     @property
     def queries(self) -> int:

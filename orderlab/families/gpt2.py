@@ -36,7 +36,8 @@ class GPT2ConfigFile(FamilyConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(self.n_embd, self.n_layer, self.n_head, self.n_inner or 4 * self.n_embd, self.vocab_size,
-                          positions=self.n_positions, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          positions=self.n_positions, head=True, untied_head=not self.tie_word_embeddings,
+                          token_positions=self.n_positions)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

@@ -32,10 +32,12 @@ class GPTNeoXConfigFile(FamilyConfig):
     num_attention_heads: ConfigHeads = 64
     intermediate_size: ConfigFfn = 24576
     tie_word_embeddings: ConfigFlag = False
+    max_position_embeddings: ConfigRows = 2048  # the rotary positions' range: longer sequences are refused
 
     def shape(self) -> ModelShape:
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
-                          self.vocab_size, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          self.vocab_size, head=True, untied_head=not self.tie_word_embeddings,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

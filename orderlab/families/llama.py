@@ -33,13 +33,15 @@ class LlamaConfigFile(FamilyConfig):
     num_key_value_heads: ConfigHeads | None = None  # None: one per attention head
     head_dim: ConfigWidth | None = None  # None: hidden_size // num_attention_heads
     tie_word_embeddings: ConfigFlag = False
+    max_position_embeddings: ConfigRows = 2048  # the rotary positions' range: longer sequences are refused
 
     def shape(self) -> ModelShape:
         width = self.head_dim or self.hidden_size // self.num_attention_heads
         keys = (self.num_key_value_heads or self.num_attention_heads) * width
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
                           self.vocab_size, query_width=self.num_attention_heads * width, kv_width=keys,
-                          ffn_matrices=3, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          ffn_matrices=3, head=True, untied_head=not self.tie_word_embeddings,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

@@ -42,7 +42,8 @@ class OPTConfigFile(FamilyConfig):
     def shape(self) -> ModelShape:
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.ffn_dim,
                           self.vocab_size, positions=self.max_position_embeddings + OFFSET, head=True,
-                          untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          untied_head=not self.tie_word_embeddings,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

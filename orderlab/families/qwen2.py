@@ -30,6 +30,7 @@ class Qwen2ConfigFile(LlamaConfigFile):
     num_hidden_layers: ConfigDepth = 32
     num_attention_heads: ConfigHeads = 32
     num_key_value_heads: ConfigHeads | None = 32
+    max_position_embeddings: ConfigRows = 32768
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

@@ -4,6 +4,7 @@ shuffled, sinusoidal), as for BERT."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from orderlab.families.bert import BertConfigFile
@@ -13,6 +14,7 @@ from orderlab.families.family import (
     ConfigCount,
     ConfigRows,
     Family,
+    ModelShape,
     SeededSize,
     standard_config,
 )
@@ -26,6 +28,10 @@ class RobertaConfigFile(BertConfigFile):
 
     vocab_size: ConfigRows = 50265
     pad_token_id: ConfigCount = 1
+
+    def shape(self) -> ModelShape:
+        """BERT's, the positions covering the table's rows past the padding index."""
+        return replace(super().shape(), token_positions=self.max_position_embeddings - self.pad_token_id - 1)
 
 
 def seeded_config(size: SeededSize) -> dict[str, Any]:

