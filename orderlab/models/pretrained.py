@@ -5,7 +5,7 @@ specials ([CLS], [SEP], a causal LM's BOS) in place (models/hf/grouping.py). Sen
 sentence-transformers' mean over all tokens and, for encoders, the first ([CLS]) state; a causal
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
-around each pass by the family's hooks (models/hf/families), never by writing weights.
+around each pass by the family's hooks (orderlab/families), never by writing weights.
 Named hook points of a pass (hook_points.hook_name: input, pattern, output per layer, on token slots: what
 transformers returns) come from the same forward pass as its metrics.
 """
@@ -20,9 +20,10 @@ import numpy as np
 import torch
 
 from orderlab.core.corpustext import read_corpus
-from orderlab.core.hook_points import HF_HOOK_POINTS, hook_name, point_of
+from orderlab.core.hook_points import hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
+from orderlab.families.family import HF_HOOK_POINTS, ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
@@ -40,7 +41,7 @@ from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.models.precision import computed_dtype, pass_dtype
-from orderlab.spec.families import CorpusInputs, HFModelSpec, ModelShape, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
 
@@ -65,7 +66,7 @@ def pretrained_adapters(
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
-    family = model.family if isinstance(model, HFModelSpec) else "bert"
+    family = model.family
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
     source = folder if folder is not None else seeded(spec, words)

@@ -16,6 +16,7 @@ import torch
 from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
+from orderlab.families.family import ModelShape
 from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks, LayerWeights, Requested
@@ -24,7 +25,6 @@ from orderlab.models.pooling import pool
 from orderlab.models.precision import pass_dtype, widened
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
-from orderlab.spec.families import ModelShape
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 

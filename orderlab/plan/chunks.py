@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from orderlab.families.family import ModelShape
 from orderlab.metrics import Model
-from orderlab.spec.families import ModelShape
 
 # Rows of every matmul are padded to a multiple of this (models/batching.aligned_batch): CPU GEMM kernels work on
 # row tiles, and a last, partial tile takes another code path whose results can differ in the last bit (measured:

@@ -24,6 +24,8 @@ from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.errors import SpecError
+from orderlab.families import FAMILIES
+from orderlab.families.family import ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
@@ -52,14 +54,7 @@ from orderlab.plan.device import Device, available_memory
 from orderlab.plan.memory import memory_room
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import (
-    FAMILIES,
-    CorpusInputs,
-    HFModelSpec,
-    ModelShape,
-    PretrainedModelSpec,
-    read_family_config,
-)
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 
 if TYPE_CHECKING:
@@ -230,7 +225,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
         return
     shape = _backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2
-    seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.path is None
+    seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
     texts += [(("probes", i, j), text) for i, pair in enumerate(spec.probes) for j, text in enumerate(pair)]
@@ -614,18 +609,17 @@ SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec
 
 def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json, read by its family's
-    own key names (spec/families.read_family_config, torch- and transformers-free: validate must answer fast).
+    own key names (Family.read_config, torch- and transformers-free: validate must answer fast).
     A config.json that is not a JSON object of bounded numbers, or is another family's, is refused here."""
     model = spec.pretrained
-    family = FAMILIES[model.family if isinstance(model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(model.family)
     if isinstance(model, PretrainedModelSpec):
-        folder = packaged_model_folder(model.name)
-    elif model.path is None:
+        return family.read_config(packaged_model_folder(model.name)).shape()
+    folder = model.folder(spec_file)
+    if folder is None:
         vocab = max(model.vocab_size or 0, SEEDED_VOCABULARY)
         return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, vocab, model.n_kv_heads, model.d_ffn)
-    else:
-        folder = relative_to_spec(spec_file, model.path)
-    return read_family_config(folder, family.name).shape()
+    return family.read_config(folder).shape()
 
 
 def _sequence_flops(shape: ModelShape, n: float) -> float:
@@ -704,7 +698,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     so what stays in memory is a summary's worth (the max rows of each sentence). sharing: whether a causal LM's
     sentences share prefixes."""
     layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
-    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES.get(spec.model.family).causal
     poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
 
     def loop(compares: Compares, *have: Needs) -> dict[Keep, int]:
@@ -769,10 +763,10 @@ def _pretrained(
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
+    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.name or model.path or model.family}"
     weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
-    seeded = isinstance(model, HFModelSpec) and model.path is None  # a word-level tokenizer: one token a word
+    seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
     maps = ATTENTION_FAMILY in spec.metrics

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import Discriminator, Field, Tag
 
-from orderlab.spec import bounds
+from orderlab.core import bounds
 
-# Positive ints no larger than one of orderlab/spec/bounds.py's limits.
+# Positive ints no larger than one of orderlab/core/bounds.py's limits.
 Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
 LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
 FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]

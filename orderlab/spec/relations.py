@@ -14,9 +14,10 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
+from orderlab.families import FAMILIES
 from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
-from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
     ExplicitEmbeddings,
     Spec,
@@ -30,10 +31,13 @@ from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
 SEEDED_FIELDS = ("d_model", "n_heads", "n_layers", "n_kv_heads", "d_ffn", "vocab_size")  # a seeded zoo model's shape
-LLAMA_SEEDED_FIELDS = ("n_kv_heads", "d_ffn")  # grouped-query attention and a feed-forward width of its own
 # The largest finite number of each dtype narrower than float64 (numpy's and torch's finfo; the spec layer has neither).
 DTYPE_MAX = {"float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38, "float16": 65504.0}
-CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
+
+
+def causal_families() -> str:
+    """The causal LMs among the families, for a message."""
+    return ", ".join(family.name for family in FAMILIES.values() if family.causal)
 
 
 def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
@@ -122,7 +126,7 @@ def _check_stack_shape(spec: Spec, doc: LocatedDocument) -> None:
     m = spec.stack
     if LM_LOGPROB_FAMILY in spec.metrics:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
-                        f"{CAUSAL_FAMILIES}")  # fmt: skip
+                        f"{causal_families()}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -233,23 +237,28 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape, and its family's ablations."""
-    family = FAMILIES[model.family]
-    for field in LLAMA_SEEDED_FIELDS:
-        if getattr(model, field) is not None and model.family != "llama":
-            raise doc.error(("model", field), f"sizes a seeded Llama, and family is {model.family}; expected it "
-                            "only with family llama")  # fmt: skip
+    family = FAMILIES.get(model.family)
+    for field in ("n_kv_heads", "d_ffn"):
+        if getattr(model, field) is not None and field not in family.seeded_fields:
+            readers = ", ".join(name for name in FAMILIES.names() if field in FAMILIES.get(name).seeded_fields)
+            raise doc.error(("model", field), f"sizes a seeded model of {readers}, and family is {model.family}; "
+                            f"expected it only with family {readers}")  # fmt: skip
     if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
         raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
                         "expected a divisor")  # fmt: skip
-    if model.path is not None:
-        folder = relative_to_spec(doc.origin, model.path)
+    folder = model.folder(doc.origin)
+    if folder is not None:
         if not (folder / "config.json").is_file():
-            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+            field = "path" if model.name is None else "name"
+            raise doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model folder")
         for field in SEEDED_FIELDS:
             if field in model.model_fields_set:
                 raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
-    elif model.d_model % model.n_heads or (family.name == "llama" and model.d_model // model.n_heads % 2):
-        need = "an even multiple (RoPE rotates pairs)" if family.name == "llama" else "a multiple"
+    elif model.d_model % model.n_heads or model.d_model // model.n_heads % family.head_width_multiple:
+        multiple = family.head_width_multiple
+        need = (
+            f"a multiple of {multiple * model.n_heads} ({family.head_width_reason})" if multiple > 1 else "a multiple"
+        )
         raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
                         f"for {family.name}; expected {need}")  # fmt: skip
     for index, ablation in enumerate(model.position_embeddings):
@@ -284,10 +293,10 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
         raise doc.error(("model", "kind"), str(error)) from None
     if isinstance(spec.model, HFModelSpec):
         _check_zoo_model(spec.model, doc)
-    family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(spec.model.family)
     if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
-                        f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+                        f"(expected model.family {causal_families()})")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
             read_corpus(relative_to_spec(doc.origin, spec.inputs.file))

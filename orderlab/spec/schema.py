@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from orderlab.core import bounds
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import FAMILIES, default_families, family_names
-from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import (
     DTYPE_HELP,

@@ -7,7 +7,7 @@ measurement runs: models/hf/folder.py) or is built from its family's small confi
 weights and a word-level tokenizer over the spec's words (`Seeded`). The tokenizer splits each
 white-space word separately (is_split_into_words), so a reordered sentence has exactly the
 sub-tokens the tokenizer would give it, and words can be moved as groups of sub-tokens. An
-ablation is applied around each pass by the family's code (models/hf/families), never by writing
+ablation is applied around each pass by the family's hooks (orderlab/families), never by writing
 weights.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 import torch
 
 from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES, Family
+from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
-from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
-from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import (
     ModelFolderError,
     WeightsFit,
@@ -61,7 +61,7 @@ def model_folder(model: PretrainedModelSpec | HFModelSpec, spec_file: Path) -> P
     """The checkpoint folder of a spec's model; None for seeded weights."""
     if isinstance(model, PretrainedModelSpec):
         return packaged_model_folder(model.name)
-    return None if model.path is None else spec_file.parent / model.path
+    return model.folder(spec_file)
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 def load_folder(
     transformers: ModuleType,
     folder: Path,
-    code: FamilyCode,
+    code: Family,
     implementation: str | None,
     heads_read: bool,
     allow_random_init: bool = False,
@@ -117,7 +117,7 @@ def load_folder(
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
     dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
-    checked_folder(folder, code.name)
+    checked_folder(folder, code)
     model_class = getattr(transformers, code.model_class)
     if not allow_random_init:
         refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
@@ -184,7 +184,7 @@ class PretrainedBackend:
         row_alignment: int = 1,
     ):
         transformers = import_transformers()
-        self.code = FAMILY_CODE[family]
+        self.code = FAMILIES.get(family)
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
@@ -192,8 +192,8 @@ class PretrainedBackend:
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
             vocab = max(len(self.tokenizer), source.vocab)
-            shape = Shape(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
-            config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
+            size = SeededSize(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
+            config = getattr(transformers, self.code.config_class)(**self.code.seeded_config(size))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
@@ -225,9 +225,7 @@ class PretrainedBackend:
     @property
     def max_tokens(self) -> int | None:
         """The longest sequence the model's positions cover (None: relative positions, no table to run out of)."""
-        config = self.model.config
-        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        return None if self.code.name in ("t5", "bloom") or limit is None else int(limit)
+        return self.code.max_tokens(self.model.config)
 
     @property
     def width(self) -> int:
@@ -266,7 +264,7 @@ class PretrainedBackend:
         """
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
-        mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
+        mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
         widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
         with self.code.ablate(self.model, self.ablation, self.seed), widening:
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
