@@ -1,9 +1,10 @@
-"""orderlab from Python: the CLI's commands as functions that return plain data (pandas frames, dicts).
+"""orderlab from Python: every command of the CLI as a function that returns data (pandas frames, figures, dicts).
 
-For notebooks, the TransformerLens habit: `validate`, `run`, `load` and `compare` go through the same code
-as `orderlab validate`, `run`, `check` and `compare` (spec loading, the one measuring loop, the staged
-results folder), so a number seen here is the number the CLI writes. Nothing here prints or draws; errors
-are raised as OrderlabError (the CLI's one-line messages), never swallowed.
+Each function checks its arguments (one OrderlabError line for a wrong type or value, as the CLI's parser would
+refuse it) and calls the same function in commands/ that the CLI calls, so a number seen here is the number the
+CLI writes. Nothing here prints; a progress bar is drawn in a notebook or on a terminal (progress=False: none);
+errors are raised as OrderlabError (the CLI's one-line messages), never swallowed. docs/python.md has the table
+of commands and functions.
 
     >>> import orderlab.api as ol
     >>> result = ol.run("experiments/dog_bites_man.yaml")
@@ -12,23 +13,52 @@ are raised as OrderlabError (the CLI's one-line messages), never swallowed.
 
 from __future__ import annotations
 
-import tempfile
+import html as _html
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from orderlab.core.progress import Progress
+from orderlab import api_arguments as check_argument
+from orderlab.core.progress import SILENT, Phases, Progress
 from orderlab.errors import OrderlabError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
+    from orderlab.commands.check import CheckResult
+    from orderlab.measure.run_options import RunOptions
     from orderlab.plan.load import LoadedSpec
+    from orderlab.results.outcome import ShardOutcome
     from orderlab.spec.schema import Spec
 
+__all__ = [
+    "Result",
+    "check",
+    "compare",
+    "encodings",
+    "load",
+    "merge",
+    "models",
+    "plan",
+    "plot",
+    "properties",
+    "report",
+    "run",
+    "schema",
+    "trace",
+    "validate",
+]
+
 SpecSource = str | Path | Mapping[str, Any]  # a spec file's path, or the spec itself as a dict
+ProgressChoice = bool | Progress | None  # True: a bar (notebook or terminal); False or None: none; a function: it
+
+
+def __dir__() -> list[str]:
+    """The API only: what a notebook's completion and dir(orderlab.api) offer."""
+    return sorted(__all__)
 
 
 @dataclass(frozen=True)
@@ -43,13 +73,78 @@ class Result:
     manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame."""
+        counts = ", ".join(f"{verdict}: {count}" for verdict, count in sorted(self.verdicts.items())) or "none"
+        where = "kept in memory only" if self.folder is None else f"written to {self.folder}"
+        return (
+            f"<div><strong>{_html.escape(self.name)}</strong>: {len(self.metrics):,} metric rows, "
+            f"{_html.escape(where)}<br>verdicts: {_html.escape(counts)}</div>{self.summary.to_html(index=False)}"
+        )
+
+    def __repr__(self) -> str:
+        return f"Result(name={self.name!r}, folder={self.folder!r}, rows={len(self.metrics)}, verdicts={self.verdicts})"
+
 
 def validate(spec: SpecSource, *, base: str | Path | None = None) -> Spec:
-    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
+    """The validated spec (every sweep combination checked, the cost estimated): `orderlab validate`.
 
     A dict spec's relative paths (a model folder, a corpus file) resolve against `base`, by default the working
-    folder when it is given; its errors name the dict's field path ('spec dict: model.n_heads: ...')."""
+    folder; its errors name the dict's field path ('spec dict: model.n_heads: ...')."""
     return _load(spec, base).spec
+
+
+def plan(spec: SpecSource, device: str = "cpu") -> list[str]:
+    """What the run will cost on `device` (cpu, cuda or auto), line by line (memory, sequences, time, CSV sizes):
+    `orderlab validate --plan --device`."""
+    from orderlab.commands.validate import cost_lines
+
+    named = check_argument.device(device)
+    loaded = _load(spec, None)
+    return cost_lines(loaded.spec, loaded.path, named)
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a spec: `orderlab schema`."""
+    from orderlab.spec.schema import Spec
+
+    return Spec.model_json_schema()
+
+
+@overload
+def run(
+    spec: SpecSource,
+    out: str | Path | None = None,
+    *,
+    device: str = ...,
+    chunk_size: int | None = ...,
+    force: bool = ...,
+    shard: None = None,
+    workers: int | None = ...,
+    scheduler: str | None = ...,
+    plot: bool = ...,
+    html: bool = ...,
+    progress: ProgressChoice = ...,
+    base: str | Path | None = ...,
+) -> Result: ...
+
+
+@overload
+def run(
+    spec: SpecSource,
+    out: str | Path | None = None,
+    *,
+    device: str = ...,
+    chunk_size: int | None = ...,
+    force: bool = ...,
+    shard: str,
+    workers: int | None = ...,
+    scheduler: str | None = ...,
+    plot: bool = ...,
+    html: bool = ...,
+    progress: ProgressChoice = ...,
+    base: str | Path | None = ...,
+) -> ShardOutcome: ...
 
 
 def run(
@@ -59,65 +154,244 @@ def run(
     device: str = "cpu",
     chunk_size: int | None = None,
     force: bool = False,
-    progress: Progress | None = None,
+    shard: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    plot: bool = False,
+    html: bool = False,
+    progress: ProgressChoice = True,
     base: str | Path | None = None,
-) -> Result:
-    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None);
-    a dict spec's relative paths resolve against `base` (validate); device: cpu, cuda or auto (a CUDA GPU where
-    there is one)."""
-    from orderlab.commands.run import write_experiment
-    from orderlab.measure.run_options import RunOptions
-    from orderlab.models.devices import resolve_device
+) -> Result | ShardOutcome:
+    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
 
-    options = RunOptions(resolve_device(device), chunk_size, force, progress)
+    shard='K/N': only shard K of N, into OUT/<spec name>.shard-K-of-N/ (join them with `merge`); workers / scheduler:
+    the shards on a Dask cluster, merged; plot / html: the figures and report.html into the results folder (these
+    need `out`)."""
+    root = check_argument.optional_path("out", out)
+    if root is None and (shard is not None or plot is True or html is True):
+        raise OrderlabError("shard, plot, html: they write files that last; expected out= a results root")
+    options = _options(device, chunk_size, force, progress)
+    shard = None if shard is None else check_argument.text("shard", shard)
+    workers = check_argument.optional_integer("workers", workers, 1)
+    scheduler = None if scheduler is None else check_argument.text("scheduler", scheduler)
+    plot, html = check_argument.flag("plot", plot), check_argument.flag("html", html)
+    from orderlab.commands.run import run as run_spec
+
     loaded = _load(spec, base)
-    with _results_root(out) as root:
-        folder = root / loaded.spec.name
-        write_experiment(loaded, folder, options)
-        result = load(folder)
-    return result if out is not None else replace(result, folder=None)  # the temporary folder is gone
+    with _results_root(root) as results:
+        done = run_spec(loaded, results, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot,
+                        html=html, phases=_phases(progress))  # fmt: skip
+        if done.shard is not None:
+            return done.shard
+        result = load(done.folder)
+    return result if root is not None else replace(result, folder=None)  # the temporary folder is gone
 
 
 def load(results_dir: str | Path) -> Result:
     """A results folder that `orderlab run` (or `check --update`, or `merge`) wrote, read and checked."""
     from orderlab.results.run_folder import read_run_folder
 
-    folder = Path(results_dir)
+    folder = check_argument.path("results_dir", results_dir)
     read = read_run_folder(folder)
     return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest, _verdicts(read.summary))
 
 
+def merge(shards: list[str | Path], out: str | Path = "results", *, force: bool = False) -> Result:
+    """The shards of `run(..., shard='K/N')` joined into OUT/<spec name>/, read back: `orderlab merge`."""
+    from orderlab.commands.merge import merge as merge_shards
+
+    folders, root = check_argument.paths("shards", shards), check_argument.path("out", out)
+    return load(merge_shards(folders, root, check_argument.flag("force", force)).folder)
+
+
 def compare(
-    specs: list[str | Path],
+    specs: list[str | Path] | str | Path | None = None,
     encodings: str | list[str] = "all",
-    metrics: list[str] | None = None,
+    metrics: str | list[str] | None = None,
     *,
+    out: str | Path | None = None,
     device: str = "cpu",
-    progress: Progress | None = None,
+    force: bool = False,
+    html: str | Path | None = None,
+    progress: ProgressChoice = True,
 ) -> pd.DataFrame:
-    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer;
-    device: cpu, cuda or auto."""
-    from orderlab.commands import compare as comparing
-    from orderlab.measure.run_options import RunOptions
-    from orderlab.models.devices import resolve_device
+    """`orderlab compare` as a frame: every spec (None: experiments/) under every encoding, worst value per input x
+    metric x layer; written to OUT/compare/ when out is given."""
+    from orderlab.commands.compare import compare_specs
 
-    options = RunOptions(resolve_device(device), progress=progress)
-    names = comparing.parse_encodings(encodings if isinstance(encodings, str) else ",".join(encodings))
-    rows = comparing.parse_metrics(metrics)
-    return comparing.compare([Path(spec) for spec in specs], names, rows, options).table
+    paths = None if specs is None else check_argument.paths("specs", specs)
+    names = ",".join(check_argument.names("encodings", encodings))
+    rows = None if metrics is None else check_argument.names("metrics", metrics)
+    report_file, root = check_argument.optional_path("html", html), check_argument.optional_path("out", out)
+    options = _options(device, None, force, progress)
+    with _results_root(root) as results:
+        done = compare_specs(paths, names, rows, results, options, html=report_file, phases=_phases(progress))
+    return done.comparison.table
 
 
-def _load(spec: SpecSource, base: str | Path | None) -> LoadedSpec:
+def properties(
+    encodings: str | list[str] = "all",
+    max_len: int = 256,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seed: int = 0,
+    *,
+    out: str | Path | None = None,
+    force: bool = False,
+    progress: ProgressChoice = True,
+) -> pd.DataFrame:
+    """`orderlab properties` as a frame: six properties of each encoding at N = max_len (written to
+    OUT/properties/ when out is given)."""
+    from orderlab.commands.properties import properties as measure
+
+    names = ",".join(check_argument.names("encodings", encodings))
+    max_len, d_model = check_argument.integer("max_len", max_len, 1), check_argument.integer("d_model", d_model, 1)
+    n_heads, seed = check_argument.integer("n_heads", n_heads, 1), check_argument.integer("seed", seed, 0)
+    root, force = check_argument.optional_path("out", out), check_argument.flag("force", force)
+    shown = _phases(check_argument.progress(progress))
+    with _results_root(root) as results:
+        return measure(names, max_len, d_model, n_heads, seed, results, force, phases=shown).table
+
+
+def trace(
+    spec: SpecSource,
+    input_index: int = 0,
+    layer: int = 1,
+    encoding: str = "",
+    *,
+    family: str = "",
+    out: str | Path | None = None,
+    force: bool = False,
+    progress: ProgressChoice = True,
+) -> pd.DataFrame:
+    """`orderlab trace` as a tidy frame (quantity, head, slot, word, index, value): one layer step by step."""
+    from orderlab.commands.trace import trace_and_write
+    from orderlab.measure.trace import trace_frame
+
+    index, layer = check_argument.integer("input_index", input_index, 0), check_argument.integer("layer", layer, 1)
+    encoding, force = check_argument.text("encoding", encoding, empty=True), check_argument.flag("force", force)
+    family = check_argument.text("family", family, empty=True)
+    root, shown = check_argument.optional_path("out", out), _phases(check_argument.progress(progress))
+    with _spec_file(spec) as path, _results_root(root) as results:
+        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown)
+        return trace_frame(traced.trace)
+
+
+def plot(results_dir: str | Path, formats: str | list[str] | None = None) -> dict[str, Figure]:
+    """The figures of a results folder as matplotlib figures, by file stem (a notebook shows them inline); with
+    formats ('png', ['png', 'pdf']), also written into RESULTS_DIR/figures/ as `orderlab plot --format` does."""
+    from orderlab.commands.plot import plot as draw
+
+    folder = check_argument.path("results_dir", results_dir)
+    chosen = None if formats is None else ",".join(check_argument.names("formats", formats))
+    return {drawing.stem: drawing.figure for drawing in draw(folder, chosen, keep_figures=True).drawings}
+
+
+def report(results_dirs: list[str | Path] | str | Path, out: str | Path = "report.html") -> Path:
+    """One self-contained HTML report over results folders, written to `out`: `orderlab report`."""
+    from orderlab.commands.report import report as write
+
+    return write(check_argument.paths("results_dirs", results_dirs), check_argument.path("out", out))
+
+
+def check(
+    targets: list[str | Path] | str | Path | None = None,
+    *,
+    out: str | Path = "results",
+    rtol: float | None = None,
+    atol: float | None = None,
+    update: bool = False,
+    junit: str | Path | None = None,
+    html: str | Path | None = None,
+    device: str = "cpu",
+    progress: ProgressChoice = True,
+) -> CheckResult:
+    """`orderlab check`: re-run specs (None: experiments/) on `device` against their baselines under
+    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code."""
+    from orderlab.commands.check import check as check_specs
+
+    found = [] if targets is None else check_argument.paths("targets", targets)
+    root, update = check_argument.path("out", out), check_argument.flag("update", update)
+    rtol, atol = check_argument.tolerance("rtol", rtol), check_argument.tolerance("atol", atol)
+    junit_file, html_file = check_argument.optional_path("junit", junit), check_argument.optional_path("html", html)
+    options = _options(device, None, False, progress)
+    return check_specs(
+        found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
+    )
+
+
+def encodings() -> pd.DataFrame:
+    """Every built-in positional encoding, one row each: `orderlab encodings`."""
+    import pandas as pd
+
+    from orderlab.commands.listing import encodings as listed
+
+    return pd.DataFrame([vars(entry) for entry in listed()])
+
+
+def models() -> pd.DataFrame:
+    """The model zoo's families, one row each, with the real weights found locally: `orderlab models`."""
+    import pandas as pd
+
+    from orderlab.commands.listing import models as listed
+
+    return pd.DataFrame([vars(entry) for entry in listed()])
+
+
+def _load(spec: object, base: object) -> LoadedSpec:
     """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd."""
     from orderlab.plan.load import load_spec, load_spec_data
 
-    if isinstance(spec, str | Path):
-        if base is not None:
+    source, root = check_argument.spec_source(spec), check_argument.optional_path("base", base)
+    if isinstance(source, Path):
+        if root is not None:
             raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
-        return load_spec(spec)
-    if not isinstance(spec, Mapping):
-        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
-    return load_spec_data(spec, Path.cwd() if base is None else Path(base).absolute())
+        return load_spec(source)
+    return load_spec_data(source, Path.cwd() if root is None else root.absolute())
+
+
+def _options(device: object, chunk_size: object, force: object, progress: object) -> RunOptions:
+    """A run's options from checked arguments (the device is checked against this machine by RunOptions)."""
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
+
+    named = check_argument.device(device)
+    size = check_argument.optional_integer("chunk_size", chunk_size, 1)
+    check_argument.progress(progress)
+    return RunOptions(resolve_device(named), size, check_argument.flag("force", force))
+
+
+def _phases(progress: ProgressChoice) -> Phases:
+    """Where a command's phases are reported: a bar in a notebook or on a terminal, a user's function, or nowhere."""
+    if progress is False or progress is None:
+        return SILENT
+    if progress is True:
+        from orderlab.report.terminal import Phases as Bars
+
+        return Bars(quiet=False)
+    return _ToFunction(progress)
+
+
+class _ToFunction:
+    """Phases that hand each (done, total) to a user's function."""
+
+    def __init__(self, function: Progress):
+        self.function = function
+
+    @contextmanager
+    def phase(self, name: str, description: str, unit: str | None = None) -> Iterator[_Reporter]:
+        yield _Reporter(self.function)
+
+
+@dataclass(frozen=True)
+class _Reporter:
+    function: Progress
+
+    def __call__(self, done: int, total: int) -> None:
+        self.function(done, total)
+
+    def note(self, text: str) -> None:
+        pass
 
 
 def _verdicts(summary: pd.DataFrame) -> dict[str, int]:
@@ -127,10 +401,30 @@ def _verdicts(summary: pd.DataFrame) -> dict[str, int]:
 
 
 @contextmanager
-def _results_root(out: str | Path | None) -> Iterator[Path]:
-    """`out` as given, or a temporary folder removed afterwards (a run that keeps nothing on disk)."""
+def _results_root(out: Path | None) -> Iterator[Path]:
+    """`out` as given, or a temporary folder removed afterwards (a command that keeps nothing on disk)."""
     if out is not None:
-        yield Path(out)
+        yield out
         return
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
         yield Path(scratch)
+
+
+@contextmanager
+def _spec_file(spec: object) -> Iterator[Path]:
+    """A spec given as a path is used as it is; one given as a dict is written to a temporary spec.yaml, so that both
+    go through the one loader (whose messages then name that file)."""
+    source = check_argument.spec_source(spec)
+    if isinstance(source, Path):
+        yield source
+        return
+    import tempfile
+
+    import yaml
+
+    with tempfile.TemporaryDirectory(prefix="orderlab-spec-") as scratch:
+        path = Path(scratch) / "spec.yaml"
+        path.write_text(yaml.safe_dump(source, sort_keys=False))
+        yield path

@@ -28,11 +28,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from orderlab.commands.run import write_shard
 from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
@@ -51,6 +50,15 @@ NANNY_BYTES = 150 * 10**6
 EXTRA = "--workers and --scheduler need Dask; expected it installed: pip install 'orderlab[dist]'"
 
 
+class ShardWriter(Protocol):
+    """What writes one shard's folder on a worker (commands/run.write_shard, passed in by the run command that sits
+    above this layer): a module-level function, so that Dask pickles it by name."""
+
+    def __call__(
+        self, loaded: LoadedSpec, folder: Path, shard: tuple[int, int], options: RunOptions = DEFAULTS
+    ) -> object: ...
+
+
 def import_distributed() -> ModuleType:
     """dask.distributed, or one line saying how to get it."""
     try:
@@ -64,9 +72,12 @@ def import_distributed() -> ModuleType:
     return distributed
 
 
-def run_on_dask(loaded: LoadedSpec, out: Path, cluster: int | str, options: RunOptions = DEFAULTS) -> Outcome:
+def run_on_dask(
+    loaded: LoadedSpec, out: Path, cluster: int | str, write_shard: ShardWriter, options: RunOptions = DEFAULTS
+) -> Outcome:
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
-    string), one shard per worker, and merge them into OUT/<spec name>/ as a whole run would write it."""
+    string), one shard per worker (each written by `write_shard`), and merge them into OUT/<spec name>/ as a whole
+    run would write it."""
     distributed = import_distributed()
     spec = loaded.spec
     require_shardable(spec, loaded.path)
@@ -78,7 +89,8 @@ def run_on_dask(loaded: LoadedSpec, out: Path, cluster: int | str, options: RunO
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", suffix=".shards.tmp", dir=out))
         try:
             total = sum(unit.weight for unit in work(spec) if unit.kind != DECODABILITY)
-            shards = gather(distributed, client, loaded, count, staging, Tally(total, options.progress), options)
+            tally = Tally(total, options.progress)
+            shards = gather(distributed, client, loaded, count, staging, tally, options, write_shard)
             for shard in shards:
                 if shard.spec[1] != loaded.sha256:
                     raise OrderlabError(f"a worker read another {loaded.path} (sha256 {shard.spec[1][:12]}) than this "
@@ -169,12 +181,13 @@ def gather(
     staging: Path,
     tally: Tally,
     options: RunOptions,
+    write_shard: ShardWriter,
 ) -> list[Any]:
     """Submit the shards, write each one's files under `staging` as it arrives, and return them read back, checked.
     Workers get the options without this process's callbacks (they report through a Dask topic instead)."""
     topic = f"orderlab-progress-{uuid.uuid4().hex}"
     client.subscribe_topic(topic, tally.event)
-    arguments = (str(loaded.path), count, options.reporting(None), torch.get_num_threads(), topic)
+    arguments = (str(loaded.path), count, options.reporting(None), torch.get_num_threads(), topic, write_shard)
     futures = [
         client.submit(measure_shard, index, *arguments, key=f"{topic}-shard-{index}", retries=RETRIES, pure=False)
         for index in range(1, count + 1)
@@ -200,18 +213,18 @@ def gather(
 
 
 def measure_shard(
-    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str
+    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str, write_shard: ShardWriter
 ) -> dict[str, bytes] | OrderlabError:
     """On a worker: shard `index` of `count` into a private temporary folder, returned as {file name: bytes};
     bad input, the OrderlabError that a run here would raise, returned as it is (not raised: no retry, no log)."""
     try:
-        return shard_files(index, spec_path, count, options, threads, topic)
+        return shard_files(index, spec_path, count, options, threads, topic, write_shard)
     except OrderlabError as error:
         return error
 
 
 def shard_files(
-    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str
+    index: int, spec_path: str, count: int, options: RunOptions, threads: int, topic: str, write_shard: ShardWriter
 ) -> dict[str, bytes]:
     """measure_shard's work: the shard's files, read back from the temporary folder it was written to."""
     distributed = import_distributed()

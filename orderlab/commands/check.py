@@ -1,22 +1,20 @@
-"""The glue of `orderlab check`: plan, check each spec, render what was found, write JUnit, pick the exit code.
-
-Kept out of cli.py so the command stays a few lines; the comparison itself lives in results/baseline_diff.py and
-every table and line on the terminal comes from report/terminal.py.
-"""
+"""`orderlab check`: plan the specs, check (or update) each against its baseline, write JUnit and HTML, pick the exit
+code; returned as data. What each spec found goes to `on_spec` as it is found, so that a caller can show it at once
+(the CLI draws it with report/terminal.py); the comparison itself is commands/baseline.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from orderlab.commands.baseline import check_spec, plan
+from orderlab.core.progress import SILENT, Phases
 from orderlab.errors import OrderlabError
-from orderlab.measure.run_options import RunOptions
-from orderlab.models.devices import CPU
+from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.report import html as html_report
 from orderlab.report import terminal as report
-from orderlab.results.baseline_diff import Comparison, SpecCheck, require_tolerance
+from orderlab.results.baseline_diff import SpecCheck, require_tolerance
 from orderlab.results.junit import Case, check_destination, write_junit
 from orderlab.results.paths import same_file
 
@@ -25,55 +23,63 @@ CLEAN, DRIFT, ERROR = 0, 1, 2
 FAILED = ("drift", "missing")  # statuses that fail the check with exit code 1
 
 
-def run_check(
+@dataclass(frozen=True)
+class CheckResult:
+    """Every spec's check, in the order checked."""
+
+    outcomes: list[SpecCheck]
+
+    @property
+    def exit_code(self) -> int:
+        """0 clean, 1 drift or a spec without a baseline, 2 if any spec could not be checked."""
+        if any(o.status == "error" for o in self.outcomes):
+            return ERROR
+        return DRIFT if any(o.status in FAILED for o in self.outcomes) else CLEAN
+
+
+def check(
     targets: list[Path],
     results: Path,
-    rtol: float | None,
-    atol: float | None,
-    update: bool,
-    junit: Path | None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    update: bool = False,
+    junit: Path | None = None,
     html: Path | None = None,
-    phases: report.Phases | None = None,
-    device: torch.device = CPU,
-) -> int:
-    """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
+    *,
+    options: RunOptions = DEFAULTS,
+    phases: Phases = SILENT,
+    on_spec: Callable[[SpecCheck], None] | None = None,
+) -> CheckResult:
+    """Check (or update) every planned spec (targets: spec files or folders; none: experiments/).
 
-    Arguments (tolerances, spec names, the JUnit and HTML paths) are refused before any spec runs; the report
-    paths again before they are written, since --update may have made new baseline files meanwhile. phases: the
-    command's clock (started before its imports), so that the last line gives its wall time. device: where the
-    specs re-run (a GPU run is held to the CPU baselines within the same tolerances).
-    """
-    phases = phases or report.Phases(quiet=False)
+    Arguments (tolerances, the baseline root, spec names, the JUnit and HTML paths) are refused before any spec
+    runs; the report paths again before they are written, since --update may have made new baseline files
+    meanwhile. options: each fresh run's (device, chunk size), reporting to its phase."""
     require_tolerance("--rtol", rtol)
     require_tolerance("--atol", atol)
+    require_baseline_root(results)
     specs = plan(targets, EXPERIMENTS)
     check_report_paths(junit, html, read_by_check(specs, results))
     if not specs:
         write_reports(junit, html, [], read_by_check(specs, results))
         where = ", ".join(map(str, targets or [EXPERIMENTS]))
         raise OrderlabError(f"nothing to check: no spec files (*.yaml, *.yml) in {where}")
-    console, errors = report.log_console(), report.stderr_console()
     outcomes: list[SpecCheck] = []
     for path in specs:
         with phases.phase("checking", f"checking {path}", unit="seq") as advance:
-            options = RunOptions(device, progress=advance, notes=advance.note)
-            outcome = check_spec(path, results, rtol, atol, update, options)
+            outcome = check_spec(path, results, rtol, atol, update, options.reporting(advance, advance.note))
         outcomes.append(outcome)
-        for warning in outcome.warnings:
-            errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
-        for comparison in outcome.drifted:
-            console.print(drift_table(outcome, comparison))
-        for unmatched in outcome.unmatched:
-            console.print(unmatched.line(), style="red", markup=False, highlight=False, soft_wrap=True)
-        if outcome.status == "error":
-            errors.print(f"error: {outcome.summary}", markup=False, highlight=False, soft_wrap=True)
-        else:
-            console.print(report.check_line(outcome), highlight=False, soft_wrap=True)
+        if on_spec is not None:
+            on_spec(outcome)
     write_reports(junit, html, outcomes, read_by_check(specs, results))
-    console.print(f"checked {len(outcomes)} spec(s) {phases.took()}", highlight=False)
-    if any(o.status == "error" for o in outcomes):
-        return ERROR
-    return DRIFT if any(o.status in FAILED for o in outcomes) else CLEAN
+    return CheckResult(outcomes)
+
+
+def require_baseline_root(results: Path) -> None:
+    """--out names the folder of baselines: absent (each spec is then missing its baseline) or a folder; a file, a
+    FIFO, a device or a link that leads nowhere is an argument error, before any spec runs."""
+    if (results.exists() or results.is_symlink()) and not results.is_dir():
+        raise OrderlabError(f"--out {results}: not a folder; expected the folder of baselines (OUT/<spec name>/)")
 
 
 def read_by_check(specs: list[Path], results: Path) -> list[Path]:
@@ -104,14 +110,10 @@ def write_reports(junit: Path | None, html: Path | None, outcomes: list[SpecChec
         html_report.write_drift_report(html, outcomes)
 
 
-def drift_table(outcome: SpecCheck, comparison: Comparison) -> report.Table:
-    what = "changed rows" if outcome.status == "updated" else "drifted rows"
-    return report.drift_table(comparison, f"{outcome.name}: {what} of {comparison.file} ({outcome.path})")
-
-
 def junit_case(outcome: SpecCheck) -> Case:
+    """One spec as a JUnit test case; a failure carries its drift tables as plain text."""
     failed = outcome.status in FAILED
-    tables = [report.plain_text(drift_table(outcome, c)) for c in outcome.drifted] if failed else []
+    tables = [report.plain_text(report.spec_drift_table(outcome, c)) for c in outcome.drifted] if failed else []
     return Case(
         name=outcome.name,
         file=str(outcome.path),

@@ -1,5 +1,8 @@
 """`orderlab compare`: run specs once per chosen encoding and line the results up side by side.
 
+`compare_specs` is the command (the CLI's and orderlab.api's): it claims OUT/compare/, runs, writes compare.csv and
+the HTML report if asked, and returns the table; `compare` computes the table alone.
+
 Each spec keeps its sentences, probes, model and seed; only its encodings (and, with --metric,
 its metrics) are replaced. A cell is the worst (largest) value over permutations and heads for
 one spec x input x metric x layer under one encoding, with that value's verdict; over a seed sweep,
@@ -16,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.core.progress import Note
+from orderlab.core.progress import SILENT, Note, Phases
 from orderlab.core.registry import did_you_mean
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
@@ -27,6 +30,8 @@ from orderlab.metrics import default_families, family_names, metrics_of
 from orderlab.plan.load import LoadedSpec, load_spec, with_changes
 from orderlab.plan.sweep import SEED, describe, plan, swept_fields
 from orderlab.results.folder import staged_folder, write_csv, write_manifest
+from orderlab.results.ownership import Writer, claim
+from orderlab.results.paths import child
 from orderlab.results.versions import versions
 from orderlab.spec.schema import (
     CheckpointModelSpec,
@@ -51,6 +56,46 @@ class Comparison:
     specs: list[LoadedSpec]
     dtypes: list[str]
     wall_seconds: float
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """What `orderlab compare` did: the comparison, where it was written, the default specs it left out."""
+
+    comparison: Comparison
+    folder: Path  # OUT/compare/: compare.csv and manifest.json
+    skipped: list[Skipped]
+    report: Path | None  # the HTML report, if asked for
+
+
+def compare_specs(
+    specs: list[Path] | None,
+    encodings: str = "all",
+    metrics: list[str] | None = None,
+    out: Path = Path("results"),
+    options: RunOptions = DEFAULTS,
+    *,
+    html: Path | None = None,
+    phases: Phases = SILENT,
+) -> CompareResult:
+    """Every spec (none: the attention-stack specs of experiments/) under every encoding ('a,b' or 'all'), the rows
+    of `metrics` (None: all); written to OUT/compare/ (claimed first; options.force replaces another command's)."""
+    names, rows = parse_encodings(encodings), parse_metrics(metrics)
+    paths, skipped = (specs, []) if specs else default_specs()
+    folder = child(out, "compare")
+    if html is not None:
+        from orderlab.report import html as html_report  # lazy: matplotlib and jinja2
+
+        html_report.check_destination(html, inputs=[*paths, folder])
+    bar = phases.phase("measuring", "comparing encodings", unit="spec")
+    with claim(folder, Writer("compare"), options.force), bar as advance:
+        result = compare(paths, names, rows, options.reporting(advance, advance.note))
+        write_comparison(result, folder, options.device)
+    if html is None:
+        return CompareResult(result, folder, skipped, None)
+    with phases.phase("report", f"writing {html}"):
+        written = html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
+    return CompareResult(result, folder, skipped, written)
 
 
 def parse_encodings(text: str | None) -> list[str]:

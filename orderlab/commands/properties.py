@@ -1,16 +1,19 @@
 """`orderlab properties`: measure the six properties of each encoding (measure/properties.py) and write them into
-OUT/properties/ (properties.csv, manifest.json), whole; without --out, into results/properties-<settings>/, a
+OUT/properties/ (properties.csv, manifest.json), whole; without an out, into results/properties-<settings>/, a
 folder of their own, so that the committed table (results/properties/, written with `--out results`) is never
-replaced by a run of other settings."""
+replaced by a run of other settings. Returned as data."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from orderlab.commands.compare import parse_encodings
+from orderlab.core.progress import SILENT, Phases
 from orderlab.measure.properties import measure_properties
 from orderlab.results.folder import staged_folder, write_csv, write_manifest
 from orderlab.results.ownership import Writer, claim
@@ -21,17 +24,34 @@ from orderlab.results.versions import versions
 DEFAULT_ROOT = Path("results")
 
 
-def measure_and_write(
-    names: list[str], max_len: int, d_model: int, n_heads: int, seed: int, out: Path | None, force: bool = False
-) -> tuple[pd.DataFrame, Path]:
-    """The properties table, and the folder it was written to (claimed before anything is measured): OUT/properties/,
-    or without `out` results/properties-<settings>/ (settings_folder)."""
+@dataclass(frozen=True)
+class PropertiesResult:
+    table: pd.DataFrame  # properties.csv: one row per encoding x property, with its figure and verdict
+    folder: Path  # OUT/properties/, or results/properties-<settings>/
+    title: str  # what was measured: N, d_model, heads
+
+
+def properties(
+    encodings: str = "all",
+    max_len: int = 256,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seed: int = 0,
+    out: Path | None = None,
+    force: bool = False,
+    *,
+    phases: Phases = SILENT,
+) -> PropertiesResult:
+    """The properties of `encodings` ('a,b' or 'all') at N = max_len, written to OUT/properties/ or, without `out`,
+    results/properties-<settings>/ (settings_folder), claimed before anything is measured."""
+    names = parse_encodings(encodings)
     settings = {"encodings": names, "max_len": max_len, "d_model": d_model, "n_heads": n_heads, "seed": seed}
     folder = child(out, "properties") if out is not None else child(DEFAULT_ROOT, settings_folder(settings))
     with claim(folder, Writer("properties"), force):
-        frame = measure_properties(names, max_len, d_model, n_heads, seed)
+        with phases.phase("measuring", f"measuring the properties of {len(names)} encoding(s) at N={max_len}"):
+            frame = measure_properties(names, max_len, d_model, n_heads, seed)
         write_properties(frame, folder, settings)
-    return frame, folder
+    return PropertiesResult(frame, folder, f"properties at N={max_len}, d_model={d_model}, {n_heads} heads (float64)")
 
 
 def settings_folder(settings: dict[str, object]) -> str:

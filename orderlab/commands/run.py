@@ -1,18 +1,20 @@
-"""One experiment end to end: stream its rows into the results folder and return what the console shows, as data.
+"""`orderlab run`: one experiment end to end, streamed into its results folder, returned as data (never printed).
 
-The glue between spec, sweep and results, so that each CLI command stays a few lines; drawing is report/terminal.py's.
-`write_experiment` is shared by `orderlab run` and `orderlab check`, so a baseline and a fresh
-run can never come from two different code paths.
+`run` is the command (a shard, a Dask cluster or this process; figures and the HTML report after), called by the
+CLI and orderlab.api alike; `write_experiment` is shared with `orderlab check`, so a baseline and a fresh run can
+never come from two different code paths. Drawing on a terminal is report/terminal.py's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
+from orderlab.core.progress import SILENT, Phases
+from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
@@ -20,19 +22,99 @@ from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
 from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
 from orderlab.metrics import ATTENTION_FAMILY
-from orderlab.plan.load import LoadedSpec
-from orderlab.plan.shards import Unit, condition_labels, partition, require_shardable
+from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
 from orderlab.plan.sweep import swept_fields
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
-from orderlab.results.outcome import Outcome, RunView, run_title
+from orderlab.results.outcome import Outcome, RunView, ShardOutcome, run_title
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
+from orderlab.results.paths import child
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What `orderlab run` did: the whole run's outcome, or the shard's; the figures and report it wrote."""
+
+    outcome: Outcome | None  # None for a shard, whose summary exists once the shards are merged
+    shard: ShardOutcome | None = None
+    figures: list[Path] = field(default_factory=list)
+    report: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        written = self.outcome or self.shard
+        assert written is not None
+        return written.folder
+
+
+def run(
+    spec: Path | LoadedSpec,
+    out: Path,
+    options: RunOptions = DEFAULTS,
+    *,
+    shard: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    plot: bool = False,
+    html: bool = False,
+    phases: Phases = SILENT,
+) -> RunResult:
+    """Run the spec into OUT/<spec name>/ (shard K/N: OUT/<spec name>.shard-K-of-N/; workers or scheduler: as shards on
+    a Dask cluster, merged here), then draw its figures and write its HTML report if asked; each phase reported to
+    `phases`, and the run's progress too."""
+    if sum(option is not None for option in (shard, workers, scheduler)) > 1:
+        raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
+    loaded = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
+    if shard is not None:
+        if plot or html:
+            raise OrderlabError(
+                "--plot, --html: a shard has no figures or report of its own; expected `orderlab plot` or "
+                "`orderlab report` on the merged folder"
+            )
+        return RunResult(None, run_shard(loaded, shard, out, options, phases))
+    with phases.phase("measuring", f"running {loaded.spec.name}", unit="seq") as advance:
+        reporting = options.reporting(advance, advance.note)
+        if workers is not None or scheduler is not None:
+            from orderlab.cluster.workers import run_on_dask  # lazy: Dask is an optional extra
+
+            cluster = workers if workers is not None else scheduler
+            assert cluster is not None
+            advance.note(f"shards on {cluster} Dask worker(s)" if workers else f"shards on the Dask cluster {cluster}")
+            outcome = run_on_dask(loaded, out, cluster, write_shard, reporting)
+        else:
+            outcome = write_experiment(loaded, child(out, loaded.spec.name), reporting)
+    return RunResult(outcome, None, *after_run(outcome.folder, plot, html, phases))
+
+
+def after_run(folder: Path, plot: bool, html: bool, phases: Phases) -> tuple[list[Path], Path | None]:
+    """`--plot` and `--html` over a run's folder: the figure files and the report written."""
+    from orderlab.report import figures
+    from orderlab.report import html as html_report
+
+    drawn, written = [], None
+    if plot:
+        with phases.phase("figures", f"drawing the figures into {folder}/figures/"):
+            drawn = figures.plot_results(folder)
+    if html:
+        report = folder / html_report.REPORT_FILE
+        with phases.phase("report", f"writing {report}"):
+            written = html_report.write_report([folder], report, "--html")
+    return drawn, written
+
+
+def run_shard(loaded: LoadedSpec, shard: str, out: Path, options: RunOptions, phases: Phases) -> ShardOutcome:
+    """`run --shard K/N`: one shard's folder, OUT/<spec name>.shard-K-of-N/."""
+    index, count = parse_shard(shard)
+    folder = child(out, shard_folder_name(loaded.spec.name, index, count))
+    with phases.phase("measuring", f"running {loaded.spec.name} shard {index}/{count}", unit="seq") as advance:
+        return write_shard(loaded, folder, (index, count), options.reporting(advance))
 
 
 def write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions = DEFAULTS) -> Outcome:
@@ -99,14 +181,6 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
     return manifest
 
 
-@dataclass(frozen=True)
-class ShardOutcome:
-    folder: Path
-    rows: int  # rows of the shard's metrics.csv
-    units: list[Unit]
-    non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
-
-
 def write_shard(
     loaded: LoadedSpec, folder: Path, shard: tuple[int, int], options: RunOptions = DEFAULTS
 ) -> ShardOutcome:
@@ -128,4 +202,4 @@ def write_shard(
             write_partials(staging, facts, digest)
             manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
             write_manifest(staging, manifest)
-    return ShardOutcome(folder, rows, units, digest.non_finite)
+    return ShardOutcome(folder, rows, units, digest.non_finite, shard)

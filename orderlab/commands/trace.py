@@ -1,4 +1,5 @@
-"""`orderlab trace`: check the choices against the spec, trace the layer (measure/trace.py), write the tidy CSV."""
+"""`orderlab trace`: check the choices against the spec, trace the layer (measure/trace.py), write the tidy CSV;
+returned as data."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from orderlab.core.progress import SILENT, Phases
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
@@ -27,10 +29,25 @@ class TraceOutcome:
 
 
 def trace_and_write(
-    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False, family: str = ""
+    spec_path: Path,
+    input_index: int = 0,
+    layer: int = 1,
+    encoding: str = "",
+    out_root: Path = Path("results"),
+    force: bool = False,
+    family: str = "",
+    *,
+    phases: Phases = SILENT,
 ) -> TraceOutcome:
     """Check the choices, trace the layer of the spec's first combination (of `family`'s, when given), write the CSV
     (atomically) into OUT/<spec name>_trace/, keeping the earlier traces there."""
+    with phases.phase("tracing", f"tracing layer {layer} of {spec_path}"):
+        return _trace_and_write(spec_path, input_index, layer, encoding, out_root, force, family)
+
+
+def _trace_and_write(
+    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool, family: str
+) -> TraceOutcome:
     spec = load_spec(spec_path).spec
     configuration = chosen_configuration(plan(spec), family)
     concrete, note = configuration.spec, ""

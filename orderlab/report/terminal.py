@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import itertools
 import threading
@@ -308,7 +309,7 @@ def progress_bar(description: str, quiet: bool, unit: str | None = "seq") -> Ite
     elapsed instead, for work that does not count itself (figures, a report).
 
     The bar appears only once the work has lasted PROGRESS_DELAY_SECONDS, so quick work prints nothing
-    extra; it is silent with --quiet or when stderr is not a terminal (pipes, files, CI).
+    extra; it is silent with --quiet or when stderr is neither a terminal nor a notebook (pipes, files, CI).
     """
     console = stderr_console()
     described = TextColumn("{task.description}")
@@ -318,7 +319,7 @@ def progress_bar(description: str, quiet: bool, unit: str | None = "seq") -> Ite
         if unit is not None
         else [SpinnerColumn(), described, TimeElapsedColumn()]
     )  # fmt: skip
-    bar = Progress(*columns, console=console, transient=True, disable=quiet or not console.is_terminal)
+    bar = Progress(*columns, console=console, transient=True, disable=quiet or not drawable(console))
     task = bar.add_task(description, total=None)
 
     def advance(done: int, total: int) -> None:
@@ -329,6 +330,14 @@ def progress_bar(description: str, quiet: bool, unit: str | None = "seq") -> Ite
 
     with shown_after(bar, PROGRESS_DELAY_SECONDS):
         yield ProgressBar(advance, note)
+
+
+def drawable(console: Console) -> bool:
+    """Whether a bar can be drawn live: on a terminal, or in a notebook with ipywidgets (rich's live display there;
+    without ipywidgets rich would warn on every update, so a notebook without them gets no bar)."""
+    if console.is_terminal:
+        return True
+    return console.is_jupyter and importlib.util.find_spec("ipywidgets") is not None
 
 
 @contextlib.contextmanager
@@ -701,6 +710,12 @@ def log_console(min_width: int = 120) -> Console:
     """The stdout console, at least min_width wide when writing to a log rather than a terminal."""
     console = Console()
     return console if console.is_terminal else Console(width=max(console.width, min_width))
+
+
+def spec_drift_table(outcome: SpecCheck, comparison: Comparison) -> Table:
+    """drift_table titled with the spec and the file: its changed rows (--update) or drifted ones."""
+    what = "changed rows" if outcome.status == "updated" else "drifted rows"
+    return drift_table(comparison, f"{outcome.name}: {what} of {comparison.file} ({outcome.path})")
 
 
 def check_line(outcome: SpecCheck) -> Text:

@@ -14,6 +14,8 @@ from orderlab.spec.schema import Spec
 if TYPE_CHECKING:
     import pandas as pd
 
+    from orderlab.plan.shards import Unit
+
 
 @dataclass(frozen=True)
 class RunView:
@@ -35,6 +37,17 @@ class Outcome:
     files: list[str]  # file names written into folder, metrics.csv first
     view: RunView
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What `run --shard K/N` hands back: its folder, rows and units; its summary exists once the shards merge."""
+
+    folder: Path
+    rows: int  # rows of the shard's metrics.csv
+    units: list[Unit]
+    non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
+    shard: tuple[int, int]  # (K, N)
 
 
 def run_title(spec: Spec) -> str:

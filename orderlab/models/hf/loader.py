@@ -14,7 +14,9 @@ weights.
 from __future__ import annotations
 
 import copy
+import importlib
 import os
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +51,10 @@ def import_transformers() -> ModuleType:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        import transformers
+        with warnings.catch_warnings():  # in Jupyter without ipywidgets, tqdm.auto's first import warns (TqdmWarning)
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            importlib.import_module("tqdm.auto")  # here, silently, before transformers' hub code imports it
+            import transformers
     except ImportError:
         raise MissingExtraError(missing_message("hf", "transformers")) from None
     transformers.utils.logging.set_verbosity_error()
