@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families
+from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families, per_permutation_mean
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -106,7 +106,8 @@ def tune_allocator() -> None:
 
 class SummaryCollector:
     """RowCollector's `add` and `add_where`, folding each chunk into a running max (and its first
-    permutation) and an exact mean."""
+    permutation) and an exact mean. A mean or rate metric's mean (its summary) is over the orders that change the
+    sentence: never the identity, nor a swap of two copies of one word (docs/metrics.md)."""
 
     def __init__(self, case: str, sentence: str, encoding: str, words: list[str]):
         self.fixed = {"case": case, "input": sentence, "encoding": encoding}
@@ -134,8 +135,11 @@ class SummaryCollector:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
         self.first.setdefault(key, chunk[0])
         self._keep_max(key, float(top), chunk[int(where)])
-        self.sums.setdefault(key, ExactSum()).add(values.double().cpu().numpy())
-        self.counts[key] = self.counts.get(key, 0) + len(chunk)
+        summed = values.double().cpu().numpy()
+        if per_permutation_mean(key[2]):
+            summed = summed[[perms.apply(p, self.words) != self.words for p in chunk]]
+        self.sums.setdefault(key, ExactSum()).add(summed)
+        self.counts[key] = self.counts.get(key, 0) + len(summed)
 
     def _keep_max(self, key: StatKey, value: float, where: perms.Permutation) -> None:
         """A later maximum replaces the known one only if larger (or NaN over a number): the first one stays."""
@@ -265,7 +269,7 @@ class MeasuringLoop:
         self.per_permutation = spec.rows == "per_permutation"
         self.units = None if units is None else {unit.segment[1:]: unit for unit in units}
         lowercase = spec.embeddings.lowercase
-        sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
+        sequences = sum(perms.count(i.permutations, tokenize(i.sentence, lowercase)) for i in spec.sentences)
         self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
         if units is not None:
             self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
@@ -369,7 +373,7 @@ class MeasuringLoop:
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
         start, stop = (unit.start, unit.stop) if unit else (0, None)
-        stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
+        stream = perms.in_label_order_range(rules, words, spec.seed, start, stop)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         chunks = perms.chunks(stream, size)
         first = next(chunks, [])

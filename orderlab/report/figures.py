@@ -308,9 +308,10 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
 
 
 def _mean_by_layer(rows: pd.DataFrame) -> pd.Series:
-    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means)."""
-    if "statistic" in rows.columns:
-        rows = rows[rows["statistic"] == "mean"]
+    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means); as
+    the summary's, over the orders that change the sentence."""
+    means = rows["statistic"] == "mean" if "statistic" in rows.columns else rows["permuted"] != rows["input"]
+    rows = rows[means]
     return rows.groupby(["layer", "input"])["value"].mean().groupby("layer").mean()
 
 

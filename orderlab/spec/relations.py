@@ -41,10 +41,10 @@ def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> Non
         if not words:
             raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
         try:
-            perms.validate_rule(item.permutations, len(words))
+            perms.validate_rule(item.permutations, words)
         except ValueError as error:
             raise doc.error(("inputs", index, "permutations"), str(error)) from None
-        many = perms.count(item.permutations, len(words))
+        many = perms.count(item.permutations, words)
         if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
             raise doc.error(
                 ("inputs", index, "permutations"),
@@ -65,9 +65,9 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
         raise doc.error(("attention_maps", "input"), f"the spec has {len(spec.sentences)} input sentence(s); "
                         f"expected 0..{len(spec.sentences) - 1}")  # fmt: skip
     if shown.permutations is not None:
-        n = len(tokenize(spec.sentences[shown.input].sentence, lowercase))
+        words = tokenize(spec.sentences[shown.input].sentence, lowercase)
         try:
-            perms.validate_rule(shown.permutations, n)
+            perms.validate_rule(shown.permutations, words)
         except ValueError as error:
             raise doc.error(("attention_maps", "permutations"), str(error)) from None
 
