@@ -28,6 +28,7 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families, per_permutation_mean
+from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -35,9 +36,10 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.measure.verdicts import without_order
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
-from orderlab.spec.schema import Spec
+from orderlab.spec.schema import ProbePair, Spec
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -302,8 +304,8 @@ class MeasuringLoop:
         probes = []
         probe_unit = self.units.get((PROBES, "", "")) if self.units is not None else None
         for adapter, twin in pairs if self.units is None or probe_unit else []:
-            for a, b in spec.probes:
-                table, non_finite = self.measure_probe(adapter, twin, a, b)
+            for probe in spec.probes:
+                table, non_finite = self.measure_probe(adapter, twin, probe)
                 digest.non_finite += non_finite
                 probes.append(table)
                 advance(1)
@@ -312,9 +314,10 @@ class MeasuringLoop:
             if not self.per_permutation:
                 both = [worst.assign(statistic=s) for s in STATISTICS]
                 table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
-                table = table[SUMMARY_COLUMNS]
+                table = table[SUMMARY_COLUMNS + relation_columns(spec)]
             else:
-                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")
+                table = table[COLUMNS + relation_columns(spec)]
             yield self.tagged(table)
             if probe_unit is None:
                 digest.worst.append(worst)
@@ -338,10 +341,10 @@ class MeasuringLoop:
         return noise
 
     @torch.inference_mode()
-    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> tuple[pd.DataFrame, int]:
-        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass),
-        and how many came out non-finite."""
-        spec = self.spec
+    def measure_probe(self, adapter: Adapter, twin: Adapter, probe: ProbePair) -> tuple[pd.DataFrame, int]:
+        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass; for a
+        pair of different words, whether they are told apart), and how many came out non-finite."""
+        spec, (a, b) = self.spec, probe.pair
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
         out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
@@ -353,7 +356,12 @@ class MeasuringLoop:
             sides.append(NoiseCollector())
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
-        return table, judge(table, merge(*sides), self.dtype)
+        non_finite = judge(table, merge(*sides), self.dtype)
+        if not probe.reorders:
+            table["verdict"] = without_order(table["verdict"].to_numpy())
+        if has_relations(spec):
+            table[RELATION_COLUMN] = probe.relation
+        return table, non_finite
 
     def sweep_sentence(
         self,
@@ -455,6 +463,15 @@ class MeasuringLoop:
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output
+
+
+def has_relations(spec: Spec) -> bool:
+    """Whether a probe pair is not a reordering, so that metrics.csv and summary.csv say each pair's relation."""
+    return any(not probe.reorders for probe in spec.probes)
+
+
+def relation_columns(spec: Spec) -> list[str]:
+    return [RELATION_COLUMN] if has_relations(spec) else []
 
 
 def identity(words: list[str], adapter: Adapter) -> torch.Tensor:

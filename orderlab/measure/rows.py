@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 
 from orderlab.core.metric_registry import RATE_COUNT, per_permutation_mean, reduction_of
+from orderlab.core.pair_relations import RELATION_COLUMN
 
 
 class Collector(Protocol):
@@ -86,14 +87,18 @@ class RowCollector:
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Wide view: per (case, subject, metric), each encoding's value as the registry reduces the metric, and its
     verdict: the worst (largest) value, or for a mean or a rate the largest mean over permutations of any layer and
-    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT."""
+    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT; one
+    with a pair that is not a reordering, each pair's relation (RELATION_COLUMN, blank on other rows)."""
     subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
-    keys = ["case", "subject", "metric", "encoding"]
     shown = table.assign(subject=subject, value=summary_values(table))
+    relation = [RELATION_COLUMN] if RELATION_COLUMN in table.columns else []
+    if relation:
+        shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
+    index = ["case", "subject", *relation, "metric"]
     ordered = shown.sort_values("value", kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
-    worst = ordered.groupby(keys).tail(1)
-    wide = worst.pivot(index=["case", "subject", "metric"], columns="encoding", values=["value", "verdict"])
+    worst = ordered.groupby([*index, "encoding"]).tail(1)
+    wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
     summary = pd.DataFrame(columns).reset_index()

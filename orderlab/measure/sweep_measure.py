@@ -16,7 +16,7 @@ from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.intervals import over_seeds
-from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
+from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece, relation_columns
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
@@ -81,7 +81,12 @@ class SweepMeasurement:
     @property
     def columns(self) -> list[str]:
         details = DETAIL_COLUMNS if has_details(self.spec) else []
-        return [*self.axes, *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS), *details]
+        return [
+            *self.axes,
+            *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS),
+            *details,
+            *relation_columns(self.spec),
+        ]
 
     def frames(self) -> Frames:
         run, done = Digest(), 0

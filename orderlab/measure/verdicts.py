@@ -63,7 +63,19 @@ def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.n
     return np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
 
 
+# A pair of sentences that is not a reordering (core/pair_relations.py) is told apart or not: never an order verdict.
+DISTINGUISHABLE = "distinguishable"
+INDISTINGUISHABLE: Passing = "indistinguishable"
+
+
+def without_order(verdicts: np.ndarray) -> np.ndarray:
+    """A pair of different words' verdicts: indistinguishable within the round-off, distinguishable above it."""
+    verdicts = np.asarray(verdicts, dtype=object)
+    judged = np.where(verdicts == ORDER_SENSITIVE, DISTINGUISHABLE, INDISTINGUISHABLE)
+    return np.where(verdicts == NON_FINITE, NON_FINITE, judged)
+
+
 def canonical(values: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
     """Values judged round-off become 0, so results do not churn with the CPU; all others stay as measured."""
-    passing = (verdicts != ORDER_SENSITIVE) & (verdicts != NON_FINITE)
+    passing = (verdicts != ORDER_SENSITIVE) & (verdicts != NON_FINITE) & (verdicts != DISTINGUISHABLE)
     return np.where(passing, 0.0, np.asarray(values, dtype=np.float64))

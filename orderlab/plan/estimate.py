@@ -343,10 +343,10 @@ def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:
 def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
     """Each probe pair: one pass per sentence and encoding (loop.MeasuringLoop.measure_probe)."""
     encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
-    for index, pair in enumerate(spec.probes):
-        sides = [tokenize(side, spec.embeddings.lowercase) for side in pair]
+    for index, probe in enumerate(spec.probes):
+        sides = [tokenize(side, spec.embeddings.lowercase) for side in probe.pair]
         lengths = [len(words) for words in sides]
-        rows, width = _probe_rows(spec, *pair)
+        rows, width = _probe_rows(spec, *probe.pair)
         tally.add_rows(encodings * rows, width)
         tally.sequences += 2 * encodings
         seconds = encodings * (sum(stack_flops(spec, n) for n in lengths) / rate + rows * SECONDS_PER_ROW)
@@ -702,7 +702,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
         if spec.rows == "summary":  # a max and a mean row per layer, head and metric
             written, width = 2 * ((each if count else 0) + (prefix if kept else 0)), width + len("mean,")
         rows, row_bytes, held = rows + written, row_bytes + written * width, held + (each + prefix)
-    for a, b in spec.probes:
+    for a, b in (probe.pair for probe in spec.probes):
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
         pair_rows = rows_per_layer(PAIR_DISTANCE_FAMILY)

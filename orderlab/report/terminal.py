@@ -30,8 +30,9 @@ from rich.text import Text
 
 from orderlab.core import progress as work
 from orderlab.core.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
+from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.measure.intervals import LOWER, UPPER
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.plan.sweep import describe
 from orderlab.results.outcome import RunView
@@ -85,9 +86,24 @@ def share_text(rate: float, count: int | None = None) -> str:
     return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
 
 
+def pair_cell(value: float, verdict: str) -> Text:
+    """A pair of different words' cell, unmarked by order: '9.8e-02 ≠' told apart, '≈0 =' not, 'nan !'."""
+    if verdict == DISTINGUISHABLE:
+        return Text(f"{value:.1e} ≠")
+    return verdict_cell(value, verdict) if verdict == NON_FINITE else Text("≈0 =")
+
+
+def without_order(row: pd.Series) -> bool:
+    """Whether a summary row is a pair's that is not a reordering (no order verdict)."""
+    relation = row.get(RELATION_COLUMN)
+    return isinstance(relation, str) and relation in RELATIONS and not RELATIONS.get(relation).reorders
+
+
 def encoding_cell(row: pd.Series, name: str) -> Text:
     """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
-    when the row is a mean over seeds."""
+    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell)."""
+    if without_order(row):
+        return pair_cell(row[name], row[f"{name} verdict"])
     if reduction_of(str(row["metric"])) == "rate":
         return rate_cell(row, name)
     if f"{name} {LOWER}" in row.index:
@@ -135,6 +151,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     over seeds and interval); a mean or rate metric's mean over permutations instead (reductions_note)."""
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
+    notes += pairs_note(summary)
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
@@ -146,10 +163,18 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     for subject, rows in ordered.groupby(["case", "subject"], sort=False):
         if table.row_count:
             table.add_section()
-        table.add_row(Text(str(subject[1]), style="bold"))
+        relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
+        table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
     return table
+
+
+def pairs_note(summary: pd.DataFrame) -> str:
+    """What a caption adds when a pair of different words is shown: its marks, and why it has no token_shift."""
+    if RELATION_COLUMN not in summary.columns or not any(without_order(row) for _, row in summary.iterrows()):
+        return ""
+    return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
 
 
 def reductions_note(summary: pd.DataFrame) -> str:

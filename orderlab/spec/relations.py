@@ -10,6 +10,7 @@ from __future__ import annotations
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
+from orderlab.core.pair_relations import relation_problem
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
@@ -51,10 +52,14 @@ def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> Non
                 f"{many:,} permutations would write that many rows per layer and metric; expected "
                 f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
             )
-    for index, pair in enumerate(spec.probes):
-        for side, sentence in enumerate(pair):
-            if not tokenize(sentence, lowercase):
+    for index, probe in enumerate(spec.probes):
+        sides = [tokenize(sentence, lowercase) for sentence in probe.pair]
+        for side, words in enumerate(sides):
+            if not words:
                 raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+        problem = relation_problem(probe.relation, *sides)
+        if problem:
+            raise doc.error(("probes", index), problem)
     validate_shown(spec, doc, lowercase)
 
 
@@ -164,7 +169,7 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
     places: list[tuple[FieldPath, str]] = [
         (("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.sentences)
     ]
-    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
+    places += [(("probes", i, side), s) for i, probe in enumerate(spec.probes) for side, s in enumerate(probe.pair)]
     for path, sentence in places:
         missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
         if missing:
