@@ -27,7 +27,6 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families, per_permutation_mean
 from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
@@ -37,6 +36,7 @@ from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
 from orderlab.measure.verdicts import without_order
+from orderlab.metrics import ATTENTION_FAMILY, noise_families, per_permutation_mean
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import ProbePair, Spec

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.core.metric_registry import RATE_COUNT, per_permutation_mean, reduction_of
 from orderlab.core.pair_relations import RELATION_COLUMN
+from orderlab.metrics import RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):
