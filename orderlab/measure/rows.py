@@ -15,7 +15,8 @@ import pandas as pd
 import torch
 
 from orderlab.core.pair_relations import RELATION_COLUMN
-from orderlab.metrics import RATE_COUNT, per_permutation_mean, reduction_of
+from orderlab.measure.verdicts import NON_FINITE
+from orderlab.metrics import ORIGINAL_RANK, PERMUTATION_PREFERRED, RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):
@@ -106,7 +107,22 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if rates.empty:
         return summary
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    return summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    summary = summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    return with_ranks(summary, encodings, index)
+
+
+def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:
+    """The summary with, after each acceptance rate, the original's rank among itself and its distinct reorderings:
+    1 + how many the model prefers (rate x count), of count + 1 sentences; unjudged (verdict '')."""
+    rates = summary[summary["metric"] == PERMUTATION_PREFERRED]
+    if rates.empty:
+        return summary
+    ranks = rates.assign(metric=ORIGINAL_RANK)
+    for name in encodings:
+        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
+        ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
+    together = pd.concat([summary, ranks], ignore_index=True)
+    return together.sort_values(index, kind="mergesort", ignore_index=True)
 
 
 def summary_values(table: pd.DataFrame) -> pd.Series:

@@ -19,7 +19,7 @@ from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
-from orderlab.metrics import DECODABILITY_FAMILY
+from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
 from orderlab.plan.shards import DECODABILITY, Unit
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
@@ -179,7 +179,8 @@ def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> RunResult:
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
     """`rows.summarize` per combination, with the swept columns after `subject`; probe rows left out.
     Over a seed sweep, per cell the mean over seeds of the per-seed worst value and its t interval."""
-    errors = table[~table["case"].isin(["decodability", TASK_CASE])]
+    # Left out: the position probe's and task rows, and values summarised by another metric (log P per order).
+    errors = table[~table["case"].isin(["decodability", TASK_CASE]) & (table["metric"].map(reduction_of) != "none")]
     if errors.empty:
         return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])
     if not swept:

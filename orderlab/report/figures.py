@@ -157,7 +157,10 @@ def drawings(folder: Path, results: Results) -> list[Drawing]:
     assert manifest.spec is not None and manifest.dtype is not None  # read_results checked them
     swept, name = list(manifest.sweep), manifest.spec.name
     drawn = []
-    errors = metrics[~metrics["case"].isin(["decodability", TASK_CASE])]
+    # Left out as in summary.csv: the probe's and task rows, and values another metric summarises (log P per order).
+    errors = metrics[
+        ~metrics["case"].isin(["decodability", TASK_CASE]) & (metrics["metric"].map(reduction_of) != "none")
+    ]
     if not errors.empty:
         drawn.append(Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest.dtype)))
     probe = metrics[metrics["metric"] == POSITION_ACCURACY]
@@ -325,7 +328,7 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_xticks(layers)
     ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations)")
     ax.set_xlabel("layer (0 = input)")
-    ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
+    ax.set_ylabel("share of reorderings at 1" if rate else f"mean {metric}")
 
 
 def _legend_columns(figure: Figure, labels: list[str]) -> int:

@@ -81,6 +81,17 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     return Text(share_text(rate, int(count)))
 
 
+def rank_cell(row: pd.Series, name: str) -> Text:
+    """The original's rank among itself and its reorderings, '4 of 12' (1: scored above every reordering); a mean
+    over seeds '3.7' alone; 'nan !' if non-finite."""
+    rank, count = row[name], row.get(RATE_COUNT)
+    if pd.isna(rank) or row[f"{name} verdict"] == NON_FINITE:
+        return verdict_cell(rank, NON_FINITE)
+    if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:
+        return Text(f"{rank:.1f}")
+    return Text(f"{int(rank)} of {int(count) + 1}")
+
+
 def share_text(rate: float, count: int | None = None) -> str:
     """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count."""
     return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
@@ -104,6 +115,8 @@ def encoding_cell(row: pd.Series, name: str) -> Text:
     when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell)."""
     if without_order(row):
         return pair_cell(row[name], row[f"{name} verdict"])
+    if reduction_of(str(row["metric"])) == "rank":
+        return rank_cell(row, name)
     if reduction_of(str(row["metric"])) == "rate":
         return rate_cell(row, name)
     if f"{name} {LOWER}" in row.index:
@@ -179,12 +192,14 @@ def pairs_note(summary: pd.DataFrame) -> str:
 
 def reductions_note(summary: pd.DataFrame) -> str:
     """What a caption adds for the rows not reduced to their worst value: '; logprob_change: mean over
-    permutations; permutation_preferred: share of permutations at 1 (how many of how many)'."""
+    permutations; permutation_preferred: share of the distinct reorderings at 1 (how many of how many)'."""
     shown = list(dict.fromkeys(summary["metric"])) if "metric" in summary.columns else []
     means = [name for name in shown if reduction_of(name) == "mean"]
     rates = [name for name in shown if reduction_of(name) == "rate"]
-    notes = [f"{', '.join(means)}: mean over permutations"] if means else []
-    notes += [f"{', '.join(rates)}: share of permutations at 1 (how many of how many)"] if rates else []
+    notes = [f"{', '.join(means)}: mean over the distinct reorderings"] if means else []
+    notes += [f"{', '.join(rates)}: share of the distinct reorderings at 1 (how many of how many)"] if rates else []
+    ranks = [name for name in shown if reduction_of(name) == "rank"]
+    notes += [f"{', '.join(ranks)}: the original's rank by log P among itself and its reorderings"] if ranks else []
     return "".join(f"; {note}" for note in notes)
 
 
