@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from orderlab.core.pair_relations import RELATION_COLUMN
-from orderlab.measure.verdicts import NON_FINITE
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.metrics import ORIGINAL_RANK, PERMUTATION_PREFERRED, RATE_COUNT, per_permutation_mean, reduction_of
 
 
@@ -102,6 +102,8 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).fillna("")
+    columns |= {first_layer_column(name): firsts[name] for name in encodings}
     summary = pd.DataFrame(columns).reset_index()
     rates = worst[worst["metric"].map(reduction_of) == "rate"]
     if rates.empty:
@@ -109,6 +111,33 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
     summary = summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
     return with_ranks(summary, encodings, index)
+
+
+FIRST_LAYER = "first layer"  # summary.csv's '<encoding> first layer': where order first shows, or NEVER
+NEVER = "never"
+
+
+def first_layer_column(encoding: str) -> str:
+    return f"{encoding} {FIRST_LAYER}"
+
+
+def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
+    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
+        rows["metric"].map(reduction_of).isin(["max", "mean"])
+    )
+    sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
+    keys = [*index, "encoding"]
+    first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
+    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
+
+
+def earliest(layers: list[str]) -> str:
+    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
+    shown = [int(layer) for layer in layers if layer.isdigit()]
+    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
 
 
 def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:

@@ -31,6 +31,8 @@ from rich.text import Text
 from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.measure.intervals import LOWER, UPPER
+from orderlab.measure.rows import FIRST_LAYER, first_layer_column
+from orderlab.measure.task_accuracy import CHANCE, TASK_CASE, UNTRAINED_LENGTH
 from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.models.hf.zoo import ZooEntry
@@ -143,7 +145,10 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     if view.corpus_threshold is not None:
         return [corpus_table(view.summary, view.encodings, view.title, view.corpus_threshold)]
     summary = sweep_subjects(view.summary, view.swept)
-    tables = summary_tables(summary, view.encodings, view.title, view.dtype, width)
+    tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
+    tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width)
+    if tasks.any():
+        tables.append(task_table(summary[tasks], view.encodings))
     probe = None if view.digest is None else decodability_table(view.digest, view.encodings, view.swept)
     return tables if probe is None else [*tables, probe]
 
@@ -165,10 +170,15 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     notes += pairs_note(summary)
+    firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
+    if firsts:
+        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input), per encoding in column order"
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
+    if firsts:
+        table.add_column(FIRST_LAYER.replace(" ", "\n"), justify="right", overflow="fold")
     rank = {m: i for i, m in enumerate(metric_names())}  # rows in the registry's order
     ordered = summary.sort_values(
         ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
@@ -179,7 +189,8 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
         relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
         table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
-            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
+            first = ["/".join(str(row[column]) for column in firsts)] if firsts else []
+            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
     return table
 
 
@@ -188,6 +199,24 @@ def pairs_note(summary: pd.DataFrame) -> str:
     if RELATION_COLUMN not in summary.columns or not any(without_order(row) for _, row in summary.iterrows()):
         return ""
     return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
+
+
+def task_table(rows: pd.DataFrame, encodings: list[str]) -> Table:
+    """A trained spec's answer: each trained encoding's task accuracy per test length, beside the length's chance."""
+    table = Table(
+        title="task accuracy of the trained stacks, against chance",
+        caption="held-out sentences per length; chance: the task's best order-blind accuracy; "
+        "* = a length not trained on",
+        title_justify="left",
+    )
+    table.add_column("test sentences", overflow="fold")
+    table.add_column(CHANCE, justify="right")
+    for name in encodings:
+        table.add_column(name, justify="right", no_wrap=True)
+    for _, row in rows.iterrows():
+        cells = [f"{row[name]:.2f}" + ("*" if row[f"{name} verdict"] == UNTRAINED_LENGTH else "") for name in encodings]
+        table.add_row(Text(str(row["subject"])), f"{float(row[CHANCE]):.2f}", *cells)
+    return table
 
 
 def reductions_note(summary: pd.DataFrame) -> str:
