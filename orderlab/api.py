@@ -61,13 +61,13 @@ def run(
     force: bool = False,
     progress: Progress | None = None,
 ) -> Result:
-    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None)."""
-    import torch
-
+    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None);
+    device: cpu, cuda or auto (a CUDA GPU where there is one)."""
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
 
-    options = RunOptions(torch.device(device), chunk_size, force, progress)
+    options = RunOptions(resolve_device(device), chunk_size, force, progress)
     with _spec_file(spec) as path, _results_root(out) as root:
         loaded = _load(path)
         folder = root / loaded.spec.name
@@ -93,13 +93,13 @@ def compare(
     device: str = "cpu",
     progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer."""
-    import torch
-
+    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer;
+    device: cpu, cuda or auto."""
     from orderlab.commands import compare as comparing
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
 
-    options = RunOptions(torch.device(device), progress=progress)
+    options = RunOptions(resolve_device(device), progress=progress)
     names = comparing.parse_encodings(encodings if isinstance(encodings, str) else ",".join(encodings))
     rows = comparing.parse_metrics(metrics)
     return comparing.compare([Path(spec) for spec in specs], names, rows, options).table

@@ -14,6 +14,7 @@ import pandas as pd
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
+from orderlab.measure.chunking import device_batching
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece, relation_columns
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
@@ -110,10 +111,8 @@ class SweepMeasurement:
                 done += training_work(spec)
                 accuracy = loop.tagged(accuracy_rows(spec, stacks))
                 yield accuracy.reindex(columns=self.columns, fill_value="")
-                run.worst.append(
-                    accuracy
-                )  # the summary's task accuracy against chance (a train: spec is never sharded)
-                adapters = trained_adapters(spec, stacks, self.device)
+                run.worst.append(accuracy)  # the summary's task accuracy against chance (train: is never sharded)
+                adapters = trained_adapters(spec, stacks, self.device, device_batching(self.device))
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)

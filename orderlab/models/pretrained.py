@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from orderlab.core.corpustext import read_corpus
+from orderlab.core.hook_points import HF_HOOK_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
 from orderlab.metrics import (
@@ -32,16 +33,13 @@ from orderlab.metrics import (
 )
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
-from orderlab.models.batching import memory_budget
+from orderlab.models.batching import Batching
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
-from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
-from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
-from orderlab.plan.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, ModelShape, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
 
@@ -49,9 +47,15 @@ WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the
 
 
 def pretrained_adapters(
-    spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True, attention_maps: bool = False
+    spec: Spec,
+    device: torch.device,
+    spec_file: Path,
+    batching: Batching,
+    share_prefixes: bool = True,
+    attention_maps: bool = False,
 ) -> list[PretrainedAdapter]:
-    """One adapter per position ablation, in label order, all on one loaded model (and one twin).
+    """One adapter per position ablation, in label order, all on one loaded model (and one twin), its passes cut and
+    padded by `batching`.
 
     A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
@@ -74,10 +78,11 @@ def pretrained_adapters(
         family=family,
         allow_random_init=allow_random_init,
         heads_read=LM_LOGPROB_FAMILY in spec.metrics,
+        row_alignment=batching.row_alignment,
     )
     if folder is not None:
         refuse_unknown_words(folder, backend.tokenizer, words)
-    shared = Shared(backend, spec.seed, share_prefixes)
+    shared = Shared(backend, spec.seed, batching, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
                                                                                  key=model.label)]  # fmt: skip
@@ -101,11 +106,11 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
 
 
 class Shared:
-    """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, and whether
-    causal passes may share prefixes."""
+    """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, how passes are
+    cut, and whether causal passes may share prefixes."""
 
-    def __init__(self, backend: PretrainedBackend, seed: int, share_prefixes: bool = True):
-        self.backend, self.seed, self.share_prefixes = backend, seed, share_prefixes
+    def __init__(self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True):
+        self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
         self.twin_backend: PretrainedBackend | None = None
 
     def twin(self) -> Shared:
@@ -113,7 +118,7 @@ class Shared:
         token (n + 1 small calls against one); the round-off line it draws is the same."""
         if self.twin_backend is None:
             self.twin_backend = self.backend.twin(twin_dtype(str(self.backend.dtype).removeprefix("torch.")))
-        return Shared(self.twin_backend, self.seed, share_prefixes=False)
+        return Shared(self.twin_backend, self.seed, self.batching, share_prefixes=False)
 
 
 class PretrainedAdapter:
@@ -159,17 +164,22 @@ class PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
 
     def chunk_size(self, n: int, attention: bool) -> int:
-        """256 reorderings a pass; where prefixes are shared, as many as the memory budget holds (up to 1,024): the
-        trie's first depths run a few prefixes each, reading every weight for them, and a longer chunk shares them."""
-        if attention or not self.shares_prefixes:
-            return CHUNK
+        """Reorderings per pass of an n-word sentence (its specials counted), as the batching's rule sizes them."""
+        return self.orders_per_pass(n, attention, shared=self.shares_prefixes and not attention)
+
+    def orders_per_pass(self, n: int, attention: bool, shared: bool) -> int:
+        """Reorderings per pass of an n-word sentence: dense, or walking shared prefixes."""
+        tokens = n + 1 if self.shared.backend.code.causal else n + 2  # BOS; or [CLS] and [SEP]
+        return self.shared.batching.chunk_size("pretrained", self.shape, tokens, attention, shared, self.dtype.itemsize)
+
+    @property
+    def shape(self) -> ModelShape:
+        """What sizes its passes, from the loaded model's config."""
         config = self.shared.backend.model.config
-        values = shared_prefix_values(n + 1, config.hidden_size, config.num_hidden_layers, config.vocab_size)
-        return shared_prefix_chunk(
-            values,
-            self.dtype.itemsize,
-            memory_budget(self.device, SHARED_PREFIX_CHUNK_BYTES, SHARED_PREFIX_CHUNK_BYTES),
-        )
+        d = int(config.hidden_size)
+        ffn = int(getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * d)
+        layers, heads, vocab = int(config.num_hidden_layers), int(config.num_attention_heads), int(config.vocab_size)
+        return ModelShape(d, layers, heads, ffn, vocab, head=self.shared.backend.code.causal)
 
     def last_pooled(self, rows: Sequence[tuple[PretrainedSentence, Permutation]]) -> dict[str, torch.Tensor]:
         """Last-layer sentence vectors {"mean"/"cls": (R, d)} of reorderings of several sentences, in one dense pass.
@@ -194,8 +204,9 @@ class PretrainedAdapter:
         sentences = generator.integers(0, len(words), size=(probe.sentences, probe.length))  # (S, n)
         tokens = [backend.word_tokens([str(words[k]) for k in row]) for row in sentences]
         states: list[list[torch.Tensor]] = []
-        for start in range(0, len(tokens), CHUNK):
-            part = tokens[start : start + CHUNK]
+        chunk = self.orders_per_pass(probe.length, attention=False, shared=False)
+        for start in range(0, len(tokens), chunk):
+            part = tokens[start : start + chunk]
             output = backend.forward(torch.tensor([t.ids for t in part]))
             pooling = torch.from_numpy(np.stack([t.pooling() for t in part]))
             states.append([word_states(h, pooling) for h in output.hidden])
@@ -228,14 +239,14 @@ class PretrainedSentence:
         self.tokens: WordTokens = adapter.shared.backend.word_tokens(words)
         self.shares_prefixes = adapter.shares_prefixes and one_token_words(self.tokens)  # else a word is no trie edge
 
-    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+    def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """B reorderings through the model, with the requested hook points it exposes (record_hooks).
 
-        Without maps or hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
+        Without hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
         """
-        if self.shares_prefixes and not attention and not hooks:
+        if self.shares_prefixes and not hooks:
             return self.shared_prefixes(orders)
-        return self.dense(orders, attention, hooks)
+        return self.dense(orders, hooks)
 
     def slot_names(self) -> list[str]:
         return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]
@@ -244,20 +255,19 @@ class PretrainedSentence:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
         shared = shared_pass(self.adapter.backend, self.tokens, orders)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
-        return token_pass(shared.hidden, words, [], shared.logprob)
+        return token_pass(shared.hidden, words, shared.logprob)
 
-    def dense(self, orders: torch.Tensor, attention: bool, hooks: HookRequest) -> Pass:
-        """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested)."""
+    def dense(self, orders: torch.Tensor, hooks: HookRequest) -> Pass:
+        """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested:
+        eager attention, the only kind that returns them)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
-        patterns = any(name.endswith(".pattern") for name in hooks)
-        output = self.adapter.backend.forward(ids, attention=attention or patterns)
+        output = self.adapter.backend.forward(ids, attention=any(point_of(name) == "pattern" for name in hooks))
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
-        maps = output.attention if attention else []
         points = requested(record_hooks(output), hooks, len(moved)) if hooks else None  # none asked: none gathered
-        return token_pass(output.hidden, words, maps, logprob, points)
+        return token_pass(output.hidden, words, logprob, points)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
@@ -274,16 +284,12 @@ class PretrainedSentence:
 
 
 def token_pass(
-    tokens: list[torch.Tensor],
-    words: list[torch.Tensor],
-    maps: list[torch.Tensor],
-    logprob: torch.Tensor | None,
-    hooks: Hooks | None = None,
+    tokens: list[torch.Tensor], words: list[torch.Tensor], logprob: torch.Tensor | None, hooks: Hooks | None = None
 ) -> Pass:
     """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d), with each layer's
     sentence vectors."""
     vectors = [sentence_vectors(h) for h in tokens]
-    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, maps, logprob, hooks or {})
+    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, logprob, hooks or {})
 
 
 def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:

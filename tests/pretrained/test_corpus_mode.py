@@ -16,7 +16,6 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.models.pretrained import pretrained_adapters
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import CorpusInputs
@@ -116,14 +115,14 @@ def seeded_corpus_adapters(tmp_path: Path, family: str):
         "position_embeddings: [trained, zero]}\ninputs: {file: c.txt, shuffles: 4, seed: 3}\n"
     )
     loaded = load_spec(tmp_path / "z.yaml")
-    adapters = pretrained_adapters(loaded.spec, CPU, loaded.path, share_prefixes=False)
+    adapters = build_adapters(loaded.spec, CPU, loaded.path, share_prefixes=False)
     return adapters, corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="c.txt", shuffles=4, seed=3))
 
 
 def sentence_by_sentence(adapter, work: corpus.Plan) -> dict[str, torch.Tensor]:
     """The single-sentence path: each sentence's orders through its own bound forward, sentences in line order."""
     passes = [
-        adapter.sentence(line.words).forward(torch.tensor([list(range(len(line.words))), *shuffles]), False)
+        adapter.sentence(line.words).forward(torch.tensor([list(range(len(line.words))), *shuffles]))
         for line, shuffles in zip(work.lines, work.permutations, strict=True)
     ]
     return {how: torch.cat([p.pooled[how][-1].double() for p in passes]) for how in corpus.poolings(adapter)}
