@@ -19,8 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
 
@@ -46,10 +44,12 @@ class Result:
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
 
 
-def validate(spec: SpecSource) -> Spec:
-    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not."""
-    with _spec_file(spec) as path:
-        return _load(path).spec
+def validate(spec: SpecSource, *, base: str | Path | None = None) -> Spec:
+    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
+
+    A dict spec's relative paths (a model folder, a corpus file) resolve against `base`, by default the working
+    folder when it is given; its errors name the dict's field path ('spec dict: model.n_heads: ...')."""
+    return _load(spec, base).spec
 
 
 def run(
@@ -60,16 +60,18 @@ def run(
     chunk_size: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    base: str | Path | None = None,
 ) -> Result:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None);
-    device: cpu, cuda or auto (a CUDA GPU where there is one)."""
+    a dict spec's relative paths resolve against `base` (validate); device: cpu, cuda or auto (a CUDA GPU where
+    there is one)."""
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.devices import resolve_device
 
     options = RunOptions(resolve_device(device), chunk_size, force, progress)
-    with _spec_file(spec) as path, _results_root(out) as root:
-        loaded = _load(path)
+    loaded = _load(spec, base)
+    with _results_root(out) as root:
         folder = root / loaded.spec.name
         write_experiment(loaded, folder, options)
         result = load(folder)
@@ -105,10 +107,17 @@ def compare(
     return comparing.compare([Path(spec) for spec in specs], names, rows, options).table
 
 
-def _load(path: Path) -> LoadedSpec:
-    from orderlab.plan.load import load_spec
+def _load(spec: SpecSource, base: str | Path | None) -> LoadedSpec:
+    """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd."""
+    from orderlab.plan.load import load_spec, load_spec_data
 
-    return load_spec(path)
+    if isinstance(spec, str | Path):
+        if base is not None:
+            raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
+        return load_spec(spec)
+    if not isinstance(spec, Mapping):
+        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
+    return load_spec_data(spec, Path.cwd() if base is None else Path(base).absolute())
 
 
 def _verdicts(summary: pd.DataFrame) -> dict[str, int]:
@@ -125,18 +134,3 @@ def _results_root(out: str | Path | None) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
         yield Path(scratch)
-
-
-@contextmanager
-def _spec_file(spec: SpecSource) -> Iterator[Path]:
-    """A spec given as a path is used as it is; one given as a dict is written to a temporary spec.yaml, so that both
-    go through the one loader (whose messages then name that file)."""
-    if isinstance(spec, str | Path):
-        yield Path(spec)
-        return
-    if not isinstance(spec, Mapping):
-        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
-    with tempfile.TemporaryDirectory(prefix="orderlab-spec-") as scratch:
-        path = Path(scratch) / "spec.yaml"
-        path.write_text(yaml.safe_dump(dict(spec), sort_keys=False))
-        yield path

@@ -140,6 +140,19 @@ def test_force_replaces_the_results_of_another_spec(tmp_path: Path, out: Path):
     assert json.loads((out / "second" / "manifest.json").read_text())["spec"]["name"] == "second"
 
 
+def test_a_spec_of_the_same_name_in_another_file_is_refused_unless_forced(tmp_path: Path, out: Path):
+    first = spec_named(tmp_path, "dog_bites_man", "a.yaml")
+    assert orderlab("run", first, "--out", out, "-q").exit_code == 0
+    written = snapshot(out / "dog_bites_man")
+    other = spec_named(tmp_path, "dog_bites_man", "b.yaml")
+    assert_refused(orderlab("run", other, "--out", out, "-q"), f"holds the results of {first}, another spec file",
+                   f"give {other} another name:", "--force")  # fmt: skip
+    assert snapshot(out / "dog_bites_man") == written
+    assert orderlab("run", first, "--out", out, "-q").exit_code == 0  # the same file replaces its own results
+    assert orderlab("run", other, "--out", out, "-q", "--force").exit_code == 0
+    assert json.loads((out / "dog_bites_man" / "manifest.json").read_text())["spec"]["path"] == str(other)
+
+
 def test_a_committed_baseline_is_replaced_by_run_and_by_check_update(tmp_path: Path):
     out = tmp_path / "results"
     shutil.copytree(ROOT / "results" / "worked_example", out / "worked_example")
@@ -181,6 +194,25 @@ def test_every_command_that_writes_a_folder_leaves_a_users_folder_alone(tmp_path
     assert result.exit_code == 2, result.output
     assert "notes.txt" in result.output and "nothing was written" in result.output, result.output
     assert snapshot(out) == before and sentinel.read_text() == SENTINEL
+
+
+@pytest.mark.parametrize("command", ["trace", "plot"])
+def test_a_folder_without_a_manifest_is_a_users_even_where_its_files_have_orderlabs_names(
+    tmp_path: Path, out: Path, command: str
+):
+    """No manifest, no proof of authorship: a figures/ or NAME_trace/ folder holding files named as orderlab names
+    its own (a PNG plot would draw, a CSV trace would write) is left whole and reported, never overwritten."""
+    spec = spec_named(tmp_path, "mine")
+    if command == "trace":
+        args, folder, name = ["trace", spec, "--out", out], out / "mine_trace", "input0-layer1-none.csv"
+    else:
+        assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+        args, folder, name = ["plot", out / "mine"], out / "mine" / "figures", "metrics_by_layer.png"
+    folder.mkdir()
+    (folder / name).write_text(SENTINEL)
+    before = snapshot(out)
+    assert_refused(orderlab(*args), f"{folder} was not written by orderlab", name, "nothing was written")
+    assert snapshot(out) == before and (folder / name).read_text() == SENTINEL
 
 
 def test_trace_keeps_its_earlier_traces_and_plot_redraws_its_own_figures(tmp_path: Path, out: Path):

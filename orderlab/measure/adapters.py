@@ -15,6 +15,7 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import device_batching, run_device
 from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
 from orderlab.plan.device import rates_file, read_rates
@@ -36,7 +37,10 @@ def build_adapters(
 
     attention_maps: passes will be asked for attention maps (or pattern hooks) even if the spec's metrics do not ask:
     a zoo model is then built with the attention that returns its probabilities. share_prefixes=False runs causal
-    models dense, as the benchmarks' comparison does; otherwise they share prefixes where it pays on `device`."""
+    models dense, as the benchmarks' comparison does; otherwise they share prefixes where it pays on `device`. A dtype
+    or matmul precision the device cannot run is refused first, in one line."""
+    require_dtype(spec.model.dtype, device)
+    use_matmul_precision(spec.model.matmul_precision, device)
     batching = device_batching(device)
     share = share_prefixes and sharing_pays(spec, spec_file, device)
     if uses_backend(spec):

@@ -12,28 +12,31 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    JsonValue,
-    Tag,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, Discriminator, Field, JsonValue, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from orderlab.core import bounds
 from orderlab.core.pair_relations import RELATIONS, REORDERING
 from orderlab.core.registry import did_you_mean
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
-from orderlab.encodings import EncodingContext
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import FAMILIES, default_families, family_names
-from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
+from orderlab.spec.fields import (
+    DTYPE_HELP,
+    MATMUL_PRECISION_HELP,
+    ComputeType,
+    FfnMultiple,
+    LayerCount,
+    MatmulPrecision,
+    Norm,
+    Scale,
+    Seed,
+    Sweepable,
+    Width,
+)
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 
@@ -50,11 +53,6 @@ def registered_family(entry: str) -> str:
 
 Metric = Annotated[str, AfterValidator(registered_family)]  # a `metrics:` entry
 Matrix = list[list[float]]
-
-
-class StrictModel(BaseModel):
-    # NaN and inf are refused wherever a number is read: a non-finite input can only give non-finite results.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ExplicitWeights(StrictModel):
@@ -89,9 +87,8 @@ class ModelSpec(StrictModel):
     scale: Sweepable[Scale] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
-    dtype: FloatType = Field(
-        "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
-    )
+    dtype: ComputeType = Field("float64", description=DTYPE_HELP)
+    matmul_precision: MatmulPrecision = Field("highest", description=MATMUL_PRECISION_HELP)
     weights: ExplicitWeights | None = Field(
         None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."
     )
@@ -195,11 +192,24 @@ class ProbePair(StrictModel):
         return RELATIONS.get(self.relation).reorders
 
 
+# The error type of a name no registry knows: its message names the name given (messages.py adds no "got").
+UNKNOWN_NAME = "unknown_name"
+
+
 class EncodingChoice(StrictModel):
     """A positional encoding by registry name (or `package.module:Class`) and its parameters."""
 
     name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, name: str) -> str:
+        """A built-in's name is checked here, with the spec's other fields; a plug-in's class when the run loads it."""
+        if ":" not in name and name not in ENCODINGS:
+            message = f"Unknown encoding {name!r}. {did_you_mean(name, ENCODINGS.names())}"
+            raise PydanticCustomError(UNKNOWN_NAME, "{message}", {"message": message})
+        return name
 
     @field_validator("params")
     @classmethod
