@@ -59,7 +59,7 @@ def forward_rate(spec: Spec, share_prefixes: bool) -> float:
     """Sequences/s of the adapter's passes alone (Sentence.forward chunk by chunk), without the loop's metrics."""
     adapter = build_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)[0]
     words = spec.sentences[0].sentence.split()
-    chunks = [torch.tensor(c) for c in perms.chunks(perms.iterate("all", len(words)), adapter.chunk_size(0, False))]
+    chunks = [torch.tensor(c) for c in perms.chunks(perms.iterate("all", words), adapter.chunk_size(0, False))]
     sentence = adapter.sentence(words)
     started = time.perf_counter()
     for chunk in chunks:
@@ -83,7 +83,7 @@ def measure(family: str, n: int, rounds: int) -> dict:
     loop_rate(zoo_spec(family, 5), True), loop_rate(zoo_spec(family, 5), False)
     spec = zoo_spec(family, n)
     chunk = build_adapters(spec, CPU, ROOT / "spec.yaml")[0].chunk_size(n, False)
-    computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", n), chunk))
+    computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", WORDS[:n]), chunk))
     return {
         "loop": interleaved(loop_rate, spec, rounds), "passes": interleaved(forward_rate, spec, rounds),
         "chunk_size": chunk, "tokens_dense": math.factorial(n) * (n + 1), "tokens_shared": computed + 1,

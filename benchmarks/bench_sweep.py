@@ -177,7 +177,7 @@ def prefix_sharing(n: int, rounds: int) -> dict:
     pairs = [(causal_loop(n, False), causal_loop(n, True)) for _ in range(rounds)]
     spec = sweep_spec(n, "float32", causal=True)
     chunk = build_adapters(spec, CPU, SPEC_FILE)[0].chunk_size(n, False)
-    computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", n), chunk))
+    computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", WORDS[:n]), chunk))
     return {
         "dense_sequences_per_s": statistics.median(dense for dense, _ in pairs),
         "shared_sequences_per_s": statistics.median(shared for _, shared in pairs),
@@ -197,7 +197,7 @@ def loop_rate(spec: Spec, adapters: list) -> float:
 
 
 def spec_sequences(spec: Spec) -> int:
-    return sum(perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences)
+    return sum(perms.count(item.permutations, tokenize(item.sentence)) for item in spec.sentences)
 
 
 def compiled_runner(n: int, rounds: int) -> dict:

@@ -75,9 +75,9 @@ def test_an_unknown_name_is_answered_with_the_closest_registered_one():
 
 def test_every_registered_metric_is_computed_in_one_place():
     """By the loop (a permutation's or a probe's computation), or by the pass of its own that writes it: the position
-    probe's (decodability), a train: block's or corpus mode's (no family)."""
+    probe's (decodability), a train: block's or corpus mode's (no family), or the summary (a rank)."""
     loop = {m.name for m in all_metrics() if m.computations}
-    own_pass = {m.name for m in all_metrics() if m.family in (None, DECODABILITY_FAMILY)}
+    own_pass = {m.name for m in all_metrics() if m.family in (None, DECODABILITY_FAMILY) or m.reduction == "rank"}
     assert loop | own_pass == set(METRICS.names())
     assert not loop & own_pass
     assert all(m.computed_by == "the loop" for m in all_metrics() if m.name in loop)
@@ -154,6 +154,8 @@ def test_a_baseline_row_within_round_off_carries_its_metrics_registered_verdict(
 
 def test_every_registered_metric_is_written_by_some_committed_baseline():
     written = {name for _, _, rows, _, _ in BASELINES for name in rows["metric"].unique()}
+    summaries = ROOT.glob("results/*/summary.csv")  # a rank is a summary's (summary.csv only)
+    written |= {name for path in summaries for name in pd.read_csv(path).get("metric", pd.Series()).unique()}
     assert set(METRICS.names()) - written == set()
 
 

@@ -17,29 +17,38 @@ from orderlab.core.text import occurrence_matching, random_word_vector, sentence
     ("rule", "count"), [("identity", 1), ("reverse", 1), ("all", 24), ("swaps", 3), ("shifts", 3), ({"random": 7}, 7)]
 )
 def test_each_rule_gives_distinct_valid_permutations(rule, count):
-    generated = P.generate(rule, 4, seed=3)
+    generated = P.generate(rule, ["a", "b", "c", "d"], seed=3)
     assert len(generated) == count == len(set(generated))
     assert all(sorted(p) == [0, 1, 2, 3] for p in generated)
 
 
 def test_reverse_of_dog_bites_man_is_man_bites_dog():
-    (p,) = P.generate("reverse", 3)
+    (p,) = P.generate("reverse", ["dog", "bites", "man"])
     assert P.apply(p, ["dog", "bites", "man"]) == ["man", "bites", "dog"]
 
 
 def test_random_permutations_are_seeded_and_exclude_identity():
-    first, again, other = (P.generate({"random": 5}, 5, seed=s) for s in (1, 1, 2))
+    first, again, other = (P.generate({"random": 5}, list("abcde"), seed=s) for s in (1, 1, 2))
     assert first == again and first != other
     assert (0, 1, 2, 3, 4) not in first
 
 
 def test_random_can_ask_for_every_non_identity_permutation():
-    assert len(set(P.generate({"random": math.factorial(4) - 1}, 4, seed=0))) == 23
+    assert len(set(P.generate({"random": math.factorial(4) - 1}, list("abcd"), seed=0))) == 23
 
 
 def test_shifts_and_swaps_are_what_they_say():
-    assert P.generate("shifts", 3) == [(1, 2, 0), (2, 0, 1)]
-    assert P.generate("swaps", 3) == [(1, 0, 2), (0, 2, 1)]
+    assert P.generate("shifts", list("abc")) == [(1, 2, 0), (2, 0, 1)]
+    assert P.generate("swaps", list("abc")) == [(1, 0, 2), (0, 2, 1)]
+
+
+def test_rules_leave_out_orders_that_give_a_sentence_again():
+    """Swapping two copies of a word, or shifting a periodic sentence by its period, gives no new sentence."""
+    assert P.generate("swaps", ["the", "the", "dog"]) == [(0, 2, 1)]
+    assert P.generate("shifts", ["a", "b", "a", "b"]) == [(1, 2, 3, 0)]
+    assert P.count("shifts", ["a", "b", "a", "b"]) == 1 and P.count("swaps", ["the", "the", "dog"]) == 1
+    with pytest.raises(ValueError, match="gives only the sentence itself"):
+        P.validate_rule("reverse", ["a", "b", "a"])
 
 
 def test_word_vector_depends_only_on_word_seed_and_width():

@@ -74,7 +74,7 @@ RUNS = {
     "per permutation, probes, lowercase": (
         "model: {d_model: 8, n_heads: 2, n_layers: 2}\nembeddings: {kind: random, lowercase: true}\n"
         "inputs: [{sentence: The cat saw THE dog, permutations: swaps}, {sentence: a b c d, permutations: shifts}]\n"
-        "probes: [[dog bites man, man bites dog], [dog bites man, a cat]]\n"
+        "probes: [[dog bites man, man bites dog], {pair: [dog bites man, a cat], relation: different_words}]\n"
         "metrics: [equivariance, invariance, attention, token_shift, pair_distance, repeated_words]\n"
     ),
     "summary, sweep, prefixes, decodability": (

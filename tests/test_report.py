@@ -69,8 +69,8 @@ def test_a_flag_reads_as_its_rate_with_the_count_and_logprob_change_as_its_mean(
     assert "0.42 (10/24)" in text and "0.25 (6/24)" in text
     assert "8.0e-02 ✗" in text and "4.0e-02 ✗" in text  # the means, marked by the worst value's verdict
     assert "1.0e+00" not in text and "4.0e-01" not in text  # neither worst value is what a reader wants
-    assert "permutation_preferred: share of permutations at 1" in " ".join(text.split())
-    assert "logprob_change: mean over permutations" in " ".join(text.split())
+    assert "permutation_preferred: share of the distinct reorderings at 1" in " ".join(text.split())
+    assert "logprob_change: mean over the distinct reorderings" in " ".join(text.split())
     counts = summary.set_index("metric")[RATE_COUNT]
     assert counts["permutation_preferred"] == 24 and pd.isna(counts["logprob_change"])
 
@@ -92,12 +92,47 @@ def test_run_of_a_causal_lm_shows_its_acceptance_rate(tmp_path):
     assert result.exit_code == 0, result.output
     metrics = pd.read_csv(tmp_path / "lm" / "metrics.csv").query("encoding == 'seeded'")  # seeded weights
     summary = pd.read_csv(tmp_path / "lm" / "summary.csv").set_index("metric")
-    flags = metrics.loc[metrics["metric"] == "permutation_preferred", "value"]
-    assert len(flags) == 24 and summary.loc["permutation_preferred", RATE_COUNT] == 24
+    # "the dog bites the" has 24 orders but 12 sentences; the identity (the first) is never in the rate's denominator
+    moved = metrics[metrics["permuted"] != "the dog bites the man"]
+    flags = moved.loc[moved["metric"] == "permutation_preferred", "value"]
+    assert len(metrics[metrics["metric"] == "permutation_preferred"]) == 12
+    assert len(flags) == 11 and summary.loc["permutation_preferred", RATE_COUNT] == 11
     assert summary.loc["permutation_preferred", "seeded"] == pytest.approx(flags.mean(), abs=1e-6)
-    changes = metrics.loc[metrics["metric"] == "logprob_change", "value"]
+    changes = moved.loc[moved["metric"] == "logprob_change", "value"]
     assert summary.loc["logprob_change", "seeded"] == pytest.approx(changes.mean(), rel=1e-5)
-    assert f"{flags.mean():.2f} ({int(flags.sum())}/24)" in result.output
+    assert f"{flags.mean():.2f} ({int(flags.sum())}/11)" in result.output
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+def test_lm_scores_are_written_in_full_and_the_rate_is_over_the_distinct_reorderings(tmp_path):
+    """'the cat chased the dog' under `all`: 120 orders of slots, 60 sentences; the acceptance rate was 0.75 (90/120)
+    with the identity and the sentence-identical orders in its denominator. Now 59 reorderings, and log P per row."""
+    spec = tmp_path / "lm.yaml"
+    spec.write_text(
+        "name: lm\nmodel: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 2, dtype: float64,\n"
+        "  position_embeddings: [trained]}\n"
+        "inputs: [{sentence: the cat chased the dog, permutations: all}]\nmetrics: [lm_logprob]\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path)], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    rows = pd.read_csv(tmp_path / "lm" / "metrics.csv", keep_default_na=False)
+    wide = rows.pivot(index="permutation", columns="metric", values="value")
+    assert len(wide) == 60 and rows.groupby("metric")["permuted"].nunique().eq(60).all()
+    assert wide["logprob_reference"].nunique() == 1 and (wide["logprob"] < 0).all()
+    written = (wide["logprob"] - wide["logprob_reference"]).to_numpy()  # each to 7 digits (%.6e)
+    assert wide["logprob_delta"].to_numpy() == pytest.approx(written, abs=1e-5)
+    assert (wide["permutation_preferred"] == (wide["logprob_delta"] > 0)).all()
+    flags = rows[rows["metric"] == "permutation_preferred"]
+    assert set(flags["verdict"]) <= {"preferred", "not preferred"}  # a flag is never 'invariant'
+    assert set(rows.loc[rows["metric"].isin(["logprob", "logprob_reference", "logprob_delta"]), "verdict"]) == {""}
+    summary = pd.read_csv(tmp_path / "lm" / "summary.csv").set_index("metric")
+    moved = wide.drop(index="0 1 2 3 4")  # the identity is never in the rate's denominator
+    preferred = int((moved["logprob_delta"] > 0).sum())
+    assert summary.loc["permutation_preferred", RATE_COUNT] == 59
+    assert summary.loc["permutation_preferred", "seeded"] == pytest.approx(preferred / 59)
+    assert summary.loc["original_rank", "seeded"] == 1 + preferred  # ranked by log P among the 60 sentences
+    assert f"{preferred / 59:.2f} ({preferred}/59)" in result.output and f"{1 + preferred} of 60" in result.output
+    assert "logprob_delta" not in result.output.split("wrote")[0]  # per-row values: in metrics.csv, not the summary
 
 
 def test_a_bar_s_rate_names_its_unit_and_turns_to_seconds_per_unit_when_slow():

@@ -140,7 +140,7 @@ def test_a_seed_sweep_writes_a_seed_column_and_the_mean_and_interval_over_seeds(
     summary = pd.read_csv(folder / "summary.csv")
     assert list(summary.columns) == [
         "case", "subject", "metric", "none", "rope", "none lower", "rope lower", "none upper", "rope upper",
-        "none verdict", "rope verdict",
+        "none verdict", "rope verdict", "none first layer", "rope first layer",
     ]  # fmt: skip
     worst = metrics.assign(subject=np.where(metrics.case == "probe", metrics.input + " vs " + metrics.permuted,
                                             metrics.input))  # fmt: skip

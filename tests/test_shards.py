@@ -63,9 +63,9 @@ def test_unrank_reaches_deep_into_nine_factorial_without_enumerating():
 @given(st.lists(st.integers(0, 4), max_size=30), st.lists(st.integers(0, 30), max_size=4))
 def test_ranges_tile_the_stream_and_never_split_a_run_of_equal_permutations(values, cuts):
     rules: list[perms.Rule] = [[[v, 5] for v in sorted(values)], [[v, 5] for v in sorted(values) if v % 2]]
-    whole = list(perms.in_label_order_range(rules, 2))
+    whole = list(perms.in_label_order_range(rules, ["a", "b"]))
     bounds = [0, *sorted(cuts), None]
-    parts = [list(perms.in_label_order_range(rules, 2, 0, a, b)) for a, b in itertools.pairwise(bounds)]
+    parts = [list(perms.in_label_order_range(rules, ["a", "b"], 0, a, b)) for a, b in itertools.pairwise(bounds)]
     assert [p for part in parts for p in part] == whole
     for before, after in itertools.pairwise([part for part in parts if part]):
         assert before[-1] != after[0]

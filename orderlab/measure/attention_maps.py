@@ -52,7 +52,7 @@ def shown_maps(spec: Spec) -> ShownMaps:
         return ShownMaps(chosen.input, item.sentence, words, [tuple(p) for p in chosen.permutations])
     identity = tuple(range(len(words)))
     moved = None
-    for permutation in perms.iterate(item.permutations, len(words), spec.seed):
+    for permutation in perms.iterate(item.permutations, words, spec.seed):
         if perms.apply(permutation, words) != words:
             return ShownMaps(chosen.input, item.sentence, words, [permutation])
         moved = moved or (permutation if permutation != identity else None)

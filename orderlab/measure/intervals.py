@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from orderlab.measure.rows import earliest, first_layer_column
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 
 LEVEL = 0.95
@@ -72,7 +73,8 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFr
     """One row per cell (every column but `seed` and the encodings' own), in first-seen order: per encoding the
     mean over seeds, '<encoding> lower' / '<encoding> upper' (t interval; missing, pd.NA, without one: one seed)
     and the worst verdict."""
-    own = {*encodings, *(f"{name} verdict" for name in encodings)}
+    firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in wide.columns]
+    own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts}
     keys = [column for column in wide.columns if column != seed and column not in own]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     counts = np.bincount(cell)
@@ -90,5 +92,8 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFr
             bounds[f"{name} {side}"] = pd.array(values, dtype="Float64")  # NaN -> pd.NA: no interval, not a number
         marks = wide[f"{name} verdict"].to_numpy(dtype=object)[order].reshape(-1, seeds)
         verdicts[f"{name} verdict"] = [max(row, key=lambda mark: VERDICT_RANK.get(mark, 0)) for row in marks]
+    for column in firsts:  # the earliest layer at which any seed shows order
+        layers = wide[column].to_numpy(dtype=object)[order].reshape(-1, seeds)
+        verdicts[column] = [earliest([str(layer) for layer in row]) for row in layers]
     ordered = {f"{name} {side}": bounds[f"{name} {side}"] for side in (LOWER, UPPER) for name in encodings}
     return pd.concat([table, pd.DataFrame(means | ordered | verdicts)], axis=1)

@@ -28,6 +28,7 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.hook_points import pattern_points
+from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -35,12 +36,12 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
-from orderlab.measure.verdicts import noise_scale
-from orderlab.metrics import ATTENTION_FAMILY, noise_families
+from orderlab.measure.verdicts import noise_scale, without_order
+from orderlab.metrics import ATTENTION_FAMILY, noise_families, per_permutation_mean
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
-from orderlab.spec.schema import Spec
+from orderlab.spec.schema import ProbePair, Spec
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -109,7 +110,8 @@ def tune_allocator() -> None:
 
 class SummaryCollector:
     """RowCollector's `add` and `add_where`, folding each chunk into a running max (and its first
-    permutation) and an exact mean."""
+    permutation) and an exact mean. A mean or rate metric's mean (its summary) is over the orders that change the
+    sentence: never the identity, nor a swap of two copies of one word (docs/metrics.md)."""
 
     def __init__(self, case: str, sentence: str, encoding: str, words: list[str]):
         self.fixed = {"case": case, "input": sentence, "encoding": encoding}
@@ -137,8 +139,11 @@ class SummaryCollector:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
         self.first.setdefault(key, chunk[0])
         self._keep_max(key, float(top), chunk[int(where)])
-        self.sums.setdefault(key, ExactSum()).add(values.double().cpu().numpy())
-        self.counts[key] = self.counts.get(key, 0) + len(chunk)
+        summed = values.double().cpu().numpy()
+        if per_permutation_mean(key[2]):
+            summed = summed[[perms.apply(p, self.words) != self.words for p in chunk]]
+        self.sums.setdefault(key, ExactSum()).add(summed)
+        self.counts[key] = self.counts.get(key, 0) + len(summed)
 
     def _keep_max(self, key: StatKey, value: float, where: perms.Permutation) -> None:
         """A later maximum replaces the known one only if larger (or NaN over a number): the first one stays."""
@@ -268,7 +273,7 @@ class MeasuringLoop:
         self.per_permutation = spec.rows == "per_permutation"
         self.units = None if units is None else {unit.segment[1:]: unit for unit in units}
         lowercase = spec.embeddings.lowercase
-        sequences = sum(perms.count(i.permutations, len(tokenize(i.sentence, lowercase))) for i in spec.sentences)
+        sequences = sum(perms.count(i.permutations, tokenize(i.sentence, lowercase)) for i in spec.sentences)
         self.total = len(condition_labels(spec)) * (sequences + len(spec.probes))
         if units is not None:
             self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
@@ -301,8 +306,8 @@ class MeasuringLoop:
         probes = []
         probe_unit = self.units.get((PROBES, "", "")) if self.units is not None else None
         for adapter, twin in pairs if self.units is None or probe_unit else []:
-            for a, b in spec.probes:
-                table, non_finite = self.measure_probe(adapter, twin, a, b)
+            for probe in spec.probes:
+                table, non_finite = self.measure_probe(adapter, twin, probe)
                 digest.non_finite += non_finite
                 probes.append(table)
                 advance(1)
@@ -311,9 +316,10 @@ class MeasuringLoop:
             if not self.per_permutation:
                 both = [worst.assign(statistic=s) for s in STATISTICS]
                 table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
-                table = table[SUMMARY_COLUMNS]
+                table = table[SUMMARY_COLUMNS + relation_columns(spec)]
             else:
-                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+                table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")
+                table = table[COLUMNS + relation_columns(spec)]
             yield self.tagged(table)
             if probe_unit is None:
                 digest.worst.append(worst)
@@ -347,10 +353,10 @@ class MeasuringLoop:
         return noise
 
     @torch.inference_mode()
-    def measure_probe(self, adapter: Adapter, twin: Adapter, a: str, b: str) -> tuple[pd.DataFrame, int]:
-        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass),
-        and how many came out non-finite."""
-        spec = self.spec
+    def measure_probe(self, adapter: Adapter, twin: Adapter, probe: ProbePair) -> tuple[pd.DataFrame, int]:
+        """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass; for a
+        pair of different words, whether they are told apart), and how many came out non-finite."""
+        spec, (a, b) = self.spec, probe.pair
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
         out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter)) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
@@ -362,7 +368,12 @@ class MeasuringLoop:
             sides.append(self.noise_collector(adapter, twin, words))
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
-        return table, judge(table, merge(*sides), self.dtype)
+        non_finite = judge(table, merge(*sides), self.dtype)
+        if not probe.reorders:
+            table["verdict"] = without_order(table["verdict"].to_numpy())
+        if has_relations(spec):
+            table[RELATION_COLUMN] = probe.relation
+        return table, non_finite
 
     def sweep_sentence(
         self,
@@ -382,7 +393,7 @@ class MeasuringLoop:
         words = tokenize(sentence, spec.embeddings.lowercase)
         n = len(words)
         start, stop = (unit.start, unit.stop) if unit else (0, None)
-        stream = perms.in_label_order_range(rules, n, spec.seed, start, stop)
+        stream = perms.in_label_order_range(rules, words, spec.seed, start, stop)
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         chunks = perms.chunks(stream, size)
         first = next(chunks, [])
@@ -465,6 +476,15 @@ class MeasuringLoop:
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output
+
+
+def has_relations(spec: Spec) -> bool:
+    """Whether a probe pair is not a reordering, so that metrics.csv and summary.csv say each pair's relation."""
+    return any(not probe.reorders for probe in spec.probes)
+
+
+def relation_columns(spec: Spec) -> list[str]:
+    return [RELATION_COLUMN] if has_relations(spec) else []
 
 
 def identity(words: list[str], adapter: Adapter) -> torch.Tensor:

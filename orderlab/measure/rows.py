@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.metrics import RATE_COUNT, per_permutation_mean, reduction_of
+from orderlab.core.pair_relations import RELATION_COLUMN
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.metrics import ORIGINAL_RANK, PERMUTATION_PREFERRED, RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):
@@ -86,22 +88,70 @@ class RowCollector:
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Wide view: per (case, subject, metric), each encoding's value as the registry reduces the metric, and its
     verdict: the worst (largest) value, or for a mean or a rate the largest mean over permutations of any layer and
-    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT."""
+    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT; one
+    with a pair that is not a reordering, each pair's relation (RELATION_COLUMN, blank on other rows)."""
     subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
-    keys = ["case", "subject", "metric", "encoding"]
     shown = table.assign(subject=subject, value=summary_values(table))
+    relation = [RELATION_COLUMN] if RELATION_COLUMN in table.columns else []
+    if relation:
+        shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
+    index = ["case", "subject", *relation, "metric"]
     ordered = shown.sort_values("value", kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
-    worst = ordered.groupby(keys).tail(1)
-    wide = worst.pivot(index=["case", "subject", "metric"], columns="encoding", values=["value", "verdict"])
+    worst = ordered.groupby([*index, "encoding"]).tail(1)
+    wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).fillna("")
+    columns |= {first_layer_column(name): firsts[name] for name in encodings}
     summary = pd.DataFrame(columns).reset_index()
     rates = worst[worst["metric"].map(reduction_of) == "rate"]
     if rates.empty:
         return summary
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    return summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    summary = summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    return with_ranks(summary, encodings, index)
+
+
+FIRST_LAYER = "first layer"  # summary.csv's '<encoding> first layer': where order first shows, or NEVER
+NEVER = "never"
+
+
+def first_layer_column(encoding: str) -> str:
+    return f"{encoding} {FIRST_LAYER}"
+
+
+def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
+    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
+        rows["metric"].map(reduction_of).isin(["max", "mean"])
+    )
+    sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
+    keys = [*index, "encoding"]
+    first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
+    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
+
+
+def earliest(layers: list[str]) -> str:
+    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
+    shown = [int(layer) for layer in layers if layer.isdigit()]
+    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
+
+
+def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:
+    """The summary with, after each acceptance rate, the original's rank among itself and its distinct reorderings:
+    1 + how many the model prefers (rate x count), of count + 1 sentences; unjudged (verdict '')."""
+    rates = summary[summary["metric"] == PERMUTATION_PREFERRED]
+    if rates.empty:
+        return summary
+    ranks = rates.assign(metric=ORIGINAL_RANK)
+    for name in encodings:
+        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
+        ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
+    together = pd.concat([summary, ranks], ignore_index=True)
+    return together.sort_values(index, kind="mergesort", ignore_index=True)
 
 
 def summary_values(table: pd.DataFrame) -> pd.Series:

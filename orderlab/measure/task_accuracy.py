@@ -38,6 +38,23 @@ def tested_length(subject: str) -> int:
     return int(subject.rsplit(" of ", 1)[1].split()[0])
 
 
+CHANCE = "chance"  # summary.csv's column on a task row: the length's chance accuracy (as metrics.csv's)
+
+
+def task_summary(rows: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """summary.csv's task rows: per test length, each trained encoding's accuracy, its verdict (trained or untrained
+    length) and the length's CHANCE, so that the answer of a trained spec is read against chance."""
+    keys = ["input", "length", CHANCE]
+    wide = rows.pivot(index=keys, columns="encoding", values=["value", "verdict"])
+    ordered = wide.sort_index(level="length")
+    columns = {name: ordered[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": ordered[("verdict", name)] for name in encodings}
+    table = pd.DataFrame(columns).reset_index().rename(columns={"input": "subject"})
+    return table.assign(case=TASK_CASE, metric=TASK_ACCURACY).drop(columns="length")[
+        ["case", "subject", "metric", *columns, CHANCE]
+    ]
+
+
 def accuracy_rows(spec: Spec, stacks: list[TrainedStack]) -> pd.DataFrame:
     """Task accuracy per trained encoding and test length, with the length's chance, as tidy rows (COLUMNS and
     DETAIL_COLUMNS) sorted as metrics.csv is."""

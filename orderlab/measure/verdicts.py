@@ -71,15 +71,35 @@ PASSING_WORDS = typing.get_args(Passing)
 
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf."""
+    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf.
+    A 0/1 flag gets its own words (its `flag`), and a value not judged by round-off (passing None) none: ''."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
-    words = {name: METRICS.get(name).passing for name in set(metrics)}  # e.g. "indistinguishable" for repeat_distance
-    passing = np.array([words[m] for m in metrics], dtype=object)
+    records = {name: METRICS.get(name) for name in set(metrics)}
+    passing = np.array([records[m].passing or "" for m in metrics], dtype=object)  # "indistinguishable", ...
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
-    return np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
+    for name, record in records.items():
+        rows = metrics == name
+        if record.flag is not None:
+            judged[rows] = np.where(values[rows] >= 0.5, record.flag[1], record.flag[0])
+        elif record.passing is None:
+            judged[rows] = ""
+    by_round_off = passing != ""
+    finite = np.isfinite(values) & (np.isfinite(lines) | ~by_round_off)
+    return np.where(finite, judged, NON_FINITE)
+
+
+# A pair of sentences that is not a reordering (core/pair_relations.py) is told apart or not: never an order verdict.
+DISTINGUISHABLE = "distinguishable"
+INDISTINGUISHABLE: Passing = "indistinguishable"
+
+
+def without_order(verdicts: np.ndarray) -> np.ndarray:
+    """A pair of different words' verdicts: indistinguishable within the round-off, distinguishable above it."""
+    verdicts = np.asarray(verdicts, dtype=object)
+    judged = np.where(verdicts == ORDER_SENSITIVE, DISTINGUISHABLE, INDISTINGUISHABLE)
+    return np.where(verdicts == NON_FINITE, NON_FINITE, judged)
 
 
 def canonical(values: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
     """Values judged round-off become 0, so results do not churn with the CPU; all others stay as measured."""
-    passing = (verdicts != ORDER_SENSITIVE) & (verdicts != NON_FINITE)
-    return np.where(passing, 0.0, np.asarray(values, dtype=np.float64))
+    return np.where(np.isin(verdicts, PASSING_WORDS), 0.0, np.asarray(values, dtype=np.float64))

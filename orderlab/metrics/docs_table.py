@@ -8,7 +8,8 @@ from typing import Final
 from orderlab.metrics import FAMILIES, Metric, Reduction, all_metrics, family_names
 
 _REDUCTIONS: Final[dict[Reduction, str]] = {
-    "max": "worst (max)", "mean": "mean", "rate": "rate (count)", "corpus": "mean, median, share", "none": "none",
+    "max": "worst (max)", "mean": "mean", "rate": "rate (count)", "rank": "rank (of how many)",
+    "corpus": "mean, median, share", "none": "none",
 }  # fmt: skip
 
 
@@ -33,6 +34,8 @@ def markdown_tables() -> str:
 
 
 def _verdict_rule(metric: Metric) -> str:
+    if metric.flag is not None:
+        return f"`{metric.flag[0]}` at 0, `{metric.flag[1]}` at 1"
     if metric.passing is None:
         return "not by round-off (see definition)" if metric.family else "no verdict column"
     noise = "" if metric.noise_from is None else f" of `{metric.noise_from}`"

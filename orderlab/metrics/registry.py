@@ -22,8 +22,10 @@ Passing = Literal["equivariant", "invariant", "indistinguishable"]
 # How summary.csv and the terminal's summary table reduce a metric over permutations: the worst value ("max"; with
 # the mean in `rows: summary`), the mean ("mean": a typical size, whose verdict is the worst value's), the share of
 # permutations a 0/1 flag marks ("rate", shown with the count), the corpus statistics ("corpus": mean, median,
-# share above the threshold), or nothing ("none": one row per layer already).
-Reduction = Literal["max", "mean", "rate", "corpus", "none"]
+# share above the threshold), the rank it gives the original among its reorderings ("rank": 1 + how many a rate's
+# flags prefer, of how many sentences), or nothing ("none": one row per layer already, or a measured value per row
+# whose summary another metric gives).
+Reduction = Literal["max", "mean", "rate", "rank", "corpus", "none"]
 RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how many permutations it is over
 # A sentence vector: the mean, element-wise max, first or last of the states over a sentence, or an encoder's [CLS].
 Pooling = Literal["mean", "max", "first", "last", "cls"]
@@ -97,6 +99,7 @@ class Metric:
     doc: str  # the definition, one line of markdown
     computed_by: str  # where its rows are computed: "the loop", or the pass of its own that writes them
     computations: list[Computation] = field(default_factory=list)  # the loop's, one per kind of comparison
+    flag: tuple[str, str] | None = None  # a 0/1 flag's verdicts at 0 and at 1, in place of a round-off verdict
 
     @property
     def noise_source(self) -> str:
@@ -131,14 +134,15 @@ def family(name: str, doc: str, default: bool = False) -> str:
 def metric(
     name: str, family: str | None, models: tuple[Model, ...], rows: str, doc: str, *, computed_by: str,
     per_head: bool = False, reduction: Reduction = "max", passing: Passing | None = "invariant",
-    noise_from: str | None = None, pooling: Pooling | None = None,
+    noise_from: str | None = None, pooling: Pooling | None = None, flag: tuple[str, str] | None = None,
 ) -> Metric:  # fmt: skip
     """Register a row metric; its family and noise source must be registered already."""
     if family is not None:
         FAMILIES.get(family)
     if noise_from is not None:
         METRICS.get(noise_from)
-    record = Metric(name, family, models, rows, per_head, reduction, passing, noise_from, pooling, doc, computed_by)
+    record = Metric(name, family, models, rows, per_head, reduction, passing, noise_from, pooling, doc, computed_by,
+                    flag=flag)  # fmt: skip
     return METRICS.register(name, record)
 
 
@@ -147,6 +151,7 @@ def row_metric(
     compares: Compares = "reorderings", layers: Layers = "states", needs: Needs | None = None,
     keep: Keep = "every reordering", per_head: bool = False, reduction: Reduction = "max",
     passing: Passing | None = "invariant", noise_from: str | None = None, pooling: Pooling | None = None,
+    flag: tuple[str, str] | None = None,
 ) -> Callable[[F], F]:  # fmt: skip
     """Register the decorated function as metric `name`, computed by the measuring loop from `compares`.
 
@@ -156,7 +161,8 @@ def row_metric(
 
     def register(value: F) -> F:
         record = metric(name, family, models, rows, doc, computed_by="the loop", per_head=per_head,
-                        reduction=reduction, passing=passing, noise_from=noise_from, pooling=pooling)  # fmt: skip
+                        reduction=reduction, passing=passing, noise_from=noise_from, pooling=pooling,
+                        flag=flag)  # fmt: skip
         record.computations.append(Computation(compares, value, layers, needs, keep))
         return value
 
@@ -176,7 +182,7 @@ def default_families() -> list[str]:
 def _row_group(m: Metric) -> int:
     """The default families' stack rows first, then the other stack rows, the pretrained-only rows, and last those
     never summarised: the order of the terminal's summary tables and of the docs."""
-    if m.reduction in ("none", "corpus"):
+    if m.reduction in ("none", "corpus", "rank"):
         return 3
     if "stack" not in m.models:
         return 2

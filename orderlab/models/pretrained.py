@@ -96,7 +96,7 @@ def spec_words(spec: Spec, spec_file: Path) -> list[str]:
         words = [w for line in read_corpus(relative_to_spec(spec_file, spec.inputs.file)) for w in line.words]
     else:
         words = [w for item in spec.sentences for w in tokenize(item.sentence)]
-        words += [w for pair in spec.probes for sentence in pair for w in tokenize(sentence)]
+        words += [w for probe in spec.probes for sentence in probe.pair for w in tokenize(sentence)]
     return sorted(set(words))
 
 

@@ -228,7 +228,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
     seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
-    texts += [(("probes", i, j), text) for i, pair in enumerate(spec.probes) for j, text in enumerate(pair)]
+    texts += [(("probes", i, j), text) for i, probe in enumerate(spec.probes) for j, text in enumerate(probe.pair)]
     for where, text in texts:
         tokens = len(tokenize(text)) + specials
         if limit and tokens > limit:
@@ -337,7 +337,7 @@ def _add_inputs(spec: Spec, tally: _Tally, device: Device) -> None:
     encodings, m = len(spec.encodings), spec.stack
     for sentence, (index, words, rules) in _sentences(spec).items():
         n = len(words)
-        count = sum(perms.count(rule, n) for rule in rules)
+        count = sum(perms.count(rule, words) for rule in rules)
         rows, width = _sentence_rows(spec, words, rules, sentence)
         tally.add_rows(encodings * rows, width, encodings * _sentence_rows(spec, words, rules, sentence, sure=True)[0])
         tally.sequences += encodings * (count + 1)
@@ -350,7 +350,7 @@ def _add_inputs(spec: Spec, tally: _Tally, device: Device) -> None:
         tally.seconds.append(Cost(seconds + encodings * rows * SECONDS_PER_ROW, "the permutations' forward passes",
                                   ("inputs", index, "permutations"), f"{count:,} permutations",
                                   "fewer permutations or a smaller model"))  # fmt: skip
-        tally.working.append(_chunk_cost(spec, n, rules, rows / max(count, 1), ("inputs", index), device))
+        tally.working.append(_chunk_cost(spec, words, rules, rows / max(count, 1), ("inputs", index), device))
 
 
 def _forward_seconds(
@@ -364,15 +364,16 @@ def _forward_seconds(
 def _add_probes(spec: Spec, tally: _Tally, device: Device) -> None:
     """Each probe pair: one pass per sentence and encoding (loop.MeasuringLoop.measure_probe)."""
     encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
-    for index, pair in enumerate(spec.probes):
-        lengths = [len(tokenize(side, spec.embeddings.lowercase)) for side in pair]
-        rows, width = _probe_rows(spec, *pair)
+    for index, probe in enumerate(spec.probes):
+        sides = [tokenize(side, spec.embeddings.lowercase) for side in probe.pair]
+        lengths = [len(words) for words in sides]
+        rows, width = _probe_rows(spec, *probe.pair)
         tally.add_rows(encodings * rows, width)
         tally.sequences += 2 * encodings
         seconds = encodings * (sum(stack_flops(spec, n) for n in lengths) / rate + rows * SECONDS_PER_ROW)
         tally.seconds.append(Cost(seconds, "the probes", ("probes", index), "the probe", "shorter probe sentences"))
-        for side, n in enumerate(lengths):
-            tally.working.append(_chunk_cost(spec, n, [], 0, ("probes", index, side), device))
+        for side, words in enumerate(sides):
+            tally.working.append(_chunk_cost(spec, words, [], 0, ("probes", index, side), device))
 
 
 def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float, Cost]:
@@ -449,16 +450,16 @@ def _chunk_sequences(spec: Spec, n: int, maps: bool, device: Device, most: int) 
 
 
 def _chunk_cost(
-    spec: Spec, n: int, rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, device: Device
+    spec: Spec, words: list[str], rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, device: Device
 ) -> Cost:
     """A chunk of one sentence's permutations (or one probe sentence), the permutations materialised for it
     and its rows in flight."""
-    m = spec.stack
+    m, n = spec.stack, len(words)
     maps = ATTENTION_FAMILY in spec.metrics or where[0] == "probes"  # probes always run with maps
-    count = sum(perms.count(rule, n) for rule in rules)
+    count = sum(perms.count(rule, words) for rule in rules)
     sequences, values = _chunk_sequences(spec, n, maps, device, count)
     chunk = sequences * values * _itemsize(m.dtype)
-    stored = sum(perms.count(rule, n) for rule in rules if not _lazy(rule, n)) * _permutation_bytes(n)
+    stored = sum(perms.count(rule, words) for rule in rules if not _lazy(rule, n)) * _permutation_bytes(n)
     total = chunk + stored + sequences * rows_per_sequence * ROW_MEMORY_BYTES
     if stored > chunk:
         return Cost(total, "drawn permutations", (*where, "permutations"), f"{count:,} permutations",
@@ -474,7 +475,7 @@ def _chunk_cost(
 def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], device: Device) -> float:
     """Activations of one chunk of a sentence's permutations (what `validate --plan` shows)."""
     n = len(words)
-    count = sum(perms.count(rule, n) for rule in rules)
+    count = sum(perms.count(rule, words) for rule in rules)
     sequences, values = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, device, count)
     return sequences * values * _itemsize(spec.model.dtype)
 
@@ -503,19 +504,20 @@ def _random_draws(rule: perms.Rule, n: int) -> float:
     return choices * (harmonic(choices) - harmonic(choices - k))
 
 
-def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
+def _kept_last(rule: perms.Rule, words: list[str], sure: bool) -> float:
     """Permutations of the rule that keep the last word in place (prefix_invariance rows); random: expected."""
+    n = len(words)
     if rule in ("all", "prefixes"):
-        return math.factorial(n - 1)
+        return perms.sentences(words[:-1])
     if rule == "identity":
         return 1
     if rule == "swaps":
-        return max(n - 2, 0)
+        return perms.count(rule, words[:-1])
     if isinstance(rule, list):
         return sum(1 for p in rule if p and p[-1] == n - 1)
     if rule in ("reverse", "shifts"):
         return 0
-    return 0 if sure else perms.count(rule, n) / n  # random: 1/n of the draws, but a draw may miss them all
+    return 0 if sure else perms.random_count(rule) / n  # random: 1/n of the draws, but a draw may miss them all
 
 
 def _stack_rows(spec: Spec, compares: Compares, have: Collection[Needs]) -> dict[Keep, int]:
@@ -542,8 +544,8 @@ def _sentence_rows(
     the encoding and swept columns."""
     rows = _stack_rows(spec, "reorderings", _reordering_needs(words))
     n, every, prefix = len(words), rows["every reordering"], rows["last word kept"]
-    count = sum(perms.count(rule, n) for rule in rules)
-    kept = sum(_kept_last(rule, n, sure) for rule in rules)
+    count = sum(perms.count(rule, words) for rule in rules)
+    kept = sum(_kept_last(rule, words, sure) for rule in rules)
     moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
     if spec.rows == "per_permutation":
         return count * every + kept * prefix, ROW_FIXED_BYTES + len(sentence) + moved
@@ -668,10 +670,10 @@ def _walk_pays(spec: Spec, spec_file: Path, device: Device) -> bool:
     else:
         m = spec.stack
         shape = ModelShape(m.d_model, m.n_layers, m.n_heads, m.ffn_mult * m.d_model, vocab=0)
-    item = max(spec.sentences, key=lambda i: perms.count(i.permutations, len(tokenize(i.sentence))))
+    item = max(spec.sentences, key=lambda i: perms.count(i.permutations, tokenize(i.sentence)))
     words = len(tokenize(item.sentence))
     tokens = words + (model == "pretrained")  # a causal LM's BOS
-    orders = perms.count(item.permutations, words) + 1
+    orders = perms.count(item.permutations, tokenize(item.sentence)) + 1
     chunk = orders_per_pass(model, shape, tokens, False, model == "pretrained", itemsize, device.memory, device.kind)
     held = min(orders, chunk)
     per_state = _sequence_flops(shape, tokens) / tokens if model == "pretrained" else stack_flops(spec, words) / words
@@ -714,12 +716,12 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
         rows, row_bytes = rows + probe_rows, row_bytes + probe_rows * probe_row_bytes(spec.decodability)
     for item in spec.sentences:
         words = tokenize(item.sentence)
-        count = perms.count(item.permutations, len(words))
+        count = perms.count(item.permutations, words)
         if sharing:  # count + 1: the reference, at most one order more in the first chunk
             shared.append((len(words), count + 1, item.permutations))
         else:
             passes.append((len(words), count + 1))
-        kept = _kept_last(item.permutations, len(words), sure=False)
+        kept = _kept_last(item.permutations, words, sure=False)
         written_by_each = loop("reorderings", *_reordering_needs(words, causal))
         each, prefix = written_by_each["every reordering"], written_by_each["last word kept"]
         width = ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words)
@@ -727,13 +729,13 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
         if spec.rows == "summary":  # a max and a mean row per layer, head and metric
             written, width = 2 * ((each if count else 0) + (prefix if kept else 0)), width + len("mean,")
         rows, row_bytes, held = rows + written, row_bytes + written * width, held + (each + prefix)
-    for a, b in spec.probes:
+    for a, b in (probe.pair for probe in spec.probes):
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched: list[Needs] = ["a reordering"] if occurrence_matching(tokenize(a), tokenize(b)) is not None else []
         pair = loop("probes", *matched)["every reordering"]
         pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
         rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
-    counts = [perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences]
+    counts = [perms.count(item.permutations, tokenize(item.sentence)) for item in spec.sentences]
     most = max(range(len(counts)), key=counts.__getitem__, default=None)
     where = ("inputs", most, "permutations") if most is not None else ("probes",)
     subject = f"{counts[most]:,} permutations" if most is not None else "the probes"

@@ -71,8 +71,8 @@ def work(spec: Spec) -> list[Unit]:
         for item in concrete.sentences:
             rules.setdefault(item.sentence, []).append(item.permutations)
         for sentence in sorted(rules):
-            n = len(tokenize(sentence, concrete.embeddings.lowercase))
-            total = sum(perms.count(rule, n) for rule in rules[sentence])
+            words = tokenize(sentence, concrete.embeddings.lowercase)
+            total = sum(perms.count(rule, words) for rule in rules[sentence])
             for condition in conditions:
                 units.append(Unit(index, PERMUTATIONS, sentence, condition, 0, total, total, total))
         if concrete.probes:

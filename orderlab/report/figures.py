@@ -175,7 +175,10 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     assert manifest.spec is not None and manifest.dtype is not None  # read_results checked them
     swept, name = list(manifest.sweep), manifest.spec.name
     drawn = []
-    errors = metrics[~metrics["case"].isin(["decodability", TASK_CASE])]
+    # Left out as in summary.csv: the probe's and task rows, and values another metric summarises (log P per order).
+    errors = metrics[
+        ~metrics["case"].isin(["decodability", TASK_CASE]) & (metrics["metric"].map(reduction_of) != "none")
+    ]
     if not errors.empty:
         drawn.append(Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest.dtype)))
     probe = metrics[metrics["metric"] == POSITION_ACCURACY]
@@ -334,9 +337,10 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
 
 
 def _mean_by_layer(rows: pd.DataFrame) -> pd.Series:
-    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means)."""
-    if "statistic" in rows.columns:
-        rows = rows[rows["statistic"] == "mean"]
+    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means); as
+    the summary's, over the orders that change the sentence."""
+    means = rows["statistic"] == "mean" if "statistic" in rows.columns else rows["permuted"] != rows["input"]
+    rows = rows[means]
     return rows.groupby(["layer", "input"])["value"].mean().groupby("layer").mean()
 
 
@@ -350,7 +354,7 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_xticks(layers)
     ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations)")
     ax.set_xlabel("layer (0 = input)")
-    ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
+    ax.set_ylabel("share of reorderings at 1" if rate else f"mean {metric}")
 
 
 def _mean_bars(ax: Axes, metric: str, means: list[tuple[str, pd.Series]], colours: list[int], layer: int) -> None:

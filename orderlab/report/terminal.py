@@ -32,8 +32,11 @@ from rich.table import Table as Table  # re-exported (as is Console): the CLI re
 from rich.text import Text
 
 from orderlab.core import progress as work
+from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.measure.intervals import LOWER, UPPER
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.measure.rows import FIRST_LAYER, NEVER, first_layer_column
+from orderlab.measure.task_accuracy import CHANCE, TASK_CASE, UNTRAINED_LENGTH
+from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.plan.sweep import describe
@@ -132,14 +135,42 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     return Text(share_text(rate, int(count)))
 
 
+def rank_cell(row: pd.Series, name: str) -> Text:
+    """The original's rank among itself and its reorderings, '4 of 12' (1: scored above every reordering); a mean
+    over seeds '3.7' alone; 'nan !' if non-finite."""
+    rank, count = row[name], row.get(RATE_COUNT)
+    if pd.isna(rank) or row[f"{name} verdict"] == NON_FINITE:
+        return verdict_cell(rank, NON_FINITE)
+    if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:
+        return Text(f"{rank:.1f}")
+    return Text(f"{int(rank)} of {int(count) + 1}")
+
+
 def share_text(rate: float, count: int | None = None) -> str:
     """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count."""
     return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
 
 
+def pair_cell(value: float, verdict: str) -> Text:
+    """A pair of different words' cell, unmarked by order: '9.8e-02 ≠' told apart, '≈0 =' not, 'nan !'."""
+    if verdict == DISTINGUISHABLE:
+        return Text(f"{value:.1e} ≠")
+    return verdict_cell(value, verdict) if verdict == NON_FINITE else Text("≈0 =")
+
+
+def without_order(row: pd.Series) -> bool:
+    """Whether a summary row is a pair's that is not a reordering (no order verdict)."""
+    relation = row.get(RELATION_COLUMN)
+    return isinstance(relation, str) and relation in RELATIONS and not RELATIONS.get(relation).reorders
+
+
 def encoding_cell(row: pd.Series, name: str) -> Text:
     """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
-    when the row is a mean over seeds."""
+    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell)."""
+    if without_order(row):
+        return pair_cell(row[name], row[f"{name} verdict"])
+    if reduction_of(str(row["metric"])) == "rank":
+        return rank_cell(row, name)
     if reduction_of(str(row["metric"])) == "rate":
         return rate_cell(row, name)
     if f"{name} {LOWER}" in row.index:
@@ -197,7 +228,10 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     if view.corpus_threshold is not None:
         return [corpus_table(view.summary, view.encodings, view.title, view.corpus_threshold)]
     summary = sweep_subjects(view.summary, view.swept)
-    tables = summary_tables(summary, view.encodings, view.title, view.dtype, width)
+    tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
+    tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width)
+    if tasks.any():
+        tables.append(task_table(summary[tasks], view.encodings))
     probe = None if view.digest is None else decodability_table(view.digest, view.encodings, view.swept)
     return tables if probe is None else [*tables, probe]
 
@@ -206,9 +240,15 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
     """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width` (each measured
     by its widest cell), so that no cell, metric name or caption is cropped."""
     label = metric_column_width(summary)
-    groups = fitting_groups(encoding_widths(summary, encodings), width - label - 1)  # the table's left border
+    widths = encoding_widths(summary, encodings)
+    firsts = any(first_layer_column(name) in summary.columns for name in encodings)
+    with_firsts = {name: wide + len(NEVER) + 1 for name, wide in widths.items()}  # each its share of `first layer`
+    room = width - label - 1 - 3  # the table's left border; the first-layer column's padding and border
+    # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
+    firsts = firsts and all(wide <= room for wide in with_firsts.values())
+    groups = fitting_groups(with_firsts, room) if firsts else fitting_groups(widths, width - label - 1)
     return [
-        summary_table(summary, group, title if index == 0 else "", dtype, caption=index == len(groups) - 1)
+        summary_table(summary, group, title if index == 0 else "", dtype, index == len(groups) - 1, firsts)
         for index, group in enumerate(groups)
     ]
 
@@ -224,15 +264,24 @@ def metric_column_width(summary: pd.DataFrame) -> int:
     return column_width("metric", names)
 
 
-def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
+def summary_table(
+    summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True, shown_firsts: bool = True
+) -> Table:
     """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
     over seeds and interval); a mean or rate metric's mean over permutations instead (reductions_note)."""
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
+    notes += pairs_note(summary)
+    firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
+    firsts = firsts if shown_firsts else []
+    if firsts:
+        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input), per encoding in column order"
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", min_width=metric_column_width(summary) - COLUMN_CHROME)  # an input's heading wraps
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
+    if firsts:
+        table.add_column(FIRST_LAYER.replace(" ", "\n"), justify="right", overflow="fold")
     rank = {m: i for i, m in enumerate(metric_names())}  # rows in the registry's order
     ordered = summary.sort_values(
         ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
@@ -240,20 +289,49 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     for subject, rows in ordered.groupby(["case", "subject"], sort=False):
         if table.row_count:
             table.add_section()
-        table.add_row(Text(str(subject[1]), style="bold"))
+        relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
+        table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
-            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings))
+            first = ["/".join(str(row[column]) for column in firsts)] if firsts else []
+            table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
+    return table
+
+
+def pairs_note(summary: pd.DataFrame) -> str:
+    """What a caption adds when a pair of different words is shown: its marks, and why it has no token_shift."""
+    if RELATION_COLUMN not in summary.columns or not any(without_order(row) for _, row in summary.iterrows()):
+        return ""
+    return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
+
+
+def task_table(rows: pd.DataFrame, encodings: list[str]) -> Table:
+    """A trained spec's answer: each trained encoding's task accuracy per test length, beside the length's chance."""
+    table = Table(
+        title="task accuracy of the trained stacks, against chance",
+        caption="held-out sentences per length; chance: the task's best order-blind accuracy; "
+        "* = a length not trained on",
+        title_justify="left",
+    )
+    table.add_column("test sentences", overflow="fold")
+    table.add_column(CHANCE, justify="right")
+    for name in encodings:
+        table.add_column(name, justify="right", no_wrap=True)
+    for _, row in rows.iterrows():
+        cells = [f"{row[name]:.2f}" + ("*" if row[f"{name} verdict"] == UNTRAINED_LENGTH else "") for name in encodings]
+        table.add_row(Text(str(row["subject"])), f"{float(row[CHANCE]):.2f}", *cells)
     return table
 
 
 def reductions_note(summary: pd.DataFrame) -> str:
     """What a caption adds for the rows not reduced to their worst value: '; logprob_change: mean over
-    permutations; permutation_preferred: share of permutations at 1 (how many of how many)'."""
+    permutations; permutation_preferred: share of the distinct reorderings at 1 (how many of how many)'."""
     shown = list(dict.fromkeys(summary["metric"])) if "metric" in summary.columns else []
     means = [name for name in shown if reduction_of(name) == "mean"]
     rates = [name for name in shown if reduction_of(name) == "rate"]
-    notes = [f"{', '.join(means)}: mean over permutations"] if means else []
-    notes += [f"{', '.join(rates)}: share of permutations at 1 (how many of how many)"] if rates else []
+    notes = [f"{', '.join(means)}: mean over the distinct reorderings"] if means else []
+    notes += [f"{', '.join(rates)}: share of the distinct reorderings at 1 (how many of how many)"] if rates else []
+    ranks = [name for name in shown if reduction_of(name) == "rank"]
+    notes += [f"{', '.join(ranks)}: the original's rank by log P among itself and its reorderings"] if ranks else []
     return "".join(f"; {note}" for note in notes)
 
 

@@ -236,6 +236,7 @@ def csv_records(file: TextIO) -> Iterator[str]:
 
 
 SUMMARY_KEY = ["case", "input", "encoding", "layer", "head", "metric"]  # with the swept fields: one summary row
+PAIR = "pair"  # a probe row's second sentence (its `permuted`), blank on other rows: two probes may share a first
 
 
 def check_summary(metrics: Path, worst: pd.DataFrame, swept: list[str]) -> None:
@@ -245,7 +246,7 @@ def check_summary(metrics: Path, worst: pd.DataFrame, swept: list[str]) -> None:
     and partials disagree (edited, yet with matching hashes) would merge into a folder that contradicts itself.
     Both are compared as written (%.6e), metrics.csv streamed in chunks, so memory stays that of the summary.
     """
-    key = [*swept, *SUMMARY_KEY, *(["slot"] if "slot" in worst.columns else [])]  # the probe's rows per slot
+    key = [*swept, *SUMMARY_KEY, PAIR, *(["slot"] if "slot" in worst.columns else [])]  # the probe's rows per slot
     summaries = _as_written(worst).set_index(key)["value"]
     grouped = pd.concat(_maxima(chunk, key) for chunk in _read_as_written(metrics)).groupby(level=key, sort=False)
     rows = grouped.max().where(~grouped.apply(lambda values: values.isna().any()))
@@ -270,7 +271,12 @@ def _shown(value: float | None) -> str:
 
 def _maxima(chunk: pd.DataFrame, key: list[str]) -> pd.Series:
     rows = chunk[chunk["statistic"] != "mean"] if "statistic" in chunk else chunk
-    return rows.assign(value=pd.to_numeric(rows["value"])).groupby(key, sort=False)["value"].max(skipna=False)
+    rows = _with_pair(rows.assign(value=pd.to_numeric(rows["value"])))
+    return rows.groupby(key, sort=False)["value"].max(skipna=False)
+
+
+def _with_pair(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(**{PAIR: frame["permuted"].where(frame["case"] == "probe", "")})
 
 
 def _as_written(frame: pd.DataFrame) -> pd.DataFrame:
@@ -279,7 +285,7 @@ def _as_written(frame: pd.DataFrame) -> pd.DataFrame:
     append_csv(frame, text, True)
     text.seek(0)
     written = pd.concat(_read_as_written(text))
-    return written.assign(value=pd.to_numeric(written["value"]))
+    return _with_pair(written.assign(value=pd.to_numeric(written["value"])))
 
 
 def _read_as_written(source: Path | TextIO) -> Iterator[pd.DataFrame]:

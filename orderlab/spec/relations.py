@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
+from orderlab.core.pair_relations import relation_problem
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
@@ -49,20 +50,24 @@ def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> Non
         if not words:
             raise doc.error(("inputs", index, "sentence"), "empty sentence; expected at least one word")
         try:
-            perms.validate_rule(item.permutations, len(words))
+            perms.validate_rule(item.permutations, words)
         except ValueError as error:
             raise doc.error(("inputs", index, "permutations"), str(error)) from None
-        many = perms.count(item.permutations, len(words))
+        many = perms.count(item.permutations, words)
         if spec.rows == "per_permutation" and many > perms.MAX_PERMUTATIONS_FOR_ROWS:
             raise doc.error(
                 ("inputs", index, "permutations"),
                 f"{many:,} permutations would write that many rows per layer and metric; expected "
                 f"rows: summary beyond {perms.MAX_PERMUTATIONS_FOR_ROWS:,}",
             )
-    for index, pair in enumerate(spec.probes):
-        for side, sentence in enumerate(pair):
-            if not tokenize(sentence, lowercase):
+    for index, probe in enumerate(spec.probes):
+        sides = [tokenize(sentence, lowercase) for sentence in probe.pair]
+        for side, words in enumerate(sides):
+            if not words:
                 raise doc.error(("probes", index, side), "empty sentence; expected at least one word")
+        problem = relation_problem(probe.relation, *sides)
+        if problem:
+            raise doc.error(("probes", index), problem)
     validate_shown(spec, doc, lowercase)
 
 
@@ -73,9 +78,9 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
         raise doc.error(("attention_maps", "input"), f"the spec has {len(spec.sentences)} input sentence(s); "
                         f"expected 0..{len(spec.sentences) - 1}")  # fmt: skip
     if shown.permutations is not None:
-        n = len(tokenize(spec.sentences[shown.input].sentence, lowercase))
+        words = tokenize(spec.sentences[shown.input].sentence, lowercase)
         try:
-            perms.validate_rule(shown.permutations, n)
+            perms.validate_rule(shown.permutations, words)
         except ValueError as error:
             raise doc.error(("attention_maps", "permutations"), str(error)) from None
 
@@ -208,7 +213,7 @@ def _check_vectors(spec: Spec, doc: LocatedDocument) -> None:
     places: list[tuple[FieldPath, str]] = [
         (("inputs", i, "sentence"), x.sentence) for i, x in enumerate(spec.sentences)
     ]
-    places += [(("probes", i, side), s) for i, pair in enumerate(spec.probes) for side, s in enumerate(pair)]
+    places += [(("probes", i, side), s) for i, probe in enumerate(spec.probes) for side, s in enumerate(probe.pair)]
     for path, sentence in places:
         missing = [w for w in tokenize(sentence, spec.embeddings.lowercase) if w not in vectors]
         if missing:

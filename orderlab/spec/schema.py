@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, Discriminator, Field, JsonValue, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from orderlab.core import bounds
+from orderlab.core.pair_relations import RELATIONS, REORDERING
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
@@ -164,6 +165,31 @@ class InputSpec(StrictModel):
         if not isinstance(value, str | dict | list):
             raise ValueError("expected identity, reverse, all, swaps, shifts, {random: K} or [[2, 1, 0], ...]")
         return value
+
+
+class ProbePair(StrictModel):
+    """Two sentences whose sentence vectors are compared, and what the second is to the first."""
+
+    pair: tuple[str, str] = Field(description="The sentences [a, b].")
+    relation: str = Field(
+        REORDERING,
+        description=(
+            "What b is to a: " + "; ".join(f"{name}: {RELATIONS.get(name).doc}" for name in RELATIONS.names()) + "."
+        ),
+        json_schema_extra={"enum": list[JsonValue](RELATIONS.names())},
+    )
+
+    @field_validator("relation")
+    @classmethod
+    def _relation_known(cls, value: str) -> str:
+        if value not in RELATIONS:
+            raise ValueError(f"unknown relation {value!r}. {did_you_mean(value, RELATIONS.names())}")
+        return value
+
+    @property
+    def reorders(self) -> bool:
+        """Whether b reorders a's words, so that the pair's distances get order verdicts."""
+        return RELATIONS.get(self.relation).reorders
 
 
 # The error type of a name no registry knows: its message names the name given (messages.py adds no "got").
@@ -329,8 +355,12 @@ class Spec(StrictModel):
         default_factory=list,
         description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only).",
     )
-    probes: list[tuple[str, str]] = Field(
-        default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
+    probes: list[ProbePair] = Field(
+        default_factory=list,
+        description=(
+            "Sentence pairs whose pooled representations are compared: [a, b], b a reordering of a's words, or "
+            "{pair: [a, b], relation: different_words} for b of other words (no order verdict)."
+        ),
     )
     metrics: list[Metric] = Field(default_factory=default_families, description="Which metrics to compute.")
     rows: Literal["per_permutation", "summary"] = Field(
@@ -363,6 +393,14 @@ class Spec(StrictModel):
         if problem:
             raise ValueError(problem)
         return value
+
+    @field_validator("probes", mode="before")
+    @classmethod
+    def _probe_entries(cls, value: Any) -> Any:
+        """[a, b] is {pair: [a, b]} (a reordering); a mapping is read as written."""
+        if not isinstance(value, list):
+            return value
+        return [{"pair": entry} if isinstance(entry, list | tuple) else entry for entry in value]
 
     @field_validator("model", mode="before")
     @classmethod
@@ -413,7 +451,7 @@ def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
 
 
 def longest_sentence(spec: Spec) -> int:
-    sentences = [i.sentence for i in spec.sentences] + [s for pair in spec.probes for s in pair]
+    sentences = [i.sentence for i in spec.sentences] + [s for probe in spec.probes for s in probe.pair]
     trained = spec.train.longest if spec.train else 0  # a trained stack also runs its task's sentences
     return max([trained, *(len(tokenize(s)) for s in sentences)])
 
