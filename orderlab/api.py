@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from orderlab.plan.load import LoadedSpec
+    from orderlab.spec.families import ModelObject
     from orderlab.spec.schema import Spec
 
 SpecSource = str | Path | Mapping[str, Any]  # a spec file's path, or the spec itself as a dict
@@ -46,10 +47,11 @@ class Result:
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
 
 
-def validate(spec: SpecSource) -> Spec:
-    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not."""
+def validate(spec: SpecSource, model: Any = None) -> Spec:
+    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
+    model: a transformers model object the spec is run on (its family from config.model_type), as `run` takes it."""
     with _spec_file(spec) as path:
-        return _load(path).spec
+        return _load(path, None if model is None else _model_record(model)).spec
 
 
 def run(
@@ -60,18 +62,27 @@ def run(
     chunk_size: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> Result:
-    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None)."""
+    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
+
+    model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
+    model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
+    and manifest.json records its class, config and a hash of its weights (manifest["model"]["given"])."""
     import torch
 
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.hf.given import evaluating, user_model
 
-    options = RunOptions(torch.device(device), chunk_size, force, progress)
+    given = None if model is None else user_model(model, tokenizer)
+    options = RunOptions(torch.device(device), chunk_size, force, progress, model=given)
     with _spec_file(spec) as path, _results_root(out) as root:
-        loaded = _load(path)
+        loaded = _load(path, None if given is None else given.record)
         folder = root / loaded.spec.name
-        write_experiment(loaded, folder, options)
+        with evaluating(model) if given else nullcontext():
+            write_experiment(loaded, folder, options)
         result = load(folder)
     return result if out is not None else replace(result, folder=None)  # the temporary folder is gone
 
@@ -105,10 +116,16 @@ def compare(
     return comparing.compare([Path(spec) for spec in specs], names, rows, options).table
 
 
-def _load(path: Path) -> LoadedSpec:
+def _load(path: Path, given: ModelObject | None = None) -> LoadedSpec:
     from orderlab.plan.load import load_spec
 
-    return load_spec(path)
+    return load_spec(path, given)
+
+
+def _model_record(model: Any) -> ModelObject:
+    from orderlab.models.hf.given import model_record
+
+    return model_record(model)
 
 
 def _verdicts(summary: pd.DataFrame) -> dict[str, int]:

@@ -33,7 +33,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     assert isinstance(inputs, CorpusInputs)
     if notes:
         notes("loading the pretrained model")
-    adapters = pretrained_adapters(spec, device, loaded.path)  # corpus inputs need a pretrained model (relations.py)
+    # corpus inputs need a pretrained model (relations.py)
+    adapters = pretrained_adapters(spec, device, loaded.path, given=options.model)
     if notes:
         notes("encoding the corpus and its shuffles")
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))

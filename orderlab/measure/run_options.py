@@ -3,7 +3,8 @@
 The device is checked when the options are made, so a run asked for CUDA on a machine without it stops with one
 line before any work, and nothing below checks again. chunk_size: sequences per forward pass (None: sized to the
 memory at hand, models/batching.auto_chunk_size); force: a folder another command wrote may be replaced;
-progress and notes: where the run reports (done, total) and what it is doing.
+progress and notes: where the run reports (done, total) and what it is doing; model: a model object passed from
+Python (orderlab.api.run(spec, model=...)), which the spec's model block describes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 from orderlab.core.progress import Note, Progress
 from orderlab.models.devices import CPU, validate_device
+from orderlab.models.hf.given import UserModel
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class RunOptions:
     force: bool = False
     progress: Progress | None = None
     notes: Note | None = None
+    model: UserModel | None = None
 
     def __post_init__(self) -> None:
         validate_device(self.device)

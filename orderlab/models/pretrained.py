@@ -30,10 +30,12 @@ from orderlab.core.metric_registry import (
 )
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
+from orderlab.errors import OrderlabError
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.batching import memory_budget
 from orderlab.models.hf.folder import refuse_unknown_words
+from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
@@ -49,21 +51,27 @@ WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the
 
 
 def pretrained_adapters(
-    spec: Spec, device: torch.device, spec_file: Path, share_prefixes: bool = True, attention_maps: bool = False
+    spec: Spec,
+    device: torch.device,
+    spec_file: Path,
+    share_prefixes: bool = True,
+    attention_maps: bool = False,
+    given: UserModel | None = None,
 ) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin).
 
     A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
     does. With attention maps (the spec's attention metrics, or attention_maps: trace's pattern hooks) the model runs
-    eager attention, the implementation that returns its probabilities.
+    eager attention, the implementation that returns its probabilities. given: the model object a spec describes
+    (`model.given`: orderlab.api.run(spec, model=...)), run in place of a seeded model.
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
     family = model.family if isinstance(model, HFModelSpec) else "bert"
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
-    source = folder if folder is not None else seeded(spec, words)
+    source = folder if folder is not None else given_source(model, given) or seeded(spec, words)
     attention = attention_maps or ATTENTION_FAMILY in spec.metrics
     allow_random_init = isinstance(model, HFModelSpec) and model.allow_random_init
     backend = PretrainedBackend(
@@ -75,8 +83,8 @@ def pretrained_adapters(
         allow_random_init=allow_random_init,
         heads_read=LM_LOGPROB_FAMILY in spec.metrics,
     )
-    if folder is not None:
-        refuse_unknown_words(folder, backend.tokenizer, words)
+    if folder is not None or given is not None:
+        refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     shared = Shared(backend, spec.seed, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
@@ -91,6 +99,17 @@ def spec_words(spec: Spec, spec_file: Path) -> list[str]:
         words = [w for item in spec.sentences for w in tokenize(item.sentence)]
         words += [w for pair in spec.probes for sentence in pair for w in tokenize(sentence)]
     return sorted(set(words))
+
+
+def given_source(model: PretrainedModelSpec | HFModelSpec, given: UserModel | None) -> UserModel | None:
+    """The model object of a spec that describes one (its `given` record), checked to be that object."""
+    record = model.given if isinstance(model, HFModelSpec) else None
+    if record is None and given is None:
+        return None
+    if record is None or given is None or given.record != record:
+        raise OrderlabError("model: the spec describes a model object that this run was not given; expected "
+                            "orderlab.api.run(spec, model=..., tokenizer=...)")  # fmt: skip
+    return given
 
 
 def seeded(spec: Spec, words: list[str]) -> Seeded:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.metric_registry import (
@@ -39,7 +41,7 @@ from orderlab.core.metric_registry import (
     metrics_of,
 )
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
-from orderlab.errors import SpecError
+from orderlab.errors import OrderlabError, SpecError
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
@@ -609,6 +611,12 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     family = FAMILIES[model.family if isinstance(model, HFModelSpec) else "bert"]
     if isinstance(model, PretrainedModelSpec):
         folder = packaged_model_folder(model.name)
+    elif model.given is not None:  # a model object: its config as its family reads a config.json
+        try:
+            return family.config_file.model_validate(model.given.config).shape()
+        except ValidationError as error:
+            where = ".".join(str(part) for part in error.errors()[0]["loc"])
+            raise OrderlabError(f"model: its config's {where}: {error.errors()[0]['msg']}") from None
     elif model.path is None:
         return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
     else:
@@ -735,11 +743,13 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.path or model.family}"
+    name = f"model {_model_name(model)}"
     # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
     weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
-    seeded = isinstance(model, HFModelSpec) and model.path is None  # a word-level tokenizer: one token a word
+    seeded = (
+        isinstance(model, HFModelSpec) and model.path is None and model.given is None
+    )  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
     sharing = shape.head and seeded and ATTENTION_FAMILY not in spec.metrics and not corpus
@@ -790,6 +800,12 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
         attention_rows,
         attention,
     )
+
+
+def _model_name(model: PretrainedModelSpec | HFModelSpec) -> str:
+    if isinstance(model, PretrainedModelSpec):
+        return model.name
+    return model.given.model_class.rsplit(".", 1)[-1] if model.given else model.path or str(model.family)
 
 
 def _pretrained_attention(spec: Spec, shape: ModelShape, extra_width: float) -> tuple[float, Cost]:

@@ -18,14 +18,16 @@ from orderlab.errors import OrderlabError
 from orderlab.plan.estimate import validate_limits
 from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
+from orderlab.spec.families import HFModelSpec, ModelObject, family_of
 from orderlab.spec.messages import first_error
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line) on any problem."""
+def load_spec(path: str | Path, given: ModelObject | None = None) -> LoadedSpec:
+    """Read, parse and validate a spec file; raise SpecError (one line) on any problem. given: a model object passed
+    from Python (orderlab.api.run(spec, model=...)), which the spec's model block then describes."""
     path = Path(path)
     document = read_yaml(path)
     if not isinstance(document.data, dict):
@@ -42,6 +44,8 @@ def load_spec(path: str | Path) -> LoadedSpec:
         spec = spec.model_copy(update={"name": path.stem})
     if isinstance(spec.model, CheckpointModelSpec):
         spec = from_checkpoint(spec, spec.model, document)
+    if given is not None:
+        spec = with_model_object(spec, given, document)
     validate_sweep(spec, document, validate_relations)
     validate_limits(spec, document)
     return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
@@ -69,6 +73,27 @@ def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument
         raise doc.error(("seed",), f"{message}; expected {meta.seed} or no seed")
     filled = CheckpointModelSpec(kind="checkpoint", path=model.path, **meta.model.model_dump())
     return spec.model_copy(update={"model": filled, "encodings": [encoding], "seed": meta.seed})
+
+
+GIVEN_FIELDS = {"kind", "family", "position_embeddings", "dtype"}  # what a spec may say of a model object
+
+
+def with_model_object(spec: Spec, given: ModelObject, doc: LocatedDocument) -> Spec:
+    """The spec with its model block describing a model object: `kind: hf` of the object's family (from its
+    config.model_type), the spec's position ablations and dtype. A spec with no model block takes the object as it
+    is; one that names a shape, a folder, another family or kind is refused: the object has its own."""
+    family = family_of(given.config.get("model_type"), given.model_class.rsplit(".", 1)[-1])
+    model = spec.model if "model" in spec.model_fields_set else HFModelSpec(kind="hf", family=family)
+    if not isinstance(model, HFModelSpec):
+        raise doc.error(("model", "kind"), f"{model.kind}: the model object is a transformers model; expected kind: "
+                        "hf, or no model: block")  # fmt: skip
+    for field in sorted(model.model_fields_set - GIVEN_FIELDS):
+        raise doc.error(("model", field), "the model object has its own weights and shape; expected only "
+                        f"{', '.join(sorted(GIVEN_FIELDS))} beside it")  # fmt: skip
+    if "family" in model.model_fields_set and model.family != family:
+        raise doc.error(("model", "family"), f"{model.family}: the model object is a {family} (config.model_type "
+                        f"{given.config.get('model_type')!r}); expected {family} or no family")  # fmt: skip
+    return spec.model_copy(update={"model": model.model_copy(update={"family": family, "given": given})})
 
 
 def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:

@@ -21,9 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, Strict, ValidationInfo, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
+from orderlab.errors import OrderlabError
 from orderlab.spec import bounds
 from orderlab.spec.fields import LayerCount, Sweepable, Width
 
@@ -33,6 +35,7 @@ DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
 UNABLATED = "trained"  # the ablation that leaves the model's positions as built or loaded
 SEEDED = "seeded"  # its label for a zoo model with seeded random weights (no path)
 LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
+GIVEN = "given"  # its label for a model object passed from Python (orderlab.api.run(spec, model=...))
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra).
@@ -356,6 +359,22 @@ FAMILIES: dict[str, Family] = {
 }  # fmt: skip
 
 
+ADDING_A_FAMILY = "to add a family: one adapter file in orderlab/models/hf/families/ (docs/zoo.md#adding-a-family)"
+
+
+def family_of(model_type: object, what: str) -> str:
+    """The zoo family whose checkpoints carry config.json `model_type`; OrderlabError (one line: what is supported,
+    how to add a family) for any other. what: the model in words, for the message."""
+    family = next((f.name for f in FAMILIES.values() if model_type in f.model_types), None)
+    if family is None:
+        known = "; ".join(f"{f.name} ({', '.join(f.model_types)})" for f in FAMILIES.values())
+        raise OrderlabError(
+            f"model: {what} is of no supported family; expected a transformers model whose config.model_type is one "
+            f"of {known}; {ADDING_A_FAMILY}"
+        )
+    return family
+
+
 def read_family_config(folder: Path, family: str) -> FamilyConfig:
     """A checkpoint folder's config.json as `family` reads it. FileProblem (one line naming the file and the field)
     for a file that is not a JSON object of bounded numbers, or that declares another architecture: transformers
@@ -371,6 +390,15 @@ def read_family_config(folder: Path, family: str) -> FamilyConfig:
         names = " or ".join(f"{prefix}..." for prefix in kind.architectures)
         raise FileProblem(path, f"got {foreign[0]!r}; expected a {family} architecture ({names})", "architectures")
     return config
+
+
+class ModelObject(_Strict):
+    """A transformers model object passed from Python (orderlab.api.run(spec, model=...)), as the spec and
+    manifest.json record it: its class, its config and a hash of its weights. Never read from a spec file."""
+
+    model_class: str  # e.g. 'transformers.models.gpt2.modeling_gpt2.GPT2LMHeadModel'
+    config: dict[str, JsonValue]  # its config.to_dict(), as JSON: the estimate sizes the model from it
+    weights_sha256: str  # over its parameters and buffers, names and bytes (models/hf/given.weights_sha256)
 
 
 class HFModelSpec(_BackendModel):
@@ -400,6 +428,14 @@ class HFModelSpec(_BackendModel):
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
+    given: SkipJsonSchema[ModelObject | None] = None  # set by orderlab.api.run(model=...) only (plan/load.py)
+
+    @field_validator("given")
+    @classmethod
+    def _never_from_a_file(cls, value: ModelObject | None) -> ModelObject | None:
+        if value is not None:
+            raise ValueError("a model object is passed from Python; expected orderlab.api.run(spec, model=...)")
+        return value
 
     @field_validator("allow_random_init")
     @classmethod
@@ -410,7 +446,10 @@ class HFModelSpec(_BackendModel):
 
     def label(self, ablation: str) -> str:
         """Seeded weights (no path): 'trained' reads 'seeded'. With allow_random_init, `<ablation>+random_init`,
-        'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained."""
+        'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained; a model
+        object's (`given`) read 'given': whether it was trained is not known."""
+        if self.given is not None:
+            return GIVEN if ablation == UNABLATED else ablation
         if self.path is None:
             return SEEDED if ablation == UNABLATED else ablation
         if self.allow_random_init:

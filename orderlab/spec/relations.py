@@ -192,9 +192,11 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
-    """Its checkpoint folder or its seeded shape, and its family's ablations."""
+    """Its checkpoint folder or its seeded shape (a model object has its own), and its family's ablations."""
     family = FAMILIES[model.family]
-    if model.path is not None:
+    if model.given is not None:
+        pass
+    elif model.path is not None:
         folder = relative_to_spec(doc.file, model.path)
         if not (folder / "config.json").is_file():
             raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")

@@ -27,6 +27,7 @@ from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
@@ -142,7 +143,7 @@ class PretrainedBackend:
 
     def __init__(
         self,
-        source: Path | Seeded,
+        source: Path | Seeded | UserModel,
         dtype: str = "float32",
         device: torch.device | str = "cpu",
         attention: bool = False,
@@ -154,6 +155,9 @@ class PretrainedBackend:
         self.code = FAMILY_CODE[family]
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
+        self.given = False  # a model object passed from Python: its eval mode is the caller's (given.evaluating)
+        self.ablation, self.seed = "trained", 0
+        self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
@@ -163,6 +167,12 @@ class PretrainedBackend:
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation)
+        elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
+            self.tokenizer, self.given = source.tokenizer, True
+            weight = next(source.model.parameters())
+            own = weight.dtype == self.dtype and weight.device == self.device
+            self.model = source.model if own else converted_copy(source.model, self.dtype).to(self.device)
+            return
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
                                                                heads_read)  # fmt: skip
@@ -170,14 +180,12 @@ class PretrainedBackend:
             if refusal is not None:
                 raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
-        self.ablation, self.seed = "trained", 0
-        self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
 
     def twin(self, dtype: str) -> PretrainedBackend:
         """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
         other = copy.copy(self)
         other.dtype, other.row_tiles = getattr(torch, dtype), False
-        other.model = converted_copy(self.model, other.dtype)
+        other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
     @property
@@ -225,10 +233,13 @@ class PretrainedBackend:
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device)) if self.row_tiles else ids.to(self.device)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
-        with self.code.ablate(self.model, self.ablation, self.seed):
+        with (
+            self.code.ablate(self.model, self.ablation, self.seed),
+            eager_attention(self.model, attention and self.given),
+        ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
-        logits = out.logits[:count] if self.code.causal else None
+        logits = out.logits[:count] if self.code.causal and getattr(out, "logits", None) is not None else None
         if attention and not (out.attentions and all(a is not None for a in out.attentions)):
             implementation = self.model.config._attn_implementation
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
