@@ -13,7 +13,7 @@ are raised as OrderlabError (the CLI's one-line messages), never swallowed.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +27,8 @@ from orderlab.errors import OrderlabError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from orderlab.core.permutations import Rule
+    from orderlab.measure.activations import Activations
     from orderlab.plan.load import LoadedSpec
     from orderlab.spec.families import ModelObject
     from orderlab.spec.schema import Spec
@@ -64,12 +66,16 @@ def run(
     progress: Progress | None = None,
     model: Any = None,
     tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Result:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
 
     model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
     model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
-    and manifest.json records its class, config and a hash of its weights (manifest["model"]["given"])."""
+    and manifest.json records its class, config and a hash of its weights (manifest["model"]["given"]).
+    hooks: your functions at a transformers model's hook points, {"2.output": fn} (L.input or L.output: a tensor
+    (B, T, d) to one of the same shape), around every pass of every condition and its round-off twin; the rows'
+    labels end in '+user_hook' and manifest["model"]["user_hooks"] names each function."""
     import torch
 
     from orderlab.commands.run import write_experiment
@@ -77,14 +83,44 @@ def run(
     from orderlab.models.hf.given import evaluating, user_model
 
     given = None if model is None else user_model(model, tokenizer)
-    options = RunOptions(torch.device(device), chunk_size, force, progress, model=given)
+    options = RunOptions(torch.device(device), chunk_size, force, progress, model=given, hooks=dict(hooks or {}))
     with _spec_file(spec) as path, _results_root(out) as root:
-        loaded = _load(path, None if given is None else given.record)
+        loaded = _load(path, None if given is None else given.record, hooks)
         folder = root / loaded.spec.name
         with evaluating(model) if given else nullcontext():
             write_experiment(loaded, folder, options)
         result = load(folder)
     return result if out is not None else replace(result, folder=None)  # the temporary folder is gone
+
+
+def activations(
+    spec: SpecSource,
+    points: list[str],
+    orders: Rule | None = None,
+    *,
+    device: str = "cpu",
+    model: Any = None,
+    tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
+    progress: Progress | None = None,
+) -> Activations:
+    """Hook points per reordering and condition, in memory (TransformerLens's run_with_cache): `result.index` has one
+    row per combination x condition x input x order, `result["2.output"]` the point's tensor, row for row (NaN past a
+    row's own slots). orders: the spec's permutations (None), or a rule applied to every input ("all", "reverse",
+    {"random": 10}, [[2, 1, 0]]). Tensors that would not fit beside the run's own estimate are refused in one line.
+    model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them."""
+    import torch
+
+    from orderlab.measure.activations import collect_activations
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.hf.given import evaluating, user_model
+
+    given = None if model is None else user_model(model, tokenizer)
+    options = RunOptions(torch.device(device), progress=progress, model=given, hooks=dict(hooks or {}))
+    with _spec_file(spec) as path:
+        loaded = _load(path, None if given is None else given.record, hooks)
+        with evaluating(model) if given else nullcontext():
+            return collect_activations(loaded.spec, loaded.path, points, orders, options)
 
 
 def load(results_dir: str | Path) -> Result:
@@ -116,10 +152,15 @@ def compare(
     return comparing.compare([Path(spec) for spec in specs], names, rows, options).table
 
 
-def _load(path: Path, given: ModelObject | None = None) -> LoadedSpec:
+def _load(
+    path: Path, given: ModelObject | None = None, hooks: Mapping[str, Callable[[Any], Any]] | None = None
+) -> LoadedSpec:
+    """The one loader; the user's hooks recorded by their functions' names."""
     from orderlab.plan.load import load_spec
 
-    return load_spec(path, given)
+    names = {point: f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+             for point, fn in (hooks or {}).items()}  # fmt: skip
+    return load_spec(path, given, names)
 
 
 def _model_record(model: Any) -> ModelObject:

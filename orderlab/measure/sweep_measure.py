@@ -57,7 +57,7 @@ class SweepMeasurement:
         (shards.partition): only they are measured, each leaving a Piece in the digest."""
         self.spec, self.spec_file = spec, spec_file
         self.device, self.progress, self.notes = options.device, options.progress, options.notes
-        self.given = options.model
+        self.given, self.user_hooks = options.model, options.hooks
         self.axes = axes(spec)
         self.configurations = in_row_order(spec)
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
@@ -100,7 +100,9 @@ class SweepMeasurement:
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
-                adapters = build_adapters(spec, self.device, self.spec_file, given=self.given)
+                adapters = build_adapters(
+                    spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
+                )
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):

@@ -12,7 +12,7 @@ transformers returns) come from the same forward pass as its metrics.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,6 +37,7 @@ from orderlab.models.batching import memory_budget
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
+from orderlab.models.hf.interventions import UserHook, checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
@@ -57,6 +58,7 @@ def pretrained_adapters(
     share_prefixes: bool = True,
     attention_maps: bool = False,
     given: UserModel | None = None,
+    user_hooks: Mapping[str, UserHook] | None = None,
 ) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin).
 
@@ -64,7 +66,8 @@ def pretrained_adapters(
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
     does. With attention maps (the spec's attention metrics, or attention_maps: trace's pattern hooks) the model runs
     eager attention, the implementation that returns its probabilities. given: the model object a spec describes
-    (`model.given`: orderlab.api.run(spec, model=...)), run in place of a seeded model.
+    (`model.given`: orderlab.api.run(spec, model=...)), run in place of a seeded model; user_hooks: the user's
+    functions at hook points that the spec records by name (`model.user_hooks`), around every pass.
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
@@ -82,7 +85,10 @@ def pretrained_adapters(
         family=family,
         allow_random_init=allow_random_init,
         heads_read=LM_LOGPROB_FAMILY in spec.metrics,
+        user_hooks=hooked(model, user_hooks),
     )
+    if user_hooks:
+        checked_hooks(backend.model, user_hooks)
     if folder is not None or given is not None:
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     shared = Shared(backend, spec.seed, share_prefixes)
@@ -110,6 +116,15 @@ def given_source(model: PretrainedModelSpec | HFModelSpec, given: UserModel | No
         raise OrderlabError("model: the spec describes a model object that this run was not given; expected "
                             "orderlab.api.run(spec, model=..., tokenizer=...)")  # fmt: skip
     return given
+
+
+def hooked(model: PretrainedModelSpec | HFModelSpec, user_hooks: Mapping[str, UserHook] | None) -> dict[str, UserHook]:
+    """The user's functions, checked to be the ones the spec records (`model.user_hooks`, by point)."""
+    recorded = model.user_hooks if isinstance(model, HFModelSpec) else {}
+    if set(recorded) != set(user_hooks or {}):
+        raise OrderlabError(f"hooks: the spec records {sorted(recorded)} but this run was given "
+                            f"{sorted(user_hooks or {})}; expected orderlab.api.run(spec, hooks=...)")  # fmt: skip
+    return dict(user_hooks or {})
 
 
 def seeded(spec: Spec, words: list[str]) -> Seeded:
@@ -169,7 +184,8 @@ class PretrainedAdapter:
     def shares_prefixes(self) -> bool:
         """Whether passes compute each distinct prefix once (models/kv_prefix.py): a causal family's declared
         ablations only (an encoder declares none)."""
-        return self.shared.share_prefixes and self.ablation in self.shared.backend.code.cached_ablations
+        backend = self.shared.backend
+        return self.shared.share_prefixes and not backend.user_hooks and self.ablation in backend.code.cached_ablations
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)

@@ -218,6 +218,13 @@ def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
         ))  # fmt: skip
 
 
+def memory_beside_run(spec: Spec, spec_file: str | Path) -> float:
+    """Bytes a caller may hold beside the run (what orderlab.api.activations keeps): the share of this machine's
+    memory a run may use, less the largest peak the run's estimate expects."""
+    peak = max(item.peak_bytes for item in estimate(spec, spec_file))
+    return MEMORY_SHARE * available_memory() - peak
+
+
 def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], figure: str) -> SpecError:
     where = f" (in the sweep combination {describe(columns)})" if columns else ""
     return doc.error(cost.field, f"{cost.subject} {figure}; expected {cost.expected}{where}")

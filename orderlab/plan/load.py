@@ -7,6 +7,7 @@ pydantic (messages.py), relations between fields (relations.py) for every sweep 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,9 +26,12 @@ from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, rela
 from orderlab.spec.yamlsource import LocatedDocument, read_yaml
 
 
-def load_spec(path: str | Path, given: ModelObject | None = None) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line) on any problem. given: a model object passed
-    from Python (orderlab.api.run(spec, model=...)), which the spec's model block then describes."""
+def load_spec(
+    path: str | Path, given: ModelObject | None = None, user_hooks: Mapping[str, str] | None = None
+) -> LoadedSpec:
+    """Read, parse and validate a spec file; raise SpecError (one line) on any problem. From Python only
+    (orderlab.api.run): given, a model object the spec's model block then describes; user_hooks, the names of the
+    user's functions at hook points (point -> name), recorded in the model block."""
     path = Path(path)
     document = read_yaml(path)
     if not isinstance(document.data, dict):
@@ -46,6 +50,8 @@ def load_spec(path: str | Path, given: ModelObject | None = None) -> LoadedSpec:
         spec = from_checkpoint(spec, spec.model, document)
     if given is not None:
         spec = with_model_object(spec, given, document)
+    if user_hooks:
+        spec = with_user_hooks(spec, dict(user_hooks), document)
     validate_sweep(spec, document, validate_relations)
     validate_limits(spec, document)
     return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
@@ -94,6 +100,15 @@ def with_model_object(spec: Spec, given: ModelObject, doc: LocatedDocument) -> S
         raise doc.error(("model", "family"), f"{model.family}: the model object is a {family} (config.model_type "
                         f"{given.config.get('model_type')!r}); expected {family} or no family")  # fmt: skip
     return spec.model_copy(update={"model": model.model_copy(update={"family": family, "given": given})})
+
+
+def with_user_hooks(spec: Spec, user_hooks: dict[str, str], doc: LocatedDocument) -> Spec:
+    """The spec with the user's hooks recorded in its model block: a transformers model's layer points only
+    (models/hf/interventions.py checks the layers once the model is built)."""
+    if not isinstance(spec.model, HFModelSpec):
+        raise doc.error(("model", "kind"), f"{spec.model.kind}: a user's hooks run on transformers models; expected "
+                        "kind: hf, or model=")  # fmt: skip
+    return spec.model_copy(update={"model": spec.model.model_copy(update={"user_hooks": user_hooks})})
 
 
 def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:

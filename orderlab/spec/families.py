@@ -36,6 +36,8 @@ UNABLATED = "trained"  # the ablation that leaves the model's positions as built
 SEEDED = "seeded"  # its label for a zoo model with seeded random weights (no path)
 LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
 GIVEN = "given"  # its label for a model object passed from Python (orderlab.api.run(spec, model=...))
+USER_HOOK = "+user_hook"  # the label suffix of rows run with a user's functions at hook points (run(hooks=...))
+HOOKABLE_POINTS = ("input", "output")  # the points of a zoo model's layer that a user's function may replace
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra).
@@ -428,13 +430,18 @@ class HFModelSpec(_BackendModel):
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
-    given: SkipJsonSchema[ModelObject | None] = None  # set by orderlab.api.run(model=...) only (plan/load.py)
+    # Set from Python only (plan/load.py), never from a file; left out of model_dump (commands/corpus_run.py adds them
+    # to manifest.json when set): a model object (orderlab.api.run(spec, model=...)), and the user's functions at hook
+    # points (run(spec, hooks={"2.output": fn})), by name.
+    given: SkipJsonSchema[ModelObject | None] = Field(None, exclude=True)
+    user_hooks: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
 
-    @field_validator("given")
+    @field_validator("given", "user_hooks")
     @classmethod
-    def _never_from_a_file(cls, value: ModelObject | None) -> ModelObject | None:
-        if value is not None:
-            raise ValueError("a model object is passed from Python; expected orderlab.api.run(spec, model=...)")
+    def _never_from_a_file(cls, value: object, info: ValidationInfo) -> object:
+        if value:
+            argument = "model" if info.field_name == "given" else "hooks"
+            raise ValueError(f"set from Python only; expected orderlab.api.run(spec, {argument}=...)")
         return value
 
     @field_validator("allow_random_init")
@@ -447,7 +454,11 @@ class HFModelSpec(_BackendModel):
     def label(self, ablation: str) -> str:
         """Seeded weights (no path): 'trained' reads 'seeded'. With allow_random_init, `<ablation>+random_init`,
         'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained; a model
-        object's (`given`) read 'given': whether it was trained is not known."""
+        object's (`given`) read 'given': whether it was trained is not known. With the user's hooks, every label ends
+        in '+user_hook'."""
+        return self._weights_label(ablation) + (USER_HOOK if self.user_hooks else "")
+
+    def _weights_label(self, ablation: str) -> str:
         if self.given is not None:
             return GIVEN if ablation == UNABLATED else ablation
         if self.path is None:

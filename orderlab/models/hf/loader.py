@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +30,7 @@ from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
 from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.models.hf.interventions import UserHook, user_hooks_applied
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
@@ -150,12 +152,14 @@ class PretrainedBackend:
         family: str = "bert",
         allow_random_init: bool = False,
         heads_read: bool = True,
+        user_hooks: Mapping[str, UserHook] | None = None,
     ):
         transformers = import_transformers()
         self.code = FAMILY_CODE[family]
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
         self.given = False  # a model object passed from Python: its eval mode is the caller's (given.evaluating)
+        self.user_hooks = dict(user_hooks or {})  # the user's functions at hook points, around every pass
         self.ablation, self.seed = "trained", 0
         self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
@@ -236,6 +240,7 @@ class PretrainedBackend:
         with (
             self.code.ablate(self.model, self.ablation, self.seed),
             eager_attention(self.model, attention and self.given),
+            user_hooks_applied(self.model, self.user_hooks),
         ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
