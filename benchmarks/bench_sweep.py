@@ -31,9 +31,9 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.text import tokenize
-from orderlab.measure import metrics as M
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.sweep_measure import SweepMeasurement
+from orderlab.metrics import maths as M
 from orderlab.models.batching import aligned_batch
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes

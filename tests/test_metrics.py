@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from orderlab.measure import metrics as M
+from orderlab.metrics import maths as M
 from orderlab.models.pooling import pool
 
 GEN = torch.Generator().manual_seed(0)

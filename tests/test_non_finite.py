@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orderlab.cli import app
-from orderlab.measure import metrics as M
+from orderlab.metrics import maths as M
 
 SPEC = """
 name: {name}

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from stacks import make_stack
 
 from orderlab.core.text import repeated_pairs
-from orderlab.measure import metrics as M
 from orderlab.measure.probing import fit_probe, measure_decodability
+from orderlab.metrics import maths as M
 from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.stack_adapter import stack_adapters
 from orderlab.spec.schema import Spec

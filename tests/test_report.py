@@ -10,8 +10,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.core.metric_registry import RATE_COUNT
 from orderlab.measure.rows import summarize
+from orderlab.metrics import RATE_COUNT
 from orderlab.report.terminal import rate_text, summary_tables
 from orderlab.spec.extras import installed
 

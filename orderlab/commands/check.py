@@ -1,6 +1,6 @@
 """The glue of `orderlab check`: plan, check each spec, render what was found, write JUnit, pick the exit code.
 
-Kept out of cli.py so the command stays a few lines; the comparison itself lives in check.py and
+Kept out of cli.py so the command stays a few lines; the comparison itself lives in results/baseline_diff.py and
 every table and line on the terminal comes from report/terminal.py.
 """
 

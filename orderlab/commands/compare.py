@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES, metrics_of
 from orderlab.core.progress import Note
 from orderlab.core.registry import did_you_mean
 from orderlab.encodings import ENCODINGS
@@ -24,6 +23,7 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import axes, run_sweep
+from orderlab.metrics import default_families, family_names, metrics_of
 from orderlab.plan.load import LoadedSpec, load_spec, with_changes
 from orderlab.plan.sweep import SEED, describe, plan, swept_fields
 from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
@@ -38,7 +38,7 @@ from orderlab.spec.schema import (
 )
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
-ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in DEFAULT_FAMILIES}
+ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in default_families()}
 ROW_METRICS = [row for rows in ROWS_OF_FAMILY.values() for row in rows]
 GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
 
@@ -77,7 +77,7 @@ def parse_metrics(metrics: list[str] | None) -> list[str]:
         elif metric in ROW_METRICS:
             chosen.append(metric)
         else:
-            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*FAMILY_NAMES, *ROW_METRICS])}")
+            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*family_names(), *ROW_METRICS])}")
     return list(dict.fromkeys(chosen))
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import torch
 
 from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
-from orderlab.core.metric_registry import ATTENTION_FAMILY
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
 from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
+from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.plan.load import LoadedSpec
 from orderlab.plan.shards import Unit, condition_labels, partition, require_shardable
 from orderlab.plan.sweep import swept_fields

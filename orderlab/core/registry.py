@@ -32,6 +32,11 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
+    def unregister(self, name: str) -> None:
+        """Forget `name` (a plug-in's registration undone, as a test does after adding one)."""
+        self.get(name)
+        del self._items[name]
+
     def get(self, name: str) -> T:
         try:
             return self._items[name]

@@ -19,8 +19,8 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import CorpusLine
-from orderlab.core.metric_registry import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
 from orderlab.core.progress import Progress
+from orderlab.metrics import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
 from orderlab.spec.families import CorpusInputs
 
 if TYPE_CHECKING:

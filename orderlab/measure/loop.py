@@ -27,7 +27,6 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.metric_registry import ATTENTION_FAMILY, noise_families
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -35,6 +34,7 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import Spec

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.measure.verdicts import NOISE_SOURCE, NON_FINITE, canonical, round_off_lines, verdicts
+from orderlab.measure.verdicts import NON_FINITE, canonical, round_off_lines, verdicts
+from orderlab.metrics import METRICS
 
 NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary rows key the same way
 
@@ -55,7 +56,10 @@ def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
     """
     heads = [None if pd.isna(head) else int(head) for head in table["head"]]
     keys = zip(table["layer"].astype(int), heads, table["metric"], strict=True)
-    figures = np.array([noise.get((layer, head, NOISE_SOURCE.get(m, m)), math.nan) for layer, head, m in keys])
+    # A metric whose identity-permutation value is not round-off takes another's noise: the distance between two
+    # occurrences of a word carries the per-token round-off of the metric that matches words.
+    sources = {name: METRICS.get(name).noise_source for name in table["metric"].unique()}
+    figures = np.array([noise.get((layer, head, sources[m]), math.nan) for layer, head, m in keys])
     judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), round_off_lines(figures, dtype))
     table["verdict"] = judged
     table["value"] = canonical(table["value"].to_numpy(), judged)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from orderlab.core.metric_registry import POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
+from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY
 from orderlab.spec.schema import Spec
 
 if TYPE_CHECKING:

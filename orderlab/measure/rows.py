@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.core.metric_registry import RATE_COUNT, per_permutation_mean, reduction_of
+from orderlab.metrics import RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from orderlab.core.metric_registry import DECODABILITY_FAMILY
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
@@ -20,6 +19,7 @@ from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.shards import DECODABILITY, Unit
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from orderlab.core.metric_registry import TASK_ACCURACY
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
+from orderlab.metrics import TASK_ACCURACY
 from orderlab.spec.schema import Spec
 from orderlab.train.tasks import TaskData
 from orderlab.train.train import TrainedStack, task_accuracy, train_seed

@@ -22,15 +22,12 @@ import typing
 
 import numpy as np
 
-from orderlab.core.metric_registry import Passing, all_metrics
+from orderlab.metrics import METRICS, Passing
 
 SAFETY = 16
 FLOOR = 16
 ORDER_SENSITIVE = "order-sensitive"
 NON_FINITE = "non-finite"
-# Metrics whose identity-permutation value is not round-off take the noise of another: the distance
-# between two occurrences of a word carries the per-token round-off of the metric that matches words.
-NOISE_SOURCE = {m.name: m.noise_from for m in all_metrics() if m.noise_from is not None}
 NOISE_REFERENCE_DTYPE = "float32"
 
 
@@ -51,14 +48,13 @@ def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
 
 
 PASSING_WORDS = typing.get_args(Passing)
-# Each judged metric's verdict within the round-off, e.g. "indistinguishable" for a zero repeated-word distance.
-PASSING = {m.name: m.passing for m in all_metrics() if m.passing is not None}
 
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
-    passing = np.array([PASSING[m] for m in metrics], dtype=object)
+    words = {name: METRICS.get(name).passing for name in set(metrics)}  # e.g. "indistinguishable" for repeat_distance
+    passing = np.array([words[m] for m in metrics], dtype=object)
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
     return np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
 

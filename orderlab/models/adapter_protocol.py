@@ -18,8 +18,8 @@ from typing import ClassVar, Protocol
 
 import torch
 
-from orderlab.core.metric_registry import Model, Pooling
 from orderlab.core.permutations import Permutation
+from orderlab.metrics import Model, Pooling
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.hook_points import UNBATCHED_POINTS
 from orderlab.spec.schema import DecodabilitySpec
@@ -103,7 +103,7 @@ class Adapter(Protocol):
     label: str  # the `encoding` column of its rows
     dtype: torch.dtype
     device: torch.device
-    # Which rows of the metric registry (core/metric_registry.py) it writes: those of its kind of model that compare
+    # Which rows of the metric registry (orderlab/metrics) it writes: those of its kind of model that compare
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]

@@ -223,8 +223,8 @@ class AttentionStack:
         return lambda normed: self.attend_fused(normed, layer)
 
     def feed_forward(self, x: torch.Tensor, layer: RunLayer) -> torch.Tensor:
-        """The position-wise FFN: GELU(norm(x) W_in) W_out, its GELU in place where no gradient is taken
-        (measured: writing the widest activation anew cost a third of the GELU's time)."""
+        """The position-wise FFN: GELU(norm(x) W_in) W_out, its GELU in place where no gradient is taken: writing the
+        widest activation anew costs memory traffic the in-place form saves."""
         widened = self.pre_norm(x) @ layer.w_in
         activated = F.gelu(widened) if torch.is_grad_enabled() else torch.ops.aten.gelu_(widened)
         return activated @ layer.w_out

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from orderlab.core.metric_registry import ATTENTION_FAMILY
+from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend

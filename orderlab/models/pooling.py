@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from orderlab.core.metric_registry import STACK_POOLINGS
+from orderlab.metrics import STACK_POOLINGS
 
 
 def pool(h: torch.Tensor, how: str) -> torch.Tensor:

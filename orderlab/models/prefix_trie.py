@@ -66,8 +66,8 @@ def state_rows(depths: list[Depth]) -> torch.Tensor:
 
 
 def gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """states[rows] for states (N, d): the copy an embedding lookup makes, measured 7x faster than index_select's
-    (9,216 rows of 768 float32 from 2,833, 2 threads: 1.0 ms against 7.2 ms; 42 ms a layer inside a GPT-2 chunk)."""
+    """states[rows] for states (N, d), as an embedding lookup: several times faster than index_select into a fresh
+    tensor for these shapes (docs/performance.md, "What was tried")."""
     return torch.nn.functional.embedding(rows, states)
 
 
@@ -108,12 +108,10 @@ def trie_attention(
     """One layer's attention for every depth's prefixes: x (all depths' prefixes, d) normed -> output (same shape) and,
     if maps, the reorderings' weights (B, h, n, n).
 
-    The projections run once over all depths, the one-query attention depth by depth. Every depth's rows start on a
-    whole row tile (pad_to_tiles), so the one matmul gives each row the numbers a matmul per depth gave (the shipped
-    causal results stay byte-equal). Against a block per depth (4 layers, d_model 128, 8! orders in chunks of 862,
-    1 thread, load 0.8-1.2, alternating rounds): the pass 1.05-1.14x faster, the measuring loop's shared/dense
-    1.56x -> 1.70x; the 32 blocks a chunk ran were 800 small ops, their matmuls 16-864 rows each. Longer chunks
-    are slower (1,728 orders: 1.06x the time of 862; 3,456: 1.12x): the products below outgrow the caches.
+    The projections run once over all depths (one op each rather than a block per depth: fewer, larger matmuls), the
+    one-query attention depth by depth. Every depth's rows start on a whole row tile (pad_to_tiles), so the one matmul
+    gives each row the numbers a matmul per depth gave (the shipped causal results stay byte-equal). Figures, and why
+    longer chunks do not pay here: docs/performance.md, "What was tried".
     """
     c = stack.config
     n = len(depths)
@@ -165,11 +163,9 @@ def one_query_attention(
     before the output projection, and weights (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py).
     Writes the token's rotated key and value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
 
-    One query per prefix: its scores and weighted sum are elementwise products summed over the head's
-    dimensions and over the slots: measured at about half the time of the fused kernel, which runs U * h one-row
-    products (864 prefixes of 8 slots: 0.4-0.5 ms against 1.0 ms). They are bound by memory, not by dispatch
-    (1 thread, 864 prefixes of 8 slots, d_model 128): a batched matmul for the scores took 599 us against 605 (and
-    moves the round-off), keys and values in separate blocks gave the pass 0.98x, rows in blocks of 128 0.94x.
+    One query per prefix: its scores and weighted sum are elementwise products summed over the head's dimensions and
+    over the slots, rather than the fused kernel's U * h one-row products: they are bound by memory, not dispatch, and
+    the alternatives tried were no faster or moved the round-off (docs/performance.md, "What was tried").
     """
     c = stack.config
     U, d = qkv.shape[0], c.d_model

@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import torch
 
-from orderlab.core.metric_registry import STACK_POOLINGS, Model, Pooling
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
+from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks, LayerWeights
 from orderlab.models.batching import aligned_batch, auto_chunk_size

@@ -25,23 +25,22 @@ from pydantic import ValidationError
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
-from orderlab.core.metric_registry import (
+from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
+from orderlab.errors import OrderlabError, SpecError
+from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
     DECODABILITY_FAMILY,
     ENCODER_POOLINGS,
-    EQUIVARIANCE_FAMILY,
-    INVARIANCE_FAMILY,
-    LM_LOGPROB_FAMILY,
     PAIR_DISTANCE_FAMILY,
     PREFIX_INVARIANCE_FAMILY,
     REPEATED_WORDS_FAMILY,
     STACK_POOLINGS,
-    TOKEN_SHIFT_FAMILY,
-    metrics_of,
+    Compares,
+    Keep,
+    Needs,
+    loop_rows,
 )
-from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
-from orderlab.errors import OrderlabError, SpecError
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
@@ -498,17 +497,21 @@ def _kept_last(rule: perms.Rule, n: int, sure: bool) -> float:
     return 0 if sure else perms.count(rule, n) / n  # random: 1/n of the draws, but a draw may miss them all
 
 
-def _rows_per_layer(wanted: Collection[str], *families: str) -> int:
-    """How many row metrics the `wanted` ones among `families` write for the stack: rows per layer (and head)."""
-    return sum(len(metrics_of(family, "stack", STACK_POOLINGS)) for family in families if family in wanted)
+def _stack_rows(spec: Spec, compares: Compares, have: Collection[Needs]) -> dict[Keep, int]:
+    """Rows one reordering (or probe) writes through the stack's loop, as the metric registry counts them."""
+    m = spec.stack
+    return loop_rows(compares, spec.metrics, "stack", STACK_POOLINGS, m.n_layers, m.n_heads, have)
 
 
-def _per_permutation_rows(spec: Spec, words: list[str]) -> int:
-    """Rows every permutation writes (metric_computations.record_metrics), prefix_invariance aside."""
-    m, wanted = spec.stack, spec.metrics
-    per_layer = _rows_per_layer(wanted, EQUIVARIANCE_FAMILY, INVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY)
-    per_layer += _rows_per_layer(wanted, REPEATED_WORDS_FAMILY) * bool(repeated_pairs(words))
-    return (m.n_layers + 1) * per_layer + _rows_per_layer(wanted, ATTENTION_FAMILY) * m.n_layers * m.n_heads
+def _reordering_needs(words: list[str], causal: bool = False) -> list[Needs]:
+    """What the loop has for a sentence's reorderings: attention maps (when the attention family asks for them),
+    repeated words if the sentence repeats one, a causal LM's log-probabilities."""
+    have: list[Needs] = ["attention maps"]
+    if repeated_pairs(words):
+        have.append("repeated words")
+    if causal:
+        have.append("log-probabilities")
+    return have
 
 
 def _sentence_rows(
@@ -516,8 +519,8 @@ def _sentence_rows(
 ) -> tuple[float, float]:
     """metrics.csv rows one encoding writes for a sentence under its rules, and their mean width without
     the encoding and swept columns."""
-    n, every = len(words), _per_permutation_rows(spec, words)
-    prefix = (spec.stack.n_layers + 1) * _rows_per_layer(spec.metrics, PREFIX_INVARIANCE_FAMILY)
+    rows = _stack_rows(spec, "reorderings", _reordering_needs(words))
+    n, every, prefix = len(words), rows["every reordering"], rows["last word kept"]
     count = sum(perms.count(rule, n) for rule in rules)
     kept = sum(_kept_last(rule, n, sure) for rule in rules)
     moved = len(perms.label(tuple(range(n)))) + len(" ".join(words))  # permutation and permuted columns
@@ -529,13 +532,12 @@ def _sentence_rows(
 
 def _probe_rows(spec: Spec, a: str, b: str) -> tuple[int, float]:
     """Rows one encoding writes for a probe pair (loop.MeasuringLoop.measure_probe), and their mean width."""
-    lowercase, wanted = spec.embeddings.lowercase, spec.metrics
+    lowercase = spec.embeddings.lowercase
     words_a, words_b = tokenize(a, lowercase), tokenize(b, lowercase)
-    matched = occurrence_matching(words_a, words_b) is not None
-    per_layer = _rows_per_layer(wanted, PAIR_DISTANCE_FAMILY)
-    per_layer += _rows_per_layer(wanted, TOKEN_SHIFT_FAMILY) * matched
+    have: list[Needs] = ["a reordering"] if occurrence_matching(words_a, words_b) is not None else []
     statistics = 1 if spec.rows == "per_permutation" else 2
-    return statistics * (spec.stack.n_layers + 1) * per_layer, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
+    rows = statistics * _stack_rows(spec, "probes", have)["every reordering"]
+    return rows, ROW_FIXED_BYTES + len(a) + len(b) + 2 * len(words_a)
 
 
 def probe_row_bytes(probe: DecodabilitySpec) -> int:
@@ -685,15 +687,10 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
     poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
 
-    def rows_per_layer(*families: str) -> int:
-        """As _rows_per_layer for a pretrained model, of the poolings it defines (a causal LM: no [CLS])."""
-        return sum(len(metrics_of(family, "pretrained", poolings)) for family in families if family in wanted)
+    def loop(compares: Compares, *have: Needs) -> dict[Keep, int]:
+        """Rows one reordering (or probe) writes, of the poolings the model defines (a causal LM: no [CLS])."""
+        return loop_rows(compares, wanted, "pretrained", poolings, layers, heads, have)
 
-    per_layer = rows_per_layer(EQUIVARIANCE_FAMILY, TOKEN_SHIFT_FAMILY, INVARIANCE_FAMILY)
-    every = (layers + 1) * per_layer + rows_per_layer(ATTENTION_FAMILY) * layers * heads
-    every += rows_per_layer(LM_LOGPROB_FAMILY)  # at the last layer only (causal LMs)
-    prefix = (layers + 1) * rows_per_layer(PREFIX_INVARIANCE_FAMILY)
-    repeats = (layers + 1) * rows_per_layer(REPEATED_WORDS_FAMILY)
     passes: list[tuple[int, int]] = []
     shared: list[tuple[int, int, perms.Rule]] = []
     rows, row_bytes, held = 0.0, 0.0, 0.0
@@ -709,7 +706,8 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
         else:
             passes.append((len(words), count + 1))
         kept = _kept_last(item.permutations, len(words), sure=False)
-        each = every + repeats * bool(repeated_pairs(words))  # rows of one permutation, prefix_invariance aside
+        written_by_each = loop("reorderings", *_reordering_needs(words, causal))
+        each, prefix = written_by_each["every reordering"], written_by_each["last word kept"]
         width = ROW_FIXED_BYTES + 2 * len(item.sentence) + 2 * len(words)
         written = count * each + kept * prefix
         if spec.rows == "summary":  # a max and a mean row per layer, head and metric
@@ -717,9 +715,8 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
         rows, row_bytes, held = rows + written, row_bytes + written * width, held + (each + prefix)
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
-        matched = occurrence_matching(tokenize(a), tokenize(b)) is not None
-        pair_rows = rows_per_layer(PAIR_DISTANCE_FAMILY)
-        pair = (layers + 1) * (pair_rows + rows_per_layer(TOKEN_SHIFT_FAMILY) * matched)
+        matched: list[Needs] = ["a reordering"] if occurrence_matching(tokenize(a), tokenize(b)) is not None else []
+        pair = loop("probes", *matched)["every reordering"]
         pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
         rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
     counts = [perms.count(item.permutations, len(tokenize(item.sentence))) for item in spec.sentences]

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from orderlab.core import permutations as perms
-from orderlab.core.metric_registry import DECODABILITY_FAMILY
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
+from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.sweep import in_row_order
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import ModelSpec, Spec

@@ -25,17 +25,17 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
-from orderlab.core.metric_registry import (
-    METRIC_NAMES,
-    POSITION_ACCURACY,
-    POSITION_CHANCE,
-    TASK_ACCURACY,
-    per_permutation_mean,
-    reduction_of,
-)
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
+from orderlab.metrics import (
+    POSITION_ACCURACY,
+    POSITION_CHANCE,
+    TASK_ACCURACY,
+    metric_names,
+    per_permutation_mean,
+    reduction_of,
+)
 from orderlab.plan.sweep import describe
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
@@ -262,7 +262,7 @@ def _draw_lines(
 
 def _metric_order(names: list[str]) -> list[str]:
     """Panels in the registry's order (equivariance, invariance, attention, ..., probe distances); others after."""
-    rank = {name: i for i, name in enumerate(METRIC_NAMES)}
+    rank = {name: i for i, name in enumerate(metric_names())}
     return sorted(dict.fromkeys(names), key=lambda name: (rank.get(name, len(rank)), name))
 
 

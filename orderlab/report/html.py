@@ -25,10 +25,10 @@ import matplotlib
 from markupsafe import Markup
 
 from orderlab import __version__
-from orderlab.core.metric_registry import RATE_COUNT, reduction_of
 from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
 from orderlab.results import artifact

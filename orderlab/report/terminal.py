@@ -29,9 +29,9 @@ from rich.table import Table as Table
 from rich.text import Text
 
 from orderlab.core import progress as work
-from orderlab.core.metric_registry import METRIC_NAMES, POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, reduction_of
 from orderlab.measure.intervals import LOWER, UPPER
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.models.hf.zoo import ZooEntry
 from orderlab.plan.sweep import describe
 from orderlab.results.outcome import RunView
@@ -139,7 +139,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     table.add_column("metric", overflow="fold", min_width=22)
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
-    rank = {m: i for i, m in enumerate(METRIC_NAMES)}  # rows in the registry's order
+    rank = {m: i for i, m in enumerate(metric_names())}  # rows in the registry's order
     ordered = summary.sort_values(
         ["case", "subject", "metric"], key=lambda c: c.map(rank) if c.name == "metric" else c, kind="mergesort"
     )

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
 
-from orderlab.core.metric_registry import FAMILY_NAMES, METRICS
 from orderlab.core.registry import did_you_mean
 from orderlab.errors import OrderlabError
+from orderlab.metrics import METRICS, family_names
 from orderlab.spec.schema import Spec
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
@@ -47,7 +47,7 @@ def metric_entry_hint(entry: object) -> str | None:
         family = METRICS.get(entry).family
         if family is not None:
             return f"{entry!r} is a row of metrics.csv, written by the `{family}` entry; expected metrics: [{family}]"
-    close = did_you_mean(entry, list(FAMILY_NAMES))
+    close = did_you_mean(entry, family_names())
     return f"unknown metrics entry {entry!r}. {close}" if close.startswith("Did you mean") else None
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
-from orderlab.core.metric_registry import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
+from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (

@@ -1,8 +1,8 @@
-"""The experiment spec: pydantic models of the YAML file and `load_spec`, the one loader.
+"""The experiment spec: the pydantic models of the YAML file (plan/load.py's `load_spec` is the one loader).
 
 Every problem in a spec surfaces as one SpecError `file:line: field.path: what, expected what`.
-Structure is checked by pydantic; relations between fields (d_model vs n_heads, vectors vs words,
-permutations vs sentence length, encoding constraints) by `_check_relations`. Must not import
+Structure is checked here by pydantic; relations between fields (d_model vs n_heads, vectors vs words,
+permutations vs sentence length, encoding constraints) by spec/relations.py. Must not import
 torch or pandas: `orderlab validate` has to answer fast.
 """
 
@@ -10,25 +10,34 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from orderlab.core.metric_registry import DEFAULT_FAMILIES, FAMILY_NAMES
 from orderlab.core.registry import did_you_mean
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import EncodingContext
+from orderlab.metrics import FAMILIES, default_families, family_names
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 
-if TYPE_CHECKING:
-    Metric = str
-else:
-    Metric = Literal[FAMILY_NAMES]  # a `metrics:` entry; pydantic checks it against the registry's families
+
+def registered_family(entry: str) -> str:
+    """A `metrics:` entry, checked against the registry's families when the spec is read (a family registered after
+    import counts); refused with pydantic's own literal message, which spec/messages.py turns into one line."""
+    if entry not in FAMILIES:
+        names = [repr(name) for name in family_names()]
+        expected = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return entry
+
+
+Metric = Annotated[str, AfterValidator(registered_family)]  # a `metrics:` entry
 Matrix = list[list[float]]
 
 
@@ -303,9 +312,7 @@ class Spec(StrictModel):
     probes: list[tuple[str, str]] = Field(
         default_factory=list, description="Sentence pairs [a, b] whose pooled representations are compared."
     )
-    metrics: list[Metric] = Field(
-        default_factory=lambda: list(DEFAULT_FAMILIES), description="Which metrics to compute."
-    )
+    metrics: list[Metric] = Field(default_factory=default_families, description="Which metrics to compute.")
     rows: Literal["per_permutation", "summary"] = Field(
         "per_permutation",
         description=(

@@ -8,13 +8,13 @@ import math
 import pytest
 import torch
 
-from orderlab.core.metric_registry import LOGPROB_CHANGE, PERMUTATION_PREFERRED
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.alibi import alibi_slopes
 from orderlab.encodings.t5_bias import relative_buckets
 from orderlab.measure.adapters import build_adapters
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.metrics import LOGPROB_CHANGE, PERMUTATION_PREFERRED
 from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
 from orderlab.models.hook_points import hook_name

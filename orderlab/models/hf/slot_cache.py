@@ -2,7 +2,7 @@
 
 transformers' DynamicCache appends a token by concatenation: every layer's keys and values are copied into a new,
 one slot longer tensor at every depth, and a walk of n + 1 one-token calls allocates and frees tensors of every
-length (measured: peak RSS grew 436 MB from 2 chunks of 1,024 orders to 4, at GPT-2-small shape). Here each
+length, so that peak memory grows with the number of chunks (docs/performance.md, "What was tried"). Here each
 layer's keys and values live in buffers of n + 1 slots: a token is written into its slot, and a reorder gathers
 the filled slots once into a new buffer of the same size. Attention reads the filled slots as a view: the same
 numbers as the concatenated cache's, bit for bit (tests/test_prefix_sharing_hf.py).
