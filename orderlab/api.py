@@ -47,6 +47,7 @@ class Result:
     attention: pd.DataFrame | None  # attention.csv (attention maps of the shown reordering), if the run wrote it
     manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
+    token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
 
 
 def validate(spec: SpecSource, model: Any = None) -> Spec:
@@ -129,7 +130,8 @@ def load(results_dir: str | Path) -> Result:
 
     folder = Path(results_dir)
     read = read_run_folder(folder)
-    return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest, _verdicts(read.summary))
+    return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest,
+                  _verdicts(read.summary), read.token_logprobs)  # fmt: skip
 
 
 def compare(

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
@@ -19,6 +20,7 @@ from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED, UNTRAINED, WEIGHTS, accuracy_rows, training_work
+from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.shards import DECODABILITY, Unit
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
@@ -65,6 +67,7 @@ class SweepMeasurement:
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
         self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
         self.model_files: dict[str, list[str]] | None = None  # a checkpoint folder's unmeasured parts (manifest.json)
+        self.token_logprobs: list[pd.DataFrame] = []  # token_logprobs.csv's rows per combination (token_logprobs: true)
         self.total = 0
         for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
             share = None if units is None else [unit for unit in units if unit.combination == index]
@@ -104,6 +107,9 @@ class SweepMeasurement:
                     spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
                 )
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
+                if spec.token_logprobs:
+                    with torch.inference_mode():
+                        self.token_logprobs.append(token_logprob_rows(spec, adapters, configuration.columns))
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
                 self._note("probing positions", where)

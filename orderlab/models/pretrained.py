@@ -251,8 +251,13 @@ def whole_words(backend: PretrainedBackend) -> list[str]:
 
 def sentence_logprob(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """log P(tokens 1..T-1 | the ones before), summed: logits (B, T, V), ids (B, T) -> (B,). Token 0 is BOS."""
+    return token_logprobs(logits, ids).sum(dim=-1)
+
+
+def token_logprobs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """log P(token t | tokens before t) for t = 1..T-1: logits (B, T, V), ids (B, T) -> (B, T-1)."""
     logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V): the distribution of the next token
-    return logprobs.gather(-1, ids[:, 1:, None].to(logits.device))[..., 0].sum(dim=-1)
+    return logprobs.gather(-1, ids[:, 1:, None].to(logits.device))[..., 0]
 
 
 class PretrainedSentence:
@@ -271,6 +276,20 @@ class PretrainedSentence:
         if self.shares_prefixes and not attention and not hooks:
             return self.shared_prefixes(orders)
         return self.dense(orders, attention, hooks)
+
+    def token_logprobs(self) -> list[tuple[str, int | None, float]]:
+        """The sentence as written, token by token after BOS: (token, its word's index or None for a special, log P
+        of the token given the ones before it), from one dense pass."""
+        ids = torch.tensor([self.tokens.ids])
+        output = self.adapter.backend.forward(ids)
+        if output.logits is None:
+            raise OrderlabError(
+                f"{self.adapter.label}: the model has no LM head (logits); expected a causal LM with one"
+            )
+        values = token_logprobs(output.logits, ids)[0].double().tolist()
+        word = {t: index for index, (start, stop) in enumerate(self.tokens.spans) for t in range(start, stop)}
+        return [(name, word.get(t), value) for t, (name, value) in enumerate(zip(self.slot_names()[1:], values,
+                                                                                  strict=True), start=1)]  # fmt: skip
 
     def slot_names(self) -> list[str]:
         return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]

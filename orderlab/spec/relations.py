@@ -79,7 +79,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
         validate_backend(spec, doc)
         return
     m = spec.stack
-    if LM_LOGPROB_FAMILY in spec.metrics:
+    if LM_LOGPROB_FAMILY in spec.metrics or spec.token_logprobs:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
                         f"{CAUSAL_FAMILIES}")  # fmt: skip
     if m.d_model % m.n_heads:
@@ -240,6 +240,9 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     if isinstance(spec.model, HFModelSpec):
         _check_zoo_model(spec.model, doc)
     family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
+        raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
+                        f"passes; expected {LM_LOGPROB_FAMILY} among metrics")  # fmt: skip
     if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
         raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
                         f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
