@@ -101,7 +101,21 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if rates.empty:
         return summary
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    return summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    summary = summary.join(counts, on=["case", "subject", "metric"])
+    over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
+    return pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+
+
+def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
+    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
+    rows = []
+    for metric, group in rates.groupby("metric", sort=False):
+        rate = group.groupby("encoding")["value"].mean()
+        count = int(group.groupby("encoding").size().max())
+        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
+                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def summary_values(table: pd.DataFrame) -> pd.Series:
@@ -109,4 +123,5 @@ def summary_values(table: pd.DataFrame) -> pd.Series:
     `value` (the worst)."""
     if "mean" not in table.columns:
         return table["value"]
-    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool), table["mean"])
+    one_value = table["mean"].isna() & (table["case"] == "probe")  # a probe's one value is its own mean
+    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool) | one_value, table["mean"])

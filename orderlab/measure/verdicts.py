@@ -51,15 +51,18 @@ PASSING_WORDS = typing.get_args(Passing)
 
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf."""
+    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf;
+    none for a metric that gives no verdict (registered with passing=None: a minimal pair's preference)."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
     words = {name: METRICS.get(name).passing for name in set(metrics)}  # e.g. "indistinguishable" for repeat_distance
     passing = np.array([words[m] for m in metrics], dtype=object)
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
-    return np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
+    judged = np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
+    judged[passing == None] = None  # noqa: E711 (element-wise)
+    return judged
 
 
 def canonical(values: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
     """Values judged round-off become 0, so results do not churn with the CPU; all others stay as measured."""
-    passing = (verdicts != ORDER_SENSITIVE) & (verdicts != NON_FINITE)
+    passing = np.isin(verdicts, PASSING_WORDS)
     return np.where(passing, 0.0, np.asarray(values, dtype=np.float64))

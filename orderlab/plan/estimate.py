@@ -716,6 +716,8 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     for a, b in spec.probes:
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched: list[Needs] = ["a reordering"] if occurrence_matching(tokenize(a), tokenize(b)) is not None else []
+        if causal:
+            matched.append("log-probabilities")
         pair = loop("probes", *matched)["every reordering"]
         pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
         rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair

@@ -12,7 +12,7 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError
-from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
+from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
@@ -79,9 +79,10 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
         validate_backend(spec, doc)
         return
     m = spec.stack
-    if LM_LOGPROB_FAMILY in spec.metrics or spec.token_logprobs:
-        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
-                        f"{CAUSAL_FAMILIES}")  # fmt: skip
+    for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
+        if scored in spec.metrics or spec.token_logprobs:
+            raise doc.error(("metrics",), f"{scored} needs a causal LM; expected model.kind hf with family "
+                            f"{CAUSAL_FAMILIES}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -243,9 +244,13 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
         raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
                         f"passes; expected {LM_LOGPROB_FAMILY} among metrics")  # fmt: skip
-    if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
-        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
-                        f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+    for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
+        if scored in spec.metrics and not family.causal:
+            raise doc.error(("metrics",), f"{scored} needs a causal LM; {family.name} is an encoder "
+                            f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+    if MINIMAL_PAIRS_FAMILY in spec.metrics and not spec.probes:
+        raise doc.error(("probes",), f"{MINIMAL_PAIRS_FAMILY} scores probe pairs; expected probes: - [grammatical, "
+                        "its minimal counterpart]")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
             read_corpus(relative_to_spec(doc.file, spec.inputs.file))
