@@ -52,13 +52,15 @@ PASSING_WORDS = typing.get_args(Passing)
 
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf;
-    none for a metric that gives no verdict (registered with passing=None: a minimal pair's preference)."""
+    none for a finite value of a metric that gives no verdict (registered with passing=None: a minimal pair's
+    preference)."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
     words = {name: METRICS.get(name).passing for name in set(metrics)}  # e.g. "indistinguishable" for repeat_distance
     passing = np.array([words[m] for m in metrics], dtype=object)
     judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
-    judged = np.where(np.isfinite(values) & np.isfinite(lines), judged, NON_FINITE)
-    judged[passing == None] = None  # noqa: E711 (element-wise)
+    finite = np.isfinite(values) & np.isfinite(lines)
+    judged = np.where(finite, judged, NON_FINITE)
+    judged[(passing == None) & np.isfinite(values)] = None  # noqa: E711 (element-wise): no verdict, unless NaN/inf
     return judged
 
 

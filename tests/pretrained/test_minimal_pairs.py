@@ -56,3 +56,16 @@ def test_it_needs_a_causal_lm_and_probes():
     for spec, message in cases:
         with pytest.raises(SpecError, match=message):
             ol.validate(spec)
+
+
+def test_a_preference_gets_no_verdict_unless_it_is_not_finite():
+    import numpy as np
+
+    from orderlab.measure.verdicts import NON_FINITE, canonical, verdicts
+    from orderlab.metrics import MINIMAL_PAIR_PREFERRED
+
+    names = np.array([MINIMAL_PAIR_PREFERRED] * 4)
+    values = np.array([0.0, 1.0, np.nan, 1.0])
+    judged = verdicts(names, values, np.array([1e-6, 1e-6, 1e-6, np.nan]))
+    assert list(judged) == [None, None, NON_FINITE, None]
+    assert canonical(values, judged)[1] == 1.0  # a preference of 1 is never zeroed as round-off
