@@ -147,3 +147,13 @@ def test_a_spec_file_cannot_claim_a_model_object(tmp_path: Path):
     )
     with pytest.raises(SpecError, match=r"model\.given: .*orderlab\.api\.run"):
         load_spec(path)
+
+
+def test_validate_describes_the_object_as_run_does():
+    import orderlab.api as ol
+
+    model, _ = zoo_model("llama")
+    checked = ol.validate(spec({"kind": "hf", "position_embeddings": ["trained", "shuffled"]}), model=model)
+    assert checked.model.family == "llama" and checked.model.given is not None
+    assert checked.model.labels == ["given", "shuffled"]
+    assert checked.model.given.config["num_hidden_layers"] == 2
