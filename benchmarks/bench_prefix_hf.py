@@ -63,7 +63,7 @@ def forward_rate(spec: Spec, share_prefixes: bool) -> float:
     sentence = adapter.sentence(words)
     started = time.perf_counter()
     for chunk in chunks:
-        sentence.forward(chunk, False)
+        sentence.forward(chunk)
     return math.factorial(len(words)) / (time.perf_counter() - started)
 
 

@@ -112,7 +112,7 @@ def one_sentence(reference: object) -> dict:
         sentence = adapter.sentence(words)
         with torch.inference_mode():
             for start in range(0, len(orders), chunk):
-                sentence.forward(torch.tensor(orders[start : start + chunk]), False)
+                sentence.forward(torch.tensor(orders[start : start + chunk]))
 
     def run_reference() -> None:
         reference.encode(texts, batch_size=chunk, convert_to_tensor=True, show_progress_bar=False)  # type: ignore[attr-defined]

@@ -139,7 +139,7 @@ class Case:
         """orderlab's word states (and log-probabilities) against the plain loop's on the first batch of orders:
         the largest difference relative to the largest state."""
         orders = torch.tensor(self.orders[:BATCH], device=self.device)
-        ours = self.adapters[0].sentence(self.words).forward(orders, False)
+        ours = self.adapters[0].sentence(self.words).forward(orders)
         ids = self.tokenizer(self.batches()[0], is_split_into_words=True, return_tensors="pt")["input_ids"]
         out = self.model(input_ids=ids.to(self.device), output_hidden_states=True)
         words = slice(1, 1 + self.n)  # one token per word after [CLS] (BOS for an LM)
@@ -228,12 +228,12 @@ def twin_cost(case: Case) -> dict[str, float]:
     adapter = case.adapters[0]
     identity = torch.arange(case.n, device=case.device)[None]
     with torch.inference_mode():
-        small = min(timed(lambda: adapter.sentence(case.words).forward(identity, False)) for _ in range(3))
+        small = min(timed(lambda: adapter.sentence(case.words).forward(identity)) for _ in range(3))
         shared = adapter.shared  # type: ignore[attr-defined]
         shared.twin_backend = None
         made = timed(lambda: adapter.twin())
         twin = adapter.twin()
-        passes = min(timed(lambda: twin.sentence(case.words).forward(identity, False)) for _ in range(3))
+        passes = min(timed(lambda: twin.sentence(case.words).forward(identity)) for _ in range(3))
     params = sum(p.numel() * p.element_size() for p in shared.twin_backend.model.parameters())
     return {"small_pass_seconds": small, "twin_made_seconds": made, "twin_pass_seconds": passes,
             "twin_in_small_passes": (made + passes) / small, "twin_pass_in_small_passes": passes / small,

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from orderlab.cli import app
+from orderlab.core.hook_points import hook_name, pattern_points
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.batching import ROW_ALIGNMENT
@@ -19,7 +20,6 @@ from orderlab.models.devices import CPU
 from orderlab.models.hf import slot_cache
 from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
-from orderlab.models.hook_points import hook_name
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.models.pretrained import pretrained_adapters
@@ -68,15 +68,15 @@ def test_shared_pass_equals_the_dense_pass_for_every_causal_family_and_ablation(
     shared, dense = sentences(family, ablation, dtype)
     assert shared.shares_prefixes and not dense.shares_prefixes
     with torch.inference_mode():
-        expected = dense.forward(ORDERS, False)
+        expected = dense.forward(ORDERS)
         for start in range(0, len(ORDERS), 50):  # chunks that split the trie below its first level
             rows = slice(start, start + 50)
-            got = shared.forward(ORDERS[rows], False)
+            got = shared.forward(ORDERS[rows])
             for layer in range(len(got.hidden)):
                 assert_close(got.hidden[layer], expected.hidden[layer][rows], dtype)
                 assert_close(got.pooled["mean"][layer], expected.pooled["mean"][layer][rows], dtype)
             assert_close(got.logprob, expected.logprob[rows], dtype)
-            assert got.attention == []
+            assert got.hooks == {}
 
 
 def test_every_ablation_of_a_causal_family_shares_and_no_encoder_does():
@@ -95,7 +95,7 @@ def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
     )
     try:
         with torch.inference_mode():
-            shared.forward(ORDERS, False)
+            shared.forward(ORDERS)
     finally:
         handle.remove()
     prefixes = [len(depth.word) for depth in trie_depths(ORDERS)]  # distinct prefixes, padded to row tiles
@@ -117,9 +117,10 @@ def test_attention_maps_and_hook_points_come_from_the_dense_pass():
     shared, dense = sentences("llama", "trained", "float64", metrics=("attention", "invariance"))
     request = [hook_name(layer, "output") for layer in (1, 2)]
     with torch.inference_mode():
-        with_maps, with_hooks = shared.forward(ORDERS[:8], True), shared.forward(ORDERS[:8], False, hooks=request)
-        expected = dense.forward(ORDERS[:8], True)
-    assert len(with_maps.attention) == 2 and set(with_hooks.hooks) == set(request) and not with_hooks.attention
+        maps = pattern_points(2)
+        with_maps, with_hooks = shared.forward(ORDERS[:8], maps), shared.forward(ORDERS[:8], hooks=request)
+        expected = dense.forward(ORDERS[:8], maps)
+    assert len(with_maps.patterns()) == 2 and set(with_hooks.hooks) == set(request) and not with_hooks.patterns()
     for got in (with_maps, with_hooks):
         for layer, states in enumerate(expected.hidden):
             assert torch.equal(got.hidden[layer], states)  # bit for bit: the same dense pass
@@ -205,8 +206,8 @@ def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_den
 def test_without_transformers_cache_layers_the_models_own_cache_gives_the_same_numbers(monkeypatch):
     shared, _ = sentences("gpt2", "trained", "float64")
     with torch.inference_mode():
-        slots = shared.forward(ORDERS[:40], False)
+        slots = shared.forward(ORDERS[:40])
         monkeypatch.setattr(slot_cache, "cache_classes", lambda: None)  # transformers before 4.56: DynamicCache
-        own = shared.forward(ORDERS[:40], False)
+        own = shared.forward(ORDERS[:40])
     assert all(torch.equal(a, b) for a, b in zip(slots.hidden, own.hidden, strict=True))
     assert torch.equal(slots.logprob, own.logprob)

@@ -81,7 +81,7 @@ def test_hooks_hold_every_intermediate_of_the_same_pass():
     """trace and properties read these; the pattern and output hooks are the pass's own attention and states."""
     from stacks import make_stack
 
-    from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS, hook_name
+    from orderlab.core.hook_points import HOOK_POINTS, PASS_POINTS, hook_name
 
     stack = make_stack("sinusoidal", d_model=8, n_heads=2, n_layers=2)
     x = torch.randn(3, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))

@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.core.hook_points import pattern_points
 from orderlab.measure.trace import trace_layer
+from orderlab.models import stack_adapter
+from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.devices import CPU
 from orderlab.models.stack_adapter import stack_adapters
 from orderlab.models.stack_builder import word_vectors
@@ -101,13 +104,46 @@ def test_a_forward_returns_the_hook_points_requested_from_its_own_pass():
     orders = torch.tensor([[0, 1, 2], [2, 1, 0], [1, 0, 2]])
     request = ["tokens", "position", "1.pattern", "2.q", "2.output", "3.output"]
     with torch.inference_mode():
-        asked, plain = sentence.forward(orders, True, request), sentence.forward(orders, True)
+        asked, plain = sentence.forward(orders, request), sentence.forward(orders)
+        maps = sentence.forward(orders, pattern_points(2))
     assert set(asked.hooks) == set(request) - {"3.output"} and plain.hooks == {}
     assert asked.hooks["tokens"].shape == (3, 3, 8) and asked.hooks["position"].shape == (3, 8)
     assert asked.hooks["2.q"].shape == (3, 2, 3, 4)
-    assert torch.equal(asked.hooks["1.pattern"], asked.attention[0])
+    assert asked.patterns() == [] and len(maps.patterns()) == 2  # one layer's map asked for: no layer list
+    torch.testing.assert_close(maps.patterns()[0], asked.hooks["1.pattern"], rtol=0, atol=1e-14)  # shared vs dense
     assert torch.equal(asked.hooks["2.output"], asked.hidden[2])
     torch.testing.assert_close(asked.hidden[2], plain.hidden[2], rtol=0, atol=1e-14)  # dense vs shared prefixes
+
+
+@pytest.mark.parametrize(
+    "causal, request_, path",
+    [
+        (False, [], "fused"),
+        (False, ["1.output", "tokens"], "fused"),  # states: the fused kernel forms them too
+        (False, ["1.pattern", "2.pattern"], "explicit"),
+        (False, ["2.q"], "explicit"),
+        (True, [], "shared"),
+        (True, ["1.pattern", "2.pattern"], "shared"),  # the shared pass forms the maps itself
+        (True, ["2.output"], "fused"),
+        (True, ["1.scores"], "explicit"),
+    ],
+)  # fmt: skip
+def test_a_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(causal, request_, path, monkeypatch):
+    """Attention maps are hook points (one channel); asking for hooks takes a pass to explicit attention only when
+    one of them is attention's own, and off prefix sharing only when it is not a pattern."""
+    spec = Spec.model_validate({
+        "model": {"d_model": 8, "n_heads": 2, "n_layers": 2, "causal": causal}, "encodings": ["none"],
+        "inputs": [{"sentence": "a b c"}],
+    })  # fmt: skip
+    (adapter,) = stack_adapters(spec, CPU)
+    taken: list[str] = []
+    explicit, shared = AttentionStack.attend, stack_adapter.shared_prefix_pass
+    monkeypatch.setattr(AttentionStack, "attend", lambda *a, **k: taken.append("explicit") or explicit(*a, **k))
+    monkeypatch.setattr(stack_adapter, "shared_prefix_pass", lambda *a: taken.append("shared") or shared(*a))
+    with torch.inference_mode():
+        passed = adapter.sentence(["a", "b", "c"]).forward(torch.tensor([[0, 1, 2], [2, 1, 0]]), request_)
+    assert (taken[0] if taken else "fused") == path
+    assert set(passed.hooks) == set(request_)
     assert set(adapter.hook_points) >= {"tokens", "position", "q", "k", "scores", "pattern", "output"}
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
+from orderlab.core.hook_points import pattern_points
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
@@ -323,11 +324,15 @@ class MeasuringLoop:
     def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
         return tag(frame, self.combination)
 
+    def maps(self, adapter: Adapter) -> list[str]:
+        """What a pass asks for beside its states: every layer's attention pattern when the spec measures attention."""
+        return pattern_points(adapter.n_layers) if self.attention_maps else []
+
     def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
         identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
         sentence = twin.sentence(words)
-        other = sentence.forward(identity, self.attention_maps).cast(adapter.dtype)
+        other = sentence.forward(identity, self.maps(twin)).cast(adapter.dtype)
         noise = NoiseCollector()
         model_slots = sentence.attention_slots(identity) if self.attention_maps else None
         record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
@@ -339,13 +344,13 @@ class MeasuringLoop:
         and how many came out non-finite."""
         spec = self.spec
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
-        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter), False) for w in (words_a, words_b))
+        out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter)) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
         rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
         record_pair(spec, rows, adapter, out_a, out_b, matching)
         sides = []
         for out, words in ((out_a, words_a), (out_b, words_b)):
-            other = twin.sentence(words).forward(identity(words, twin), False).cast(adapter.dtype)
+            other = twin.sentence(words).forward(identity(words, twin)).cast(adapter.dtype)
             sides.append(NoiseCollector())
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
@@ -378,7 +383,7 @@ class MeasuringLoop:
             reference, head = self.first_pass(adapter, bound, first)
             noise = self.measure_noise(adapter, twin, words, reference).figures
         if capture:
-            capture.keep_original(label, reference.attention, bound.word_maps)
+            capture.keep_original(label, reference.patterns(), bound.word_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
         rows_written = 0
         for chunk in itertools.chain([first] if first else [], chunks):
@@ -391,7 +396,7 @@ class MeasuringLoop:
             output = self.measure_chunk(adapter, bound, reference, chunk, collector, head)
             head = None  # the first chunk's pass, measured: not held while the others run
             if capture:
-                capture.keep_shown(label, chunk, output.attention, bound.word_maps)
+                capture.keep_shown(label, chunk, output.patterns(), bound.word_maps)
             advance(len(chunk))
             if self.per_permutation:
                 table = rows.frame()
@@ -403,7 +408,8 @@ class MeasuringLoop:
         if capture and (missing := capture.missing(label)):
             with torch.inference_mode():
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
-                capture.keep_shown(label, missing, bound.forward(orders, True).attention, bound.word_maps)
+                shown = bound.forward(orders, pattern_points(adapter.n_layers)).patterns()
+                capture.keep_shown(label, missing, shown, bound.word_maps)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
             digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
             return
@@ -422,7 +428,7 @@ class MeasuringLoop:
         n = len(bound.words)
         ident = tuple(range(n))
         orders = chunk if chunk and chunk[0] == ident else [ident, *chunk]
-        output = bound.forward(torch.tensor(orders, dtype=torch.long, device=adapter.device), self.attention_maps)
+        output = bound.forward(torch.tensor(orders, dtype=torch.long, device=adapter.device), self.maps(adapter))
         reference = output.rows(0, 1, copy=True)  # kept for the whole sentence: not a view of the chunk's memory
         if not chunk:
             return reference, None
@@ -447,7 +453,7 @@ class MeasuringLoop:
             matches = [occurrence_matching(words, perms.apply(p, words)) for p in chunk]
             matching = torch.tensor(matches, dtype=torch.long, device=device)  # (B, n)
         if output is None:
-            output = bound.forward(slots, self.attention_maps)  # hidden: (B, n, d) each
+            output = bound.forward(slots, self.maps(adapter))  # hidden: (B, n, d) each
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output

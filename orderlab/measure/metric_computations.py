@@ -62,7 +62,7 @@ def record(compares: Compares, spec: Spec, adapter: Adapter, rows: Collector, wh
 def layers(computation: Computation, walked: Pass) -> range:
     """The layers a metric has rows for in a pass with L + 1 states (and L attention maps, when asked for)."""
     if computation.layers == "maps":
-        return range(1, len(walked.attention) + 1)
+        return range(1, len(walked.patterns()) + 1)
     states = len(walked.hidden)
     return range(states - 1, states) if computation.layers == "last" else range(states)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from orderlab.core.hook_points import hook_name
 from orderlab.encodings import ENCODINGS, EncodingContext, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.models.attention_stack import Hooks, LayerWeights, seeded_weights
-from orderlab.models.hook_points import hook_name
 from orderlab.models.stack_builder import build_stack, stack_config
 from orderlab.spec.schema import ModelSpec
 

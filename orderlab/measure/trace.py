@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from orderlab.core.hook_points import HOOK_POINTS, hook_name
 from orderlab.core.text import tokenize
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.devices import CPU
-from orderlab.models.hook_points import HOOK_POINTS, hook_name
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import Spec
 
@@ -67,7 +67,7 @@ def trace_pass(adapter: Adapter, words: list[str], layer: int) -> LayerTrace:
     request = ["tokens", "position", *(hook_name(layer, point) for point in HOOK_POINTS)]
     bound = adapter.sentence(words)
     with torch.inference_mode():
-        hooks = bound.forward(torch.arange(len(words), device=adapter.device)[None], False, request).hooks
+        hooks = bound.forward(torch.arange(len(words), device=adapter.device)[None], request).hooks
     point = {name: hooks[hook_name(layer, name)][0] for name in HOOK_POINTS if hook_name(layer, name) in hooks}
     tokens = hooks["tokens"][0] if "tokens" in hooks else None
     position = hooks.get("position") if layer == 1 else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from orderlab.core.hook_points import hook_name
 from orderlab.metrics.registry import BOTH, family, row_metric
 
 if TYPE_CHECKING:
@@ -24,5 +25,5 @@ def attention_equivariance(c: Reorderings, layer: int, pooling: str | None) -> t
     from orderlab.metrics.maths import attention_equivariance_error
 
     assert c.model_slots is not None
-    return attention_equivariance_error(c.output.attention[layer - 1], c.reference.attention[layer - 1][0],
-                                              c.model_slots)  # fmt: skip
+    pattern = hook_name(layer, "pattern")  # the maps travel as hook points (one channel)
+    return attention_equivariance_error(c.output.hooks[pattern], c.reference.hooks[pattern][0], c.model_slots)

@@ -23,7 +23,7 @@ class PassLike(Protocol):
     def pooled(self) -> dict[str, list[torch.Tensor]]: ...  # pooling -> L+1 x (B, d)
 
     @property
-    def attention(self) -> list[torch.Tensor]: ...  # L x (B, h, T, T) when asked for; else empty
+    def hooks(self) -> dict[str, torch.Tensor]: ...  # the requested hook points ('2.pattern': (B, h, T, T))
 
     @property
     def logprob(self) -> torch.Tensor | None: ...  # (B,) a causal LM's log-probability of each ordering

@@ -4,10 +4,11 @@ A model is measured on one sentence at a time. `Adapter.sentence(words)` binds a
 `forward(orders)` runs B reorderings of it (orders[b, i] = the word at slot i, as in
 orderlab.core.permutations) and returns a `Pass` at the level of words: a word's sub-tokens are averaged,
 so that every metric compares the same word occurrences whatever the tokenizer did. Sentence-level
-poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) and
-attention maps on the model's own slots come with it, and so do the named hook points a caller requests
-(TransformerLens's habit: `trace` reads a layer's q, k, scores, pattern... from them; nothing re-implements
-attention). Each adapter names the points its model exposes (`hook_points`).
+poolings (the stack's mean / max / first / last over words, a BERT's token mean and [CLS]) come with it, and so
+do the named hook points a caller requests (TransformerLens's habit: `trace` reads a layer's q, k, scores,
+pattern... from them; nothing re-implements attention). Attention maps are hook points too (`L.pattern`, on the
+model's own slots): one request, one channel. A pass leaves its fast path (prefix sharing, the fused kernel) only
+for the points that path cannot form. Each adapter names the points its model exposes (`hook_points`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from orderlab.core.hook_points import UNBATCHED_POINTS, pattern_points
 from orderlab.core.permutations import Permutation
 from orderlab.metrics import Model, Pooling
 from orderlab.models.attention_stack import Hooks
-from orderlab.models.hook_points import UNBATCHED_POINTS
 from orderlab.spec.schema import DecodabilitySpec
 
 
@@ -31,7 +32,6 @@ class Pass:
 
     hidden: list[torch.Tensor]  # L+1 x (B, n, d): word states per layer (layer 0: the input, positions added)
     pooled: dict[str, list[torch.Tensor]]  # pooling -> L+1 x (B, d): the sentence vectors the model defines
-    attention: list[torch.Tensor]  # L x (B, h, T, T) on the model's own slots, when asked for; else empty
     logprob: torch.Tensor | None = None  # (B,) a causal LM's log-probability of each reordering; else None
     hooks: Hooks = field(default_factory=dict)  # the requested hook points the model exposes, (B, ...) each
 
@@ -40,7 +40,6 @@ class Pass:
         return Pass(
             [h.to(dtype) for h in self.hidden],
             {how: [v.to(dtype) for v in vectors] for how, vectors in self.pooled.items()},
-            [a.to(dtype) for a in self.attention],
             None if self.logprob is None else self.logprob.to(dtype),
             {name: tensor.to(dtype) for name, tensor in self.hooks.items()},
         )
@@ -55,10 +54,15 @@ class Pass:
         return Pass(
             [cut(h) for h in self.hidden],
             {how: [cut(v) for v in vectors] for how, vectors in self.pooled.items()},
-            [cut(a) for a in self.attention],
             None if self.logprob is None else cut(self.logprob),
             {name: tensor if name in UNBATCHED_POINTS else cut(tensor) for name, tensor in self.hooks.items()},
         )
+
+    def patterns(self) -> list[torch.Tensor]:
+        """L x (B, h, T, T): every layer's attention probabilities on the model's own slots, when the pass was asked
+        for them all (pattern_points); else empty, never some layers' maps under other layers' numbers."""
+        names = pattern_points(len(self.hidden) - 1)
+        return [self.hooks[name] for name in names] if all(name in self.hooks for name in names) else []
 
 
 # Hook names asked of a forward pass: hook_points.hook_name(layer, point) for a layer's points, or a whole pass's
@@ -78,9 +82,9 @@ class Sentence(Protocol):
 
     words: list[str]
 
-    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+    def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """orders: (B, n) word slots; B reorderings through the model, each in whole row tiles (batching.py);
-        `hooks`: the named points the Pass should carry, from this same pass."""
+        `hooks`: the named points the Pass should carry, from this same pass (pattern_points: the attention maps)."""
         ...
 
     def slot_names(self) -> list[str]:
@@ -107,7 +111,7 @@ class Adapter(Protocol):
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]
-    # The hook points its passes expose (models/hook_points.py): per layer (named by hook_name) and per pass.
+    # The hook points its passes expose (core/hook_points.py): per layer (named by hook_name) and per pass.
     hook_points: ClassVar[tuple[str, ...]]
 
     @property

@@ -9,19 +9,32 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from orderlab.core.hook_points import hook_name
 from orderlab.encodings.encoding import PositionalEncoding
-from orderlab.models.hook_points import hook_name
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
 
-# Named intermediates of one pass (models/hook_points.py), filled only when a caller passes a dict.
+# Named intermediates of one pass (core/hook_points.py), filled only when a caller passes a dict.
 Hooks = dict[str, torch.Tensor]
+
+
+class Requested(dict[str, torch.Tensor]):
+    """Hooks that keep only the points a caller asked for: a pass then holds no intermediate nobody reads (every
+    layer's q, k, scores... would otherwise live until the pass returns)."""
+
+    def __init__(self, wanted: Collection[str]):
+        super().__init__()
+        self.wanted = frozenset(wanted)
+
+    def __setitem__(self, name: str, tensor: torch.Tensor) -> None:
+        if name in self.wanted:
+            super().__setitem__(name, tensor)
 
 
 def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from orderlab.core.corpustext import read_corpus
+from orderlab.core.hook_points import HF_HOOK_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
@@ -39,7 +40,6 @@ from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.interventions import UserHook, checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
-from orderlab.models.hook_points import HF_HOOK_POINTS, hook_name
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
@@ -268,14 +268,14 @@ class PretrainedSentence:
         self.tokens: WordTokens = adapter.shared.backend.word_tokens(words)
         self.shares_prefixes = adapter.shares_prefixes and one_token_words(self.tokens)  # else a word is no trie edge
 
-    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
+    def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """B reorderings through the model, with the requested hook points it exposes (record_hooks).
 
-        Without maps or hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
+        Without hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
         """
-        if self.shares_prefixes and not attention and not hooks:
+        if self.shares_prefixes and not hooks:
             return self.shared_prefixes(orders)
-        return self.dense(orders, attention, hooks)
+        return self.dense(orders, hooks)
 
     def token_logprobs(self) -> list[tuple[str, int | None, float]]:
         """The sentence as written, token by token after BOS: (token, its word's index or None for a special, log P
@@ -298,20 +298,19 @@ class PretrainedSentence:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
         shared = shared_pass(self.adapter.backend, self.tokens, orders)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
-        return token_pass(shared.hidden, words, [], shared.logprob)
+        return token_pass(shared.hidden, words, shared.logprob)
 
-    def dense(self, orders: torch.Tensor, attention: bool, hooks: HookRequest) -> Pass:
-        """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested)."""
+    def dense(self, orders: torch.Tensor, hooks: HookRequest) -> Pass:
+        """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested:
+        eager attention, the only kind that returns them)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
-        patterns = any(name.endswith(".pattern") for name in hooks)
-        output = self.adapter.backend.forward(ids, attention=attention or patterns)
+        output = self.adapter.backend.forward(ids, attention=any(point_of(name) == "pattern" for name in hooks))
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
-        maps = output.attention if attention else []
         points = requested(record_hooks(output), hooks, len(moved)) if hooks else None  # none asked: none gathered
-        return token_pass(output.hidden, words, maps, logprob, points)
+        return token_pass(output.hidden, words, logprob, points)
 
     def attention_slots(self, orders: torch.Tensor) -> torch.Tensor:
         slots = [self.tokens.token_permutation(tuple(p)) for p in orders.tolist()]
@@ -328,16 +327,12 @@ class PretrainedSentence:
 
 
 def token_pass(
-    tokens: list[torch.Tensor],
-    words: list[torch.Tensor],
-    maps: list[torch.Tensor],
-    logprob: torch.Tensor | None,
-    hooks: Hooks | None = None,
+    tokens: list[torch.Tensor], words: list[torch.Tensor], logprob: torch.Tensor | None, hooks: Hooks | None = None
 ) -> Pass:
     """The Pass of token states L+1 x (B, T, d) and their word states L+1 x (B, n, d), with each layer's
     sentence vectors."""
     vectors = [sentence_vectors(h) for h in tokens]
-    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, maps, logprob, hooks or {})
+    return Pass(words, {how: [v[how] for v in vectors] for how in vectors[0]}, logprob, hooks or {})
 
 
 def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -15,14 +15,14 @@ from typing import ClassVar
 
 import torch
 
+from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
 from orderlab.errors import OrderlabError
 from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
-from orderlab.models.attention_stack import Hooks, LayerWeights
+from orderlab.models.attention_stack import Hooks, LayerWeights, Requested
 from orderlab.models.batching import aligned_batch, auto_chunk_size
-from orderlab.models.hook_points import HOOK_POINTS, PASS_POINTS
 from orderlab.models.pooling import pool
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
@@ -172,18 +172,22 @@ class StackSentence:
         self.adapter, self.words = adapter, words
         self.x = word_vectors(adapter.spec, words).to(device=adapter.device, dtype=adapter.dtype)  # (n, d)
 
-    def forward(self, orders: torch.Tensor, attention: bool, hooks: HookRequest = ()) -> Pass:
-        """Hooks come from the explicit dense pass (neither prefix sharing nor the fused kernel forms them)."""
+    def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
+        """Asked for attention maps alone, a causal stack that shares prefixes forms them in its shared pass; other
+        points come from the dense pass, explicit only when one of them is attention's own (ATTENTION_POINTS), so
+        that a request for states keeps the fused kernel."""
         B, adapter = orders.shape[0], self.adapter
-        filled: Hooks | None = {} if hooks else None
-        if adapter.shares_prefixes and filled is None:
-            output = shared_prefix_pass(adapter.stack, self.x, orders, attention)
+        points = {point_of(name) for name in hooks}
+        if adapter.shares_prefixes and points <= {"pattern"}:
+            output = shared_prefix_pass(adapter.stack, self.x, orders, bool(hooks))
+            filled: Hooks = {hook_name(layer, "pattern"): a for layer, a in enumerate(output.attention, 1)}
         else:  # padded to whole row tiles
-            output = adapter.stack(aligned_batch(self.x[orders]), attention or filled is not None, filled)
+            filled = Requested(hooks)
+            explicit = bool(points & set(ATTENTION_POINTS))
+            output = adapter.stack(aligned_batch(self.x[orders]), explicit, filled if hooks else None)
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
-        maps = [a[:B] for a in output.attention] if attention else []
-        return Pass(hidden, pooled, maps, hooks=requested(filled or {}, hooks, B))
+        return Pass(hidden, pooled, hooks=requested(filled, hooks, B))
 
     def slot_names(self) -> list[str]:
         return self.words

@@ -123,7 +123,7 @@ def seeded_corpus_adapters(tmp_path: Path, family: str):
 def sentence_by_sentence(adapter, work: corpus.Plan) -> dict[str, torch.Tensor]:
     """The single-sentence path: each sentence's orders through its own bound forward, sentences in line order."""
     passes = [
-        adapter.sentence(line.words).forward(torch.tensor([list(range(len(line.words))), *shuffles]), False)
+        adapter.sentence(line.words).forward(torch.tensor([list(range(len(line.words))), *shuffles]))
         for line, shuffles in zip(work.lines, work.permutations, strict=True)
     ]
     return {how: torch.cat([p.pooled[how][-1].double() for p in passes]) for how in corpus.poolings(adapter)}

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from orderlab.core.hook_points import hook_name
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.alibi import alibi_slopes
 from orderlab.encodings.t5_bias import relative_buckets
@@ -17,7 +18,6 @@ from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.metrics import LOGPROB_CHANGE, PERMUTATION_PREFERRED
 from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
-from orderlab.models.hook_points import hook_name
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
@@ -78,10 +78,10 @@ def test_hook_points_come_from_the_measured_pass(write_spec):
     sentence = adapter.sentence(["the", "dog", "bites"])
     request = [hook_name(layer, point) for layer in (1, 2) for point in ("input", "pattern", "output", "q")]
     with torch.inference_mode():
-        output = sentence.forward(torch.tensor([[2, 1, 0]]), attention=True, hooks=request)
+        output = sentence.forward(torch.tensor([[2, 1, 0]]), hooks=request)
     hooks = output.hooks
     assert set(hooks) == set(request) - {"1.q", "2.q"}  # transformers returns no q: the family does not expose it
-    assert torch.equal(hooks[hook_name(2, "pattern")], output.attention[1])
+    assert torch.equal(hooks[hook_name(2, "pattern")], output.patterns()[1])
     assert torch.equal(hooks[hook_name(2, "input")], hooks[hook_name(1, "output")])
     assert hooks[hook_name(1, "pattern")].shape == (1, 2, 4, 4)  # BOS and three words, causal
     assert hooks[hook_name(1, "pattern")][0, :, 0, 1:].abs().max() == 0  # BOS sees only itself

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from orderlab.core.hook_points import HF_HOOK_POINTS
 from orderlab.core.userfiles import read_bounded
-from orderlab.models.hook_points import HF_HOOK_POINTS
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
 

@@ -20,3 +20,18 @@ HF_HOOK_POINTS = ("input", "pattern", "output")
 def hook_name(layer: int, point: str) -> str:
     """'2.pattern': layer 2's attention probabilities (layers from 1)."""
     return f"{layer}.{point}"
+
+
+# The points only explicit attention forms (the fused kernel and prefix sharing never do): asking for one of them,
+# and only then, takes a pass off the fast path.
+ATTENTION_POINTS = ("q", "k", "v", "raw_scores", "scores", "pattern", "heads")
+
+
+def point_of(name: str) -> str:
+    """'2.pattern' -> 'pattern'; a whole pass's point ('tokens') is its own."""
+    return name.partition(".")[2] or name
+
+
+def pattern_points(n_layers: int) -> list[str]:
+    """Every layer's attention probabilities: how a caller asks a pass for its attention maps (one channel)."""
+    return [hook_name(layer, "pattern") for layer in range(1, n_layers + 1)]
