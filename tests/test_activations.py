@@ -59,7 +59,8 @@ def test_orders_apply_to_every_input_and_match_trace(tmp_path: Path):
     spec_file.write_text(yaml.safe_dump(SPEC))
     traced = trace_layer(load_spec(spec_file).spec, "dog bites man", 2, encoding_index=1)
     row = got.index[(got.index.encoding == "rope") & (got.index.input == "dog bites man")].index[0]
-    assert torch.equal(got["2.output"][row, :3], traced.output)
+    # trace asks for q, k, ... (the explicit attention path), these states the fused one: equal to round-off
+    assert torch.allclose(got["2.output"][row, :3], traced.output, rtol=0, atol=1e-12)
 
 
 def test_an_explicit_order_list_is_checked_against_each_input():

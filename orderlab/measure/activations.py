@@ -17,11 +17,11 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
+from orderlab.core.hook_points import PASS_POINTS, UNBATCHED_POINTS, hook_name, point_of
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.models.hook_points import PASS_POINTS, UNBATCHED_POINTS, hook_name
 from orderlab.plan.estimate import memory_beside_run, size
 from orderlab.plan.sweep import SweptValue, plan
 from orderlab.spec.schema import Spec
@@ -73,7 +73,7 @@ def collect_activations(
     tensors that would not fit."""
     if not points:
         raise OrderlabError("points: none asked for; expected hook point names such as '1.output' (orderlab models)")
-    maps = any(point.endswith(".pattern") for point in points)
+    maps = any(point_of(point) == "pattern" for point in points)
     groups = []
     for configuration in plan(spec):
         concrete = configuration.spec
@@ -128,7 +128,7 @@ def _shapes(groups: list[_Group], points: list[str]) -> dict[str, list[int]]:
             for item in group.work:
                 identity = torch.arange(len(item.words), device=adapter.device)[None]
                 with torch.inference_mode():
-                    hooks = adapter.sentence(item.words).forward(identity, False, points).hooks
+                    hooks = adapter.sentence(item.words).forward(identity, points).hooks
                 for point in points:
                     if point not in hooks:
                         raise OrderlabError(f"points: {point!r} is not formed by {adapter.label}'s passes (an additive "
@@ -158,6 +158,7 @@ def _gather(
     options: RunOptions,
 ) -> Activations:
     dtype = groups[0].adapters[0].dtype
+    maps = any(point_of(point) == "pattern" for point in points)  # chunks sized for attention maps
     tensors = {point: torch.full((rows, *shape), float("nan"), dtype=dtype) for point, shape in shapes.items()}
     index: list[dict[str, object]] = []
     for group in groups:
@@ -165,10 +166,10 @@ def _gather(
             for item in group.work:
                 bound = adapter.sentence(item.words)
                 slots = len(bound.slot_names())
-                for chunk in perms.chunks(iter(item.orders), adapter.chunk_size(len(item.words), False)):
+                for chunk in perms.chunks(iter(item.orders), adapter.chunk_size(len(item.words), maps)):
                     orders = torch.tensor(chunk, device=adapter.device)
                     with torch.inference_mode():
-                        hooks = bound.forward(orders, False, points).hooks
+                        hooks = bound.forward(orders, points).hooks
                     start = len(index)
                     for point in points:
                         _place(tensors[point], start, len(chunk), hooks[point], point in UNBATCHED_POINTS)
