@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 from orderlab.core import permutations as perms
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
-from orderlab.models.pretrained import pretrained_adapters
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def zoo_spec(family: str, n: int) -> Spec:
 
 def loop_rate(spec: Spec, share_prefixes: bool) -> float:
     """Sequences/s of one measuring-loop pass over the spec's n! orders (the model built beforehand, not timed)."""
-    adapters = pretrained_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)
+    adapters = build_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)
     started = time.perf_counter()
     for _ in MeasuringLoop(spec).frames(adapters):
         pass
@@ -57,7 +57,7 @@ def loop_rate(spec: Spec, share_prefixes: bool) -> float:
 
 def forward_rate(spec: Spec, share_prefixes: bool) -> float:
     """Sequences/s of the adapter's passes alone (Sentence.forward chunk by chunk), without the loop's metrics."""
-    adapter = pretrained_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)[0]
+    adapter = build_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)[0]
     words = spec.sentences[0].sentence.split()
     chunks = [torch.tensor(c) for c in perms.chunks(perms.iterate("all", len(words)), adapter.chunk_size(0, False))]
     sentence = adapter.sentence(words)
@@ -82,7 +82,7 @@ def measure(family: str, n: int, rounds: int) -> dict:
     """The measuring loop and the passes alone, dense and shared, after a warm-up on 5! orders."""
     loop_rate(zoo_spec(family, 5), True), loop_rate(zoo_spec(family, 5), False)
     spec = zoo_spec(family, n)
-    chunk = pretrained_adapters(spec, CPU, ROOT / "spec.yaml")[0].chunk_size(n, False)
+    chunk = build_adapters(spec, CPU, ROOT / "spec.yaml")[0].chunk_size(n, False)
     computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", n), chunk))
     return {
         "loop": interleaved(loop_rate, spec, rounds), "passes": interleaved(forward_rate, spec, rounds),

@@ -31,17 +31,19 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.text import tokenize
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.metrics import maths as M
 from orderlab.models.batching import aligned_batch
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
-from orderlab.models.stack_adapter import stack_adapters
 from orderlab.models.stack_builder import word_vectors
+from orderlab.plan.chunks import ROW_ALIGNMENT
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
+SPEC_FILE = ROOT / "spec.yaml"  # where an inline spec's relative paths would start (it has none)
 WORDS = [
     "the",
     "quick",
@@ -130,13 +132,13 @@ def matmul_bound(dtype: torch.dtype, chunk: int, n: int, seconds: float = 1.0, l
 
 def aligned_rows(chunk: int, n: int) -> int:
     """Rows of one chunk's matmuls after the runner pads them to whole row tiles (orderlab.models.batching)."""
-    return aligned_batch(torch.empty(chunk, n, 0)).shape[0] * n
+    return aligned_batch(torch.empty(chunk, n, 0), ROW_ALIGNMENT).shape[0] * n
 
 
 def naive_loop(dtype: str, n: int, count: int) -> float:
     """Sequences/s of one forward call per permutation (same stack, same metric) over `count` permutations."""
     spec = sweep_spec(n, dtype)
-    stack = stack_adapters(spec, torch.device("cpu"))[0].stack
+    stack = build_adapters(spec, torch.device("cpu"), SPEC_FILE)[0].stack
     x = word_vectors(spec, tokenize(spec.inputs[0].sentence)).to(dtype=stack.dtype)  # (n, d)
     with torch.inference_mode():
         reference = stack(x[None])
@@ -159,14 +161,14 @@ def runner(dtype: str, n: int, metrics: list[str] = METRICS) -> dict:
     for _ in SweepMeasurement(spec).frames():
         pass
     seconds = time.perf_counter() - started
-    chunk = stack_adapters(spec, torch.device("cpu"))[0].chunk_size(n, "attention" in metrics)
+    chunk = build_adapters(spec, torch.device("cpu"), SPEC_FILE)[0].chunk_size(n, "attention" in metrics)
     return {"sequences_per_s": math.factorial(n) / seconds, "seconds": seconds, "chunk_size": chunk}
 
 
 def causal_loop(n: int, share_prefixes: bool) -> float:
     """Sequences/s of the measuring loop over all n! orders through the causal stack, prefixes shared or dense."""
     spec = sweep_spec(n, "float32", causal=True)
-    return loop_rate(spec, stack_adapters(spec, CPU, share_prefixes=share_prefixes))
+    return loop_rate(spec, build_adapters(spec, CPU, SPEC_FILE, share_prefixes=share_prefixes))
 
 
 def prefix_sharing(n: int, rounds: int) -> dict:
@@ -174,7 +176,7 @@ def prefix_sharing(n: int, rounds: int) -> dict:
     causal_loop(5, True), causal_loop(5, False)  # warm-up
     pairs = [(causal_loop(n, False), causal_loop(n, True)) for _ in range(rounds)]
     spec = sweep_spec(n, "float32", causal=True)
-    chunk = stack_adapters(spec, CPU)[0].chunk_size(n, False)
+    chunk = build_adapters(spec, CPU, SPEC_FILE)[0].chunk_size(n, False)
     computed = sum(distinct_prefixes(torch.tensor(c)) for c in perms.chunks(perms.iterate("all", n), chunk))
     return {
         "dense_sequences_per_s": statistics.median(dense for dense, _ in pairs),
@@ -202,9 +204,9 @@ def compiled_runner(n: int, rounds: int) -> dict:
     """The float32 runner eager and through torch.compile (inductor), the same adapters timed round by round."""
     spec = sweep_spec(n, "float32")
     os.environ["ORDERLAB_COMPILE"] = "never"
-    eager = stack_adapters(spec, CPU)
+    eager = build_adapters(spec, CPU, SPEC_FILE)
     os.environ["ORDERLAB_COMPILE"] = "always"
-    compiled = stack_adapters(spec, CPU)
+    compiled = build_adapters(spec, CPU, SPEC_FILE)
     del os.environ["ORDERLAB_COMPILE"]
     stack = compiled[0].stack  # type: ignore[attr-defined]
     x = torch.randn(64, n, 128, generator=torch.Generator().manual_seed(0))
@@ -229,13 +231,13 @@ def compiled_runner(n: int, rounds: int) -> dict:
 def profile_runner(n: int, dtype: str = "float32") -> dict:
     """Share of the runner's CPU time per part of the forward (torch.profiler over a whole n! sweep)."""
     spec = sweep_spec(n, dtype)
-    return profile_loop(spec, stack_adapters(spec, CPU))
+    return profile_loop(spec, build_adapters(spec, CPU, SPEC_FILE))
 
 
 def profile_shared(n: int) -> dict:
     """The same for the causal float32 sweep with shared prefixes (its attention is elementwise products and sums)."""
     spec = sweep_spec(n, "float32", causal=True)
-    return profile_loop(spec, stack_adapters(spec, CPU, share_prefixes=True))
+    return profile_loop(spec, build_adapters(spec, CPU, SPEC_FILE, share_prefixes=True))
 
 
 def profile_loop(spec: Spec, adapters: list) -> dict:

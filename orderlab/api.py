@@ -69,7 +69,8 @@ def run(
     tokenizer: Any = None,
     hooks: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Result:
-    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
+    """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None);
+    device: cpu, cuda or auto (a CUDA GPU where there is one).
 
     model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
     model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
@@ -77,14 +78,13 @@ def run(
     hooks: your functions at a transformers model's hook points, {"2.output": fn} (L.input or L.output: a tensor
     (B, T, d) to one of the same shape), around every pass of every condition and its round-off twin; the rows'
     labels end in '+user_hook' and manifest["model"]["user_hooks"] names each function."""
-    import torch
-
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
     from orderlab.models.hf.given import evaluating, user_model
 
     given = None if model is None else user_model(model, tokenizer)
-    options = RunOptions(torch.device(device), chunk_size, force, progress, model=given, hooks=dict(hooks or {}))
+    options = RunOptions(resolve_device(device), chunk_size, force, progress, model=given, hooks=dict(hooks or {}))
     with _spec_file(spec) as path, _results_root(out) as root:
         loaded = _load(path, None if given is None else given.record, hooks)
         folder = root / loaded.spec.name
@@ -110,14 +110,13 @@ def activations(
     row's own slots). orders: the spec's permutations (None), or a rule applied to every input ("all", "reverse",
     {"random": 10}, [[2, 1, 0]]). Tensors that would not fit beside the run's own estimate are refused in one line.
     model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them."""
-    import torch
-
     from orderlab.measure.activations import collect_activations
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
     from orderlab.models.hf.given import evaluating, user_model
 
     given = None if model is None else user_model(model, tokenizer)
-    options = RunOptions(torch.device(device), progress=progress, model=given, hooks=dict(hooks or {}))
+    options = RunOptions(resolve_device(device), progress=progress, model=given, hooks=dict(hooks or {}))
     with _spec_file(spec) as path:
         loaded = _load(path, None if given is None else given.record, hooks)
         with evaluating(model) if given else nullcontext():
@@ -142,13 +141,13 @@ def compare(
     device: str = "cpu",
     progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer."""
-    import torch
-
+    """`orderlab compare` as a frame: every spec under every encoding, worst value per input x metric x layer;
+    device: cpu, cuda or auto."""
     from orderlab.commands import compare as comparing
     from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
 
-    options = RunOptions(torch.device(device), progress=progress)
+    options = RunOptions(resolve_device(device), progress=progress)
     names = comparing.parse_encodings(encodings if isinstance(encodings, str) else ",".join(encodings))
     rows = comparing.parse_metrics(metrics)
     return comparing.compare([Path(spec) for spec in specs], names, rows, options).table

@@ -57,12 +57,19 @@ def _options(
 class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
+    auto = "auto"
 
     def torch(self) -> torch.device:
-        """The torch.device that every layer below the CLI takes."""
-        import torch  # lazy: --help and validate never compute
+        """The torch.device that every layer below the CLI takes (auto: a GPU where there is one); one line where
+        CUDA is asked for and absent."""
+        from orderlab.models.devices import resolve_device  # lazy: --help and validate never compute
 
-        return torch.device(self.value)
+        return resolve_device(self.value)
+
+
+DeviceOption = Annotated[
+    Device, typer.Option(help="Where to compute: cpu, cuda, or auto (a CUDA GPU where there is one, else the CPU).")
+]
 
 
 def run_options(device: Device, chunk_size: int | None = None, force: bool = False) -> RunOptions:
@@ -132,7 +139,7 @@ ForceOption = Annotated[
 def run(
     spec: SpecArgument,
     out: Annotated[Path, typer.Option(help="Results root; files go to OUT/<spec name>/.")] = Path("results"),
-    device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
+    device: DeviceOption = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     plot: Annotated[bool, typer.Option("--plot", help="Also draw the figures into OUT/<spec name>/figures/.")] = False,
     html: Annotated[
@@ -291,6 +298,13 @@ def validate(
             "--plan", help="Also print what each run will cost: memory, sequences, time and CSV sizes, per combination."
         ),
     ] = False,
+    device: Annotated[
+        Device,
+        typer.Option(
+            help="With --plan: the device to price, cpu, cuda or auto (its matmul rate in the spec's dtype is "
+            "measured once, about a second, and cached)."
+        ),
+    ] = Device.cpu,
 ) -> None:
     """Check specs without running them; one line per problem, exit 2 if any.
 
@@ -308,9 +322,9 @@ def validate(
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")
             if plan:
-                from orderlab.plan.estimate import estimate, plan_lines
+                from orderlab.commands.pricing import plan_report  # lazy: it imports torch to measure the device
 
-                for line in plan_lines(estimate(loaded.spec, path)):
+                for line in plan_report(loaded.spec, path, device.torch()):
                     typer.echo(f"  {line}")
     if failed:
         raise typer.Exit(2)
@@ -387,7 +401,7 @@ def compare(
         ),
     ] = None,
     out: OutOption = Path("results"),
-    device: Annotated[Device, typer.Option(help="Where to compute.")] = Device.cpu,
+    device: DeviceOption = Device.cpu,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
     force: ForceOption = False,
     html: HtmlOption = None,
@@ -585,6 +599,13 @@ def check(
     out: Annotated[
         Path, typer.Option("--out", "--results", help="Baseline root: OUT/<spec name>/*.csv (--results: the old name).")
     ] = Path("results"),
+    device: Annotated[
+        Device,
+        typer.Option(
+            help="Where to re-run: cpu, cuda, or auto. A GPU run is held to the CPU baselines within the "
+            "same tolerances (GPU CI: docs/checks.md)."
+        ),
+    ] = Device.cpu,
 ) -> None:
     """Re-run specs and compare every CSV with the committed results.
 
@@ -594,7 +615,8 @@ def check(
     from orderlab.commands.check import run_check
     from orderlab.report import terminal as report
 
-    raise typer.Exit(run_check(targets or [], out, rtol, atol, update, junit, html, report.Phases(False, started)))
+    phases = report.Phases(False, started)
+    raise typer.Exit(run_check(targets or [], out, rtol, atol, update, junit, html, phases, device.torch()))
 
 
 def main() -> None:

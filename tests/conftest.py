@@ -19,6 +19,15 @@ if WORKERS > 1:
 DEFAULT_THREADS = torch.get_num_threads()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def device_rates_cache(tmp_path_factory):
+    """`validate --plan` caches measured device rates in the user's cache folder: the tests' go to a temporary one,
+    shared by the session (one measurement per dtype)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ORDERLAB_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture
 def cli() -> CliRunner:
     return CliRunner()

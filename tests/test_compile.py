@@ -9,8 +9,8 @@ import torch
 from stacks import make_stack
 
 from orderlab.cli import app
+from orderlab.measure.adapters import compile_wanted
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack_adapter import compile_wanted
 from orderlab.spec.schema import Spec
 
 

@@ -4,6 +4,7 @@ repeated words. Stacks are built directly, not through spec files."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import torch
 from hypothesis import given, settings
@@ -11,10 +12,10 @@ from hypothesis import strategies as st
 from stacks import make_stack
 
 from orderlab.core.text import repeated_pairs
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.probing import fit_probe, measure_decodability
 from orderlab.metrics import maths as M
 from orderlab.models.attention_stack import AttentionStack
-from orderlab.models.stack_adapter import stack_adapters
 from orderlab.spec.schema import Spec
 
 FLOAT64_SLACK = 1e-13  # round-off of these stacks is ~1e-16 relative
@@ -103,7 +104,7 @@ def decodability(encoding: str, causal: bool = False) -> dict[int, float]:
         "encodings": [encoding], "inputs": [{"sentence": "a b"}],
         "decodability": {"sentences": 256, "length": 6},
     })  # fmt: skip
-    rows = measure_decodability(spec, stack_adapters(spec, torch.device("cpu")))
+    rows = measure_decodability(spec, build_adapters(spec, torch.device("cpu"), Path("spec.yaml")))
     accuracy = rows[rows["metric"] == "position_accuracy"]
     assert set(rows.loc[rows["metric"] == "position_chance", "value"]) == {1 / 6}
     return dict(zip(accuracy["layer"], accuracy["value"], strict=True))

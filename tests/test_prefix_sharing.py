@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,12 +15,13 @@ from stacks import make_stack
 from orderlab.cli import app
 from orderlab.core.permutations import in_label_order
 from orderlab.encodings import ENCODINGS
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes, one_query_attention, shared_prefix_pass, slot_rotations
-from orderlab.models.stack_adapter import stack_adapters
+from orderlab.plan.chunks import ROW_ALIGNMENT
 from orderlab.spec.schema import Spec
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5}
@@ -38,7 +40,7 @@ def causal_spec(encodings: list[str], sentence: str = "the cat saw the dog", rul
 
 def measured(spec: Spec, share_prefixes: bool) -> pd.DataFrame:
     """Every row of the measuring loop, with the causal stacks run shared or dense."""
-    adapters = stack_adapters(spec, CPU, share_prefixes=share_prefixes)
+    adapters = build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=share_prefixes)
     return pd.concat(list(MeasuringLoop(spec).frames(adapters)), ignore_index=True)
 
 
@@ -51,7 +53,7 @@ def test_shared_pass_equals_the_dense_pass_for_every_built_in_encoding(encoding,
     x = torch.randn(6, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(stack.dtype)
     orders = torch.tensor(list(itertools.permutations(range(6)))[100:400])  # a contiguous run, as a chunk is
     with torch.inference_mode():
-        dense, shared = stack(x[orders], attention_maps=maps), shared_prefix_pass(stack, x, orders, maps)
+        dense, shared = stack(x[orders], attention_maps=maps), shared_prefix_pass(stack, x, orders, maps, ROW_ALIGNMENT)
     assert len(shared.attention) == (3 if maps else 0)
     for expected, got in zip(dense.hidden + dense.attention, shared.hidden + shared.attention, strict=True):
         torch.testing.assert_close(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
@@ -123,7 +125,7 @@ def test_an_encoding_that_does_not_declare_prefix_sharing_runs_dense_and_the_man
         "none": "shared",
         "plugin_encodings:SquaredDistance": "dense: plugin_encodings:SquaredDistance does not declare shares_prefixes",
     }
-    adapters = stack_adapters(causal_spec(["none", "plugin_encodings:SquaredDistance"]), CPU)
+    adapters = build_adapters(causal_spec(["none", "plugin_encodings:SquaredDistance"]), CPU, Path("spec.yaml"))
     assert [adapter.shares_prefixes for adapter in adapters] == [True, False]
 
 

@@ -13,17 +13,16 @@ import torch
 
 from orderlab.cli import app
 from orderlab.core.hook_points import hook_name, pattern_points
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.models.batching import ROW_ALIGNMENT
 from orderlab.models.devices import CPU
 from orderlab.models.hf import slot_cache
 from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
-from orderlab.models.pretrained import pretrained_adapters
-from orderlab.plan.estimate import PRETRAINED_CHUNK, SHARED_PREFIX_CHUNK
+from orderlab.plan.chunks import PRETRAINED_CHUNK, ROW_ALIGNMENT, SHARED_PREFIX_CHUNK
 from orderlab.spec.extras import installed
 from orderlab.spec.families import FAMILIES
 from orderlab.spec.schema import Spec
@@ -53,7 +52,7 @@ def zoo_spec(
 def sentences(family: str, ablation: str, dtype: str, metrics: tuple[str, ...] = ()):
     """The sentence bound to the shared-prefix adapter and to the dense one of the same model."""
     spec = zoo_spec(family, [ablation], dtype, metrics)
-    shared, dense = (pretrained_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=s)[0] for s in (True, False))
+    shared, dense = (build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=s)[0] for s in (True, False))
     return shared.sentence(WORDS), dense.sentence(WORDS)
 
 
@@ -98,7 +97,9 @@ def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
             shared.forward(ORDERS)
     finally:
         handle.remove()
-    prefixes = [len(depth.word) for depth in trie_depths(ORDERS)]  # distinct prefixes, padded to row tiles
+    prefixes = [
+        len(depth.word) for depth in trie_depths(ORDERS, ROW_ALIGNMENT)
+    ]  # distinct prefixes, padded to row tiles
     assert fed == [ROW_ALIGNMENT, *prefixes]  # BOS once (one row tile), then one token per prefix and depth
     assert sum(fed) < len(ORDERS) * (len(WORDS) + 1) * 0.6  # the dense pass feeds 720 tokens
 
@@ -157,9 +158,7 @@ def test_attention_maps_run_dense_and_the_manifest_says_so(cli, write_spec, tmp_
 
 
 def test_a_checkpoint_shares_only_sentences_of_one_token_words_and_the_manifest_says_so(cli, write_spec, tmp_path):
-    saved = pretrained_adapters(zoo_spec("gpt2", ["trained"], words=["a", "b", "c", "d"]), CPU, Path("spec.yaml"))[
-        0
-    ].backend
+    saved = build_adapters(zoo_spec("gpt2", ["trained"], words=["a", "b", "c", "d"]), CPU, Path("spec.yaml"))[0].backend
     saved.model.save_pretrained(tmp_path / "model")
     saved.tokenizer.save_pretrained(tmp_path / "model")
     manifest = run_manifest(cli, write_spec, tmp_path, f"family: gpt2, path: {tmp_path / 'model'}, "
@@ -177,7 +176,7 @@ def test_encoders_record_no_prefix_sharing(cli, write_spec, tmp_path):
 def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weights(family: str) -> None:
     """The twin's identity pass is one dense call (not one per token); its weights are the model's, cast, in storage
     of their own, tied ones still tied: as copy.deepcopy(model).to(float64) would give, without the float32 copy."""
-    adapter = pretrained_adapters(zoo_spec(family, ["trained"]), CPU, Path("spec.yaml"))[0]
+    adapter = build_adapters(zoo_spec(family, ["trained"]), CPU, Path("spec.yaml"))[0]
     twin = adapter.twin()
     assert adapter.shares_prefixes and not twin.shares_prefixes
     assert not twin.sentence(WORDS).shares_prefixes
@@ -195,9 +194,9 @@ def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weig
 
 def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_dense_one_keeps_its_chunk():
     spec = zoo_spec("gpt2", ["trained"])
-    shared = pretrained_adapters(spec, CPU, Path("spec.yaml"))[0]
-    dense = pretrained_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=False)[0]
-    encoder = pretrained_adapters(zoo_spec("bert", ["trained"], metrics=("equivariance",)), CPU, Path("spec.yaml"))[0]
+    shared = build_adapters(spec, CPU, Path("spec.yaml"))[0]
+    dense = build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=False)[0]
+    encoder = build_adapters(zoo_spec("bert", ["trained"], metrics=("equivariance",)), CPU, Path("spec.yaml"))[0]
     assert shared.chunk_size(len(WORDS), attention=False) == SHARED_PREFIX_CHUNK  # a small model: the cap
     assert shared.chunk_size(len(WORDS), attention=True) == PRETRAINED_CHUNK  # maps run dense
     assert dense.chunk_size(len(WORDS), False) == encoder.chunk_size(len(WORDS), False) == PRETRAINED_CHUNK

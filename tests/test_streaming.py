@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -111,19 +112,18 @@ def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
 
 
 def test_chunk_size_is_chosen_from_width_length_and_dtype():
-    from stacks import config_of
+    from orderlab.measure.adapters import build_adapters
 
-    from orderlab.models.batching import auto_chunk_size
+    def chunk(n: int, attention: bool = False, **model: object) -> int:
+        spec = Spec.model_validate({"model": {"n_heads": 4, "n_layers": 4, **model}, "inputs": [{"sentence": "a b"}]})
+        return build_adapters(spec, torch.device("cpu"), Path("spec.yaml"))[0].chunk_size(n, attention)
 
-    cpu = torch.device("cpu")
-    bench = config_of(d_model=128, n_heads=4, n_layers=4, dtype="float32")
-    assert 500 <= auto_chunk_size(bench, 8, False, cpu) <= 4096
-    wider = config_of(d_model=512, n_heads=4, n_layers=4, dtype="float32")
-    assert auto_chunk_size(wider, 8, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
-    assert auto_chunk_size(bench, 16, False, cpu) < auto_chunk_size(bench, 8, False, cpu)
-    doubled = config_of(d_model=128, n_heads=4, n_layers=4, dtype="float64")
-    assert auto_chunk_size(doubled, 8, False, cpu) == pytest.approx(auto_chunk_size(bench, 8, False, cpu) / 2, abs=1)
-    assert math.isfinite(auto_chunk_size(bench, 9, True, cpu))
+    bench = chunk(8, d_model=128, dtype="float32")
+    assert 500 <= bench <= 4096
+    assert chunk(8, d_model=512, dtype="float32") < bench
+    assert chunk(16, d_model=128, dtype="float32") < bench
+    assert chunk(8, d_model=128, dtype="float64") == pytest.approx(bench / 2, abs=1)
+    assert math.isfinite(chunk(9, True, d_model=128, dtype="float32"))
 
 
 @pytest.mark.parametrize(("rule", "chunks"), [("all", [32, 32, 32, 24]), ({"random": 10}, [1 + 10])])
@@ -133,9 +133,9 @@ def test_the_reference_rides_in_the_first_chunks_pass(monkeypatch, rule, chunks)
     sizes: list[tuple[torch.dtype, int]] = []
     forward = StackSentence.forward
 
-    def counted(self, orders, attention, hooks=()):
+    def counted(self, orders, hooks=()):
         sizes.append((self.adapter.dtype, len(orders)))
-        return forward(self, orders, attention, hooks)
+        return forward(self, orders, hooks)
 
     monkeypatch.setattr(StackSentence, "forward", counted)
     spec = sweep_spec(inputs=[{"sentence": "the cat saw the dog", "permutations": rule}], probes=[], encodings=["none"])

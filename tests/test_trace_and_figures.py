@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.core.hook_points import pattern_points
+from orderlab.measure.adapters import build_adapters
 from orderlab.measure.trace import trace_layer
 from orderlab.models import stack_adapter
 from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.devices import CPU
-from orderlab.models.stack_adapter import stack_adapters
 from orderlab.models.stack_builder import word_vectors
 from orderlab.plan.load import load_spec
 from orderlab.report.figures import drawings, read_results
@@ -83,7 +83,7 @@ def test_trace_steps_reproduce_the_stack_output(encoding, norm, causal, residual
         "encodings": [encoding], "inputs": [{"sentence": "a b c a"}],
     })  # fmt: skip
     t = trace_layer(spec, "a b c a", layer)
-    (adapter,) = stack_adapters(spec, CPU)  # the stack the measuring loop runs
+    (adapter,) = build_adapters(spec, CPU, Path("spec.yaml"))  # the stack the measuring loop runs
     stack = adapter.stack
     output = stack(word_vectors(spec, t.words)[None])
     assert torch.allclose(t.weights, output.attention[layer - 1][0], rtol=0, atol=1e-14)
@@ -98,7 +98,7 @@ def test_a_forward_returns_the_hook_points_requested_from_its_own_pass():
         "model": {"d_model": 8, "n_heads": 2, "n_layers": 2, "causal": True}, "encodings": ["sinusoidal"],
         "inputs": [{"sentence": "a b c"}],
     })  # fmt: skip
-    (adapter,) = stack_adapters(spec, CPU)
+    (adapter,) = build_adapters(spec, CPU, Path("spec.yaml"))
     assert adapter.shares_prefixes  # a causal stack: the pass without hooks shares prefixes and forms none
     sentence = adapter.sentence(["a", "b", "c"])
     orders = torch.tensor([[0, 1, 2], [2, 1, 0], [1, 0, 2]])
@@ -135,7 +135,7 @@ def test_a_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(c
         "model": {"d_model": 8, "n_heads": 2, "n_layers": 2, "causal": causal}, "encodings": ["none"],
         "inputs": [{"sentence": "a b c"}],
     })  # fmt: skip
-    (adapter,) = stack_adapters(spec, CPU)
+    (adapter,) = build_adapters(spec, CPU, Path("spec.yaml"))
     taken: list[str] = []
     explicit, shared = AttentionStack.attend, stack_adapter.shared_prefix_pass
     monkeypatch.setattr(AttentionStack, "attend", lambda *a, **k: taken.append("explicit") or explicit(*a, **k))

@@ -36,7 +36,8 @@ from orderlab.commands.run import write_shard
 from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.plan.estimate import MEMORY_SHARE, available_memory, estimate, size
+from orderlab.plan.device import available_memory
+from orderlab.plan.estimate import MEMORY_SHARE, estimate, size
 from orderlab.plan.load import LoadedSpec, load_spec
 from orderlab.plan.shards import DECODABILITY, require_shardable, shard_folder_name, work
 from orderlab.results.merge import complete, merge_into, read_shard

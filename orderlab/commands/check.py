@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from orderlab.commands.baseline import check_spec, plan
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import RunOptions
+from orderlab.models.devices import CPU
 from orderlab.report import html as html_report
 from orderlab.report import terminal as report
 from orderlab.results.baseline_diff import Comparison, SpecCheck, require_tolerance
@@ -31,12 +34,14 @@ def run_check(
     junit: Path | None,
     html: Path | None = None,
     phases: report.Phases | None = None,
+    device: torch.device = CPU,
 ) -> int:
     """Check (or update) every planned spec; return 0 clean, 1 drift or no baseline, 2 if any could not be checked.
 
     Arguments (tolerances, spec names, the JUnit and HTML paths) are refused before any spec runs; the report
     paths again before they are written, since --update may have made new baseline files meanwhile. phases: the
-    command's clock (started before its imports), so that the last line gives its wall time.
+    command's clock (started before its imports), so that the last line gives its wall time. device: where the
+    specs re-run (a GPU run is held to the CPU baselines within the same tolerances).
     """
     phases = phases or report.Phases(quiet=False)
     require_tolerance("--rtol", rtol)
@@ -51,7 +56,8 @@ def run_check(
     outcomes: list[SpecCheck] = []
     for path in specs:
         with phases.phase("checking", f"checking {path}", unit="seq") as advance:
-            outcome = check_spec(path, results, rtol, atol, update, RunOptions(progress=advance, notes=advance.note))
+            options = RunOptions(device, progress=advance, notes=advance.note)
+            outcome = check_spec(path, results, rtol, atol, update, options)
         outcomes.append(outcome)
         for warning in outcome.warnings:
             errors.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)

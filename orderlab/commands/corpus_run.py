@@ -16,6 +16,7 @@ import torch
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.progress import Progress
 from orderlab.measure import corpus
+from orderlab.measure.chunking import device_batching
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
@@ -34,7 +35,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     if notes:
         notes("loading the pretrained model")
     # corpus inputs need a pretrained model (relations.py)
-    adapters = pretrained_adapters(spec, device, loaded.path, given=options.model, user_hooks=options.hooks)
+    adapters = pretrained_adapters(spec, device, loaded.path, device_batching(device), given=options.model,
+                                   user_hooks=options.hooks)  # fmt: skip
     if notes:
         notes("encoding the corpus and its shuffles")
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))

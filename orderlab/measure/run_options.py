@@ -2,7 +2,7 @@
 
 The device is checked when the options are made, so a run asked for CUDA on a machine without it stops with one
 line before any work, and nothing below checks again. chunk_size: sequences per forward pass (None: sized to the
-memory at hand, models/batching.auto_chunk_size); force: a folder another command wrote may be replaced;
+memory free on the device, plan/chunks.orders_per_pass); force: a folder another command wrote may be replaced;
 progress and notes: where the run reports (done, total) and what it is doing; model: a model object passed from
 Python (orderlab.api.run(spec, model=...)), which the spec's model block describes; hooks: the user's functions at
 hook points (run(spec, hooks={"2.output": fn})), which it records by name.

@@ -15,6 +15,7 @@ import torch
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
+from orderlab.measure.chunking import device_batching
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece
 from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
@@ -99,7 +100,7 @@ class SweepMeasurement:
                 self.trained += [(configuration, stack) for stack in stacks]
                 done += training_work(spec)
                 yield loop.tagged(accuracy_rows(spec, stacks)).reindex(columns=self.columns, fill_value="")
-                adapters = trained_adapters(spec, stacks, self.device)
+                adapters = trained_adapters(spec, stacks, self.device, device_batching(self.device))
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)

@@ -1,43 +1,49 @@
-"""Batches padded to whole matmul row tiles, so a sequence's numbers do not depend on its batch.
+"""Batches padded to whole matmul row tiles, so a sequence's numbers do not depend on its batch; and how an adapter is
+told its chunk sizes.
 
 Used by the streaming runner and the pretrained backend: with it, chunked results equal unchunked
 ones bit for bit, and the identity permutation matches its reference pass exactly, at any thread count.
-And how many sequences a chunk holds (auto_chunk_size), which an adapter answers for the measuring loop.
+The row alignment and the rule that sizes a chunk are the plan's (plan/chunks.py): the models receive them as a
+Batching (orderlab/measure/chunking.py binds the rule to a device) and import no cost model.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from orderlab.models.attention_stack import StackConfig
-from orderlab.plan.estimate import (
-    CPU_CHUNK_BYTES,
-    GPU_CHUNK_BYTES,
-    ROW_ALIGNMENT,
-    available_memory,
-    sequence_values,
-    sequences_per_chunk,
-)
+from orderlab.metrics import Model
+from orderlab.spec.families import ModelShape
 
 
-def aligned_batch(x: torch.Tensor) -> torch.Tensor:
-    """x (B, n, ...) with copies of x[0] appended so that B * n is a multiple of ROW_ALIGNMENT."""
+class ChunkSizer(Protocol):
+    def __call__(
+        self, model: Model, shape: ModelShape, tokens: int, attention: bool, shared: bool, itemsize: int
+    ) -> int:
+        """Orders of an n-token sentence per forward pass of a model of `shape` in a dtype of `itemsize` bytes;
+        shared: the pass walks a causal LM's prefixes through its KV cache (models/kv_prefix.py)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How an adapter cuts and pads its passes on its device."""
+
+    row_alignment: int  # rows of every matmul padded to a multiple of this (1: unpadded)
+    chunk_size: ChunkSizer
+
+
+def aligned_batch(x: torch.Tensor, alignment: int) -> torch.Tensor:
+    """x (B, n, ...) with copies of x[0] appended so that B * n is a multiple of `alignment`."""
     B, n = x.shape[:2]
-    pad = -B % (ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT))
+    pad = -B % (alignment // math.gcd(n, alignment))
     return torch.cat([x, x[:1].expand(pad, *x.shape[1:])]) if pad else x
 
 
-def auto_chunk_size(config: StackConfig, n: int, attention_maps: bool, device: torch.device) -> int:
-    """Sequences per chunk such that one chunk's activations fit the budget for `device`."""
-    itemsize = torch.finfo(getattr(torch, config.dtype)).bits // 8
-    values = sequence_values(n, config.d_model, config.ffn_mult, config.n_layers, config.n_heads, attention_maps)
-    return sequences_per_chunk(values, itemsize, memory_budget(device, CPU_CHUNK_BYTES, GPU_CHUNK_BYTES))
-
-
-def memory_budget(device: torch.device, cpu_bytes: int, gpu_bytes: int) -> int:
-    """A chunk's bytes on `device`: its cap there, and no more than a quarter of the memory free now."""
-    if device.type == "cuda":
-        return min(gpu_bytes, torch.cuda.mem_get_info(device)[0] // 4)
-    return min(cpu_bytes, available_memory() // 4)
+def pad_to_tiles(rows: torch.Tensor, alignment: int) -> torch.Tensor:
+    """rows (U,) with copies of rows[0] appended up to a multiple of `alignment` (row-tile determinism)."""
+    pad = -len(rows) % alignment
+    return torch.cat([rows, rows[:1].expand(pad)]) if pad else rows

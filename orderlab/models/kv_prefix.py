@@ -22,11 +22,12 @@ from typing import Any
 import torch
 
 from orderlab.metrics import ATTENTION_FAMILY
+from orderlab.models.batching import pad_to_tiles
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
-from orderlab.models.prefix_trie import gather_rows, pad_to_tiles, state_rows, trie_depths
+from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
 from orderlab.spec.families import FAMILIES, HFModelSpec
 from orderlab.spec.schema import Spec
 
@@ -49,9 +50,9 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module)."""
     B, n = orders.shape
     orders = orders.to(backend.device)
-    depths = trie_depths(orders)
+    depths = trie_depths(orders, backend.row_alignment)
     words = torch.tensor([tokens.ids[start] for start, _ in tokens.spans], device=backend.device)  # (n,) token ids
-    root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device))  # BOS, repeated to a whole row tile
+    root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device), backend.row_alignment)  # BOS: a row tile
     terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
     keyword = cache_keyword(backend.model)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):

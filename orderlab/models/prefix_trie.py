@@ -22,7 +22,7 @@ from functools import partial
 import torch
 
 from orderlab.models.attention_stack import AttentionStack, RunLayer, StackOutput
-from orderlab.plan.estimate import ROW_ALIGNMENT
+from orderlab.models.batching import pad_to_tiles
 
 Rotation = tuple[torch.Tensor, torch.Tensor] | None  # slot t's rotation of q and of k, (h, dh, dh) each
 
@@ -37,24 +37,19 @@ class Depth:
     distinct: int  # prefixes before padding
 
 
-def trie_depths(orders: torch.Tensor) -> list[Depth]:
-    """orders (B, n): per depth t, the distinct prefixes orders[:, :t+1], each linked to its parent prefix."""
+def trie_depths(orders: torch.Tensor, alignment: int) -> list[Depth]:
+    """orders (B, n): per depth t, the distinct prefixes orders[:, :t+1], each linked to its parent prefix, padded to
+    a multiple of `alignment` rows."""
     B, n = orders.shape
     depths: list[Depth] = []
     parent_of_order = torch.zeros(B, dtype=torch.long, device=orders.device)
     for t in range(n):
         keys, of_order = torch.unique(parent_of_order * n + orders[:, t], return_inverse=True)  # sorted, so trie order
         distinct = len(keys)
-        keys = pad_to_tiles(keys)
+        keys = pad_to_tiles(keys, alignment)
         depths.append(Depth(keys // n, keys % n, of_order, distinct))
         parent_of_order = of_order
     return depths
-
-
-def pad_to_tiles(rows: torch.Tensor) -> torch.Tensor:
-    """rows (U,) with copies of rows[0] appended up to a multiple of ROW_ALIGNMENT (row-tile determinism)."""
-    pad = -len(rows) % ROW_ALIGNMENT
-    return torch.cat([rows, rows[:1].expand(pad)]) if pad else rows
 
 
 def state_rows(depths: list[Depth]) -> torch.Tensor:
@@ -73,11 +68,14 @@ def gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 
 def distinct_prefixes(orders: torch.Tensor) -> int:
     """How many token states the shared pass computes for these reorderings (the dense pass: B * n)."""
-    return sum(depth.distinct for depth in trie_depths(orders))
+    return sum(depth.distinct for depth in trie_depths(orders, 1))
 
 
-def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool) -> StackOutput:
-    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n).
+def shared_prefix_pass(
+    stack: AttentionStack, x: torch.Tensor, orders: torch.Tensor, attention: bool, alignment: int
+) -> StackOutput:
+    """stack(x[orders]) for a causal stack, computed once per distinct prefix: x (n, d) words, orders (B, n); each
+    depth's rows padded to a multiple of `alignment`.
 
     Layer by layer: a layer needs only its input layer's prefix states, so one layer's cache and two layers' states
     are held at a time. Every depth's prefixes go through the layer's block together (norms, projections, FFN: one
@@ -88,7 +86,7 @@ def shared_prefix_pass(stack: AttentionStack, x: torch.Tensor, orders: torch.Ten
     x = x.to(device=stack.device, dtype=stack.dtype)
     offsets = stack.encoding.input_offsets(n)
     words = x if offsets is None else x[None] + offsets.to(x)[:, None]  # (n words, d) or (n slots, n words, d)
-    depths = trie_depths(orders.to(stack.device))
+    depths = trie_depths(orders.to(stack.device), alignment)
     rows = state_rows(depths).flatten()  # (B n): where each reordering's slot-t state lies among all depths' states
     rotations = slot_rotations(stack, n)
     states = torch.cat([(words if offsets is None else words[t]).index_select(0, depth.word)

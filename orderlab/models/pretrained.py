@@ -34,7 +34,7 @@ from orderlab.metrics import (
 )
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
-from orderlab.models.batching import memory_budget
+from orderlab.models.batching import Batching
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
@@ -42,9 +42,7 @@ from orderlab.models.hf.interventions import UserHook, checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
-from orderlab.plan.estimate import PRETRAINED_CHUNK as CHUNK
-from orderlab.plan.estimate import SHARED_PREFIX_CHUNK_BYTES, shared_prefix_chunk, shared_prefix_values
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, ModelShape, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
 
@@ -55,12 +53,14 @@ def pretrained_adapters(
     spec: Spec,
     device: torch.device,
     spec_file: Path,
+    batching: Batching,
     share_prefixes: bool = True,
     attention_maps: bool = False,
     given: UserModel | None = None,
     user_hooks: Mapping[str, UserHook] | None = None,
 ) -> list[PretrainedAdapter]:
-    """One adapter per position ablation, in label order, all on one loaded model (and one twin).
+    """One adapter per position ablation, in label order, all on one loaded model (and one twin), its passes cut and
+    padded by `batching`.
 
     A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
@@ -85,13 +85,14 @@ def pretrained_adapters(
         family=family,
         allow_random_init=allow_random_init,
         heads_read=LM_LOGPROB_FAMILY in spec.metrics,
+        row_alignment=batching.row_alignment,
         user_hooks=hooked(model, user_hooks),
     )
     if user_hooks:
         checked_hooks(backend.model, user_hooks)
     if folder is not None or given is not None:
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
-    shared = Shared(backend, spec.seed, share_prefixes)
+    shared = Shared(backend, spec.seed, batching, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
                                                                                  key=model.label)]  # fmt: skip
@@ -135,11 +136,11 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
 
 
 class Shared:
-    """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, and whether
-    causal passes may share prefixes."""
+    """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, how passes are
+    cut, and whether causal passes may share prefixes."""
 
-    def __init__(self, backend: PretrainedBackend, seed: int, share_prefixes: bool = True):
-        self.backend, self.seed, self.share_prefixes = backend, seed, share_prefixes
+    def __init__(self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True):
+        self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
         self.twin_backend: PretrainedBackend | None = None
 
     def twin(self) -> Shared:
@@ -147,7 +148,7 @@ class Shared:
         token (n + 1 small calls against one); the round-off line it draws is the same."""
         if self.twin_backend is None:
             self.twin_backend = self.backend.twin(twin_dtype(str(self.backend.dtype).removeprefix("torch.")))
-        return Shared(self.twin_backend, self.seed, share_prefixes=False)
+        return Shared(self.twin_backend, self.seed, self.batching, share_prefixes=False)
 
 
 class PretrainedAdapter:
@@ -194,17 +195,22 @@ class PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
 
     def chunk_size(self, n: int, attention: bool) -> int:
-        """256 reorderings a pass; where prefixes are shared, as many as the memory budget holds (up to 1,024): the
-        trie's first depths run a few prefixes each, reading every weight for them, and a longer chunk shares them."""
-        if attention or not self.shares_prefixes:
-            return CHUNK
+        """Reorderings per pass of an n-word sentence (its specials counted), as the batching's rule sizes them."""
+        return self.orders_per_pass(n, attention, shared=self.shares_prefixes and not attention)
+
+    def orders_per_pass(self, n: int, attention: bool, shared: bool) -> int:
+        """Reorderings per pass of an n-word sentence: dense, or walking shared prefixes."""
+        tokens = n + 1 if self.shared.backend.code.causal else n + 2  # BOS; or [CLS] and [SEP]
+        return self.shared.batching.chunk_size("pretrained", self.shape, tokens, attention, shared, self.dtype.itemsize)
+
+    @property
+    def shape(self) -> ModelShape:
+        """What sizes its passes, from the loaded model's config."""
         config = self.shared.backend.model.config
-        values = shared_prefix_values(n + 1, config.hidden_size, config.num_hidden_layers, config.vocab_size)
-        return shared_prefix_chunk(
-            values,
-            self.dtype.itemsize,
-            memory_budget(self.device, SHARED_PREFIX_CHUNK_BYTES, SHARED_PREFIX_CHUNK_BYTES),
-        )
+        d = int(config.hidden_size)
+        ffn = int(getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * d)
+        layers, heads, vocab = int(config.num_hidden_layers), int(config.num_attention_heads), int(config.vocab_size)
+        return ModelShape(d, layers, heads, ffn, vocab, head=self.shared.backend.code.causal)
 
     def last_pooled(self, rows: Sequence[tuple[PretrainedSentence, Permutation]]) -> dict[str, torch.Tensor]:
         """Last-layer sentence vectors {"mean"/"cls": (R, d)} of reorderings of several sentences, in one dense pass.
@@ -229,8 +235,9 @@ class PretrainedAdapter:
         sentences = generator.integers(0, len(words), size=(probe.sentences, probe.length))  # (S, n)
         tokens = [backend.word_tokens([str(words[k]) for k in row]) for row in sentences]
         states: list[list[torch.Tensor]] = []
-        for start in range(0, len(tokens), CHUNK):
-            part = tokens[start : start + CHUNK]
+        chunk = self.orders_per_pass(probe.length, attention=False, shared=False)
+        for start in range(0, len(tokens), chunk):
+            part = tokens[start : start + chunk]
             output = backend.forward(torch.tensor([t.ids for t in part]))
             pooling = torch.from_numpy(np.stack([t.pooling() for t in part]))
             states.append([word_states(h, pooling) for h in output.hidden])

@@ -7,10 +7,8 @@ sequence's numbers do not depend on the chunk it landed in.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import ClassVar
 
 import torch
@@ -18,22 +16,19 @@ import torch
 from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
-from orderlab.errors import OrderlabError
 from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks, LayerWeights, Requested
-from orderlab.models.batching import aligned_batch, auto_chunk_size
+from orderlab.models.batching import Batching, aligned_batch
 from orderlab.models.pooling import pool
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
-from orderlab.plan.estimate import estimate, run_seconds
+from orderlab.spec.families import ModelShape
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
 # (probe, d_model, seed) -> (S, length, d) float64: the position probe's input sentences
 ProbeInputs = Callable[[DecodabilitySpec, int, int], torch.Tensor]
-COMPILE_SETTINGS = ("auto", "always", "never")
-COMPILE_AFTER_SECONDS = 300.0  # estimated (at estimate.py's conservative rates); compiling took 10-60 s here
 
 
 def random_probe_inputs(probe: DecodabilitySpec, d_model: int, seed: int) -> torch.Tensor:
@@ -42,32 +37,26 @@ def random_probe_inputs(probe: DecodabilitySpec, d_model: int, seed: int) -> tor
 
 
 def stack_adapters(
-    spec: Spec, device: torch.device, share_prefixes: bool = True, probe_inputs: ProbeInputs = random_probe_inputs
+    spec: Spec,
+    device: torch.device,
+    batching: Batching,
+    share_prefixes: bool = True,
+    compile_dense: bool = False,
+    probe_inputs: ProbeInputs = random_probe_inputs,
 ) -> list[Adapter]:
-    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position).
+    """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position),
+    its passes cut and padded by `batching`.
 
-    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. Dense passes are compiled
-    where `compile_wanted`; the round-off twins, which run one sequence per input, never are. probe_inputs gives
+    share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. compile_dense: dense passes go
+    through torch.compile; the round-off twins, which run one sequence per input, never do. probe_inputs gives
     the position probe's sentences (a train: spec passes its task's, orderlab/train/adapters.py).
     """
     weights = layer_weights(spec)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
-    compile_dense = compile_wanted(spec)
     return [
-        StackAdapter(spec, choice, weights, device, None, share_prefixes, compile_dense, probe_inputs)
+        StackAdapter(spec, choice, weights, device, batching, None, share_prefixes, compile_dense, probe_inputs)
         for choice in choices
     ]
-
-
-def compile_wanted(spec: Spec) -> bool:
-    """Whether dense passes go through torch.compile: ORDERLAB_COMPILE=always|never (the default), or auto: when the
-    run is estimated to take longer than COMPILE_AFTER_SECONDS, so that the compilation (5-60 s) pays for itself."""
-    setting = os.environ.get("ORDERLAB_COMPILE", "never")  # opt-in: no gain measured yet on this loaded 2-core box
-    if setting not in COMPILE_SETTINGS:
-        raise OrderlabError(f"ORDERLAB_COMPILE={setting!r}; expected one of {', '.join(COMPILE_SETTINGS)}")
-    if setting != "auto":
-        return setting == "always"
-    return run_seconds(estimate(spec, Path("spec.yaml"))) > COMPILE_AFTER_SECONDS
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:
@@ -110,6 +99,7 @@ class StackAdapter:
         choice: EncodingChoice,
         weights: list[LayerWeights],
         device: torch.device,
+        batching: Batching,
         encoding: PositionalEncoding | None = None,
         share_prefixes: bool = True,
         compile_dense: bool = False,
@@ -117,7 +107,7 @@ class StackAdapter:
         dtype: str | None = None,
     ):
         """dtype: the stack's where it is not the spec's (the twin's other precision)."""
-        self.spec, self.choice, self.weights, self.device = spec, choice, weights, device
+        self.spec, self.choice, self.weights, self.device, self.batching = spec, choice, weights, device, batching
         self.label, self.probe_inputs = choice.label, probe_inputs
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
@@ -150,11 +140,14 @@ class StackAdapter:
         return {"compile_seconds": round(seconds, 2)} if seconds is not None else {"fallback": "no dense pass ran"}
 
     def twin(self) -> StackAdapter:
-        return StackAdapter(self.spec, self.choice, self.weights, self.device, self.encoding, self.allow_sharing,
-                            probe_inputs=self.probe_inputs, dtype=twin_dtype(self.config.dtype))  # fmt: skip
+        return StackAdapter(self.spec, self.choice, self.weights, self.device, self.batching, self.encoding,
+                            self.allow_sharing, probe_inputs=self.probe_inputs,
+                            dtype=twin_dtype(self.config.dtype))  # fmt: skip
 
     def chunk_size(self, n: int, attention: bool) -> int:
-        return auto_chunk_size(self.config, n, attention, self.device)
+        c = self.config
+        shape = ModelShape(c.d_model, c.n_layers, c.n_heads, c.ffn_mult * c.d_model, vocab=0)
+        return self.batching.chunk_size("stack", shape, n, attention, False, self.dtype.itemsize)
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
         """The probe's sentences through a stack built for their length (an encoding may depend on max_len)."""
@@ -179,12 +172,13 @@ class StackSentence:
         B, adapter = orders.shape[0], self.adapter
         points = {point_of(name) for name in hooks}
         if adapter.shares_prefixes and points <= {"pattern"}:
-            output = shared_prefix_pass(adapter.stack, self.x, orders, bool(hooks))
+            output = shared_prefix_pass(adapter.stack, self.x, orders, bool(hooks), adapter.batching.row_alignment)
             filled: Hooks = {hook_name(layer, "pattern"): a for layer, a in enumerate(output.attention, 1)}
         else:  # padded to whole row tiles
             filled = Requested(hooks)
             explicit = bool(points & set(ATTENTION_POINTS))
-            output = adapter.stack(aligned_batch(self.x[orders]), explicit, filled if hooks else None)
+            x = aligned_batch(self.x[orders], adapter.batching.row_alignment)
+            output = adapter.stack(x, explicit, filled if hooks else None)
         hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
         return Pass(hidden, pooled, hooks=requested(filled, hooks, B))

@@ -15,7 +15,6 @@ Pure and torch-free: must not import torch, numpy or pandas.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,9 +37,20 @@ from orderlab.metrics import (
     STACK_POOLINGS,
     Compares,
     Keep,
+    Model,
     Needs,
     loop_rows,
 )
+from orderlab.plan.chunks import (
+    PRETRAINED_CHUNK,
+    ROW_ALIGNMENT,
+    orders_per_pass,
+    pass_values,
+    sequence_values,
+    shared_prefix_values,
+    tiles,
+)
+from orderlab.plan.device import Device, available_memory
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
@@ -59,15 +69,6 @@ if TYPE_CHECKING:
 
 # --- this machine: budgets and measured rates ------------------------------------------------------
 
-# One chunk's activations on the CPU: about 1,000 sequences of the 4-layer, d_model 128 benchmark
-# stack in float32. Throughput was flat from there up to 4x more, while peak memory doubled.
-CPU_CHUNK_BYTES = 64 * 2**20
-GPU_CHUNK_BYTES = 1024 * 2**20
-# Rows of every matmul are padded to a multiple of this (models/batching.aligned_batch): CPU GEMM kernels work on
-# row tiles, and a last, partial tile takes another code path whose results can differ in the last bit (measured:
-# float64 rows differ unless the row count is a multiple of 4). In full tiles a sequence's numbers are the same
-# whatever else is in its chunk. Defined here, torch-free, so that the estimate sizes chunks as the run pads them.
-ROW_ALIGNMENT = 16
 # Python, torch and pandas once imported: 262 MB of a run's measured peak RSS (README), rounded up.
 BASE_BYTES = 300 * 10**6
 # A run may plan on this share of the memory available when it is validated: the rest is for the OS,
@@ -168,13 +169,14 @@ class Estimate:
         return sum(cost.amount for cost in self.seconds)
 
 
-def estimate(spec: Spec, spec_file: str | Path) -> list[Estimate]:
-    """One estimate per sweep combination (a packaged model's spec is one); the spec is validated."""
+def estimate(spec: Spec, spec_file: str | Path, device: Device | None = None) -> list[Estimate]:
+    """One estimate per sweep combination (a packaged model's spec is one) on `device` (plan/device.py; None: this
+    machine's CPU at the conservative rates); the spec is validated."""
+    device = device or Device("cpu", "cpu", available_memory())  # no rates: the name is not read
     if uses_backend(spec):
-        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file), first=index == 0)
+        return [_pretrained(configuration.spec, configuration.columns, Path(spec_file), device, first=index == 0)
                 for index, configuration in enumerate(plan(spec))]  # fmt: skip
-    budget = min(CPU_CHUNK_BYTES, available_memory() // 4)
-    return [_stack(configuration.spec, configuration.columns, budget) for configuration in plan(spec)]
+    return [_stack(configuration.spec, configuration.columns, device) for configuration in plan(spec)]
 
 
 def run_seconds(estimates: list[Estimate]) -> float:
@@ -232,21 +234,6 @@ def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], f
 # --- the attention stack ------------------------------------------------------------------------------
 
 
-def sequence_values(n: int, d_model: int, ffn_mult: int, n_layers: int, n_heads: int, attention_maps: bool) -> int:
-    """Numbers one sequence of n tokens holds in a chunk (batching.auto_chunk_size divides its budget by them).
-
-    Kept for the metrics: layers + 1 hidden states; transient per layer: q, k, v, attention output,
-    two FFN activations of width ffn_mult * d_model, a few d-wide temporaries; maps: layers x heads x n x n.
-    """
-    d, f = d_model, ffn_mult * d_model
-    return n * ((n_layers + 1) * d + 6 * d + 2 * f) + (n_layers * n_heads * n * n if attention_maps else 0)
-
-
-def sequences_per_chunk(values: int, itemsize: int, budget: int) -> int:
-    """As many sequences as fit the budget, at least one."""
-    return max(1, budget // (values * itemsize))
-
-
 def stack_flops(spec: Spec, n: int) -> float:
     """Matmul FLOPs of one n-token sequence, 2 per multiply-add: L * ((8 + 4 m) n d^2 + 4 n^2 d).
 
@@ -274,14 +261,14 @@ class _Tally:
         self.least_rows += rows if least is None else least
 
 
-def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
-    """The estimate of one concrete spec (every model field one value); budget: a chunk's bytes."""
+def _stack(spec: Spec, columns: dict[str, SweptValue], device: Device) -> Estimate:
+    """The estimate of one concrete spec (every model field one value) on `device`."""
     m, encodings = spec.stack, len(spec.encodings)
     weights = _weights(spec)
     drawing = weights.amount / 8 * _weight_draws(spec) * SECONDS_PER_WEIGHT
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
-    _add_inputs(spec, tally, budget)
-    _add_probes(spec, tally, budget)
+    _add_inputs(spec, tally, device)
+    _add_probes(spec, tally, device)
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
         tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), probe_row_bytes(probe))
@@ -295,7 +282,7 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], budget: int) -> Estimate:
     metrics_bytes = Cost(tally.row_bytes + tally.rows * (labels + swept), "metrics.csv",
                          ("rows",) if per_permutation else ("inputs",), f"{tally.rows:,.0f} rows",
                          "rows: summary" if per_permutation else "fewer inputs or encodings")  # fmt: skip
-    chunk = max((_chunk_bytes(spec, words, rules, budget) for _, words, rules in _sentences(spec).values()), default=0)
+    chunk = max((_chunk_bytes(spec, words, rules, device) for _, words, rules in _sentences(spec).values()), default=0)
     largest = max(tally.working, key=lambda c: c.amount, default=Cost(0, "nothing", (), "", ""))
     stack = Estimate(columns, describe(columns), weights, largest, chunk, tally.sequences, tally.seconds, tally.rows,
                      tally.least_rows, metrics_bytes, attention_rows, attention_bytes)  # fmt: skip
@@ -331,24 +318,36 @@ def _trained(spec: Spec, untrained: Estimate) -> Estimate:
     )  # fmt: skip
 
 
-def _add_inputs(spec: Spec, tally: _Tally, budget: int) -> None:
+def _add_inputs(spec: Spec, tally: _Tally, device: Device) -> None:
     """Each sentence's permutations under every encoding, plus its reference pass f(X)."""
-    encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
+    encodings, m = len(spec.encodings), spec.stack
     for sentence, (index, words, rules) in _sentences(spec).items():
         n = len(words)
         count = sum(perms.count(rule, n) for rule in rules)
         rows, width = _sentence_rows(spec, words, rules, sentence)
         tally.add_rows(encodings * rows, width, encodings * _sentence_rows(spec, words, rules, sentence, sure=True)[0])
         tally.sequences += encodings * (count + 1)
-        seconds = encodings * (count + 1) * (stack_flops(spec, n) / rate + SECONDS_PER_SEQUENCE)
+        chunk, _ = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, device, count)
+        calls = encodings * (math.ceil(count / chunk) + 1)
+        flops = encodings * (count + 1) * stack_flops(spec, n)
+        seconds = _forward_seconds(device, "stack", m.dtype, flops, calls, m.n_layers, FLOPS_PER_SECOND[m.dtype])
+        seconds += encodings * (count + 1) * SECONDS_PER_SEQUENCE
         seconds += sum(_random_draws(rule, n) for rule in rules) * SECONDS_PER_DRAW
         tally.seconds.append(Cost(seconds + encodings * rows * SECONDS_PER_ROW, "the permutations' forward passes",
                                   ("inputs", index, "permutations"), f"{count:,} permutations",
                                   "fewer permutations or a smaller model"))  # fmt: skip
-        tally.working.append(_chunk_cost(spec, n, rules, rows / max(count, 1), ("inputs", index), budget))
+        tally.working.append(_chunk_cost(spec, n, rules, rows / max(count, 1), ("inputs", index), device))
 
 
-def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
+def _forward_seconds(
+    device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float
+) -> float:
+    """Forward passes at the device's measured rate for `dtype`, else at the conservative built-in `rate`."""
+    priced = device.forward_seconds(model, dtype, flops, calls, layers)
+    return flops / rate if priced is None else priced
+
+
+def _add_probes(spec: Spec, tally: _Tally, device: Device) -> None:
     """Each probe pair: one pass per sentence and encoding (loop.MeasuringLoop.measure_probe)."""
     encodings, rate = len(spec.encodings), FLOPS_PER_SECOND[spec.model.dtype]
     for index, pair in enumerate(spec.probes):
@@ -359,7 +358,7 @@ def _add_probes(spec: Spec, tally: _Tally, budget: int) -> None:
         seconds = encodings * (sum(stack_flops(spec, n) for n in lengths) / rate + rows * SECONDS_PER_ROW)
         tally.seconds.append(Cost(seconds, "the probes", ("probes", index), "the probe", "shorter probe sentences"))
         for side, n in enumerate(lengths):
-            tally.working.append(_chunk_cost(spec, n, [], 0, ("probes", index, side), budget))
+            tally.working.append(_chunk_cost(spec, n, [], 0, ("probes", index, side), device))
 
 
 def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float, Cost]:
@@ -383,7 +382,8 @@ def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float
 
 
 def _itemsize(dtype: str) -> int:
-    return 8 if dtype == "float64" else 4
+    """A dtype's element size in bytes: what prices it (memory, and the chunks that fill it)."""
+    return {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
 
 
 def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]:
@@ -417,25 +417,27 @@ def _weight_draws(spec: Spec) -> int:
     return 1 + (DECODABILITY_FAMILY in spec.metrics) + attention
 
 
-def _chunk_sequences(spec: Spec, n: int, maps: bool, budget: int, most: int) -> tuple[int, int]:
-    """Sequences in one forward pass of n-token sequences, as batching.auto_chunk_size sizes it on the CPU
-    (at most `most`, the sentence's permutations) and batching.aligned_batch pads it; and the numbers each holds."""
+def _chunk_sequences(spec: Spec, n: int, maps: bool, device: Device, most: int) -> tuple[int, int]:
+    """Sequences in one forward pass of n-token sequences, as the run sizes it on `device` (plan/chunks.py; at most
+    `most`, the sentence's permutations) and batching.aligned_batch pads it; and the numbers each holds."""
     m = spec.stack
     values = sequence_values(n, m.d_model, m.ffn_mult, m.n_layers, m.n_heads, maps)
-    chunk = min(sequences_per_chunk(values, _itemsize(m.dtype), budget), max(most, 1))
+    shape = ModelShape(m.d_model, m.n_layers, m.n_heads, m.ffn_mult * m.d_model, vocab=0)
+    fitting = orders_per_pass("stack", shape, n, maps, False, _itemsize(m.dtype), device.memory, device.kind)
+    chunk = min(fitting, max(most, 1))
     padding = ROW_ALIGNMENT // math.gcd(n, ROW_ALIGNMENT)
     return -(-chunk // padding) * padding, values
 
 
 def _chunk_cost(
-    spec: Spec, n: int, rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, budget: int
+    spec: Spec, n: int, rules: list[perms.Rule], rows_per_sequence: float, where: FieldPath, device: Device
 ) -> Cost:
     """A chunk of one sentence's permutations (or one probe sentence), the permutations materialised for it
     and its rows in flight."""
     m = spec.stack
     maps = ATTENTION_FAMILY in spec.metrics or where[0] == "probes"  # probes always run with maps
     count = sum(perms.count(rule, n) for rule in rules)
-    sequences, values = _chunk_sequences(spec, n, maps, budget, count)
+    sequences, values = _chunk_sequences(spec, n, maps, device, count)
     chunk = sequences * values * _itemsize(m.dtype)
     stored = sum(perms.count(rule, n) for rule in rules if not _lazy(rule, n)) * _permutation_bytes(n)
     total = chunk + stored + sequences * rows_per_sequence * ROW_MEMORY_BYTES
@@ -450,11 +452,11 @@ def _chunk_cost(
     return Cost(total, "activations per chunk", weights.field, weights.subject, weights.expected)
 
 
-def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], budget: int) -> float:
+def _chunk_bytes(spec: Spec, words: list[str], rules: list[perms.Rule], device: Device) -> float:
     """Activations of one chunk of a sentence's permutations (what `validate --plan` shows)."""
     n = len(words)
     count = sum(perms.count(rule, n) for rule in rules)
-    sequences, values = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, budget, count)
+    sequences, values = _chunk_sequences(spec, n, ATTENTION_FAMILY in spec.metrics, device, count)
     return sequences * values * _itemsize(spec.model.dtype)
 
 
@@ -583,33 +585,7 @@ def _decodability_seconds(spec: Spec) -> Cost:
 
 # --- pretrained models --------------------------------------------------------------------------------
 
-# Permutations per forward pass of a pretrained model (models/pretrained.py): batches of this size ran at
-# the model's full speed here.
-PRETRAINED_CHUNK = 256
-# A causal LM whose prefixes are shared (models/kv_prefix.py) walks a chunk's trie depth by depth; its first depths
-# hold a few prefixes each and read every weight for them, so a longer chunk shares them among more orders: measured
-# at GPT-2-small size, 7 words, 2 threads: 0.73 s per 256 orders in chunks of 256, 0.63 in 512, 0.61 in 768, 0.58 in
-# 1,024 and in 2,048. Up to SHARED_PREFIX_CHUNK orders a pass, as many as SHARED_PREFIX_CHUNK_BYTES hold.
-SHARED_PREFIX_CHUNK = 1024
-SHARED_PREFIX_CHUNK_BYTES = 3 * 2**30
 SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
-# A causal LM's pass holds its logits over the vocabulary for every token, and their log-softmax (lm_logprob).
-LOGIT_COPIES = 2
-
-
-def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int) -> int:
-    """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values, twice (the
-    slot cache, and its copy gathered prefix by prefix at a reorder), every layer's token states three times (per
-    depth, gathered to (B, T, d), and the metrics' temporaries), and a next-token distribution per depth, twice.
-    Measured at GPT-2-small size, 8 tokens: 1.4 MB an order (peak RSS over 1,024 orders), this counts 2.1 MB."""
-    return 4 * n_layers * tokens * d_model + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * tokens * vocab
-
-
-def shared_prefix_chunk(values: int, itemsize: int, budget: int) -> int:
-    """Orders per shared-prefix pass: as many as the budget holds (capped at SHARED_PREFIX_CHUNK_BYTES), at most
-    SHARED_PREFIX_CHUNK, in whole row tiles."""
-    fitting = sequences_per_chunk(values, itemsize, min(budget, SHARED_PREFIX_CHUNK_BYTES))
-    return max(ROW_ALIGNMENT, min(SHARED_PREFIX_CHUNK, fitting) // ROW_ALIGNMENT * ROW_ALIGNMENT)
 
 
 def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
@@ -648,21 +624,46 @@ def _shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule) -
     prefixes there are."""
     if isinstance(rule, list):
         orders = sorted({tuple(order) for order in rule} | {tuple(range(words))})
-        return sum(_tiles(1) + sum(_tiles(len({order[: depth + 1] for order in orders[start : start + chunk]}))
+        return sum(tiles(1) + sum(tiles(len({order[: depth + 1] for order in orders[start : start + chunk]}))
                                    for depth in range(words))
                    for start in range(0, len(orders), chunk))  # fmt: skip
     chunks, c = math.ceil(count / chunk), min(chunk, count)
-    states = chunks * _tiles(1)
+    states = chunks * tiles(1)
     for depth in range(words):
         there_are = math.perm(words, depth + 1)
         held = min(c, there_are, math.ceil(c / math.factorial(words - depth - 1)) + 1 if rule == "all" else c)
-        states += chunks * _tiles(held)
+        states += chunks * tiles(held)
     return states
 
 
-def _tiles(rows: int) -> int:
-    """Rows padded to whole row tiles."""
-    return math.ceil(rows / ROW_ALIGNMENT) * ROW_ALIGNMENT
+def prefix_walk_pays(spec: Spec, spec_file: str | Path, device: Device) -> bool:
+    """Whether a causal model's prefix walk (prefix_trie.py, kv_prefix.py) pays on `device` against dense passes:
+    priced at the device's measured rate on the sentence with the most orders, its n + 1 calls of the distinct
+    prefixes against one dense batch of the same orders (Device.sharing_pays; on the CPU it always runs). A sweep:
+    where it pays for every combination."""
+    if device.kind == "cpu" or not spec.sentences:
+        return True
+    return all(_walk_pays(configuration.spec, Path(spec_file), device) for configuration in plan(spec))
+
+
+def _walk_pays(spec: Spec, spec_file: Path, device: Device) -> bool:
+    """prefix_walk_pays for a concrete spec, off the CPU."""
+    dtype, itemsize = spec.model.dtype, _itemsize(spec.model.dtype)
+    model: Model = "pretrained" if uses_backend(spec) else "stack"
+    if model == "pretrained":
+        shape = _backend_shape(spec, spec_file)
+    else:
+        m = spec.stack
+        shape = ModelShape(m.d_model, m.n_layers, m.n_heads, m.ffn_mult * m.d_model, vocab=0)
+    item = max(spec.sentences, key=lambda i: perms.count(i.permutations, len(tokenize(i.sentence))))
+    words = len(tokenize(item.sentence))
+    tokens = words + (model == "pretrained")  # a causal LM's BOS
+    orders = perms.count(item.permutations, words) + 1
+    chunk = orders_per_pass(model, shape, tokens, False, model == "pretrained", itemsize, device.memory, device.kind)
+    held = min(orders, chunk)
+    per_state = _sequence_flops(shape, tokens) / tokens if model == "pretrained" else stack_flops(spec, words) / words
+    shared = _shared_token_states(words, held, chunk, item.permutations)
+    return device.sharing_pays(dtype, shape.n_layers, tokens, held * tokens, shared, per_state)
 
 
 @dataclass(frozen=True)
@@ -743,8 +744,10 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
                      subject)  # fmt: skip
 
 
-def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, first: bool = True) -> Estimate:
-    """A pretrained model's run: sequences x FLOPs from the model's shape; its rows are held in memory.
+def _pretrained(
+    spec: Spec, columns: dict[str, SweptValue], spec_file: Path, device: Device, first: bool = True
+) -> Estimate:
+    """A pretrained model's run on `device`: sequences x FLOPs from the model's shape; its rows are held in memory.
     first: the run's first model, which imports transformers."""
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
@@ -758,7 +761,8 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
     )  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
-    sharing = shape.head and seeded and ATTENTION_FAMILY not in spec.metrics and not corpus
+    maps = ATTENTION_FAMILY in spec.metrics
+    sharing = shape.head and seeded and not maps and not corpus and prefix_walk_pays(spec, spec_file, device)
     work = _corpus_workload(spec, spec_file) if corpus else _sentence_workload(spec, shape, sharing)
     expected = "fewer permutations or inputs"
 
@@ -767,24 +771,27 @@ def _pretrained(spec: Spec, columns: dict[str, SweptValue], spec_file: Path, fir
         return (1.0 if seeded else TOKENS_PER_WORD) * words + (1 if shape.head else 2)
 
     longest = math.ceil(tokens(max([words for words, _ in work.passes] + [words for words, _, _ in work.shared])))
-    values = sequence_values(longest, d, max(shape.ffn // d, 1), layers, shape.n_heads,
-                             ATTENTION_FAMILY in spec.metrics)  # fmt: skip
-    values += shape.head * LOGIT_COPIES * longest * shape.vocab
-    batch = work.batch * values * itemsize
+    values = pass_values(shape, longest, maps)
+    dense = work.batch if corpus else orders_per_pass("pretrained", shape, longest, maps, False, itemsize,
+                                                      device.memory, device.kind)  # fmt: skip
+    batch = dense * values * itemsize
     flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
+    calls = sum(math.ceil(count / dense) for _, count in work.passes)
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab)
-        chunk = shared_prefix_chunk(shared, itemsize, available_memory() // 4)  # as the adapter sizes it
+        chunk = orders_per_pass("pretrained", shape, longest, False, True, itemsize, device.memory, device.kind)
         batch = max(batch, chunk * shared * itemsize)
         flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
                      / tokens(words) for words, count, rule in work.shared)  # fmt: skip
+        calls += sum(math.ceil(count / chunk) * (words + 1) for words, count, _ in work.shared)
     rows = ablations * work.rows
     load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
+    passes = _forward_seconds(device, "pretrained", model.dtype, ablations * flops, ablations * calls, layers,
+                              PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
     seconds = [
         Cost(load, "loading the model", ("model",), name, "a smaller model"),
-        Cost(ablations * flops / PRETRAINED_FLOPS_PER_SECOND + rows * SECONDS_PER_ROW, "the forward passes",
-             work.field, work.subject, expected),
-    ]  # fmt: skip
+        Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
+    ]
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",
@@ -865,18 +872,6 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 
 # --- the machine and the words for its figures -------------------------------------------------------
-
-
-def available_memory() -> int:
-    """Bytes of memory available now (MemAvailable on Linux; all physical memory elsewhere)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def size(count: float) -> str:

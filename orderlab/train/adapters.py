@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from orderlab.models.adapter_protocol import Adapter
+from orderlab.models.batching import Batching
 from orderlab.models.stack_adapter import ProbeInputs, StackAdapter, random_probe_inputs
 from orderlab.spec.schema import CheckpointModelSpec, DecodabilitySpec, Spec, relative_to_spec
 from orderlab.train.checkpoint import load_checkpoint
@@ -17,21 +18,24 @@ from orderlab.train.tasks import TaskData, vocabulary_vectors
 from orderlab.train.train import TrainedStack, build_trained_encoding, train_seed
 
 
-def trained_adapters(spec: Spec, trained: list[TrainedStack], device: torch.device) -> list[Adapter]:
+def trained_adapters(
+    spec: Spec, trained: list[TrainedStack], device: torch.device, batching: Batching
+) -> list[Adapter]:
     """One adapter per trained encoding, in label order (as stack_adapters gives the untrained ones)."""
     ordered = sorted(trained, key=lambda stack: stack.choice.label)
     probes = probe_inputs_for(spec)
     return [
-        TrainedAdapter(spec, stack.choice, stack.weights, device,
+        TrainedAdapter(spec, stack.choice, stack.weights, device, batching,
                        build_trained_encoding(spec, stack, spec.stack.dtype, str(device)), probe_inputs=probes)
         for stack in ordered
     ]  # fmt: skip
 
 
-def checkpoint_adapters(spec: Spec, device: torch.device, spec_file: Path) -> list[Adapter]:
+def checkpoint_adapters(spec: Spec, device: torch.device, spec_file: Path, batching: Batching) -> list[Adapter]:
     """The checkpoint's trained stack (the spec was filled from its metadata when loaded: load.from_checkpoint)."""
     assert isinstance(spec.model, CheckpointModelSpec)
-    return trained_adapters(spec, [load_checkpoint(relative_to_spec(spec_file, spec.model.path), spec)], device)
+    stacks = [load_checkpoint(relative_to_spec(spec_file, spec.model.path), spec)]
+    return trained_adapters(spec, stacks, device, batching)
 
 
 class TrainedAdapter(StackAdapter):

@@ -88,10 +88,12 @@ def test_the_maps_are_transformers_own_output_attentions_between_the_words(zoo_r
 def test_a_word_of_several_tokens_is_one_row_and_one_column(minilm_folder):
     """MiniLM's WordPiece splits a word: its query row is the mean of its sub-tokens' rows, its key column the sum
     of theirs, then each row is renormalised over the words."""
+    from orderlab.measure.chunking import device_batching
     from orderlab.models.pretrained import PretrainedAdapter, PretrainedSentence, Shared
 
     backend = PretrainedBackend(minilm_folder, "float64", attention=True)
-    sentence = PretrainedSentence(PretrainedAdapter(Shared(backend, 0), "trained"), ["the", "tokenization", "dog"])
+    adapter = PretrainedAdapter(Shared(backend, 0, device_batching(backend.device)), "trained")
+    sentence = PretrainedSentence(adapter, ["the", "tokenization", "dog"])
     moved = sentence.tokens.permuted((1, 2, 0))  # "tokenization dog the"
     spans = moved.spans
     assert spans[0][1] - spans[0][0] > 1  # "tokenization" is several tokens

@@ -141,6 +141,7 @@ class PretrainedBackend:
     From a folder: `fit` says how its weights fit the model (models/hf/folder.py); weights missing or of another
     shape in the parts the measurement runs are refused (ModelFolderError, one line) unless `allow_random_init`;
     `heads_read`: whether a causal LM's head counts among those parts (lm_logprob reads its logits).
+    `row_alignment`: batches padded to a multiple of this many rows (forward; 1: unpadded).
     """
 
     def __init__(
@@ -153,6 +154,7 @@ class PretrainedBackend:
         allow_random_init: bool = False,
         heads_read: bool = True,
         user_hooks: Mapping[str, UserHook] | None = None,
+        row_alignment: int = 1,
     ):
         transformers = import_transformers()
         self.code = FAMILY_CODE[family]
@@ -161,7 +163,7 @@ class PretrainedBackend:
         self.given = False  # a model object passed from Python: its eval mode is the caller's (given.evaluating)
         self.user_hooks = dict(user_hooks or {})  # the user's functions at hook points, around every pass
         self.ablation, self.seed = "trained", 0
-        self.row_tiles = True  # batches padded to whole row tiles (forward); a twin runs one order a pass, unpadded
+        self.row_alignment = row_alignment
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
@@ -188,7 +190,7 @@ class PretrainedBackend:
     def twin(self, dtype: str) -> PretrainedBackend:
         """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
         other = copy.copy(self)
-        other.dtype, other.row_tiles = getattr(torch, dtype), False
+        other.dtype, other.row_alignment = getattr(torch, dtype), 1  # one order a pass: unpadded (forward)
         other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
@@ -235,7 +237,7 @@ class PretrainedBackend:
         pass 16 sequences (16 / gcd(9, 16)), 10% of a GPT-2-shaped loop over 1,024 orders of 8 words.
         """
         count = ids.shape[0]
-        ids = aligned_batch(ids.to(self.device)) if self.row_tiles else ids.to(self.device)
+        ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
         with (
             self.code.ablate(self.model, self.ablation, self.seed),

@@ -1,0 +1,169 @@
+"""The device a run computes on, as the plan prices it: its memory, and its measured speed per dtype.
+
+A device's speed is measured once per device and dtype (models/devices.measure_rate: a large matmul's FLOP/s and a
+small op's round trip, about a second) and cached in the user's cache folder (`rates_file`), which is read back as
+input from a stranger: a regular file, bounded in size, its keys and numbers typed and bounded; a cache that is not
+is ignored and measured again. Without a measured rate the plan falls back on the conservative CPU rates in
+plan/estimate.py, as `validate` does (it never imports torch).
+
+A pass's time is its FLOPs at the share of the matmul rate that such passes reach (EFFICIENCY), plus one round trip
+per kernel it launches (KERNELS_PER_LAYER a layer): on a GPU small passes are bound by their launches, which is what
+decides whether a causal LM's prefix walk (n + 1 calls of few rows) pays against one dense batch (`sharing_pays`).
+Pure and torch-free.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from orderlab.core.userfiles import FileModel, FileProblem, read_json
+from orderlab.metrics import Model
+
+# The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
+# small matmuls and elementwise work on the CPU; a transformers forward's GEMMs (BERT-base shape: 310 GFLOP/s against
+# a ~330 GFLOP/s float32 peak on 2 threads); on a GPU the best plain loop ran at ~17% of the card's bfloat16 peak
+# (issue 32), its smaller passes lower.
+EFFICIENCY: dict[tuple[Model, str], float] = {
+    ("stack", "cpu"): 0.25,
+    ("pretrained", "cpu"): 0.6,
+    ("stack", "cuda"): 0.05,
+    ("pretrained", "cuda"): 0.1,
+}
+KERNELS_PER_LAYER = 12  # norms, projections, attention, FFN, residuals: the round trips of one layer's pass
+RATES_FILE_LIMIT = 2**16  # bytes: a cache of a few devices' rates; a larger file is no cache of orderlab's
+RATES_VERSION = 1
+
+DeviceKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x20-\x7e]+$")]
+
+
+class Rate(FileModel):
+    """A device's measured speed in one dtype."""
+
+    flops: float = Field(ge=1e6, le=1e18)  # FLOP/s of a large matmul
+    call_seconds: float = Field(ge=1e-9, le=1.0)  # one small op's round trip (a kernel launch on a GPU)
+
+
+class RatesFile(FileModel):
+    """The cache: rates by `key(device name, dtype)`."""
+
+    version: int = Field(ge=RATES_VERSION, le=RATES_VERSION)
+    rates: dict[DeviceKey, Rate] = Field(max_length=256)
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a run computes: its kind (a torch device type), its name, the memory a run may plan on there, and its
+    measured rates per dtype (none: the conservative CPU rates)."""
+
+    kind: str  # "cpu" or "cuda"
+    name: str  # e.g. the CPU's model name, or the card's
+    memory: int  # bytes
+    rates: dict[str, Rate] = field(default_factory=dict)  # by dtype
+
+    def forward_seconds(self, model: Model, dtype: str, flops: float, calls: float, layers: int) -> float | None:
+        """Seconds of `calls` forward passes of `layers` layers doing `flops` in all, at this device's measured rate
+        for `dtype`; None without one."""
+        rate = self.rates.get(dtype)
+        if rate is None:
+            return None
+        return pass_seconds(flops, calls * layers * KERNELS_PER_LAYER, rate, EFFICIENCY[model, self.kind])
+
+    def sharing_pays(self, dtype: str, layers: int, tokens: int, dense_states: float, shared_states: float,
+                     flops_per_state: float) -> bool:  # fmt: skip
+        """Whether a causal LM's prefix walk (tokens + 1 calls over `shared_states` token states) beats one dense
+        batch of `dense_states` on this device. On the CPU it always runs (its committed baselines were measured
+        so); elsewhere from the measured rate, and not without one."""
+        if self.kind == "cpu":
+            return True
+        rate = self.rates.get(dtype)
+        if rate is None:
+            return False
+        efficiency, launches = EFFICIENCY["pretrained", self.kind], layers * KERNELS_PER_LAYER
+        shared = pass_seconds(shared_states * flops_per_state, (tokens + 1) * launches, rate, efficiency)
+        return shared < pass_seconds(dense_states * flops_per_state, launches, rate, efficiency)
+
+
+def pass_seconds(flops: float, launches: float, rate: Rate, efficiency: float) -> float:
+    """FLOPs at a share of the measured matmul rate, plus a round trip per kernel launched."""
+    return flops / (rate.flops * efficiency) + launches * rate.call_seconds
+
+
+def key(device_name: str, dtype: str) -> str:
+    return f"{device_name} | {dtype}"
+
+
+def cache_folder() -> Path:
+    """$ORDERLAB_CACHE_DIR, else $XDG_CACHE_HOME/orderlab, else ~/.cache/orderlab."""
+    explicit = os.environ.get("ORDERLAB_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "orderlab"
+
+
+def rates_file() -> Path:
+    return cache_folder() / "device_rates.json"
+
+
+def read_rates(path: Path) -> dict[str, Rate]:
+    """The cached rates by key; empty where there is no cache, or one that is not a valid cache (read as hostile:
+    regular file, bounded, typed). It is then measured again."""
+    if not path.exists() and not path.is_symlink():
+        return {}
+    try:
+        return dict(read_json(path, RatesFile, "orderlab's cache of measured device rates", RATES_FILE_LIMIT).rates)
+    except FileProblem:
+        return {}
+
+
+def rates_json(rates: dict[str, Rate]) -> bytes:
+    """The cache's bytes (read back by read_rates)."""
+    return RatesFile(version=RATES_VERSION, rates=rates).model_dump_json(indent=1).encode()
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else 'cpu'."""
+    for line in _cpuinfo_lines():
+        if line.startswith("model name"):
+            return "cpu " + line.partition(":")[2].strip()[:150]
+    return "cpu"
+
+
+def cpu_flags() -> dict[str, bool]:
+    """Whether the CPU has AMX (bfloat16 tiles) and AVX512-BF16: what bfloat16 runs at on it."""
+    flags: set[str] = set()
+    for line in _cpuinfo_lines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            break
+    return {"amx": "amx_bf16" in flags or "amx_tile" in flags, "avx512_bf16": "avx512_bf16" in flags}
+
+
+def _cpuinfo_lines() -> list[str]:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return info.read(2**20).splitlines()
+    except OSError:
+        return []
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable on Linux; all physical memory elsewhere)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def this_cpu(rates: dict[str, Rate] | None = None) -> Device:
+    """This machine's CPU, with the memory available now, and the given measured rates by dtype (if any)."""
+    return Device("cpu", cpu_name(), available_memory(), rates or {})
