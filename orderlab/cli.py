@@ -620,4 +620,7 @@ def check(
 
 
 def main() -> None:
+    from orderlab.report.streams import safe_output_streams
+
+    safe_output_streams()
     app()

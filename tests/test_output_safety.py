@@ -183,6 +183,25 @@ def test_every_command_that_writes_a_folder_leaves_a_users_folder_alone(tmp_path
     assert snapshot(out) == before and sentinel.read_text() == SENTINEL
 
 
+@pytest.mark.parametrize("command", ["trace", "plot"])
+def test_a_folder_without_a_manifest_is_a_users_even_where_its_files_have_orderlabs_names(
+    tmp_path: Path, out: Path, command: str
+):
+    """No manifest, no proof of authorship: a figures/ or NAME_trace/ folder holding files named as orderlab names
+    its own (a PNG plot would draw, a CSV trace would write) is left whole and reported, never overwritten."""
+    spec = spec_named(tmp_path, "mine")
+    if command == "trace":
+        args, folder, name = ["trace", spec, "--out", out], out / "mine_trace", "input0-layer1-none.csv"
+    else:
+        assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
+        args, folder, name = ["plot", out / "mine"], out / "mine" / "figures", "metrics_by_layer.png"
+    folder.mkdir()
+    (folder / name).write_text(SENTINEL)
+    before = snapshot(out)
+    assert_refused(orderlab(*args), f"{folder} was not written by orderlab", name, "nothing was written")
+    assert snapshot(out) == before and (folder / name).read_text() == SENTINEL
+
+
 def test_trace_keeps_its_earlier_traces_and_plot_redraws_its_own_figures(tmp_path: Path, out: Path):
     spec = spec_named(tmp_path, "mine")
     assert orderlab("trace", spec, "--out", out).exit_code == 0

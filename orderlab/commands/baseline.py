@@ -50,7 +50,7 @@ def run_fresh(loaded: LoadedSpec, options: RunOptions = DEFAULTS) -> Fresh:
     with tempfile.TemporaryDirectory(prefix="orderlab-check-") as scratch:
         folder = Path(scratch) / loaded.spec.name
         write_experiment(loaded, folder, options)
-        texts = {path.stem: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.csv"))}
+        texts = {path.stem: path.read_bytes().decode() for path in sorted(folder.glob("*.csv"))}  # a CR kept as it is
         return Fresh(texts, read_manifest(folder).document)
 
 
@@ -163,7 +163,7 @@ def write_fresh(folder: Path, fresh: Fresh) -> None:
     """Replace `folder` (claimed by the caller) with the fresh files, atomically."""
     with staged_folder(folder) as staging:
         for name, text in fresh.texts.items():
-            (staging / f"{name}.csv").write_text(text, encoding="utf-8")
+            (staging / f"{name}.csv").write_bytes(text.encode())
         write_manifest(staging, fresh.manifest)
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from orderlab.core.registry import did_you_mean
+from orderlab.core.strict_model import StrictModel
 from orderlab.encodings.context import EncodingContext as EncodingContext  # re-exported for encodings
 
 if TYPE_CHECKING:
@@ -27,10 +28,9 @@ Kind = Literal["none", "additive", "bias", "rotary"]
 TableKey = tuple[tuple[int, ...], float]  # a seeded table's shape and sigma
 
 
-class EncodingParams(BaseModel):
-    """The base of every encoding's parameters: unknown keys are refused, NaN and inf too, values never change."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class EncodingParams(StrictModel):
+    """The base of every encoding's parameters: unknown keys are refused, NaN and inf too, booleans are no numbers,
+    values never change."""
 
 
 class NoParams(EncodingParams):

@@ -23,6 +23,7 @@ from pydantic import Field, StringConstraints
 
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.metrics import Model
+from orderlab.plan.memory import memory_room
 
 # The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
 # small matmuls and elementwise work on the CPU; a transformers forward's GEMMs (BERT-base shape: 310 GFLOP/s against
@@ -153,15 +154,9 @@ def _cpuinfo_lines() -> list[str]:
 
 
 def available_memory() -> int:
-    """Bytes of memory available now (MemAvailable on Linux; all physical memory elsewhere)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """Bytes of memory a run may still take: the machine's available memory, or less under an address-space or
+    cgroup limit (plan/memory.py)."""
+    return memory_room().amount
 
 
 def this_cpu(rates: dict[str, Rate] | None = None) -> Device:

@@ -51,6 +51,7 @@ from orderlab.plan.chunks import (
     tiles,
 )
 from orderlab.plan.device import Device, available_memory
+from orderlab.plan.memory import memory_room
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import (
@@ -185,15 +186,19 @@ def run_seconds(estimates: list[Estimate]) -> float:
 
 
 def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
-    """Refuse (SpecError, one line) a run that would not fit this machine, or would write no rows."""
+    """Refuse (SpecError, one line) a run that would not fit this machine or its model's positions, or would write
+    no rows."""
+    if uses_backend(spec):
+        for configuration in plan(spec):
+            _refuse_long_sentences(configuration.spec, doc, configuration.columns)
     estimates = estimate(spec, doc.file)
-    available = available_memory()
+    room = memory_room()
     for item in estimates:
-        if item.peak_bytes > MEMORY_SHARE * available:
+        if item.peak_bytes > MEMORY_SHARE * room.amount:
             part = max(item.weights, item.working, key=lambda cost: cost.amount)
             raise _refusal(doc, part, item.columns, (
-                f"needs ~{size(item.peak_bytes)} of memory ({part.what}: {size(part.amount)}); this machine has "
-                f"{size(available)} available, of which a run may use {MEMORY_SHARE:.0%}"
+                f"needs ~{size(item.peak_bytes)} of memory ({part.what}: {size(part.amount)}); {room.source} "
+                f"{size(room.amount)} available, of which a run may use {MEMORY_SHARE:.0%}"
             ))  # fmt: skip
     seconds = run_seconds(estimates)
     if seconds > MAX_RUN_SECONDS:
@@ -224,6 +229,30 @@ def memory_beside_run(spec: Spec, spec_file: str | Path) -> float:
     memory a run may use, less the largest peak the run's estimate expects."""
     peak = max(item.peak_bytes for item in estimate(spec, spec_file))
     return MEMORY_SHARE * available_memory() - peak
+
+
+def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, SweptValue]) -> None:
+    """Refuse a sentence or probe with more tokens than the model's positions cover (a learned table's rows, a rotary
+    model's range), counting a word as one token and the specials ([CLS] and [SEP], or a causal LM's BOS): exact for a
+    seeded model's word-level tokenizer, the least a checkpoint's sub-word tokenizer makes (the run checks the rest)."""
+    if isinstance(spec.inputs, CorpusInputs):
+        return
+    shape = _backend_shape(spec, Path(doc.file))
+    limit, specials = shape.token_positions, 1 if shape.head else 2
+    model = spec.pretrained
+    seeded = isinstance(model, HFModelSpec) and model.path is None and model.given is None  # one token a word
+    texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
+                                          enumerate(spec.sentences)]  # fmt: skip
+    texts += [(("probes", i, j), text) for i, pair in enumerate(spec.probes) for j, text in enumerate(pair)]
+    for where, text in texts:
+        tokens = len(tokenize(text)) + specials
+        if limit and tokens > limit:
+            least = "" if seeded else "at least "
+            combination = f" (in the sweep combination {describe(columns)})" if columns else ""
+            raise doc.error(where, (
+                f"{tokens - specials:,} words make {least}{tokens:,} tokens with the model's {specials} special "
+                f"token(s); its positions cover {limit:,}; expected at most {limit - specials:,} words{combination}"
+            ))  # fmt: skip
 
 
 def _refusal(doc: LocatedDocument, cost: Cost, columns: dict[str, SweptValue], figure: str) -> SpecError:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
+import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
@@ -54,6 +57,16 @@ FIGURES = "figures"  # the folder inside a results folder that `plot_results` wr
 LEGEND_SIZE = 12  # points: the figures are drawn smaller than their size in a page's column
 TITLE_CHARS_PER_INCH = 9  # characters of a 12-point title line per inch of figure, with room for wide glyphs
 DODGE = 0.06  # layers between neighbouring lines' markers, so that lines with equal values stay visible
+
+
+@contextmanager
+def user_text() -> Iterator[None]:
+    """Draw a user's words (sentences, names, sweep values) as typed: `$x$` is no mathtext formula and
+    `$\\badcommand{x}$` no crash; a character the font lacks is drawn as its box, without a warning per glyph.
+    Text takes the setting when made and reads it again when drawn: figures are made and saved inside."""
+    with matplotlib.rc_context({"text.parse_math": False}), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        yield
 
 
 @dataclass(frozen=True)
@@ -128,7 +141,7 @@ def plot_results(folder: Path, formats: Sequence[str] = ("png",)) -> list[Path]:
     carried over, so `plot --format pdf` after a PNG plot leaves both."""
     drawn = drawings(folder, read_results(folder))
     figures = child(folder, FIGURES)
-    with claim(figures, Writer("plot")), staged_folder(figures) as staging:
+    with claim(figures, Writer("plot")), staged_folder(figures) as staging, user_text():
         carry_other_formats(figures, staging, formats)
         for drawing in drawn:
             for file_format in formats:
@@ -152,7 +165,12 @@ def carry_other_formats(figures: Path, staging: Path, formats: Sequence[str]) ->
 
 def drawings(folder: Path, results: Results) -> list[Drawing]:
     """Every figure the data supports: metrics by layer, decodability, then attention per configuration,
-    encoding and layer."""
+    encoding and layer; a user's words drawn as typed (user_text)."""
+    with user_text():
+        return _drawings(folder, results)
+
+
+def _drawings(folder: Path, results: Results) -> list[Drawing]:
     metrics, manifest, attention = results.metrics, results.manifest, results.attention
     assert manifest.spec is not None and manifest.dtype is not None  # read_results checked them
     swept, name = list(manifest.sweep), manifest.spec.name

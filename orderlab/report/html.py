@@ -32,6 +32,7 @@ from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
 from orderlab.results import artifact
+from orderlab.results.cells import restore_cell
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
 from orderlab.results.ownership import NESTED_FILES, REPORT_MARK
 from orderlab.results.tables import CSV_LIMIT
@@ -134,7 +135,9 @@ def _read_table(path: Path) -> HtmlTable:
     one coloured cell, as on the console."""
     text = read_text(path, CSV_LIMIT, "a CSV an orderlab command writes")
     try:
-        header, *lines = list(csv.reader(io.StringIO(text, newline=""), strict=True)) or [[]]
+        header, *lines = [
+            list(map(restore_cell, cells)) for cells in csv.reader(io.StringIO(text, newline=""), strict=True)
+        ] or [[]]
     except csv.Error as error:
         raise FileProblem(path, f"not valid CSV ({error}); expected a CSV an orderlab command writes") from None
     verdict_of = {name: _verdict_column(name, header) for name in header}
@@ -203,7 +206,7 @@ def _figures(folder: Path) -> list[InlineFigure]:
 def _svg(drawing: plots.Drawing) -> Markup:
     """The figure as an inline <svg> element: text as text (small, searchable), ids unique within the page."""
     text = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": drawing.stem}):
+    with plots.user_text(), matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": drawing.stem}):
         drawing.figure.savefig(text, format="svg", metadata=SVG_METADATA)
     svg = text.getvalue()
     return Markup(svg[svg.index("<svg") :])  # matplotlib's own markup, minus the XML prologue (it names a DTD URL)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 from rich import box
-from rich.console import Console as Console  # re-exported (as is Table): the CLI reaches rich through here
+from rich import console as rich_console
+from rich.cells import cell_len
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,7 +26,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table as Table
+from rich.segment import Segment
+from rich.table import Table as Table  # re-exported (as is Console): the CLI reaches rich through here
 from rich.text import Text
 
 from orderlab.core import progress as work
@@ -38,11 +40,60 @@ from orderlab.results.outcome import RunView
 
 if TYPE_CHECKING:
     import torch
-    from rich.console import RenderableType
+    from rich.console import ConsoleOptions, RenderableType
 
     from orderlab.encodings.listing import EncodingEntry
     from orderlab.measure.trace import LayerTrace
     from orderlab.results.baseline_diff import Comparison, DriftedRow, Row, SpecCheck
+
+# Orderlab's own glyphs as ASCII of the same width, for a stream that cannot encode them (PYTHONIOENCODING=ascii).
+ASCII_GLYPHS = str.maketrans({"≈": "~", "✓": "+", "✗": "x", "·": "."})
+# Never drawn narrower: COLUMNS=0 drew nothing, and a narrower terminal still shows every line (wrapped).
+MIN_WIDTH = 40
+# Characters never sent to a terminal: C0 and C1 controls but the line break (an ESC starts a window title, a
+# screen clear or a clipboard write), DEL, and the bidirectional overrides that reorder what a line seems to say.
+NOT_SHOWN = dict.fromkeys([*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F,
+                           *range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # fmt: skip
+
+
+def terminal_text(text: str, encoding: str) -> str:
+    """`text` as it may reach a terminal writing `encoding`: without control characters (NOT_SHOWN), and with what
+    the encoding cannot hold as ASCII of the same width (orderlab's glyphs by ASCII_GLYPHS, anything else as '?')."""
+    text = text.translate(NOT_SHOWN)
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.translate(ASCII_GLYPHS)
+        text = "".join(char if _encodes(char, encoding) else "?" * cell_len(char) for char in text)
+    except LookupError:  # an encoding Python does not know: ASCII is safe everywhere
+        return terminal_text(text, "ascii")
+    return text
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Console(rich_console.Console):
+    """rich's console for all orderlab shows: every text through `terminal_text` (a spec's sentence or description
+    reaches the terminal as text, never as escape sequences; ≈/✓/✗ become ASCII where the stream cannot encode
+    them), and never narrower than MIN_WIDTH."""
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(**options)  # type: ignore[arg-type]  # rich's own keyword arguments, passed through
+        self.width = max(self.width, MIN_WIDTH)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control:  # rich's own cursor moves and the like
+                yield segment
+            else:
+                yield Segment(terminal_text(segment.text, self.encoding), segment.style)
+
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"

@@ -22,6 +22,7 @@ import numpy
 import pandas as pd
 
 from orderlab import __version__
+from orderlab.results.cells import csv_target, text_cells
 from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.ownership import Writer, held, path_error
 from orderlab.results.paths import NEW, OLD, make_scratch
@@ -35,18 +36,26 @@ Manifest = dict[str, Any]
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    _with_blanks(frame).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN)
+    with path.open("w", newline="", encoding="utf-8") as file:
+        append_csv(frame, file, header=True)
 
 
-def _with_blanks(frame: pd.DataFrame) -> pd.DataFrame:
-    """Missing cells as blanks, so that `nan` means a number alone: of non-float columns (a metric without heads)
-    and of nullable float columns, whose pd.NA is no number at all (an interval over one seed)."""
-    blanks = {
-        str(name): _blank_missing(column)
-        for name, column in frame.items()
-        if column.hasnans and not (pd.api.types.is_float_dtype(column) and isinstance(column.dtype, numpy.dtype))
-    }
-    return frame.assign(**blanks) if blanks else frame
+def _as_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The frame as its cells are written, and whether a cell or a column name holds a carriage return: missing
+    cells blank, so that `nan` means a number alone (of non-float columns, a metric without heads, and of nullable
+    float columns, whose pd.NA is no number at all: an interval over one seed), and text a spreadsheet would run as
+    a formula neutralised (results/cells.py)."""
+    changed, carriage_return = {}, any("\r" in str(name) for name in frame.columns)
+    for name, given in frame.items():
+        column = given
+        if column.hasnans and not (pd.api.types.is_float_dtype(column) and isinstance(column.dtype, numpy.dtype)):
+            column = _blank_missing(column)
+        if pd.api.types.is_string_dtype(column.dtype):  # text, or object cells (blanks among numbers)
+            text = text_cells(column)
+            column, carriage_return = text.column, carriage_return or text.carriage_return
+        if column is not given:
+            changed[str(name)] = column
+    return (frame.assign(**changed) if changed else frame), carriage_return
 
 
 def _blank_missing(column: pd.Series) -> pd.Series:
@@ -153,7 +162,7 @@ def write_csv_chunks(frames: Generator[pd.DataFrame, None, Returned], path: Path
 
     Returns the rows written and what the stream returned when it ended (a run's digest)."""
     rows, header = 0, True
-    with path.open("w", newline="") as file:
+    with path.open("w", newline="", encoding="utf-8") as file:
         while True:
             try:
                 frame = next(frames)
@@ -165,7 +174,8 @@ def write_csv_chunks(frames: Generator[pd.DataFrame, None, Returned], path: Path
 
 
 def append_csv(frame: pd.DataFrame, file: TextIO, header: bool) -> None:
-    """A frame's rows (and the header line if asked) as `write_csv` writes them, to an open file."""
-    _with_blanks(frame).to_csv(
-        file, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator="\n", na_rep=NAN
-    )
+    """A frame's rows (and the header line if asked) as `write_csv` writes them, to an open file: cells quoted as
+    RFC 4180 requires, rows ending in `\n` (results/cells.py)."""
+    cells, carriage_return = _as_cells(frame)
+    target, row_end = csv_target(file, carriage_return)
+    cells.to_csv(target, index=False, header=header, float_format=FLOAT_FORMAT, lineterminator=row_end, na_rep=NAN)

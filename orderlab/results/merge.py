@@ -101,7 +101,7 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
     """Write the merged folder (the caller holds its claim and has checked the shards with `complete`)."""
     facts = shards[0].partials.facts
     with staged_folder(folder) as staging:
-        with (staging / "metrics.csv").open("w", newline="") as file:
+        with (staging / "metrics.csv").open("w", newline="", encoding="utf-8") as file:
             assembly = Assembly(file, facts.dtype, facts.per_permutation)
             for shard in shards:
                 assembly.add(shard)
@@ -147,7 +147,7 @@ class Assembly:
         self.pending: Pending | None = None
 
     def add(self, shard: Shard) -> None:
-        with (shard.folder / "metrics.csv").open(newline="") as source:
+        with (shard.folder / "metrics.csv").open(newline="", encoding="utf-8") as source:
             records = csv_records(source)
             header = next(records, "")
             if header:  # column names: plain words, never quoted

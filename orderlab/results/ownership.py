@@ -31,13 +31,15 @@ from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.paths import REPORT_MARK as REPORT_MARK  # report/html.py takes it from here
 from orderlab.results.paths import is_report, is_scratch, plain_folder_problem
 
-# Folders written before manifests recorded `written_by` and `files`: the entries each command wrote.
+# The commands that write a folder and record themselves as its `written_by`.
+WRITERS = ("run", "compare", "properties", "trace", "plot")
+# Folders written before manifests recorded `written_by` and `files`: the entries each command wrote. Only a
+# manifest proves that orderlab wrote such a folder, so trace and plot (which wrote none then) have no entry: a
+# `figures/` or `NAME_trace/` folder without a manifest is a user's, left alone and reported.
 LEGACY_ENTRIES = {
     "run": r"(metrics|summary|attention|sentences)\.csv|manifest\.json",
     "compare": r"compare\.csv|manifest\.json",
     "properties": r"properties\.csv|manifest\.json",
-    "trace": r"input\d+-layer\d+-[A-Za-z0-9_.-]+\.csv",  # trace and plot wrote no manifest then
-    "plot": r"(metrics_by_layer|decodability|attention[A-Za-z0-9_.=-]*)\.png",
 }
 # Sub-folders that another command writes into a command's folder: `orderlab plot` draws into a run's figures/.
 NESTED = {"run": {"figures": "plot"}}
@@ -76,32 +78,30 @@ def orderlab_scratch(path: Path, name: str) -> bool:
 
 
 def recorded(folder: Path) -> Recorded | None:
-    """Who wrote `folder`, from its manifest (or, for older folders, its shape); None if not orderlab."""
+    """Who wrote `folder`, from its manifest (for older folders, the manifest's shape); None if not orderlab."""
     manifest = _read_manifest(folder / MANIFEST)
-    writer = _recorded_writer(manifest) if manifest is not None else None
-    files = manifest.get("files") if manifest is not None else None
+    if manifest is None:
+        return None
+    writer = _recorded_writer(manifest)
+    files = manifest.get("files")
     if writer is not None and isinstance(files, list) and all(isinstance(f, str) for f in files):
         return Recorded(writer, {*files, MANIFEST}.__contains__)
-    writer = writer or _legacy_writer(folder, manifest)
-    if writer is None:
+    writer = writer or _legacy_writer(manifest)
+    if writer is None or writer.command not in LEGACY_ENTRIES:
         return None
     return Recorded(writer, lambda entry: re.fullmatch(LEGACY_ENTRIES[writer.command], entry) is not None)
 
 
 def _recorded_writer(manifest: dict[str, object]) -> Writer | None:
     record = manifest.get("written_by")
-    if not isinstance(record, dict) or record.get("command") not in LEGACY_ENTRIES:
+    if not isinstance(record, dict) or record.get("command") not in WRITERS:
         return None
     spec = record.get("spec", "")
     return Writer(record["command"], spec) if isinstance(spec, str) else None
 
 
-def _legacy_writer(folder: Path, manifest: dict[str, object] | None) -> Writer | None:
-    """The writer of a folder from before `written_by`: a run's manifest names its spec, trace and plot wrote none."""
-    if manifest is None:
-        if folder.name.endswith("_trace"):
-            return Writer("trace", folder.name.removesuffix("_trace"))
-        return Writer("plot") if folder.name == "figures" else None
+def _legacy_writer(manifest: dict[str, object]) -> Writer | None:
+    """The writer of a folder from before `written_by`, from its manifest: a run's names its spec."""
     spec = manifest.get("spec")
     if isinstance(spec, dict) and isinstance(spec.get("name"), str):
         return Writer("run", spec["name"])

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from orderlab.core.userfiles import FileProblem, read_head, read_text
+from orderlab.results.cells import restore
 
 CSV_LIMIT = 2**30  # bytes of a results CSV read whole (report, plot, check); metrics.csv of real runs: megabytes
 HEADER_LIMIT = 2**16  # bytes read to learn a CSV's columns
@@ -50,12 +51,14 @@ def csv_header(path: Path, expected: str) -> list[str] | None:
 
 
 def read_table(path: Path, expected: str) -> pd.DataFrame:
-    """A bounded CSV file as a frame (types as pandas infers them; an empty cell is NA, 'nan' a number)."""
+    """A bounded CSV file as a frame (types as pandas infers them; an empty cell is NA, 'nan' a number; text cells
+    as the user gave them)."""
     text = read_text(path, CSV_LIMIT, expected)
     try:
-        return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+        frame = pd.read_csv(io.StringIO(text, newline=""), keep_default_na=False, na_values=[""])
     except (ValueError, pd.errors.ParserError) as error:  # EmptyDataError is a ValueError
         raise FileProblem(path, f"not a CSV table ({str(error).strip()[:120]}); expected {expected}") from None
+    return restore(frame)  # text cells as the user gave them (results/cells.py)
 
 
 def require(frame: pd.DataFrame, path: Path, columns: Mapping[str, Kind], expected: str) -> pd.DataFrame:

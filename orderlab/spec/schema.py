@@ -12,10 +12,11 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from orderlab.core.registry import did_you_mean
+from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import EncodingContext
@@ -39,11 +40,6 @@ def registered_family(entry: str) -> str:
 
 Metric = Annotated[str, AfterValidator(registered_family)]  # a `metrics:` entry
 Matrix = list[list[float]]
-
-
-class StrictModel(BaseModel):
-    # NaN and inf are refused wherever a number is read: a non-finite input can only give non-finite results.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ExplicitWeights(StrictModel):

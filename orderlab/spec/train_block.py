@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from orderlab.core.registry import did_you_mean
+from orderlab.core.strict_model import StrictModel
 from orderlab.spec import bounds
 
 
@@ -43,10 +44,8 @@ MAX_STEPS = 10**7  # a million AdamW steps of even the smallest stack are hours;
 MAX_BATCH = 2**16  # sentences per step; the step's activations are estimated against memory too
 
 
-class TrainSpec(BaseModel):
+class TrainSpec(StrictModel):
     """Train one stack per encoding (and sweep combination) on a synthetic task, then measure it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     task: str = Field(description="first_word | copy | reverse | order_pair | agent | next_token (causal).")
     train_lengths: tuple[int, int] = Field(

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -133,9 +135,46 @@ def test_a_folder_without_tokenizer_json_is_refused_in_one_line(cli, write_spec,
 
 def test_weights_holding_none_of_the_models_tensors_are_refused(cli, write_spec, tmp_path, folder):
     save(folder, {"foo": torch.zeros(3)})
-    line = refused(run(cli, write_spec, tmp_path), "weights do not fit the bert model", "missing (embeddings.")
-    assert "(of the 37 tensors measured): 37 missing" in line and "allow_random_init" in line  # the pooler: unmeasured
+    line = refused(run(cli, write_spec, tmp_path), "weights do not fit the bert model its config.json describes")
+    assert "its files hold 3 numbers, the 37 tensors measured need" in line and "37 missing (embeddings." in line
+    assert "checked before building the model" in line and "allow_random_init" in line
     assert not (tmp_path / "out" / "folder").exists()
+    save(folder, {"embeddings.word_embeddings.weight": torch.zeros(10_000, 16)})  # numbers enough, names wrong:
+    refused(run(cli, write_spec, tmp_path), "(of the 37 tensors measured): 36 missing")  # found once built
+
+
+CHILD = """
+import resource, runpy, sys
+sys.argv = ["orderlab", *sys.argv[1:]]
+try:
+    runpy.run_module("orderlab", run_name="__main__")
+except SystemExit as exit:
+    print("exit", exit.code, "peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def test_a_config_describing_a_big_model_is_refused_before_the_model_is_built(write_spec, tmp_path, folder):
+    """A folder whose config.json describes a BERT of 300 M parameters (1.2 GB in float32) beside a tiny model's
+    weights was refused only after transformers had built and initialised the whole model; the files' headers
+    against the model built on the meta device refuse it for the cost of the imports."""
+    from orderlab.plan.estimate import available_memory
+
+    if available_memory() < 6 * 10**9:
+        pytest.skip("the plan refuses a 300 M parameter model on this machine before any folder check")
+    config = json.loads((folder / "config.json").read_text())
+    big = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096}
+    (folder / "config.json").write_text(json.dumps({**config, **big}))
+    spec = write_spec("name: folder\nmodel: {kind: hf, family: bert, path: model}\n"
+                      "inputs: [{sentence: dog bites man, permutations: reverse}]\n"
+                      "metrics: [equivariance]\n")  # fmt: skip
+    child = subprocess.run([sys.executable, "-c", CHILD, "run", str(spec), "--out", str(tmp_path / "out"), "-q"],
+                           capture_output=True, text=True, timeout=600, check=False,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # fmt: skip
+    assert "exit 2 peak" in child.stdout, child.stdout + child.stderr
+    assert "checked before building the model" in child.stderr and child.stderr.count("\n") == 1, child.stderr
+    peak = int(child.stdout.split()[-1])
+    model_bytes = 300 * 10**6 * 4
+    assert peak < model_bytes, f"peak RSS {peak / 1e9:.2f} GB: the model was built"
 
 
 def test_weights_of_another_shape_are_refused(cli, write_spec, tmp_path, folder):

@@ -4,15 +4,18 @@ Every file transformers reads from a folder is a stranger's (core/userfiles.py).
 by the family's own keys (spec/families.read_family_config), and must declare the family; tokenizer and
 generation files must be regular files of bounded size, the JSON ones JSON objects; weights must be safetensors
 (a pickle is refused: loading one runs code from the file) whose headers the safetensors library accepts, so a
-truncated or corrupt file is one line. After loading, `WeightsFit` sorts transformers' own loading report
-(missing, unexpected and size-mismatched keys) into the parts the measurement runs (the base model's embeddings,
-layers and norms; a causal LM's head when lm_logprob reads its logits) and the parts it does not (a pooler, a
-task head): the first are refused unless the spec allows random initialisation, the second recorded in
-manifest.json. Must not print.
+truncated or corrupt file is one line. Files holding fewer numbers than the measured parts need are refused before
+the model is built (`refuse_too_few_weights`, on the meta device). After loading, `WeightsFit` sorts transformers'
+own loading report (missing, unexpected and size-mismatched keys) into the parts the measurement runs (the base
+model's embeddings, layers and norms; a causal LM's head when lm_logprob reads its logits) and the parts it does
+not (a pooler, a task head): the first are refused unless the spec allows random initialisation, the second
+recorded in manifest.json. Must not print.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,9 +151,9 @@ class WeightsFit:
         )
 
 
-def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tuple[str, ...]) -> WeightsFit:
-    """Sort transformers' loading report (output_loading_info=True, ignore_mismatched_sizes=True) into measured
-    and unmeasured parts. `unused`: children of the base model the measurement never runs (BERT's pooler)."""
+def measured_parts(model: Any, heads_read: bool, unused: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a parameter name (the model's, or a checkpoint's without the base model's prefix) lies in a part the
+    measurement runs. `unused`: children of the base model the measurement never runs (BERT's pooler)."""
     base = model.base_model
     prefix = "" if base is model else f"{model.base_model_prefix}."
     parts = tuple(f"{name}." for name, _ in base.named_children() if name not in unused)
@@ -159,6 +162,54 @@ def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tupl
     def measured(key: str) -> bool:
         return key.removeprefix(prefix).startswith(parts) or key.startswith(heads)
 
+    return measured
+
+
+def refuse_too_few_weights(
+    folder: Path, model_class: Any, implementation: str | None, family: str, heads_read: bool, unused: tuple[str, ...]
+) -> None:
+    """ModelFolderError (one line) before the model is built, if the folder's safetensors files hold fewer numbers
+    than the parts the measurement runs need: some of them must then be missing or smaller, which `WeightsFit`
+    would refuse only after from_pretrained had built (and initialised) the whole model, gigabytes for a config.json
+    that describes a big model. Counted from the model built on the meta device (no memory) and the files' headers,
+    so names that transformers renames while loading count alike; a fit it cannot decide is left to WeightsFit."""
+    import torch  # lazy, as the rest of the hf extra
+
+    config = model_class.config_class.from_pretrained(folder, local_files_only=True)
+    with torch.device("meta"):
+        skeleton = model_class._from_config(config, attn_implementation=implementation)
+    measured = measured_parts(skeleton, heads_read, unused)
+    needed = {name: parameter.numel() for name, parameter in skeleton.named_parameters() if measured(name)}
+    stored = stored_sizes(weight_files(folder))
+    held = sum(stored.values())
+    if held < sum(needed.values()):
+        prefix = f"{skeleton.base_model_prefix}."
+        absent = [name for name in needed if name not in stored and name.removeprefix(prefix) not in stored]
+        named = f": {_some(len(absent), 'missing', absent)}" if absent else ""  # names a load may rename: none shown
+        raise ModelFolderError(
+            f"{folder}: weights do not fit the {family} model its config.json describes: its files hold {held:,} "
+            f"numbers, the {len(needed)} tensors measured need {sum(needed.values()):,}{named} (checked before "
+            "building the model); expected the weights saved with this config (or model.allow_random_init: true "
+            "to measure the missing ones randomly initialised)"
+        )
+
+
+def stored_sizes(paths: list[Path]) -> dict[str, int]:
+    """How many numbers each tensor of the safetensors files holds, from their headers (no tensor is read)."""
+    from safetensors import safe_open  # lazy: the hf extra
+
+    sizes = {}
+    for path in paths:
+        with safe_open(path, framework="pt") as weights:
+            for name in weights.keys():  # noqa: SIM118 (safe_open is no mapping)
+                sizes[name] = math.prod(weights.get_slice(name).get_shape())
+    return sizes
+
+
+def weights_fit(model: Any, info: dict[str, Any], heads_read: bool, unused: tuple[str, ...]) -> WeightsFit:
+    """Sort transformers' loading report (output_loading_info=True, ignore_mismatched_sizes=True) into measured
+    and unmeasured parts. `unused`: children of the base model the measurement never runs (BERT's pooler)."""
+    measured = measured_parts(model, heads_read, unused)
     names = [name for name, _ in model.named_parameters()]
     mismatched = {key: f"{_dims(file)} in the files, {_dims(built)} in the model"
                   for key, file, built in sorted(info["mismatched_keys"])}  # fmt: skip

@@ -27,7 +27,13 @@ from orderlab.errors import OrderlabError
 from orderlab.models.batching import aligned_batch
 from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.families.family_code import Shape
-from orderlab.models.hf.folder import ModelFolderError, WeightsFit, checked_folder, weights_fit
+from orderlab.models.hf.folder import (
+    ModelFolderError,
+    WeightsFit,
+    checked_folder,
+    refuse_too_few_weights,
+    weights_fit,
+)
 from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.models.hf.interventions import UserHook, user_hooks_applied
@@ -93,13 +99,21 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 
 
 def load_folder(
-    transformers: ModuleType, folder: Path, code: FamilyCode, implementation: str | None, heads_read: bool
+    transformers: ModuleType,
+    folder: Path,
+    code: FamilyCode,
+    implementation: str | None,
+    heads_read: bool,
+    allow_random_init: bool = False,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
     """
     checked_folder(folder, code.name)
+    model_class = getattr(transformers, code.model_class)
+    if not allow_random_init:
+        refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
                                                                **dict(code.tokenizer_options))  # fmt: skip
@@ -109,7 +123,7 @@ def load_folder(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            model, info = getattr(transformers, code.model_class).from_pretrained(
+            model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
                 output_loading_info=True, ignore_mismatched_sizes=True,
             )  # fmt: skip
@@ -181,7 +195,7 @@ class PretrainedBackend:
             return
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read)  # fmt: skip
+                                                               heads_read, allow_random_init)  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
