@@ -19,8 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
 
@@ -50,11 +48,13 @@ class Result:
     token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
 
 
-def validate(spec: SpecSource, model: Any = None) -> Spec:
+def validate(spec: SpecSource, *, base: str | Path | None = None, model: Any = None) -> Spec:
     """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
-    model: a transformers model object the spec is run on (its family from config.model_type), as `run` takes it."""
-    with _spec_file(spec) as path:
-        return _load(path, None if model is None else _model_record(model)).spec
+
+    A dict spec's relative paths (a model folder, a corpus file) resolve against `base`, by default the working
+    folder when it is given; its errors name the dict's field path ('spec dict: model.n_heads: ...'). model: a
+    transformers model object the spec is run on (its family from config.model_type), as `run` takes it."""
+    return _load(spec, base, None if model is None else _model_record(model)).spec
 
 
 def run(
@@ -65,12 +65,14 @@ def run(
     chunk_size: int | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    base: str | Path | None = None,
     model: Any = None,
     tokenizer: Any = None,
     hooks: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Result:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None);
-    device: cpu, cuda or auto (a CUDA GPU where there is one).
+    a dict spec's relative paths resolve against `base` (validate); device: cpu, cuda or auto (a CUDA GPU where
+    there is one).
 
     model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
     model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
@@ -85,8 +87,8 @@ def run(
 
     given = None if model is None else user_model(model, tokenizer)
     options = RunOptions(resolve_device(device), chunk_size, force, progress, model=given, hooks=dict(hooks or {}))
-    with _spec_file(spec) as path, _results_root(out) as root:
-        loaded = _load(path, None if given is None else given.record, hooks)
+    loaded = _load(spec, base, None if given is None else given.record, hooks)
+    with _results_root(out) as root:
         folder = root / loaded.spec.name
         with evaluating(model) if given else nullcontext():
             write_experiment(loaded, folder, options)
@@ -117,10 +119,9 @@ def activations(
 
     given = None if model is None else user_model(model, tokenizer)
     options = RunOptions(resolve_device(device), progress=progress, model=given, hooks=dict(hooks or {}))
-    with _spec_file(spec) as path:
-        loaded = _load(path, None if given is None else given.record, hooks)
-        with evaluating(model) if given else nullcontext():
-            return collect_activations(loaded.spec, loaded.path, points, orders, options)
+    loaded = _load(spec, None, None if given is None else given.record, hooks)
+    with evaluating(model) if given else nullcontext():
+        return collect_activations(loaded.spec, loaded.path, points, orders, options)
 
 
 def load(results_dir: str | Path) -> Result:
@@ -154,14 +155,24 @@ def compare(
 
 
 def _load(
-    path: Path, given: ModelObject | None = None, hooks: Mapping[str, Callable[[Any], Any]] | None = None
+    spec: SpecSource,
+    base: str | Path | None,
+    given: ModelObject | None = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> LoadedSpec:
-    """The one loader; the user's hooks recorded by their functions' names."""
-    from orderlab.plan.load import load_spec
+    """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd; the
+    user's hooks recorded by their functions' names."""
+    from orderlab.plan.load import load_spec, load_spec_data
 
     names = {point: f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
              for point, fn in (hooks or {}).items()}  # fmt: skip
-    return load_spec(path, given, names)
+    if isinstance(spec, str | Path):
+        if base is not None:
+            raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
+        return load_spec(spec, given, names)
+    if not isinstance(spec, Mapping):
+        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
+    return load_spec_data(spec, Path.cwd() if base is None else Path(base).absolute(), given, names)
 
 
 def _model_record(model: Any) -> ModelObject:
@@ -184,18 +195,3 @@ def _results_root(out: str | Path | None) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="orderlab-") as scratch:
         yield Path(scratch)
-
-
-@contextmanager
-def _spec_file(spec: SpecSource) -> Iterator[Path]:
-    """A spec given as a path is used as it is; one given as a dict is written to a temporary spec.yaml, so that both
-    go through the one loader (whose messages then name that file)."""
-    if isinstance(spec, str | Path):
-        yield Path(spec)
-        return
-    if not isinstance(spec, Mapping):
-        raise OrderlabError(f"spec: got {type(spec).__name__}; expected a spec file's path or the spec as a dict")
-    with tempfile.TemporaryDirectory(prefix="orderlab-spec-") as scratch:
-        path = Path(scratch) / "spec.yaml"
-        path.write_text(yaml.safe_dump(dict(spec), sort_keys=False))
-        yield path

@@ -83,6 +83,12 @@ class Terminated(BaseException):
     """SIGTERM, raised where the program is, so that cleanup (finally, except BaseException) runs as for Ctrl-C."""
 
 
+def echo_error(error: OrderlabError) -> None:
+    """'error: ...' on stderr, one line a problem (SpecErrors lists all of a spec's)."""
+    for line in str(error).splitlines() or [""]:
+        typer.echo(f"error: {line}", err=True)
+
+
 def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Turn OrderlabError into one line on stderr and exit code 2; Ctrl-C into 130, SIGTERM into 143."""
 
@@ -92,7 +98,7 @@ def user_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             with sigterm_raises():
                 return command(*args, **kwargs)
         except OrderlabError as error:
-            typer.echo(f"error: {error}", err=True)
+            echo_error(error)
             raise typer.Exit(error.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: no results were written", err=True)
@@ -317,7 +323,7 @@ def validate(
         try:
             loaded = load_spec(path)
         except OrderlabError as error:
-            typer.echo(f"error: {error}", err=True)
+            echo_error(error)
             failed = True
         else:
             typer.echo(f"{path}: ok ({loaded.spec.name})")
@@ -364,7 +370,8 @@ def list_encodings() -> None:
     from orderlab.encodings.listing import describe
     from orderlab.report import terminal as report
 
-    report.Console().print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS]))
+    console = report.Console()
+    console.print(report.encodings_table([describe(name, ENCODINGS.get(name)) for name in ENCODINGS], console.width))
 
 
 @app.command("models")
@@ -437,7 +444,9 @@ def compare(
             html_report.write_report([folder], html, "--html", "compare: " + ", ".join(names))
     if not quiet:
         console = report.Console()
-        console.print(report.comparison_table(result.table, names, "compare: " + ", ".join(names), result.dtypes))
+        title = "compare: " + ", ".join(names)
+        for table in report.comparison_tables(result.table, names, title, result.dtypes, console.width):
+            console.print(table)
         console.print(f"wrote {folder}/compare.csv ({len(result.table):,} rows), manifest.json {phases.took()}")
         if not metric and len(result.table) > COMPARE_ROWS_SHORT:
             console.print(f"{len(result.table):,} rows: choose some with --metric (-m equivariance -m pair_distance, "
@@ -452,7 +461,14 @@ def properties(
     d_model: Annotated[int, typer.Option("--d-model", help="Width of codes and token vectors.")] = 64,
     n_heads: Annotated[int, typer.Option("--n-heads", help="Attention heads; must divide d_model.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of encoding tables, content and weights.")] = 0,
-    out: OutOption = Path("results"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Results root; files go to OUT/properties/. Default: results/properties-<hash of the settings>/, "
+            "never the committed results/properties/.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table.")] = False,
     force: ForceOption = False,
 ) -> None:
@@ -504,6 +520,12 @@ def trace(
     decimals: Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")] = 4,
     out: Annotated[Path, typer.Option(help="Results root; the CSV goes to OUT/<spec name>_trace/.")] = Path("results"),
     force: ForceOption = False,
+    family: Annotated[
+        str,
+        typer.Option(
+            help="Which model family of a zoo spec that sweeps family: (gpt2, llama, ...); the first if empty."
+        ),
+    ] = "",
 ) -> None:
     """Print one layer's attention step by step (x, Q, K, V, scores, weights, output) and write it as CSV.
 
@@ -514,7 +536,7 @@ def trace(
 
     phases = report.Phases(False, started)
     with phases.phase("tracing", f"tracing layer {layer} of {spec}"):
-        outcome = trace_and_write(spec, input_index, layer, encoding, out, force)
+        outcome = trace_and_write(spec, input_index, layer, encoding, out, force, family)
     console = report.Console()
     if outcome.note:
         console.print(outcome.note)
@@ -557,16 +579,22 @@ def write_html_report(
     results_dirs: Annotated[
         list[Path], typer.Argument(help="Folders written by orderlab (run, compare, properties).", show_default=False)
     ],
-    out: Annotated[Path, typer.Option(help="The HTML file to write (replaced whole; nothing else is touched).")] = Path(
-        "report.html"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="The HTML file to write (replaced whole; nothing else is touched). Default: RESULTS_DIR/report.html "
+            "for one folder that `orderlab run` wrote; required otherwise.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML file over results folders: summary tables with verdict colours, metric-by-layer
     and probe curves, every attention head, the spec and the manifest. Opens offline; nothing is fetched."""
     started = time.perf_counter()
     from orderlab.report import terminal as report
-    from orderlab.report.html import write_report
+    from orderlab.report.html import default_report_path, write_report
 
+    out = out or default_report_path(results_dirs)
     phases = report.Phases(False, started)
     with phases.phase("report", f"writing {out} from {len(results_dirs)} folder(s)"):
         written = write_report(results_dirs, out)

@@ -51,6 +51,36 @@ def test_run_without_out_keeps_nothing_on_disk(tmp_path: Path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_bad_spec_raises_the_cli_line():
-    with pytest.raises(OrderlabError, match=r"spec\.yaml:\d+: model\.d_model: 8 is not divisible by n_heads=3"):
-        ol.validate({"model": {"d_model": 8, "n_heads": 3, "n_layers": 1}, "inputs": [{"sentence": "a b"}]})
+def test_a_bad_dict_spec_names_its_field_not_a_file():
+    bad = {"model": {"d_model": 8, "n_heads": 3, "n_layers": 1, "n_layer": 2}, "inputs": [{"sentence": "a b"}]}
+    with pytest.raises(OrderlabError) as raised:
+        ol.validate(bad)
+    assert str(raised.value) == "spec dict: model.n_layer: unknown key 'n_layer'. Did you mean: n_layers?"
+    bad["model"].pop("n_layer")  # type: ignore[attr-defined]
+    with pytest.raises(OrderlabError) as raised:
+        ol.validate(bad)
+    assert str(raised.value) == "spec dict: model.d_model: 8 is not divisible by n_heads=3; expected a multiple"
+
+
+CORPUS_SPEC = {
+    "name": "corpus_from_python",
+    "model": {"kind": "pretrained", "name": "minilm", "position_embeddings": ["trained"]},
+    "inputs": {"file": "data/corpus.txt", "shuffles": 2},
+    "metrics": ["invariance"],
+}
+
+
+def test_a_dict_specs_relative_paths_resolve_against_the_working_folder_or_base(tmp_path: Path, monkeypatch):
+    pytest.importorskip("transformers")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "corpus.txt").write_text("the dog bites the man\na cat sat on the mat\n")
+    monkeypatch.chdir(tmp_path)
+    assert ol.validate(CORPUS_SPEC).name == "corpus_from_python"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(OrderlabError) as raised:
+        ol.validate(CORPUS_SPEC, base=elsewhere)
+    message = str(raised.value)
+    assert message.startswith("spec dict: inputs.file: ") and str(elsewhere / "data" / "corpus.txt") in message
+    monkeypatch.chdir(elsewhere)  # the base, not the working folder, is where the file is looked for
+    assert ol.validate(CORPUS_SPEC, base=tmp_path).name == "corpus_from_python"

@@ -483,6 +483,35 @@ def test_version_differences_warn_but_do_not_fail(project: Path):
     assert "warning: results/dog_bites_man/manifest.json: baseline made with torch 1.0.0, running" in result.output
 
 
+def test_a_pretrained_specs_check_names_each_library_that_moved_and_each_an_older_manifest_lacks(tmp_path: Path):
+    pytest.importorskip("transformers")
+    from orderlab.commands.baseline import manifest_warnings
+    from orderlab.results.versions import PRETRAINED_LIBRARIES, versions
+
+    loaded = load_spec(ROOT / "experiments" / "zoo_causal.yaml")
+    running = versions(loaded.spec)
+    assert set(PRETRAINED_LIBRARIES) | {"torch", "numpy"} <= running.keys()
+    manifest = json.loads((ROOT / "results" / "zoo_causal" / "manifest.json").read_text())
+    manifest["versions"] = {**running, "transformers": "0.0.1", "tokenizers": "0.0.2"}
+    del manifest["versions"]["safetensors"]  # an older manifest, written before orderlab recorded safetensors
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    warnings = [w for w in manifest_warnings(tmp_path, loaded) if "sha256 differs" not in w]
+    assert warnings == [
+        f"{tmp_path / 'manifest.json'}: baseline made with transformers 0.0.1, running {running['transformers']}",
+        f"{tmp_path / 'manifest.json'}: baseline made with tokenizers 0.0.2, running {running['tokenizers']}",
+        f"{tmp_path / 'manifest.json'}: baseline records no safetensors version (written before orderlab recorded "
+        f"it), running {running['safetensors']}",
+    ]
+
+
+def test_the_committed_pretrained_baselines_record_every_library_that_moves_their_numbers():
+    from orderlab.results.versions import PRETRAINED_LIBRARIES
+
+    for name in ("zoo_causal", "zoo_equivariance", "minilm_dog_bites_man", "minilm_corpus"):
+        recorded = json.loads((ROOT / "results" / name / "manifest.json").read_text())["versions"]
+        assert {"torch", "numpy", *PRETRAINED_LIBRARIES} <= recorded.keys(), name
+
+
 def test_junit_report_has_one_case_per_spec_with_the_drift_as_failure(project: Path):
     edit_cell(project / "results" / "dog_bites_man" / "metrics.csv", EDITED_ROW, "value", "9.999999e-01")
     result = check("--junit", "reports/check.xml")

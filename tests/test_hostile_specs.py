@@ -1,4 +1,5 @@
-"""Hostile spec files: the loader returns a validated spec or raises a one-line OrderlabError, never a traceback."""
+"""Hostile spec files: the loader returns a validated spec or raises OrderlabError, one line a problem, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orderlab.errors import OrderlabError, SpecError
+from orderlab.errors import OrderlabError, SpecError, SpecErrors
 from orderlab.plan.load import load_spec
 from orderlab.spec.schema import Spec
 from orderlab.spec.yamlsource import MAX_DEPTH, MAX_EXPANDED_NODES, parse_yaml
@@ -62,9 +63,11 @@ def assert_loads_or_fails_in_one_line(folder: Path, content: str | bytes) -> Non
     try:
         loaded = load_spec(path)
     except OrderlabError as error:
-        message = str(error)
-        assert message and "\n" not in message and "\r" not in message, repr(message)
-        assert message.startswith(str(path)), message  # it names the file
+        problems = error.problems if isinstance(error, SpecErrors) else [error]
+        for problem in problems:  # every problem one line, naming the file
+            message = str(problem)
+            assert message and "\n" not in message and "\r" not in message, repr(message)
+            assert message.startswith(str(path)), message
     else:
         assert isinstance(loaded.spec, Spec)
 

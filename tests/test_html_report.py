@@ -382,3 +382,15 @@ def test_a_rate_reads_as_a_share_with_its_count_as_on_the_console(tmp_path: Path
     shown = f"{value:.2f} ({round(value * count)}/{count})"
     assert shown in page
     assert f"{value:.1e} ✗" not in page
+
+
+def test_report_without_out_writes_into_the_runs_folder_never_the_current_one(tmp_path: Path, monkeypatch):
+    folder = tmp_path / "results" / "worked_example"
+    shutil.copytree(RESULTS / "worked_example", folder)
+    monkeypatch.chdir(tmp_path)
+    code, output = report(str(folder))
+    assert code == 0, output
+    assert (folder / "report.html").is_file() and not (tmp_path / "report.html").exists()
+    code, output = report(str(folder), str(RESULTS / "properties"))
+    assert code == 2 and "expected --out FILE.html" in output, output
+    assert not (tmp_path / "report.html").exists()

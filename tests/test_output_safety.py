@@ -140,6 +140,19 @@ def test_force_replaces_the_results_of_another_spec(tmp_path: Path, out: Path):
     assert json.loads((out / "second" / "manifest.json").read_text())["spec"]["name"] == "second"
 
 
+def test_a_spec_of_the_same_name_in_another_file_is_refused_unless_forced(tmp_path: Path, out: Path):
+    first = spec_named(tmp_path, "dog_bites_man", "a.yaml")
+    assert orderlab("run", first, "--out", out, "-q").exit_code == 0
+    written = snapshot(out / "dog_bites_man")
+    other = spec_named(tmp_path, "dog_bites_man", "b.yaml")
+    assert_refused(orderlab("run", other, "--out", out, "-q"), f"holds the results of {first}, another spec file",
+                   f"give {other} another name:", "--force")  # fmt: skip
+    assert snapshot(out / "dog_bites_man") == written
+    assert orderlab("run", first, "--out", out, "-q").exit_code == 0  # the same file replaces its own results
+    assert orderlab("run", other, "--out", out, "-q", "--force").exit_code == 0
+    assert json.loads((out / "dog_bites_man" / "manifest.json").read_text())["spec"]["path"] == str(other)
+
+
 def test_a_committed_baseline_is_replaced_by_run_and_by_check_update(tmp_path: Path):
     out = tmp_path / "results"
     shutil.copytree(ROOT / "results" / "worked_example", out / "worked_example")

@@ -105,3 +105,24 @@ def test_the_committed_properties_baseline_is_reproduced():
 def test_untrained_learned_table_is_not_smooth_but_sinusoidal_is(measured):
     assert not passes(measured, "learned", "smooth")
     assert passes(measured, "sinusoidal", "smooth")
+
+
+def test_properties_without_out_write_a_folder_of_their_own_never_the_committed_table(tmp_path: Path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from orderlab.cli import app
+
+    (tmp_path / "results" / "properties").mkdir(parents=True)
+    committed = tmp_path / "results" / "properties"
+    for name in ("properties.csv", "manifest.json"):
+        (committed / name).write_bytes((BASELINE / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    args = ["properties", "-e", "none,rope", "--max-len", "4", "--d-model", "8", "--n-heads", "2", "-q"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    for name in ("properties.csv", "manifest.json"):
+        assert (committed / name).read_bytes() == (BASELINE / name).read_bytes()  # untouched
+    (written,) = [f for f in (tmp_path / "results").iterdir() if f.name != "properties"]
+    assert written.name.startswith("properties-")
+    assert json.loads((written / "manifest.json").read_text())["encodings"] == ["none", "rope"]
+    assert CliRunner().invoke(app, args).exit_code == 0  # the same settings replace their own folder
+    assert sorted(f.name for f in (tmp_path / "results").iterdir()) == sorted(["properties", written.name])

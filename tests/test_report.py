@@ -104,3 +104,80 @@ def test_a_bar_s_rate_names_its_unit_and_turns_to_seconds_per_unit_when_slow():
     assert rate_text(1234.4, "seq") == "1,234 seq/s"
     assert rate_text(0.25, "spec") == "4.0 s/spec"  # compare's bar counted specs and showed '0 seq/s'
     assert rate_text(None, "spec") == "" and rate_text(0.0, "seq") == ""
+
+
+# --- tables that fit: at 60, 80 and 120 columns nothing is cropped ---------------------------------------------
+
+BOX_EDGES = set("│┃┏┓┗┛┡┩└┘├┤┣┫╇┳┻┼╋━─┯┷╈")
+
+
+def assert_nothing_cropped(text: str, width: int) -> None:
+    """Every line fits, and every line of a table's box closes with its right border (a cropped table's do not)."""
+    for line in text.splitlines():
+        assert len(line.rstrip()) <= width, line
+        body = line.strip()
+        if body and body[0] in BOX_EDGES:
+            assert body[-1] in BOX_EDGES, f"cropped at {width}: {line!r}"
+    assert "…" not in text
+
+
+FOUR_ABLATIONS = """\
+name: four_ablations
+description: Does a tiny GPT-2 tell word orders apart with and without its position table, and with others in its place?
+model: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 1,
+        position_embeddings: [trained, zero, shuffled, sinusoidal]}
+inputs: [{sentence: the dog bit the man, permutations: prefixes}]
+metrics: [prefix_invariance, lm_logprob, invariance]
+"""
+FOUR_ENCODINGS_OVER_SEEDS = """\
+name: four_encodings
+description: Four encodings over three seeds, each cell a mean with its interval, and a caption that says so at length
+seed: [0, 1, 2]
+model: {d_model: 8, n_heads: 2, n_layers: 1}
+encodings: [none, sinusoidal, rope, alibi]
+inputs: [{sentence: dog bites man, permutations: all}]
+metrics: [equivariance, invariance]
+"""
+
+
+@pytest.mark.parametrize("spec", ["four_ablations", "four_encodings_over_seeds"])
+def test_a_runs_tables_fit_60_80_and_120_columns_whole(spec, tmp_path):
+    from orderlab.commands.run import write_experiment
+    from orderlab.plan.load import load_spec
+    from orderlab.report.terminal import VERDICT_LEGEND, run_tables
+
+    if spec == "four_ablations" and not installed("transformers"):
+        pytest.skip("the hf extra is not installed")
+    path = tmp_path / f"{spec}.yaml"
+    path.write_text(FOUR_ABLATIONS if spec == "four_ablations" else FOUR_ENCODINGS_OVER_SEEDS)
+    outcome = write_experiment(load_spec(path), tmp_path / "results" / spec)
+    metrics = list(dict.fromkeys(outcome.view.summary["metric"]))
+    for width in (60, 80, 120):
+        text = render(run_tables(outcome.view, width), width)
+        assert_nothing_cropped(text, width)
+        for name in [*metrics, *outcome.view.encodings]:
+            assert f" {name} " in text, (width, name)  # whole, never broken across lines
+        words = " ".join(text.split())
+        assert VERDICT_LEGEND in words and outcome.view.title in words  # caption and title whole, wrapped
+    if spec == "four_ablations":
+        assert len(run_tables(outcome.view, 120)) == 1  # wide enough: one table
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_encodings_listing_fits_and_keeps_references_whole(width):
+    result = CliRunner().invoke(app, ["encodings"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    assert_nothing_cropped(result.output, width)
+    for reference in ("arXiv:2104.09864", "arXiv:1810.04805", "arXiv:2108.12409", "arXiv:1910.10683"):
+        assert reference in result.output, (width, reference)
+
+
+def test_compare_of_every_encoding_fits_80_columns(tmp_path):
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text("name: tiny\nmodel: {d_model: 8, n_heads: 2, n_layers: 1}\ninputs: [{sentence: a b c}]\n")
+    args = ["compare", "-e", "all", str(spec), "-m", "equivariance", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert_nothing_cropped(result.output, 80)
+    for name in ENCODINGS:
+        assert f" {name} " in result.output, name

@@ -170,3 +170,34 @@ def test_alias_bomb_is_refused(cli, write_spec):
     ]
     result = cli.invoke(app, ["validate", str(write_spec("\n".join(lines) + "\n"))])
     assert result.exit_code == 2 and "through YAML aliases" in result.output
+
+
+# Specs with several problems: every one is listed, one line each, in the file's order, and the exit code is 2.
+SEVERAL_PROBLEMS = {
+    "unknown key and unknown encoding": (
+        GOOD.replace("n_layers: 1", "n_layer: 1").replace("[none, rope]", "[none, ropee]"),
+        [":5: model.n_layer: unknown key 'n_layer'. Did you mean: n_layers?",
+         ":6: encodings[1]: Unknown encoding 'ropee'. Did you mean: rope?"],
+    ),
+    "two fields of the wrong type": (
+        GOOD.replace("n_layers: 1", "n_layers: two").replace("d_model: 8", "d_model: wide"),
+        [":3: model.d_model:", ":5: model.n_layers:"],
+    ),
+    "two relations": (
+        GOOD.replace("d_model: 8", "d_model: 9").replace("permutations: all", "permutations: [[0, 0, 1]]"),
+        [":3: model.d_model: 9 is not divisible by n_heads=2", ":9: inputs[0].permutations:"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(SEVERAL_PROBLEMS), ids=list(SEVERAL_PROBLEMS))
+def test_every_problem_of_a_spec_in_one_listing(case, cli, write_spec):
+    text, expected = SEVERAL_PROBLEMS[case]
+    path = write_spec(text)
+    result = cli.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == len(expected), result.output
+    for line, fragment in zip(lines, expected, strict=True):
+        assert line.startswith(f"error: {path}:") and fragment in line, line
+    assert "Traceback" not in result.output

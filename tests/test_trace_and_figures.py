@@ -247,7 +247,7 @@ def test_plot_refuses_an_unknown_or_repeated_format_in_one_line(tmp_path, format
 
 
 @pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
-def test_a_causal_lm_s_rate_and_mean_are_drawn_on_linear_axes_at_whole_layers(tmp_path):
+def test_a_causal_lm_s_rate_and_mean_measured_at_its_last_layer_are_bars_on_linear_axes(tmp_path):
     spec = tmp_path / "lm.yaml"
     spec.write_text(
         "name: lm\nmodel: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}\n"
@@ -262,11 +262,55 @@ def test_a_causal_lm_s_rate_and_mean_are_drawn_on_linear_axes_at_whole_layers(tm
     panels = {ax.get_title(): ax for ax in drawing.figure.axes if ax.get_visible()}
     rows = pd.read_csv(folder / "metrics.csv")
     flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "seeded")]["value"]
-    for title in ("logprob_change (mean over permutations)", "permutation_preferred (rate over permutations)"):
+    for title in ("logprob_change (mean over permutations, layer 2)", "permutation_preferred (rate over permutations, "
+                  "layer 2)"):  # fmt: skip
         ax = panels[title]
-        assert ax.get_yscale() == "linear"
-        assert {x for line in ax.get_lines() for x in line.get_xdata()} == {2}  # the last layer, unshifted
-        assert list(ax.get_xticks()) == [2]
-    rates = {line.get_label(): line.get_ydata()[0] for line in panels[title].get_lines()}
+        assert ax.get_yscale() == "linear" and not ax.get_lines()  # a bar per ablation, no lone dot on a layer axis
+        assert [tick.get_text() for tick in ax.get_xticklabels()] == ["seeded", "zero"]
+    rates = {tick.get_text(): bar.get_height() for tick, bar in zip(ax.get_xticklabels(), ax.patches, strict=True)}
     assert rates["seeded"] == pytest.approx(flags.mean())
     assert panels["prefix_invariance"].get_yscale() == "log"
+
+
+# --- figures: every line visible, titles that say what was tested, rates drawn as rates -------------------------
+
+
+def drawn(name: str, kind: str):
+    folder = ROOT / "results" / name
+    (figure,) = [d.figure for d in drawings(folder, read_results(folder)) if d.kind == kind]
+    figure.draw_without_rendering()  # ticks and labels as a saved file has them
+    return figure
+
+
+def test_task_accuracy_shows_every_encoding_and_names_those_that_coincide():
+    figure = drawn("trained_first_word", "task")
+    ax = figure.axes[0]
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith(("_", "chance"))]
+    assert len(lines) == 6 and len({line.get_marker() for line in lines}) == 6  # a marker each
+    assert len({tuple(line.get_xdata()) for line in lines}) == 6  # each a little apart: none hides another
+    note = " ".join(ax.get_legend().get_title().get_text().split())
+    assert "learned, rope, sinusoidal coincide (drawn side by side)" in note
+    title = " ".join(ax.get_title().split())
+    assert "no other length tested" in title and "carry to" not in title  # only the trained lengths were tested
+    assert "(4-8 words;" in title
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["4", "5", "6", "7", "8"]  # whole lengths, tested
+
+
+def test_lm_scores_measured_at_one_layer_are_bars_and_a_rate_stays_within_0_1():
+    pytest.importorskip("matplotlib")
+    figure = drawn("zoo_causal", "metrics")
+    panels = {ax.get_title().split(" (")[0]: ax for ax in figure.axes if ax.get_visible()}
+    rate = panels["permutation_preferred"]
+    assert len(rate.patches) == 6 and not rate.get_lines()  # a bar per family x ablation, no lone dots
+    assert "rate over permutations, layer" in rate.get_title() and rate.get_ylim() == (0, 1.1)
+    assert all(0 <= bar.get_height() <= 1 for bar in rate.patches)
+
+
+def test_every_log_panel_shows_at_least_two_labelled_ticks():
+    figure = drawn("dog_bites_man", "metrics")
+    for ax in figure.axes:
+        if not ax.get_visible() or ax.get_yscale() != "log":
+            continue
+        low, high = ax.get_ylim()
+        shown = [t for t in ax.yaxis.get_major_ticks() if t.label1.get_text() and low <= t.get_loc() <= high]
+        assert len(shown) >= 2, (ax.get_title(), [t.label1.get_text() for t in shown])

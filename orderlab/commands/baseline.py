@@ -27,9 +27,10 @@ from orderlab.results.baseline_diff import (
     read_text,
     tolerances_for,
 )
-from orderlab.results.folder import Manifest, staged_folder, versions, write_manifest
+from orderlab.results.folder import Manifest, staged_folder, write_manifest
 from orderlab.results.manifest import ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
+from orderlab.results.versions import version_changes, versions
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,7 @@ def manifest_warnings(folder: Path, loaded: LoadedSpec) -> list[str]:
     manifest = _recorded(folder)
     if not isinstance(manifest, ManifestFields):
         return [f"{manifest}; cannot compare versions"]
-    warnings = []
-    for package, running in versions().items():
-        made = manifest.versions.get(package)
-        if made != running:
-            warnings.append(f"{manifest_path}: baseline made with {package} {made or '?'}, running {running}")
+    warnings = [f"{manifest_path}: {change}" for change in version_changes(manifest.versions, versions(loaded.spec))]
     if manifest.spec is None or manifest.spec.sha256 != loaded.sha256:
         warnings.append(
             f"{manifest_path}: {loaded.path} changed since the baseline was written (sha256 differs); "

@@ -26,7 +26,8 @@ from orderlab.measure.sweep_measure import axes, run_sweep
 from orderlab.metrics import default_families, family_names, metrics_of
 from orderlab.plan.load import LoadedSpec, load_spec, with_changes
 from orderlab.plan.sweep import SEED, describe, plan, swept_fields
-from orderlab.results.folder import staged_folder, versions, write_csv, write_manifest
+from orderlab.results.folder import staged_folder, write_csv, write_manifest
+from orderlab.results.versions import versions
 from orderlab.spec.schema import (
     CheckpointModelSpec,
     EncodingChoice,

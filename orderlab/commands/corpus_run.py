@@ -18,11 +18,11 @@ from orderlab.core.progress import Progress
 from orderlab.measure import corpus
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.models.hf.loader import import_transformers
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.plan.load import LoadedSpec
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
+from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import Spec
 
@@ -42,7 +42,7 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-        dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]),
+        dtype=spec.model.dtype, device=device, rows=len(tables["metrics"]), libraries=versions(spec),
     )  # fmt: skip
     describe_model(spec, manifest, adapters[0].model_files)
     corpus_file = loaded.path.parent / inputs.file
@@ -58,7 +58,7 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
 
 def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
     """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
-    folder) and transformers' version, added to a run's manifest."""
+    folder), added to a run's manifest."""
     manifest["model"] = spec.model.model_dump()
     if isinstance(spec.model, HFModelSpec) and spec.model.given is not None:
         manifest["model"]["given"] = spec.model.given.model_dump()  # class, config, weights hash: the object run
@@ -66,7 +66,6 @@ def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[s
         manifest["model"]["user_hooks"] = spec.model.user_hooks  # point -> the user's function: no built-in ablation
     if model_files is not None:
         manifest["model_files"] = model_files
-    manifest["versions"]["transformers"] = import_transformers().__version__
 
 
 def run_corpus(

@@ -29,6 +29,8 @@ from orderlab.results.manifest import file_hashes
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
+from orderlab.results.spec_source import refuse_other_spec_file
+from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
@@ -39,8 +41,10 @@ def write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions = DEF
     (memory stays flat however many permutations), then summary.csv, attention.csv, manifest.json.
 
     The folder is claimed before anything is computed, so a folder that is not this spec's (without
-    `force`: another spec's or command's) or that another run is writing is refused at once."""
+    `force`: another spec's or command's, or results written from another spec file of the same name) or that
+    another run is writing is refused at once."""
     with claim(folder, Writer("run", loaded.spec.name), options.force):
+        refuse_other_spec_file(folder, loaded.path, options.force)
         return _write_experiment(loaded, folder, options)
 
 
@@ -81,7 +85,7 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
     spec = loaded.spec
     manifest = build_manifest(
         spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
-        dtype=spec.model.dtype, device=device, rows=rows,
+        dtype=spec.model.dtype, device=device, rows=rows, libraries=versions(spec),
     )  # fmt: skip
     manifest["sweep"] = swept_fields(spec)  # model fields and seed, each with its values
     if spec.train:  # the `weights` column: plot and compare tell trained from untrained rows by it

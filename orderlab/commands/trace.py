@@ -13,7 +13,7 @@ from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
 from orderlab.plan.load import load_spec
-from orderlab.plan.sweep import plan
+from orderlab.plan.sweep import Configuration, plan
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
 from orderlab.spec.schema import uses_backend
@@ -27,15 +27,15 @@ class TraceOutcome:
 
 
 def trace_and_write(
-    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False
+    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool = False, family: str = ""
 ) -> TraceOutcome:
-    """Check the choices, trace the layer of the spec's first combination, write the CSV (atomically) into
-    OUT/<spec name>_trace/, keeping the earlier traces there."""
+    """Check the choices, trace the layer of the spec's first combination (of `family`'s, when given), write the CSV
+    (atomically) into OUT/<spec name>_trace/, keeping the earlier traces there."""
     spec = load_spec(spec_path).spec
-    configurations = plan(spec)
-    concrete, note = configurations[0].spec, ""
-    if configurations[0].columns:
-        note = f"the spec sweeps {', '.join(configurations[0].columns)}; tracing {configurations[0].label}"
+    configuration = chosen_configuration(plan(spec), family)
+    concrete, note = configuration.spec, ""
+    if configuration.columns:
+        note = f"the spec sweeps {', '.join(configuration.columns)}; tracing {configuration.label}"
     if not 0 <= input_index < len(spec.sentences):
         raise OrderlabError(
             f"--input {input_index}: the spec has {len(spec.sentences)} input(s); expected 0..{len(spec.sentences) - 1}"
@@ -49,12 +49,26 @@ def trace_and_write(
         raise OrderlabError(
             f"--layer {layer}: the {model} has {adapter.n_layers} layer(s); expected 1..{adapter.n_layers}"
         )
-    file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}-{label}") + ".csv"
+    swept = f"-{configuration.label}" if configuration.columns else ""  # each combination's trace a file of its own
+    file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}{swept}-{label}") + ".csv"
     with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
         words = tokenize(spec.sentences[input_index].sentence, concrete.embeddings.lowercase)
         traced = trace_pass(adapter, words, layer)
         write_trace(held, file_name, trace_frame(traced))
     return TraceOutcome(traced, held.folder / file_name, note)
+
+
+def chosen_configuration(configurations: list[Configuration], family: str) -> Configuration:
+    """The first combination, or the first of the model family `family` (--family), refused in one line naming the
+    families the spec has when it has no such one."""
+    if not family:
+        return configurations[0]
+    families = [getattr(c.spec.model, "family", None) for c in configurations]
+    if family not in families:
+        named = ", ".join(dict.fromkeys(str(f) for f in families if f is not None))
+        expected = f"one of {named}" if named else "no --family: the spec's model is not of the zoo (model.kind hf)"
+        raise OrderlabError(f"--family {family!r} is not a family of the spec; expected {expected}")
+    return configurations[families.index(family)]
 
 
 def write_trace(held: Claim, file_name: str, frame: pd.DataFrame) -> None:

@@ -191,7 +191,7 @@ def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
     if uses_backend(spec):
         for configuration in plan(spec):
             _refuse_long_sentences(configuration.spec, doc, configuration.columns)
-    estimates = estimate(spec, doc.file)
+    estimates = estimate(spec, doc.origin)
     room = memory_room()
     for item in estimates:
         if item.peak_bytes > MEMORY_SHARE * room.amount:
@@ -237,7 +237,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
     seeded model's word-level tokenizer, the least a checkpoint's sub-word tokenizer makes (the run checks the rest)."""
     if isinstance(spec.inputs, CorpusInputs):
         return
-    shape = _backend_shape(spec, Path(doc.file))
+    shape = _backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2
     model = spec.pretrained
     seeded = isinstance(model, HFModelSpec) and model.path is None and model.given is None  # one token a word

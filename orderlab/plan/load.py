@@ -1,51 +1,85 @@
 """`load_spec`, the one loader: YAML file -> validated, size-checked Spec. Torch-free, so `validate` is fast.
 
-Every problem surfaces as one SpecError `file:line: field.path: what, expected what`: structure from
-pydantic (messages.py), relations between fields (relations.py) for every sweep combination
-(sweep.py), and what the run would cost on this machine (estimate.py).
+Every problem surfaces as a SpecError `file:line: field.path: what, expected what`, all of a stage's in one
+listing (SpecErrors): structure from pydantic (messages.py), then relations between fields (relations.py) for
+every sweep combination (sweep.py), then what the run would cost on this machine (estimate.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orderlab.core.registry import did_you_mean
 from orderlab.core.userfiles import FileProblem, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
-from orderlab.errors import OrderlabError
+from orderlab.errors import OrderlabError, SpecError, as_one
 from orderlab.plan.estimate import validate_limits
 from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
 from orderlab.spec.families import HFModelSpec, ModelObject, family_of
-from orderlab.spec.messages import first_error
+from orderlab.spec.messages import all_errors
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
-from orderlab.spec.yamlsource import LocatedDocument, read_yaml
+from orderlab.spec.yamlsource import LocatedDocument, parse_yaml, read_yaml
 
 
 def load_spec(
     path: str | Path, given: ModelObject | None = None, user_hooks: Mapping[str, str] | None = None
 ) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line) on any problem. From Python only
+    """Read, parse and validate a spec file; raise SpecError (one line a problem) on any problem. From Python only
     (orderlab.api.run): given, a model object the spec's model block then describes; user_hooks, the names of the
     user's functions at hook points (point -> name), recorded in the model block."""
     path = Path(path)
-    document = read_yaml(path)
+    return validated(read_yaml(path), path.stem, given, user_hooks)
+
+
+# What errors about a spec given as a dict name instead of a file (`spec dict: model.n_heads: ...`), and the name
+# of a dict spec without name: (its results folder).
+DICT_SPEC, DICT_DEFAULT_NAME = "spec dict", "spec"
+
+
+def load_spec_data(
+    data: Mapping[str, Any], base: Path, given: ModelObject | None = None, user_hooks: Mapping[str, str] | None = None
+) -> LoadedSpec:
+    """A spec given as a dict (the Python API), validated as a file would be: relative paths in it resolve against
+    `base`, errors name its field path (no file, no line), and its sha256 is that of its YAML."""
+    try:
+        text = yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError as error:
+        message = f"{str(error)[:200]}; expected plain values (str, numbers, lists, dicts)"
+        raise SpecError(message, file=DICT_SPEC) from None
+    document = parse_yaml(text, DICT_SPEC)
+    document.lines.clear()  # lines of our own YAML text would point nowhere the user wrote
+    document.origin = base / DICT_SPEC
+    document.sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return validated(document, DICT_DEFAULT_NAME, given, user_hooks)
+
+
+def validated(
+    document: LocatedDocument,
+    default_name: str,
+    given: ModelObject | None = None,
+    user_hooks: Mapping[str, str] | None = None,
+) -> LoadedSpec:
+    """The spec a parsed document holds, checked whole; without name: it is named `default_name` (the file's stem)."""
     if not isinstance(document.data, dict):
         raise document.error((), "expected a YAML mapping with keys like name, model, inputs")
     try:
         spec = Spec.model_validate(document.data)
     except ValidationError as error:
-        raise first_error(error, document) from None
+        raise as_one(all_errors(error, document)) from None
     if not spec.name:
-        problem = folder_name_problem(path.stem)
+        problem = folder_name_problem(default_name)
         if problem:
-            message = f"file name {path.stem!r} cannot name the results folder: {problem}; set name: in the spec"
+            message = f"file name {default_name!r} cannot name the results folder: {problem}; set name: in the spec"
             raise document.error((), message)
-        spec = spec.model_copy(update={"name": path.stem})
+        spec = spec.model_copy(update={"name": default_name})
     if isinstance(spec.model, CheckpointModelSpec):
         spec = from_checkpoint(spec, spec.model, document)
     if given is not None:
@@ -54,7 +88,7 @@ def load_spec(
         spec = with_user_hooks(spec, dict(user_hooks), document)
     validate_sweep(spec, document, validate_relations)
     validate_limits(spec, document)
-    return LoadedSpec(spec=spec, path=path, sha256=document.sha256)
+    return LoadedSpec(spec=spec, path=document.origin, sha256=document.sha256)
 
 
 def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument) -> Spec:
@@ -64,7 +98,7 @@ def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument
         raise doc.error(("model", name), "a checkpoint sets the stack's fields; expected only kind and path")
     if "train" in spec.model_fields_set:
         raise doc.error(("train",), "a checkpoint is measured as it was trained; expected no train: with it")
-    file = relative_to_spec(doc.file, model.path)
+    file = relative_to_spec(doc.origin, model.path)
     try:
         meta = read_checkpoint(file).meta
         encoding = trained_encoding(file, meta, spec)

@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from orderlab.errors import SpecError
+from orderlab.errors import SpecError, SpecErrors, raise_all
 from orderlab.spec.families import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import ModelSpec, Spec
 from orderlab.spec.yamlsource import LocatedDocument
@@ -101,11 +101,20 @@ def validate_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, Loca
         sizes = " x ".join(f"{len(v)} {k}" for k, v in axes.items())
         message = f"the sweep has {sizes} = {count} combinations; expected at most {MAX_CONFIGURATIONS}"
         raise doc.error(("model",) if SEED not in axes else (), message)
+    problems: list[SpecError] = []
     for configuration in plan(spec):
         try:
             check(configuration.spec, doc)
+        except SpecErrors as errors:
+            problems += [in_combination(one, configuration) for one in errors.problems]
         except SpecError as error:
-            if not configuration.columns:
-                raise
-            detail = f"{error.detail} (in the sweep combination {configuration.label})"
-            raise SpecError(detail, file=error.file, line=error.line, field=error.field) from None
+            problems.append(in_combination(error, configuration))
+    raise_all(problems)
+
+
+def in_combination(error: SpecError, configuration: Configuration) -> SpecError:
+    """The error naming the sweep combination it was found in (as it is, for a spec without a sweep)."""
+    if not configuration.columns:
+        return error
+    detail = f"{error.detail} (in the sweep combination {configuration.label})"
+    return SpecError(detail, file=error.file, line=error.line, field=error.field)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.typing import ColorType
 
 from orderlab.core.userfiles import FileProblem
@@ -296,12 +296,18 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
         lines = _lines(frame[frame["metric"] == metric], swept)
         styles = [(e, c) for _, e, c, _ in lines]
         if per_permutation_mean(metric):
-            _draw_lines(ax, [(label, _mean_by_layer(group)) for label, _, _, group in lines], styles, dodge=0)
-            _mean_axes(ax, metric, sorted(frame.loc[frame["metric"] == metric, "layer"].unique()))
+            means = [(label, _mean_by_layer(group)) for label, _, _, group in lines]
+            layers = sorted(frame.loc[frame["metric"] == metric, "layer"].unique())
+            if len(layers) == 1:  # measured at one layer (an LM's scores of its output): bars, not a dot a line
+                _mean_bars(ax, metric, means, [e for _, e, _, _ in lines], int(layers[0]))
+                continue
+            _draw_lines(ax, means, styles, dodge=DODGE)
+            _mean_axes(ax, metric, layers)
             continue
         worst = [(label, group.groupby("layer")["value"].max().clip(lower=FLOOR)) for label, _, _, group in lines]
         _draw_lines(ax, worst, styles)
         ax.set_yscale("log")
+        _readable_log_ticks(ax, [float(v) for _, series in worst for v in series])
         probe = " (probe pair)" if (frame.loc[frame["metric"] == metric, "case"] == "probe").all() else ""
         ax.set_title(metric + probe)
         ax.set_xlabel("layer (0 = input)")
@@ -309,7 +315,9 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
         _integer_ticks(ax)
     for ax in axes[len(names) :]:
         ax.set_visible(False)
-    handles, labels = axes[0].get_legend_handles_labels()
+    handles, labels = next(
+        (found for ax in axes if (found := ax.get_legend_handles_labels())[0]), axes[0].get_legend_handles_labels()
+    )  # a panel of lines (a bar panel has no legend entries)
     legend = {"ncols": _legend_columns(figure, labels), "fontsize": LEGEND_SIZE}
     legend_rows = -(-len(labels) // legend["ncols"])
     figure.set_figheight(figure.get_figheight() + 2 * legend_rows * LEGEND_SIZE * 1.5 / 72)  # room for both legends
@@ -345,6 +353,32 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
 
 
+def _mean_bars(ax: Axes, metric: str, means: list[tuple[str, pd.Series]], colours: list[int], layer: int) -> None:
+    """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1)."""
+    palette, rate = _colours(), reduction_of(metric) == "rate"
+    values = [float(series.iloc[0]) for _, series in means]
+    bars = ax.bar(range(len(means)), values, color=[palette[c % len(palette)] for c in colours])
+    ax.bar_label(bars, [f"{value:.2f}" if rate else f"{value:.2e}" for value in values], fontsize="small")
+    ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
+    ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)
+    ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations, layer {layer})")
+    ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
+
+
+def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
+    """A log axis that spans too little for its powers of ten to show more than one: ticks at 1, 2 and 5 of each
+    decade over one to two decades, evenly spaced values under one decade, each labelled."""
+    low, high = max(min(values, default=1.0), FLOOR), max(values, default=1.0)
+    if high <= 0 or high / low >= 100:
+        return
+    if high / low >= 10:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _legend_columns(figure: Figure, labels: list[str]) -> int:
     """As many legend columns as entries of the longest label fit across the figure."""
     entry = (max(map(len, labels), default=1) * 0.6 + 4) * LEGEND_SIZE  # points: text, line sample and gap
@@ -376,14 +410,15 @@ def decodability(frame: pd.DataFrame, swept: list[str], name: str, chance: float
 
 
 def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
-    """A trained stack's task accuracy vs sentence length, per encoding and configuration; trained lengths shaded."""
-    figure = Figure(figsize=(7.5, 5), layout="constrained")
+    """A trained stack's task accuracy vs sentence length, per encoding and configuration; trained lengths shaded.
+
+    Lines sit a little apart sideways with a marker each (dodged), and lines that coincide are named in the
+    legend's title, so three encodings at 1.0 never read as one; the title says which lengths were tested."""
+    figure = Figure(figsize=(7.5, 5.5), layout="constrained")
     ax = figure.subplots()
-    colours = _colours()
-    for label, e, c, group in _lines(frame, swept):
-        series = group.sort_values("length")
-        ax.plot(series["length"], series["value"], label=label, color=colours[e % len(colours)],
-                linestyle=STYLES[c % len(STYLES)], marker=MARKERS[c % len(MARKERS)])  # fmt: skip
+    lines = _lines(frame, swept)
+    series = [(label, group.set_index("length")["value"].sort_index()) for label, _, _, group in lines]
+    _draw_lines(ax, series, [(e, c) for _, e, c, _ in lines], dodge=TASK_DODGE)
     chance = frame.groupby("length")["chance"] if "chance" in frame.columns else None
     if chance is not None and frame["chance"].notna().all() and (chance.nunique() == 1).all():  # one per length
         levels = chance.first().sort_index()
@@ -391,14 +426,46 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
                 label="chance (best order-blind guess)")  # fmt: skip
     trained = frame.loc[frame["verdict"] == TRAINED_LENGTH, "length"]
     ax.axvspan(trained.min() - 0.5, trained.max() + 0.5, color="grey", alpha=0.15, label="trained lengths")
-    ax.set_ylim(0, 1.02)
+    ax.set_ylim(0, 1.05)
     ax.set_xlabel("sentence length (words)")
     ax.set_ylabel("task accuracy, held-out sentences")
-    _integer_ticks(ax)
-    ax.set_title(f"{name}: does what was learned carry to other lengths?\n{frame['input'].iloc[0].split(':')[0]}")
-    ax.legend(fontsize="small")
+    ax.set_xticks(sorted(frame["length"].unique()))  # the lengths tested, each a whole number of words
+    task = frame["input"].iloc[0].split(":")[0]
+    ax.set_title(_wrapped(figure, f"{name}: {tested_lengths(frame['length'], trained)}\n{task}"))
+    ax.legend(fontsize="small", title=coinciding_note(series), title_fontsize="small")
     ax.grid(alpha=0.3)
     return figure
+
+
+TASK_DODGE = 0.08  # words between neighbouring lines' markers on the length axis
+
+
+def tested_lengths(lengths: pd.Series, trained: pd.Series) -> str:
+    """What a task-accuracy figure shows: accuracy at the trained lengths only, or also at lengths not trained on."""
+    seen = sorted(set(trained.astype(int)))
+    others = sorted(set(lengths.astype(int)) - set(seen))
+    span = _lengths_text(seen)
+    if not others:
+        return f"task accuracy at the trained lengths ({span} words; no other length tested)"
+    return f"does what was learned at {span} words carry to {_lengths_text(others)} words?"
+
+
+def _lengths_text(lengths: list[int]) -> str:
+    whole_run = lengths == list(range(lengths[0], lengths[-1] + 1))
+    return f"{lengths[0]}-{lengths[-1]}" if whole_run and len(lengths) > 2 else ", ".join(map(str, lengths))
+
+
+def coinciding_note(series: list[tuple[str, pd.Series]], places: int = 3) -> str | None:
+    """'learned, rope, sinusoidal coincide (drawn side by side)' for lines whose values agree to `places` decimals
+    everywhere; None when every line has its own."""
+    groups: dict[tuple[tuple[object, float], ...], list[str]] = {}
+    for label, values in series:
+        groups.setdefault(tuple((index, round(float(v), places)) for index, v in values.items()), []).append(label)
+    same = [labels for labels in groups.values() if len(labels) > 1]
+    if not same:
+        return None
+    note = "; ".join(f"{', '.join(labels)} coincide" for labels in same) + " (drawn side by side)"
+    return textwrap.fill(note, 60)
 
 
 def attention_heads(frame: pd.DataFrame, words: str, reordering: dict[str, str], number: int, title: str) -> Figure:

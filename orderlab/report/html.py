@@ -34,7 +34,7 @@ from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine
 from orderlab.results import artifact
 from orderlab.results.cells import restore_cell
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
-from orderlab.results.ownership import NESTED_FILES, REPORT_MARK
+from orderlab.results.ownership import NESTED_FILES, REPORT_MARK, recorded
 from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
@@ -267,6 +267,18 @@ def render_report(views: list[FolderView], title: str = "") -> str:
 def check_destination(out: Path, option: str = "--html", inputs: Sequence[Path] = ()) -> None:
     """Refuse a path that cannot take a report, or is one of `inputs`, before the work that feeds it starts."""
     artifact.check_destination(out, option, REPORT_FILE, inputs)
+
+
+def default_report_path(folders: list[Path]) -> Path:
+    """Where `orderlab report` writes without --out: one run's folder/report.html (as `run --html` does, git-ignored
+    under results/); never the current folder. Over several folders, or another command's, --out is required."""
+    found = recorded(folders[0]) if len(folders) == 1 and folders[0].is_dir() else None
+    if found is None or found.writer.command != "run":
+        raise OrderlabError(
+            "--out: a report over several folders, or over one that `orderlab run` did not write, has no folder of "
+            "its own; expected --out FILE.html"
+        )
+    return folders[0] / REPORT_FILE
 
 
 def write_report(folders: list[Path], out: Path, option: str = "--out", title: str = "") -> Path:

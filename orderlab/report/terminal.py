@@ -7,7 +7,7 @@ import io
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -154,9 +154,40 @@ def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
     return "; mean over seeds [95% t interval]" if table[bounds].notna().any().any() else "; one seed: no interval"
 
 
-# Console columns taken by the metric column and by one encoding column ("4.7e-16 ✓" plus padding; a mean over
-# seeds with its interval "2.5e-01 [2.1e-01, 2.9e-01] ✗").
-METRIC_COLUMN_WIDTH, ENCODING_COLUMN_WIDTH, INTERVAL_COLUMN_WIDTH = 26, 12, 30
+# What a table's column takes beyond its widest cell: a space of padding either side and one border line.
+COLUMN_CHROME = 3
+
+
+def column_width(header: str, cells: Sequence[Text | str]) -> int:
+    """The console columns a no-wrap column needs: its widest cell or header, padding and border."""
+    texts = [cell if isinstance(cell, Text) else Text(cell) for cell in cells]
+    return max([Text(header).cell_len, *(text.cell_len for text in texts)]) + COLUMN_CHROME
+
+
+def fitting_groups(widths: dict[str, int], room: int) -> list[list[str]]:
+    """The columns in order, cut into consecutive groups whose widths add up to at most `room` (one column a group
+    at least): each group is one table of a width that fits, so no column is cropped. As few groups as fit, as
+    even as they go (two tables of two columns rather than three and one)."""
+    fewest = len(_groups_within(widths, room))
+    even = -(-sum(widths.values()) // fewest)  # the total split evenly, rounded up
+    for target in range(min(even, room), room + 1):
+        groups = _groups_within(widths, target)
+        if len(groups) == fewest:
+            return groups
+    return _groups_within(widths, room)
+
+
+def _groups_within(widths: dict[str, int], room: int) -> list[list[str]]:
+    groups: list[list[str]] = []
+    used = room + 1
+    for name, needed in widths.items():
+        if groups and used + needed <= room:
+            groups[-1].append(name)
+            used += needed
+        else:
+            groups.append([name])
+            used = needed
+    return groups
 
 
 def run_tables(view: RunView, width: int) -> list[Table]:
@@ -171,14 +202,25 @@ def run_tables(view: RunView, width: int) -> list[Table]:
 
 
 def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
-    """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width`."""
-    column = INTERVAL_COLUMN_WIDTH if over_seeds_note(summary, encodings) else ENCODING_COLUMN_WIDTH
-    per_table = max(1, (width - METRIC_COLUMN_WIDTH) // column)
-    groups = [encodings[i : i + per_table] for i in range(0, len(encodings), per_table)]
+    """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width` (each measured
+    by its widest cell), so that no cell, metric name or caption is cropped."""
+    label = metric_column_width(summary)
+    groups = fitting_groups(encoding_widths(summary, encodings), width - label - 1)  # the table's left border
     return [
         summary_table(summary, group, title if index == 0 else "", dtype, caption=index == len(groups) - 1)
         for index, group in enumerate(groups)
     ]
+
+
+def encoding_widths(frame: pd.DataFrame, encodings: list[str]) -> dict[str, int]:
+    """Each encoding column's width: its widest cell as encoding_cell draws it."""
+    return {name: column_width(name, [encoding_cell(row, name) for _, row in frame.iterrows()]) for name in encodings}
+
+
+def metric_column_width(summary: pd.DataFrame) -> int:
+    """The metric column: its longest metric name, indented under its input, never broken."""
+    names = [f"  {metric}" for metric in summary["metric"].unique()] if "metric" in summary.columns else []
+    return column_width("metric", names)
 
 
 def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True) -> Table:
@@ -187,7 +229,7 @@ def summary_table(summary: pd.DataFrame, encodings: list[str], title: str, dtype
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
-    table.add_column("metric", overflow="fold", min_width=22)
+    table.add_column("metric", min_width=metric_column_width(summary) - COLUMN_CHROME)  # an input's heading wraps
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)
     rank = {m: i for i, m in enumerate(metric_names())}  # rows in the registry's order
@@ -348,15 +390,32 @@ class Phases:
 # --- orderlab compare, properties, encodings -------------------------------------------------------
 
 
-def comparison_table(table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str]) -> Table:
+def comparison_tables(
+    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], width: int
+) -> list[Table]:
+    """comparison_table with as many encodings per table as fit `width` (each measured by its widest cell)."""
+    widths = encoding_widths(table, encodings)
+    fixed = COMPARE_INPUT_WIDTH + column_width("metric", list(table["metric"])) + column_width("layer", ["999"]) + 1
+    groups = fitting_groups(widths, width - fixed)
+    return [
+        comparison_table(table, group, title if index == 0 else "", dtypes, caption=index == len(groups) - 1)
+        for index, group in enumerate(groups)
+    ]
+
+
+COMPARE_INPUT_WIDTH = 30 + COLUMN_CHROME  # the input column wraps past 30 characters
+
+
+def comparison_table(
+    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], caption: bool = True
+) -> Table:
     """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
-    out = Table(
-        title=title,
-        caption=f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
-        f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}",
-        title_justify="left",
+    notes = (
+        f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
+        f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}"
     )
-    out.add_column("input", overflow="fold", max_width=30)
+    out = Table(title=title or None, caption=notes if caption else None, title_justify="left")
+    out.add_column("input", max_width=COMPARE_INPUT_WIDTH - COLUMN_CHROME)
     out.add_column("metric", no_wrap=True)
     out.add_column("layer", justify="right")
     for name in encodings:
@@ -418,18 +477,32 @@ def properties_table(frame: pd.DataFrame, properties: tuple[str, ...], title: st
     return out
 
 
-def encodings_table(entries: list[EncodingEntry]) -> Table:
-    """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference."""
+# Below this console width a listing's rows stack (one cell a row for the short fields, one for the prose): its
+# five columns side by side would leave each too narrow for a reference such as arXiv:2104.09864.
+WIDE_LISTING_COLUMNS = 120
+
+
+def encodings_table(entries: list[EncodingEntry], width: int = WIDE_LISTING_COLUMNS) -> Table:
+    """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference; narrower than
+    WIDE_LISTING_COLUMNS, name, kind and position stack in one column and parameters over reference in the other."""
+    wide = width >= WIDE_LISTING_COLUMNS
     out = Table(title="positional encodings", title_justify="left", show_lines=True)
-    out.add_column("name", no_wrap=True, style="bold")
-    out.add_column("kind", no_wrap=True)
-    out.add_column("position", no_wrap=True)
-    out.add_column("parameters (default)", overflow="fold")
-    out.add_column("reference", overflow="fold")
+    if wide:
+        out.add_column("name", no_wrap=True, style="bold")
+        out.add_column("kind", no_wrap=True)
+        out.add_column("position", no_wrap=True)
+        out.add_column("parameters (default)")
+        out.add_column("reference")
+    else:
+        out.add_column("encoding", no_wrap=True)
+        out.add_column("parameters (default); reference")
     for entry in entries:
         params = "\n".join(f"{name}={default}: {description}" for name, default, description in entry.params) or "-"
-        about = Text(entry.reference)
-        out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), about)  # Text: no markup in docs
+        if wide:  # Text: no markup in docs
+            out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), Text(entry.reference))
+        else:
+            named = Text.assemble((entry.name, "bold"), f"\n{entry.kind}\n{entry.position}")
+            out.add_row(named, Text(f"{params}\n\n{entry.reference}"))
     return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -21,7 +20,6 @@ from typing import Any, TextIO, TypeVar
 import numpy
 import pandas as pd
 
-from orderlab import __version__
 from orderlab.results.cells import csv_target, text_cells
 from orderlab.results.manifest import MANIFEST, read_manifest
 from orderlab.results.ownership import Writer, held, path_error
@@ -112,23 +110,11 @@ def record_ownership(folder: Path, writer: Writer) -> None:
     write_manifest(folder, {**manifest, "written_by": writer.record(), "files": files})
 
 
-def versions() -> dict[str, str]:
-    import torch  # lazy: `orderlab plot` writes through this module and needs no torch
-
-    return {
-        "orderlab": __version__,
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "pandas": pd.__version__,
-        "python": platform.python_version(),
-    }
-
-
 def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: int, dtype: str, device: object,
-                   rows: int) -> Manifest:  # fmt: skip
+                   rows: int, libraries: dict[str, str]) -> Manifest:  # fmt: skip
     """What produced a results folder. The same for every re-run on one set-up, so re-running a committed
-    experiment leaves git clean: the wall time is printed by `orderlab run`, not stored."""
-    import torch  # lazy, as in `versions`
+    experiment leaves git clean: the wall time is printed by `orderlab run`, not stored. libraries: versions(spec)."""
+    import torch  # lazy: `orderlab plot` writes through this module and needs no torch
 
     return {
         "spec": {"name": spec_name, "path": str(spec_path), "sha256": spec_sha256},
@@ -136,7 +122,7 @@ def build_manifest(*, spec_name: str, spec_path: Path, spec_sha256: str, seed: i
         "dtype": dtype,
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
-        "versions": versions(),
+        "versions": libraries,
         "rows": rows,
     }
 

@@ -1,7 +1,8 @@
 """pydantic's validation errors as one line a user can act on: `file:line: field.path: what, expected what`.
 
-Picks the most useful of pydantic's errors (an unknown key, with did-you-mean, else the one deepest
-in the user's data) and names the field by the keys the user wrote. Pure and torch-free.
+One line per field the user got wrong (of a field's several errors the most useful: an unknown key, with
+did-you-mean, else the one deepest in the user's data), naming the field by the keys the user
+wrote. Pure and torch-free.
 """
 
 from __future__ import annotations
@@ -11,18 +12,43 @@ import typing
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from orderlab.core.registry import did_you_mean
-from orderlab.errors import OrderlabError
+from orderlab.errors import SpecError
 from orderlab.metrics import METRICS, family_names
-from orderlab.spec.schema import Spec
+from orderlab.spec.schema import UNKNOWN_NAME, Spec
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 
-def first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
-    """The most useful of pydantic's errors: an unknown key first, else the one deepest in the user's data."""
+def all_errors(error: ValidationError, doc: LocatedDocument) -> list[SpecError]:
+    """One line per problem: pydantic's errors grouped by the field the user wrote (a union's members report one
+    problem several times, at paths that extend one another), the most useful of each group, in the file's order."""
     located = [(_data_path(e["loc"], doc.data, e["type"]), e) for e in error.errors()]
-    path, first = max(located, key=lambda pair: (pair[1]["type"] == "extra_forbidden", len(pair[0])))
+    misspelt = {path[:-1] for path, e in located if e["type"] == "extra_forbidden"}
+    located = [
+        (p, e) for p, e in located if not (e["type"] == "missing" and p[:-1] in misspelt)
+    ]  # did-you-mean says it
+    groups: list[list[tuple[FieldPath, ErrorDetails]]] = []
+    for path, detail in located:
+        group = next((g for g in groups if any(_nested(path, other) for other, _ in g)), None)
+        if group is None:
+            groups.append([(path, detail)])
+        else:
+            group.append((path, detail))
+    best = [max(group, key=lambda pair: (pair[1]["type"] == "extra_forbidden", len(pair[0]))) for group in groups]
+    best.sort(key=lambda pair: doc.line_of(pair[0]) or 0)
+    return [_one_line(path, detail, doc) for path, detail in best]
+
+
+def _nested(a: FieldPath, b: FieldPath) -> bool:
+    """One path is the other or lies inside it (the spec's root holds everything, so it groups only with itself)."""
+    if not a or not b:
+        return a == b
+    return a[: len(b)] == b or b[: len(a)] == a
+
+
+def _one_line(path: FieldPath, first: ErrorDetails, doc: LocatedDocument) -> SpecError:
     kind, message = first["type"], first["msg"].removeprefix("Value error, ")
     if kind == "extra_forbidden":
         known = sorted(_known_fields(path[:-1], doc.data))
@@ -34,7 +60,7 @@ def first_error(error: ValidationError, doc: LocatedDocument) -> OrderlabError:
     hint = metric_entry_hint(given) if kind == "literal_error" and path[:1] == ("metrics",) else None
     if hint:
         return doc.error(path, hint)
-    if isinstance(given, str | int | float | bool):
+    if isinstance(given, str | int | float | bool) and kind != UNKNOWN_NAME:  # that message names what it got
         message = f"got {given!r}; {message}"
     return doc.error(path, message)
 

@@ -7,11 +7,13 @@ extra installed, its model folder, its corpus file). Each problem is one SpecErr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
-from orderlab.errors import OrderlabError
+from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
@@ -73,11 +75,37 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
 
 
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
-    """Raise SpecError (one line) when fields of a concrete spec (one sweep combination) contradict each other."""
+    """Raise SpecError (one line each) when fields of a concrete spec (one sweep combination) contradict each other:
+    every independent check runs, so a spec's problems come in one listing (SpecErrors when several)."""
     if uses_backend(spec):
         refuse_training_backend(spec, doc)
         validate_backend(spec, doc)
         return
+    problems: list[SpecError] = []
+
+    def attempt(check: Callable[[Spec, LocatedDocument], None]) -> bool:
+        try:
+            check(spec, doc)
+        except SpecError as error:
+            problems.append(error)
+            return False
+        return True
+
+    shape_fits = attempt(_check_stack_shape)
+    attempt(lambda s, d: validate_sentences(s, d, s.embeddings.lowercase))
+    if isinstance(spec.embeddings, ExplicitEmbeddings) and shape_fits:
+        attempt(_check_vectors)
+    attempt(_check_explicit_numbers_fit)
+    if spec.train is not None and shape_fits:  # first: its lengths, not the inputs', may be what no encoding covers
+        attempt(validate_training)
+    attempt(validate_probe_sentences)
+    if shape_fits and not problems:  # an encoding's range is judged on sentences and lengths that are right
+        attempt(_check_encodings)
+    raise_all(problems)
+
+
+def _check_stack_shape(spec: Spec, doc: LocatedDocument) -> None:
+    """The stack can measure what the spec asks: heads divide the width, explicit matrices are d_model square."""
     m = spec.stack
     for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
         if scored in spec.metrics or spec.token_logprobs:
@@ -92,19 +120,18 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
             matrix = getattr(m.weights, key)
             if matrix is not None and (len(matrix) != m.d_model or any(len(row) != m.d_model for row in matrix)):
                 raise doc.error(("model", "weights", key), f"expected a {m.d_model} x {m.d_model} matrix")
-    validate_sentences(spec, doc, spec.embeddings.lowercase)
-    if isinstance(spec.embeddings, ExplicitEmbeddings):
-        _check_vectors(spec, doc)
-    _check_explicit_numbers_fit(spec, doc)
-    if spec.train is not None:  # first: its lengths, not the inputs', may be what no encoding covers
-        validate_training(spec, doc)
-    validate_probe_sentences(spec, doc)
+
+
+def _check_encodings(spec: Spec, doc: LocatedDocument) -> None:
+    """Every encoding can run on this stack at the longest sentence, with its parameters."""
     context = encoding_context(spec, longest_sentence(spec))
+    problems = []
     for index, choice in enumerate(spec.encodings):
         try:
             ENCODINGS.validate(choice.name, context, choice.params)
         except (OrderlabError, ValueError) as error:
-            raise doc.error(("encodings", index), str(error)) from None
+            problems.append(doc.error(("encodings", index), str(error)))
+    raise_all(problems)
 
 
 def refuse_training_backend(spec: Spec, doc: LocatedDocument) -> None:
@@ -198,7 +225,7 @@ def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     if model.given is not None:
         pass
     elif model.path is not None:
-        folder = relative_to_spec(doc.file, model.path)
+        folder = relative_to_spec(doc.origin, model.path)
         if not (folder / "config.json").is_file():
             raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
         for field in SEEDED_FIELDS:
@@ -253,7 +280,7 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
                         "its minimal counterpart]")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
-            read_corpus(relative_to_spec(doc.file, spec.inputs.file))
+            read_corpus(relative_to_spec(doc.origin, spec.inputs.file))
         except OrderlabError as error:
             raise doc.error(("inputs", "file"), str(error)) from None
         return

@@ -19,7 +19,7 @@ from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
-from orderlab.encodings import EncodingContext
+from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import FAMILIES, default_families, family_names
 from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
@@ -155,11 +155,24 @@ class InputSpec(StrictModel):
         return value
 
 
+# The error type of a name no registry knows: its message names the name given (messages.py adds no "got").
+UNKNOWN_NAME = "unknown_name"
+
+
 class EncodingChoice(StrictModel):
     """A positional encoding by registry name (or `package.module:Class`) and its parameters."""
 
     name: str = Field(description="Registry name (see `orderlab encodings`) or 'package.module:Class'.")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the encoding.")
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, name: str) -> str:
+        """A built-in's name is checked here, with the spec's other fields; a plug-in's class when the run loads it."""
+        if ":" not in name and name not in ENCODINGS:
+            message = f"Unknown encoding {name!r}. {did_you_mean(name, ENCODINGS.names())}"
+            raise PydanticCustomError(UNKNOWN_NAME, "{message}", {"message": message})
+        return name
 
     @field_validator("params")
     @classmethod

@@ -40,6 +40,9 @@ class LocatedDocument:
     def __init__(self, data: Any, lines: dict[FieldPath, int], file: str):
         self.data, self.lines, self.file = data, lines, file
         self.sha256 = ""  # of the file's bytes, set by read_yaml: the file is read once
+        # The spec file that relative paths in it (a model folder, a corpus file) hang from; a dict spec's sits in
+        # the folder its paths are relative to.
+        self.origin = Path(file)
 
     def line_of(self, path: FieldPath) -> int | None:
         """Line of the deepest prefix of `path` that the document has (the parent of a missing key)."""

@@ -44,7 +44,7 @@ def test_trace_runs_on_zoo_causal_and_holds_transformers_own_numbers(tmp_path):
     assert set(frame["quantity"]) == {"input", "weights", "layer_output"}  # what the family exposes
     assert set(frame["encoding"]) == {"seeded"} and set(frame["layer"]) == {2}
     slots = frame.drop_duplicates("slot").sort_values("slot")["word"].tolist()
-    assert slots == ["[CLS]", *WORDS]  # the seeded tokenizer's BOS, then one token per word
+    assert slots == ["<|endoftext|>", *WORDS]  # GPT-2's own BOS, then one token per word
     backend = PretrainedBackend(Seeded(64, 4, 4, tuple(sorted(set(WORDS))), 0), "float32", family="gpt2",
                                 attention=True)  # fmt: skip
     ids = torch.tensor([backend.word_tokens(WORDS).ids])
@@ -84,3 +84,19 @@ def test_models_names_each_family_s_hook_points():
     assert result.exit_code == 0, result.output
     assert "hook points per layer" in result.output
     assert result.output.count("input, pattern, output") == 6  # one row per family
+
+
+@pytest.mark.parametrize(("family", "start"), [("gpt2", "<|endoftext|>"), ("llama", "<s>"), ("bloom", "<s>")])
+def test_trace_family_picks_the_sweeps_family_and_names_its_own_start_token(tmp_path, family, start):
+    result = CliRunner().invoke(app, ["trace", str(ZOO_CAUSAL), "--out", str(tmp_path), "--family", family])
+    assert result.exit_code == 0, result.output
+    assert f"tracing family={family}" in result.output
+    (path,) = (tmp_path / "zoo_causal_trace").glob(f"*family_{family}*.csv")
+    slots = pd.read_csv(path).drop_duplicates("slot").sort_values("slot")["word"].tolist()
+    assert slots == [start, *WORDS]  # the family's own BOS, never BERT's [CLS]
+
+
+def test_trace_family_not_in_the_spec_is_one_line():
+    result = CliRunner().invoke(app, ["trace", str(ZOO_CAUSAL), "--family", "bert"])
+    assert result.exit_code == 2
+    assert result.output == "error: --family 'bert' is not a family of the spec; expected one of gpt2, llama, bloom\n"

@@ -40,7 +40,8 @@ from orderlab.models.hf.interventions import UserHook, user_hooks_applied
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 
-SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a seeded model's word-level tokenizer: ids 0..3
+# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (FamilyCode).
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
 def import_transformers() -> ModuleType:
@@ -81,20 +82,21 @@ class Forward:
     logits: torch.Tensor | None  # (B, T, V) next-token logits of a causal LM, else None
 
 
-def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool) -> Any:
-    """A fast tokenizer with one id per word (tokenizers library, offline): [CLS] w... [SEP], or [CLS] w... (causal)."""
+def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool, start: str = "[CLS]") -> Any:
+    """A fast tokenizer with one id per word (tokenizers library, offline): [CLS] w... [SEP], or START w... (causal),
+    the start token (id 2) named as the family names it (GPT-2's <|endoftext|>); the ids are the same whatever the
+    names."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors  # lazy: the hf extra
 
-    vocabulary = {token: index for index, token in enumerate((*SPECIALS, *sorted(set(words))))}
-    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token="[UNK]"))
+    pad, unknown, _, end = SPECIALS
+    vocabulary = {token: index for index, token in enumerate((pad, unknown, start, end, *sorted(set(words))))}
+    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token=unknown))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    template = "[CLS] $A" if causal else "[CLS] $A [SEP]"
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single=template, special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
+    template = f"{start} $A" if causal else f"{start} $A {end}"
+    tokenizer.post_processor = processors.TemplateProcessing(single=template, special_tokens=[(start, 2), (end, 3)])
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-        bos_token="[CLS]", eos_token="[SEP]",
+        tokenizer_object=tokenizer, pad_token=pad, unk_token=unknown, cls_token=start, sep_token=end,
+        bos_token=start, eos_token=end,
     )  # fmt: skip
 
 
@@ -181,7 +183,7 @@ class PretrainedBackend:
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
-            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal)
+            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
             shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
             config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone

@@ -44,6 +44,7 @@ BLOOM = FamilyCode(
     config,
     ablate,
     causal=True,
+    start_token="<s>",
     tokenizer_options=(("add_prefix_space", True),),
     needs_mask=True,
     cached_ablations=("trained", "zero"),  # the bias is built from the mask over the cache and the new token

@@ -56,6 +56,9 @@ class FamilyCode:
     config: Callable[[Shape], dict[str, Any]]  # config arguments of a seeded model of this shape
     ablate: Ablate
     causal: bool = False
+    # The family's own name for the token a sequence starts with ([CLS] of an encoder, GPT-2's <|endoftext|>): a
+    # seeded model's word-level tokenizer names its first special so, as trace shows it.
+    start_token: str = "[CLS]"
     tokenizer_options: tuple[tuple[str, Any], ...] = ()  # AutoTokenizer arguments for pre-split words
     needs_mask: bool = False  # give every pass an all-ones attention mask (the ablation reads it)
     # A causal family's ablations under which a pass fed one token at a time, after its prefix's KV cache, equals

@@ -33,6 +33,7 @@ GPT2 = FamilyCode(
     config,
     ablate,
     causal=True,
+    start_token="<|endoftext|>",
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
 )

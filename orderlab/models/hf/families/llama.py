@@ -50,6 +50,6 @@ def ablate(model: torch.nn.Module, ablation: str, seed: int) -> Iterator[None]:
 
 
 LLAMA = FamilyCode(
-    "llama", "LlamaConfig", "LlamaForCausalLM", config, ablate, causal=True,
+    "llama", "LlamaConfig", "LlamaForCausalLM", config, ablate, causal=True, start_token="<s>",
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
 )  # fmt: skip
