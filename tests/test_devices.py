@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from orderlab.cli import app
 from orderlab.commands import pricing
 from orderlab.errors import OrderlabError
+from orderlab.families.family import ModelShape
 from orderlab.measure.chunking import device_batching, free_memory
 from orderlab.models import devices
 from orderlab.models.devices import CPU
@@ -33,7 +34,6 @@ from orderlab.plan.device import (
     read_rates,
 )
 from orderlab.plan.load import load_spec
-from orderlab.spec.families import ModelShape
 from orderlab.spec.schema import Spec
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"

@@ -13,26 +13,25 @@ import torch
 
 from orderlab.cli import app
 from orderlab.core.hook_points import hook_name, pattern_points
+from orderlab.families import FAMILIES
 from orderlab.measure.adapters import build_adapters
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.devices import CPU
 from orderlab.models.hf import slot_cache
-from orderlab.models.hf.families import FAMILY_CODE
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.chunks import PRETRAINED_CHUNK, ROW_ALIGNMENT, SHARED_PREFIX_CHUNK
 from orderlab.spec.extras import installed
-from orderlab.spec.families import FAMILIES
 from orderlab.spec.schema import Spec
 
 pytestmark = [
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
     pytest.mark.usefixtures("one_thread"),  # the equalities hold at any thread count
 ]
-CAUSAL = [name for name, family in FAMILIES.items() if family.causal]
-CASES = [(family, ablation) for family in CAUSAL for ablation in FAMILY_CODE[family].cached_ablations]
+CAUSAL = [family.name for family in FAMILIES.values() if family.causal]
+CASES = [(family, ablation) for family in CAUSAL for ablation in FAMILIES.get(family).cached_ablations]
 WORDS = ["the", "dog", "bit", "a", "man"]
 ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5}  # relative to each tensor's largest magnitude
@@ -79,9 +78,9 @@ def test_shared_pass_equals_the_dense_pass_for_every_causal_family_and_ablation(
 
 
 def test_every_ablation_of_a_causal_family_shares_and_no_encoder_does():
-    for name, family in FAMILIES.items():
-        declared = set(FAMILY_CODE[name].cached_ablations)
-        assert declared == (set(family.ablations) if family.causal else set()), name
+    for family in FAMILIES.values():
+        declared = set(family.cached_ablations)
+        assert declared == (set(family.ablations) if family.causal else set()), family.name
 
 
 @pytest.mark.parametrize("family", CAUSAL)
@@ -106,7 +105,7 @@ def test_the_shared_pass_feeds_each_distinct_prefix_once(family):
 
 @pytest.mark.parametrize("family", CAUSAL)
 def test_shared_results_do_not_depend_on_the_chunk_size(family):
-    spec = zoo_spec(family, list(FAMILY_CODE[family].cached_ablations), words=WORDS[:4])
+    spec = zoo_spec(family, list(FAMILIES.get(family).cached_ablations), words=WORDS[:4])
     whole = run_sweep(spec, RunOptions(chunk_size=24)).metrics
     for chunk_size in (5, 11):
         pd.testing.assert_frame_equal(

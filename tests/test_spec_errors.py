@@ -73,7 +73,7 @@ BAD_SPECS = {
         "at most 5",
     ),
     "wrong dtype": (
-        GOOD.replace("n_layers: 1", "n_layers: 1\n  dtype: float16"),
+        GOOD.replace("n_layers: 1", "n_layers: 1\n  dtype: float8"),
         ":6: model.dtype:",
         "'float32' or 'float64'",
     ),

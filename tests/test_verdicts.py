@@ -6,12 +6,23 @@ import math
 
 import numpy as np
 import pandas as pd
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from precision import assert_precisions_agree, judged_run
 
 from orderlab.cli import app
-from orderlab.measure.verdicts import FLOOR, NON_FINITE, ORDER_SENSITIVE, canonical, eps, round_off_lines, verdicts
+from orderlab.measure.noise import NoiseCollector
+from orderlab.measure.verdicts import (
+    FLOOR,
+    NON_FINITE,
+    ORDER_SENSITIVE,
+    canonical,
+    eps,
+    noise_scale,
+    round_off_lines,
+    verdicts,
+)
 
 # Every stack feature that changes the round-off: depth, causal masks, repeated words, all encoding kinds.
 STACKS = """
@@ -57,8 +68,14 @@ def test_line_is_never_below_the_floor_and_nan_noise_is_no_line():
 
 
 def test_float64_line_is_the_float32_noise_scaled_by_the_epsilon_ratio():
-    noise = np.array([1e-4])
-    assert round_off_lines(noise, "float64")[0] == 16 * 1e-4 * eps("float64") / eps("float32")
+    """A float64 run's twin computes in float32: their difference, scaled by eps64 / eps32, is float64's round-off;
+    a float64 run whose model computes in float32 inside keeps it whole."""
+    collector = NoiseCollector(noise_scale("float64", "float32"))
+    collector.add("equivariance", 1, torch.tensor([1e-4], dtype=torch.float64))
+    assert round_off_lines(np.array([collector.figures[(1, None, "equivariance")]]), "float64")[0] == (
+        16 * 1e-4 * eps("float64") / eps("float32")
+    )
+    assert noise_scale("float32", "float32") == 1
 
 
 def test_stack_verdicts_agree_in_float32_and_float64(tmp_path, monkeypatch):

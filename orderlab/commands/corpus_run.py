@@ -18,6 +18,7 @@ from orderlab.core.progress import Progress
 from orderlab.measure import corpus
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.plan.load import LoadedSpec
 from orderlab.results.folder import Manifest, build_manifest, write_results
@@ -34,6 +35,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     assert isinstance(inputs, CorpusInputs)
     if notes:
         notes("loading the pretrained model")
+    require_dtype(spec.model.dtype, device)
+    use_matmul_precision(spec.model.matmul_precision, device)
     # corpus inputs need a pretrained model (relations.py)
     adapters = pretrained_adapters(spec, device, loaded.path, device_batching(device), given=options.model,
                                    user_hooks=options.hooks)  # fmt: skip

@@ -12,9 +12,7 @@ from __future__ import annotations
 HOOK_POINTS = ("input", "normed", "q", "k", "v", "raw_scores", "scores", "pattern", "heads", "attended", "output")
 PASS_POINTS = ("tokens", "position")  # the stack's token vectors (B, n, d); an additive encoding's offsets (n, d)
 UNBATCHED_POINTS = ("position",)  # the same for every sequence of a batch
-# What a transformers model returns of a pass, per layer on its token slots: the layer's input (layer 1: the
-# embeddings, absolute positions added), its attention probabilities (eager attention) and its output.
-HF_HOOK_POINTS = ("input", "pattern", "output")
+# A transformers model's are its family's (orderlab/families/family.py: HF_HOOK_POINTS).
 
 
 def hook_name(layer: int, point: str) -> str:

@@ -18,6 +18,7 @@ from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.interventions import UserHook
+from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
 from orderlab.plan.device import rates_file, read_rates
@@ -47,7 +48,9 @@ def build_adapters(
     a zoo model is then built with the attention that returns its probabilities. share_prefixes=False runs causal
     models dense, as the benchmarks' comparison does; otherwise they share prefixes where it pays on `device`. given:
     the model object the spec describes (orderlab.api.run(spec, model=...)); user_hooks: the user's functions the
-    spec records by point."""
+    spec records by point. A dtype or matmul precision the device cannot run is refused first, in one line."""
+    require_dtype(spec.model.dtype, device)
+    use_matmul_precision(spec.model.matmul_precision, device)
     batching = device_batching(device)
     share = share_prefixes and sharing_pays(spec, spec_file, device)
     if uses_backend(spec):

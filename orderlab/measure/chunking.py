@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
+from orderlab.families.family import ModelShape
 from orderlab.metrics import Model
 from orderlab.models.batching import Batching
 from orderlab.models.devices import device_name, measure_rate
 from orderlab.plan.chunks import ROW_ALIGNMENT, orders_per_pass
 from orderlab.plan.device import Device, Rate, available_memory, cpu_name, key
-from orderlab.spec.families import ModelShape
 
 
 def device_batching(device: torch.device) -> Batching:

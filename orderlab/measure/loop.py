@@ -35,7 +35,9 @@ from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.measure.verdicts import noise_scale
 from orderlab.metrics import ATTENTION_FAMILY, noise_families
+from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import Spec
@@ -328,12 +330,18 @@ class MeasuringLoop:
         """What a pass asks for beside its states: every layer's attention pattern when the spec measures attention."""
         return pattern_points(adapter.n_layers) if self.attention_maps else []
 
+    def noise_collector(self, adapter: Adapter, twin: Adapter, words: list[str]) -> NoiseCollector:
+        """A collector of the run-vs-twin differences, scaled to the round-off of the precision the adapter's passes
+        really compute in (a float64 model that takes its softmax in float32 computes in float32: verdicts.py)."""
+        computed = dtype_name(adapter.computed_dtype(words))
+        return NoiseCollector(noise_scale(computed, dtype_name(twin.dtype)))
+
     def measure_noise(self, adapter: Adapter, twin: Adapter, words: list[str], reference: Pass) -> NoiseCollector:
         """Every metric between f(X) and the twin's f(X) (identity permutation): the round-off it carries."""
         identity = torch.arange(len(words), device=adapter.device)[None]  # (1, n)
         sentence = twin.sentence(words)
         other = sentence.forward(identity, self.maps(twin)).cast(adapter.dtype)
-        noise = NoiseCollector()
+        noise = self.noise_collector(adapter, twin, words)
         model_slots = sentence.attention_slots(identity) if self.attention_maps else None
         record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
         return noise
@@ -351,7 +359,7 @@ class MeasuringLoop:
         sides = []
         for out, words in ((out_a, words_a), (out_b, words_b)):
             other = twin.sentence(words).forward(identity(words, twin)).cast(adapter.dtype)
-            sides.append(NoiseCollector())
+            sides.append(self.noise_collector(adapter, twin, words))
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
         table = rows.frame()
         return table, judge(table, merge(*sides), self.dtype)

@@ -1,10 +1,10 @@
 """The round-off each metric carries in a run, measured, and the verdicts that follow from it.
 
-The reference pass f(X) is repeated in the other precision (float32 <-> float64) by a twin model
-with the same weights and encoding; evaluating a metric between the two passes with the identity
-permutation gives that metric's round-off at each layer and head (see orderlab/measure/verdicts.py for
-the rule). The same collectors that take a chunk's metrics take these figures, so every metric
-is measured by the one code path that computes it. Never prints.
+The reference pass f(X) is repeated in the twin's precision (float32 <-> float64; float32 for a 16-bit run) by a
+twin model with the same weights and encoding; evaluating a metric between the two passes with the identity
+permutation gives that metric's round-off at each layer and head, scaled to the precision the run computes
+in (see orderlab/measure/verdicts.py for the rule). The same collectors that take a chunk's metrics take these
+figures, so every metric is measured by the one code path that computes it. Never prints.
 """
 
 from __future__ import annotations
@@ -23,16 +23,18 @@ NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary
 
 
 class NoiseCollector:
-    """RowCollector's `add` and `add_where`, keeping the largest figure per (layer, head, metric)."""
+    """RowCollector's `add` and `add_where`, keeping the largest figure per (layer, head, metric), each times
+    `scale` (verdicts.noise_scale: the run-vs-twin difference as the run's own round-off)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scale: float = 1.0) -> None:
         self.figures: dict[NoiseKey, float] = {}
+        self.scale = scale
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
-        self.keep((layer, head, metric), values.double().cpu().tolist())
+        self.keep((layer, head, metric), (values.double() * self.scale).cpu().tolist())
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
-        self.keep((layer, None, metric), values[keep].double().cpu().tolist())
+        self.keep((layer, None, metric), (values[keep].double() * self.scale).cpu().tolist())
 
     def keep(self, key: NoiseKey, values: Iterable[float]) -> None:
         for value in values:

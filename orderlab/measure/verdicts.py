@@ -1,16 +1,21 @@
 """Turn a measured error into a word a reader can scan: equivariant / invariant / order-sensitive.
 
 The line between round-off and order sensitivity is measured, not assumed. A run computes the
-reference pass f(X) twice, in float32 and in float64, and evaluates every metric between the two
-(the identity permutation, whose exact value is 0): that is the round-off the metric actually
-carries at this layer, head and input ("noise"). Rounding error grows linearly with the unit
-round-off, so a float64 run scales the float32 figure by eps64 / eps32. A value is round-off when
+reference pass f(X) twice, in its own precision and in its twin's (spec/fields.twin_dtype), and evaluates
+every metric between the two (the identity permutation, whose exact value is 0): that is the round-off
+the metric actually carries at this layer, head and input ("noise"). The difference carries the round-off
+of the coarser of the two passes; rounding error grows linearly with the unit round-off, so where the run
+computes finer than its twin (float64 against float32) the figure is scaled by the ratio of their epsilons
+(`noise_scale`). What a pass computes in is what its ops compute in, not its dtype alone: a float64 run of
+a model that takes its softmax or norms in float32 computes in float32 (models/precision.py), and is judged
+by float32's round-off. A value is round-off when
 
     value <= max(SAFETY * noise, FLOOR * eps)
 
 SAFETY covers the second, permuted pass (its own round-off, of the same size) with room to
 spare; FLOOR covers a noise sample that happens to be tiny (metrics such as 1 - cos whose
-round-off comes from the final arithmetic, not from the pass). Values within the line are
+round-off comes from the final arithmetic, not from the pass: eps of the dtype the metrics are
+computed in, float32 for a 16-bit run). Values within the line are
 written as 0: the digits were the machine's round-off, not a property of the model, and differ
 between CPUs. A non-finite value is never a verdict. Definitions and evidence: docs/metrics.md.
 Must not import torch.
@@ -28,22 +33,37 @@ SAFETY = 16
 FLOOR = 16
 ORDER_SENSITIVE = "order-sensitive"
 NON_FINITE = "non-finite"
-NOISE_REFERENCE_DTYPE = "float32"
+# The unit round-off (machine epsilon) of each floating type a run may compute in (numpy has no bfloat16).
+EPSILON = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}
+METRIC_DTYPE = {"bfloat16": "float32", "float16": "float32"}  # the metrics of a 16-bit run are computed in float32
 
 
 def eps(dtype: str) -> float:
-    return float(np.finfo(dtype).eps)
+    return EPSILON[dtype]
 
 
-def noise_scale(dtype: str) -> float:
-    """What a float32-vs-float64 difference becomes in `dtype`: 1 for float32, eps64 / eps32 for float64."""
-    return eps(dtype) / eps(NOISE_REFERENCE_DTYPE)
+def coarser(a: str, b: str) -> str:
+    """The less precise of two floating types."""
+    return a if eps(a) >= eps(b) else b
+
+
+def noise_scale(computed: str, twin: str) -> float:
+    """What a run-vs-twin difference becomes as the run's own round-off: the difference carries the coarser pass's
+    round-off, so eps(computed) / eps(coarser): 1 unless the run computes finer than its twin (eps64 / eps32 for a
+    float64 run that computes in float64 throughout, against its float32 twin)."""
+    return eps(computed) / eps(coarser(computed, twin))
+
+
+def metric_dtype(dtype: str) -> str:
+    """The dtype a run's metrics are computed in: its own, float32 for a 16-bit run."""
+    return METRIC_DTYPE.get(dtype, dtype)
 
 
 def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
-    """max(SAFETY * noise, FLOOR * eps) per row, from float32-vs-float64 noise; NaN where the noise is not finite."""
-    noise = np.asarray(noise, dtype=np.float64) * noise_scale(dtype)
-    line = np.maximum(SAFETY * noise, FLOOR * eps(dtype))
+    """max(SAFETY * noise, FLOOR * eps) per row, from noise already scaled to the run's round-off (noise_scale), eps
+    of the dtype its metrics are computed in; NaN where the noise is not finite."""
+    noise = np.asarray(noise, dtype=np.float64)
+    line = np.maximum(SAFETY * noise, FLOOR * eps(metric_dtype(dtype)))
     return np.where(np.isfinite(noise), line, np.nan)
 
 

@@ -105,7 +105,7 @@ class Adapter(Protocol):
     """One condition of a run (an encoding, a position ablation): a model the loop measures."""
 
     label: str  # the `encoding` column of its rows
-    dtype: torch.dtype
+    dtype: torch.dtype  # its passes' (a 16-bit model's are widened to float32: models/precision.py)
     device: torch.device
     # Which rows of the metric registry (orderlab/metrics) it writes: those of its kind of model that compare
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
@@ -120,7 +120,12 @@ class Adapter(Protocol):
     def sentence(self, words: list[str]) -> Sentence: ...
 
     def twin(self) -> Adapter:
-        """The same model in the other precision (float32 <-> float64): its passes measure this one's round-off."""
+        """The same model in its twin's precision (spec/fields.twin_dtype): its passes measure this one's round-off."""
+        ...
+
+    def computed_dtype(self, words: list[str]) -> torch.dtype:
+        """The coarsest precision a pass over `words` computes in: the model's dtype, or coarser where the model
+        casts its states down inside (models/precision.py)."""
         ...
 
     def chunk_size(self, n: int, attention: bool) -> int:

@@ -15,8 +15,8 @@ from typing import Protocol
 
 import torch
 
+from orderlab.families.family import ModelShape
 from orderlab.metrics import Model
-from orderlab.spec.families import ModelShape
 
 
 class ChunkSizer(Protocol):

@@ -9,7 +9,7 @@ per layer; a reordering's log-probability sums its words' terms, each read from 
 distribution. Every call runs on whole row tiles (pad_to_tiles), so results do not depend on the chunk.
 
 Valid only for a sentence of one token per word after a single BOS (a word is one trie edge), for the ablations
-a family declares (FamilyCode.cached_ablations), and without attention maps or hook points: models/pretrained.py
+a family declares (Family.cached_ablations), and without attention maps or hook points: models/pretrained.py
 runs the rest dense. Knows nothing of metrics or of the measuring loop.
 """
 
@@ -21,14 +21,15 @@ from typing import Any
 
 import torch
 
+from orderlab.families import FAMILIES, Family
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.batching import pad_to_tiles
-from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
+from orderlab.models.precision import widened
 from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
-from orderlab.spec.families import FAMILIES, HFModelSpec
+from orderlab.spec.families import HFModelSpec
 from orderlab.spec.schema import Spec
 
 
@@ -61,14 +62,14 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
         parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
-            terms.append(torch.log_softmax(out.logits[:, -1], dim=-1)[depth.parent, new][depth.of_order])
+            terms.append(torch.log_softmax(widened(out.logits[:, -1]), dim=-1)[depth.parent, new][depth.of_order])
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 getattr(out, keyword).reorder_cache(depth.parent)  # each prefix's cache: its parent's
             out, parents = next_tokens(backend, new, getattr(out, keyword), keyword), depth.distinct
             for layer, h in zip(states, out.hidden_states, strict=True):
                 layer.append(h[:, 0])
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
-    hidden = [gather_rows(torch.cat(layer), rows).view(B, n + 1, -1) for layer in states]
+    hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in states]
     return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
 
 
@@ -98,19 +99,19 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     maps = ATTENTION_FAMILY in spec.metrics
     return {
         model.label(ablation) if len(families) == 1 else f"{family}/{model.label(ablation)}": sharing_note(
-            FAMILY_CODE[family],
+            FAMILIES.get(family),
             ablation,
             maps,
-            model.path is not None or model.given is not None,
+            not model.seeded,
             bool(model.user_hooks),
         )
         for family in families
-        if FAMILIES[family].causal
+        if FAMILIES.get(family).causal
         for ablation in model.position_embeddings
     }
 
 
-def sharing_note(code: FamilyCode, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False) -> str:
+def sharing_note(code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False) -> str:
     """'shared', or 'dense: why', for one ablation of a causal family (checkpoint: its own tokenizer, which may split
     a word; hooked: with the user's functions at hook points)."""
     if maps:
@@ -118,7 +119,7 @@ def sharing_note(code: FamilyCode, ablation: str, maps: bool, checkpoint: bool, 
     if hooked:
         return "dense: the user's hooks (model.user_hooks) see whole sequences, never one token after a cache"
     if ablation not in code.cached_ablations:
-        return f"dense: {code.name} does not declare {ablation} exact with a KV cache (FamilyCode.cached_ablations)"
+        return f"dense: {code.name} does not declare {ablation} exact with a KV cache (Family.cached_ablations)"
     if checkpoint:
         return "shared for sentences whose every word is one token; dense for the others"
     return "shared"

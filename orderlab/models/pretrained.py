@@ -5,7 +5,7 @@ specials ([CLS], [SEP], a causal LM's BOS) in place (models/hf/grouping.py). Sen
 sentence-transformers' mean over all tokens and, for encoders, the first ([CLS]) state; a causal
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
-around each pass by the family's hooks (models/hf/families), never by writing weights.
+around each pass by the family's hooks (orderlab/families), never by writing weights.
 Named hook points of a pass (hook_points.hook_name: input, pattern, output per layer, on token slots: what
 transformers returns) come from the same forward pass as its metrics.
 """
@@ -20,10 +20,11 @@ import numpy as np
 import torch
 
 from orderlab.core.corpustext import read_corpus
-from orderlab.core.hook_points import HF_HOOK_POINTS, hook_name, point_of
+from orderlab.core.hook_points import hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
+from orderlab.families.family import HF_HOOK_POINTS, ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
@@ -42,7 +43,8 @@ from orderlab.models.hf.interventions import UserHook, checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
-from orderlab.spec.families import CorpusInputs, HFModelSpec, ModelShape, PretrainedModelSpec
+from orderlab.models.precision import computed_dtype, pass_dtype
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
 
@@ -71,7 +73,7 @@ def pretrained_adapters(
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
-    family = model.family if isinstance(model, HFModelSpec) else "bert"
+    family = model.family
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
     source = folder if folder is not None else given_source(model, given) or seeded(spec, words)
@@ -132,7 +134,8 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
     """A seeded model's shape from the spec, and its vocabulary: the spec's words."""
     model = spec.model
     assert isinstance(model, HFModelSpec)
-    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed)
+    return Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed, model.n_kv_heads, model.d_ffn,
+                  model.vocab_size or 0)  # fmt: skip
 
 
 class Shared:
@@ -142,6 +145,15 @@ class Shared:
     def __init__(self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True):
         self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
         self.twin_backend: PretrainedBackend | None = None
+        self.computed: torch.dtype | None = None
+
+    def computed_dtype(self, tokens: WordTokens) -> torch.dtype:
+        """What the model computes in, watched over one dense pass of `tokens` (models/precision.py), once."""
+        if self.computed is None:
+            ids = torch.tensor([tokens.ids])
+            with torch.inference_mode():
+                self.computed = computed_dtype(lambda: self.backend.forward(ids), self.backend.dtype)
+        return self.computed
 
     def twin(self) -> Shared:
         """The twin runs dense: its one identity pass per input is then one call, where the prefix walk makes one per
@@ -161,7 +173,7 @@ class PretrainedAdapter:
 
     def __init__(self, shared: Shared, ablation: str, label: str | None = None):
         self.shared, self.ablation, self.label = shared, ablation, label or ablation
-        self.dtype, self.device = shared.backend.dtype, shared.backend.device
+        self.dtype, self.device = pass_dtype(shared.backend.dtype), shared.backend.device
 
     @property
     def backend(self) -> PretrainedBackend:
@@ -194,6 +206,9 @@ class PretrainedAdapter:
     def twin(self) -> PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
 
+    def computed_dtype(self, words: list[str]) -> torch.dtype:
+        return self.shared.computed_dtype(self.backend.word_tokens(words))
+
     def chunk_size(self, n: int, attention: bool) -> int:
         """Reorderings per pass of an n-word sentence (its specials counted), as the batching's rule sizes them."""
         return self.orders_per_pass(n, attention, shared=self.shares_prefixes and not attention)
@@ -210,7 +225,10 @@ class PretrainedAdapter:
         d = int(config.hidden_size)
         ffn = int(getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * d)
         layers, heads, vocab = int(config.num_hidden_layers), int(config.num_attention_heads), int(config.vocab_size)
-        return ModelShape(d, layers, heads, ffn, vocab, head=self.shared.backend.code.causal)
+        width = int(getattr(config, "head_dim", None) or d // heads)
+        kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)  # fewer with grouped-query attention
+        return ModelShape(d, layers, heads, ffn, vocab, query_width=heads * width, kv_width=kv_heads * width,
+                          head=self.shared.backend.code.causal)  # fmt: skip
 
     def last_pooled(self, rows: Sequence[tuple[PretrainedSentence, Permutation]]) -> dict[str, torch.Tensor]:
         """Last-layer sentence vectors {"mean"/"cls": (R, d)} of reorderings of several sentences, in one dense pass.

@@ -16,14 +16,15 @@ import torch
 from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
+from orderlab.families.family import ModelShape
 from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks, LayerWeights, Requested
 from orderlab.models.batching import Batching, aligned_batch
 from orderlab.models.pooling import pool
+from orderlab.models.precision import pass_dtype, widened
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
-from orderlab.spec.families import ModelShape
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
@@ -112,7 +113,7 @@ class StackAdapter:
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = build_stack(spec.stack, self.encoding, weights, device, dtype)
-        self.config, self.dtype = self.stack.config, self.stack.dtype
+        self.config, self.dtype = self.stack.config, pass_dtype(self.stack.dtype)
         self.allow_sharing = share_prefixes
         # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
         self.shares_prefixes = share_prefixes and self.config.causal and self.encoding.shares_prefixes
@@ -144,6 +145,10 @@ class StackAdapter:
                             self.allow_sharing, probe_inputs=self.probe_inputs,
                             dtype=twin_dtype(self.config.dtype))  # fmt: skip
 
+    def computed_dtype(self, words: list[str]) -> torch.dtype:
+        computed: torch.dtype = self.stack.dtype  # one dtype throughout (a user's encoding's output is cast to it)
+        return computed
+
     def chunk_size(self, n: int, attention: bool) -> int:
         c = self.config
         shape = ModelShape(c.d_model, c.n_layers, c.n_heads, c.ffn_mult * c.d_model, vocab=0)
@@ -155,7 +160,7 @@ class StackAdapter:
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
         encoding = build_encoding(self.choice.name, context, self.choice.params)
         stack = build_stack(spec.stack, encoding, self.weights, self.device, self.config.dtype)
-        return stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden
+        return [widened(h) for h in stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden]
 
 
 class StackSentence:
@@ -179,9 +184,9 @@ class StackSentence:
             explicit = bool(points & set(ATTENTION_POINTS))
             x = aligned_batch(self.x[orders], adapter.batching.row_alignment)
             output = adapter.stack(x, explicit, filled if hooks else None)
-        hidden = [h[:B] for h in output.hidden]  # L+1 x (B, n, d)
+        hidden = [widened(h[:B]) for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
-        return Pass(hidden, pooled, hooks=requested(filled, hooks, B))
+        return Pass(hidden, pooled, hooks={name: widened(t) for name, t in requested(filled, hooks, B).items()})
 
     def slot_names(self) -> list[str]:
         return self.words

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from orderlab.families.family import ModelShape
 from orderlab.metrics import Model
-from orderlab.spec.families import ModelShape
 
 # Rows of every matmul are padded to a multiple of this (models/batching.aligned_batch): CPU GEMM kernels work on
 # row tiles, and a last, partial tile takes another code path whose results can differ in the last bit (measured:
@@ -53,12 +53,15 @@ def sequences_per_chunk(values: int, itemsize: int, budget: int) -> int:
     return max(1, budget // (values * itemsize))
 
 
-def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int) -> int:
-    """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values, twice (the
-    slot cache, and its copy gathered prefix by prefix at a reorder), every layer's token states three times (per
-    depth, gathered to (B, T, d), and the metrics' temporaries), and a next-token distribution per depth, twice.
+def shared_prefix_values(tokens: int, d_model: int, n_layers: int, vocab: int, kv_width: int | None = None) -> int:
+    """Numbers one order of `tokens` tokens holds in a shared-prefix pass: every layer's keys and values (kv_width
+    wide each: fewer than d_model with grouped-query attention), twice (the slot cache, and its copy gathered prefix
+    by prefix at a reorder), every layer's token states three times (per depth, gathered to (B, T, d), and the
+    metrics' temporaries), and the next-token distribution of the depth being walked, twice (each depth's is reduced
+    to one log-probability an order before the next is computed: models/kv_prefix.py).
     Measured at GPT-2-small size, 8 tokens: 1.4 MB an order (peak RSS over 1,024 orders), this counts 2.1 MB."""
-    return 4 * n_layers * tokens * d_model + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * tokens * vocab
+    keys = kv_width or d_model
+    return 4 * n_layers * tokens * keys + 3 * (n_layers + 1) * tokens * d_model + LOGIT_COPIES * vocab
 
 
 def shared_prefix_chunk(values: int, itemsize: int, budget: int, most: int = SHARED_PREFIX_CHUNK) -> int:
@@ -84,13 +87,13 @@ def orders_per_pass(
     budget = free // FREE_SHARE
     if device == "cpu":
         if shared:
-            values = shared_prefix_values(tokens, shape.d_model, shape.n_layers, shape.vocab)
+            values = shared_prefix_values(tokens, shape.d_model, shape.n_layers, shape.vocab, shape.keys)
             return shared_prefix_chunk(values, itemsize, min(budget, SHARED_PREFIX_CHUNK_BYTES))
         if model == "pretrained":
             return PRETRAINED_CHUNK
         return sequences_per_chunk(pass_values(shape, tokens, attention), itemsize, min(budget, CPU_CHUNK_BYTES))
     if shared:
-        values = shared_prefix_values(tokens, shape.d_model, shape.n_layers, shape.vocab)
+        values = shared_prefix_values(tokens, shape.d_model, shape.n_layers, shape.vocab, shape.keys)
         return shared_prefix_chunk(values, itemsize, budget, GPU_MOST_ORDERS)
     return min(GPU_MOST_ORDERS, sequences_per_chunk(pass_values(shape, tokens, attention), itemsize, budget))
 

@@ -26,6 +26,8 @@ from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.errors import OrderlabError, SpecError
+from orderlab.families import FAMILIES
+from orderlab.families.family import ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
@@ -54,14 +56,7 @@ from orderlab.plan.device import Device, available_memory
 from orderlab.plan.memory import memory_room
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import (
-    FAMILIES,
-    CorpusInputs,
-    HFModelSpec,
-    ModelShape,
-    PretrainedModelSpec,
-    read_family_config,
-)
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 
 if TYPE_CHECKING:
@@ -77,7 +72,7 @@ BASE_BYTES = 300 * 10**6
 MEMORY_SHARE = 0.8
 # The stack's matmul FLOP/s, conservative: the runner measured 89-163 GFLOP/s (float32) and 35-70
 # (float64) on a quiet 2-core machine (shared/PERFORMANCE.md), 15 for both while other sessions ran.
-FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9}
+FLOPS_PER_SECOND = {"float32": 15e9, "float64": 8e9, "bfloat16": 15e9, "float16": 15e9}  # 16-bit: float32's, not more
 # A transformers forward's matmuls: measured 310 GFLOP/s at BERT-base shape in batches of 256 sequences of 9 tokens,
 # and about 250 for MiniLM in corpus mode (batches of 64), on a quiet 2-core machine (2 threads; about a core's FMA
 # peak); taken lower, for busier or older machines. A plan within 2x of the measured time (benchmarks/bench_zoo.py).
@@ -239,8 +234,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
         return
     shape = _backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2
-    model = spec.pretrained
-    seeded = isinstance(model, HFModelSpec) and model.path is None and model.given is None  # one token a word
+    seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded  # one token a word
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
     texts += [(("probes", i, j), text) for i, pair in enumerate(spec.probes) for j, text in enumerate(pair)]
@@ -410,6 +404,10 @@ def _add_attention(spec: Spec, tally: _Tally, extra_width: float) -> tuple[float
     return rows, Cost(rows * width, "attention.csv", where, "the shown sentence", expected)
 
 
+WEIGHT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+WIDEN_NUMBERS = 64 * 2**20  # models/precision.WIDEN_NUMBERS: a 16-bit model's twin widens at most this many at once
+
+
 def _itemsize(dtype: str) -> int:
     """A dtype's element size in bytes: what prices it (memory, and the chunks that fill it)."""
     return {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
@@ -426,10 +424,11 @@ def _sentences(spec: Spec) -> dict[str, tuple[int, list[str], list[perms.Rule]]]
 
 def _weights(spec: Spec) -> Cost:
     """Seeded float64 weights (FFN included, drawn even without one), plus a float32 copy per encoding: the stack's
-    own in a float32 run, its round-off twin's in a float64 run (noise.py)."""
+    own in a float32 run, its round-off twin's in a float64 run (noise.py); a 16-bit run's own copy and its float32
+    twin's per encoding."""
     m = spec.stack
     numbers = m.n_layers * m.d_model**2 * (4 + 2 * m.ffn_mult)
-    copies = 8 + len(spec.encodings) * 4
+    copies = 8 + len(spec.encodings) * (4 if m.dtype in ("float32", "float64") else WEIGHT_BYTES[m.dtype] + 4)
     default = {name: ModelSpec.model_fields[name].default for name in ("d_model", "n_layers", "ffn_mult")}
     growth = {
         "d_model": (m.d_model / default["d_model"]) ** 2,
@@ -619,23 +618,23 @@ SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec
 
 def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     """The model's shape: a seeded zoo model's from the spec, a checkpoint's from its config.json, read by its family's
-    own key names (spec/families.read_family_config, torch- and transformers-free: validate must answer fast).
+    own key names (Family.read_config, torch- and transformers-free: validate must answer fast).
     A config.json that is not a JSON object of bounded numbers, or is another family's, is refused here."""
     model = spec.pretrained
-    family = FAMILIES[model.family if isinstance(model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(model.family)
     if isinstance(model, PretrainedModelSpec):
-        folder = packaged_model_folder(model.name)
-    elif model.given is not None:  # a model object: its config as its family reads a config.json
+        return family.read_config(packaged_model_folder(model.name)).shape()
+    if model.given is not None:  # a model object: its config as its family reads a config.json
         try:
             return family.config_file.model_validate(model.given.config).shape()
         except ValidationError as error:
             where = ".".join(str(part) for part in error.errors()[0]["loc"])
             raise OrderlabError(f"model: its config's {where}: {error.errors()[0]['msg']}") from None
-    elif model.path is None:
-        return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, SEEDED_VOCABULARY)
-    else:
-        folder = relative_to_spec(spec_file, model.path)
-    return read_family_config(folder, family.name).shape()
+    folder = model.folder(spec_file)
+    if folder is None:
+        vocab = max(model.vocab_size or 0, SEEDED_VOCABULARY)
+        return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, vocab, model.n_kv_heads, model.d_ffn)
+    return family.read_config(folder).shape()
 
 
 def _sequence_flops(shape: ModelShape, n: float) -> float:
@@ -714,7 +713,7 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     so what stays in memory is a summary's worth (the max rows of each sentence). sharing: whether a causal LM's
     sentences share prefixes."""
     layers, heads, wanted = shape.n_layers, shape.n_heads, spec.metrics
-    causal = isinstance(spec.model, HFModelSpec) and FAMILIES[spec.model.family].causal
+    causal = isinstance(spec.model, HFModelSpec) and FAMILIES.get(spec.model.family).causal
     poolings = CAUSAL_POOLINGS if causal else ENCODER_POOLINGS
 
     def loop(compares: Compares, *have: Needs) -> dict[Keep, int]:
@@ -782,12 +781,9 @@ def _pretrained(
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
     name = f"model {_model_name(model)}"
-    # Loaded in float32 (4 bytes), then held in the run's dtype and in its round-off twin's, the other one (4 + 8).
-    weights = Cost(shape.parameters * 16, "model weights", ("model",), name, "a smaller model")
+    weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
-    seeded = (
-        isinstance(model, HFModelSpec) and model.path is None and model.given is None
-    )  # a word-level tokenizer: one token a word
+    seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
     maps = ATTENTION_FAMILY in spec.metrics
@@ -803,13 +799,14 @@ def _pretrained(
     values = pass_values(shape, longest, maps)
     dense = work.batch if corpus else orders_per_pass("pretrained", shape, longest, maps, False, itemsize,
                                                       device.memory, device.kind)  # fmt: skip
-    batch = dense * values * itemsize
+    batch = dense * values * itemsize if work.passes else 0  # dense passes (none where every order shares a prefix)
     flops = sum(count * _sequence_flops(shape, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
     if work.shared:
-        shared = shared_prefix_values(longest, d, layers, shape.vocab)
+        shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
         chunk = orders_per_pass("pretrained", shape, longest, False, True, itemsize, device.memory, device.kind)
-        batch = max(batch, chunk * shared * itemsize)
+        orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
+        batch = max(batch, min(chunk, orders) * shared * itemsize)
         flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
                      / tokens(words) for words, count, rule in work.shared)  # fmt: skip
         calls += sum(math.ceil(count / chunk) * (words + 1) for words, count, _ in work.shared)
@@ -847,7 +844,17 @@ def _pretrained(
 def _model_name(model: PretrainedModelSpec | HFModelSpec) -> str:
     if isinstance(model, PretrainedModelSpec):
         return model.name
-    return model.given.model_class.rsplit(".", 1)[-1] if model.given else model.path or str(model.family)
+    return model.given.model_class.rsplit(".", 1)[-1] if model.given else model.name or model.path or str(model.family)
+
+
+def model_weight_bytes(shape: ModelShape, dtype: str) -> float:
+    """A zoo model's weights at their peak. float32 and float64: loaded in float32 (4 bytes), then held in the run's
+    dtype and in its round-off twin's, the other one (4 + 8). A 16-bit model is drawn or loaded straight in its
+    dtype, and its twin borrows its weights, widening each to float32 while an op reads it, a vocabulary-wide one a
+    piece at a time (models/precision.py)."""
+    if dtype in ("float32", "float64"):
+        return shape.parameters * 16
+    return shape.parameters * WEIGHT_BYTES[dtype] + min(shape.vocab * shape.d_model, WIDEN_NUMBERS) * 4
 
 
 def _pretrained_attention(spec: Spec, shape: ModelShape, extra_width: float) -> tuple[float, Cost]:

@@ -22,7 +22,9 @@ from orderlab.spec.schema import ModelSpec, Spec
 from orderlab.spec.yamlsource import LocatedDocument
 
 # dtype stays one value per spec: it sets the round-off line and check's tolerances of the whole results folder.
-SWEEPABLE = tuple(name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "weights"))
+SWEEPABLE = tuple(
+    name for name in ModelSpec.model_fields if name not in ("kind", "dtype", "matmul_precision", "weights")
+)
 HF_SWEEPABLE = ("family", "d_model", "n_heads", "n_layers")  # a zoo model: its family and seeded shape
 SEED = "seed"  # the spec's top-level seed: sweepable for every model, its column after the model fields
 MAX_CONFIGURATIONS = 256  # past this a sweep is more likely a typo than a plan

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.typing import ColorType
 
+from orderlab.core.bounds import MAX_PROBE_LENGTH
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
@@ -46,7 +47,6 @@ from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
-from orderlab.spec.bounds import MAX_PROBE_LENGTH
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]

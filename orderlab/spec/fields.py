@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import Discriminator, Field, Tag
 
-from orderlab.spec import bounds
+from orderlab.core import bounds
 
-# Positive ints no larger than one of orderlab/spec/bounds.py's limits.
+# Positive ints no larger than one of orderlab/core/bounds.py's limits.
 Width = Annotated[int, Field(ge=1, le=bounds.MAX_D_MODEL)]  # d_model, n_heads
 LayerCount = Annotated[int, Field(ge=1, le=bounds.MAX_LAYERS)]
 FfnMultiple = Annotated[int, Field(ge=1, le=bounds.MAX_FFN_MULT)]
@@ -19,7 +19,16 @@ Seed = Annotated[int, Field(ge=0, le=bounds.MAX_SEED)]
 # The attention stack's named choices (spec/schema.py's ModelSpec; a checkpoint's metadata holds them too).
 Norm = Literal["pre", "post", "none"]
 Scale = Literal["sqrt", "none"]
-FloatType = Literal["float32", "float64"]
+FloatType = Literal["float32", "float64"]  # a trained checkpoint's stack (training runs in float32)
+# What a run computes in: the stack, the zoo, a model folder, the packaged MiniLM (docs/metrics.md: what each resolves).
+ComputeType = Literal["bfloat16", "float16", "float32", "float64"]
+LOW_PRECISION = ("bfloat16", "float16")  # 16-bit floats: their passes are measured in float32 (models/precision.py)
+MatmulPrecision = Literal["highest", "tf32"]
+DTYPE_HELP = (
+    "Floating-point type of the forward passes (bfloat16 | float16 | float32 | float64); the round-off line is "
+    "measured for it (docs/metrics.md: what each resolves). float16 where the device runs its ops."
+)
+MATMUL_PRECISION_HELP = "tf32: float32 matmuls on TensorFloat-32 units (CUDA only, float32 only); highest: not."
 
 
 if TYPE_CHECKING:
@@ -40,5 +49,7 @@ else:
 
 
 def twin_dtype(dtype: str) -> str:
-    """The other precision, in which the reference pass is repeated to measure the noise."""
+    """The precision in which the reference pass is repeated to measure the noise: float64 for float32, float32 for
+    float64 and for the 16-bit floats (whose round-off is 2^13 to 2^16 float32's: a float32 twin measures it as well
+    as a float64 one would, in half the memory, so a billion-parameter model's twin fits beside it)."""
     return "float64" if dtype == "float32" else "float32"

@@ -14,9 +14,10 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
+from orderlab.families import FAMILIES
 from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
-from orderlab.spec.families import FAMILIES, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
     ExplicitEmbeddings,
     Spec,
@@ -29,9 +30,14 @@ from orderlab.spec.train_block import TASKS
 from orderlab.spec.yamlsource import FieldPath, LocatedDocument
 
 STACK_ONLY_FIELDS = ("encodings", "embeddings")
-SEEDED_FIELDS = ("d_model", "n_heads", "n_layers")  # a zoo model's shape when it has no checkpoint
-DTYPE_MAX = {"float32": 3.4028234663852886e38}  # the largest finite float32 (numpy.finfo; the spec layer is numpy-free)
-CAUSAL_FAMILIES = ", ".join(name for name, family in FAMILIES.items() if family.causal)
+SEEDED_FIELDS = ("d_model", "n_heads", "n_layers", "n_kv_heads", "d_ffn", "vocab_size")  # a seeded zoo model's shape
+# The largest finite number of each dtype narrower than float64 (numpy's and torch's finfo; the spec layer has neither).
+DTYPE_MAX = {"float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38, "float16": 65504.0}
+
+
+def causal_families() -> str:
+    """The causal LMs among the families, for a message."""
+    return ", ".join(family.name for family in FAMILIES.values() if family.causal)
 
 
 def validate_sentences(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
@@ -74,10 +80,20 @@ def validate_shown(spec: Spec, doc: LocatedDocument, lowercase: bool) -> None:
             raise doc.error(("attention_maps", "permutations"), str(error)) from None
 
 
+def check_matmul_precision(spec: Spec, doc: LocatedDocument) -> None:
+    """tf32 is a float32 matmul mode: refused beside any other dtype."""
+    if spec.model.matmul_precision == "tf32" and spec.model.dtype != "float32":
+        message = f"tf32 is a float32 matmul mode, and model.dtype is {spec.model.dtype}"
+        raise doc.error(
+            ("model", "matmul_precision"), f"{message}; expected dtype float32, or matmul_precision highest"
+        )
+
+
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line each) when fields of a concrete spec (one sweep combination) contradict each other:
     every independent check runs, so a spec's problems come in one listing (SpecErrors when several)."""
     if uses_backend(spec):
+        check_matmul_precision(spec, doc)
         refuse_training_backend(spec, doc)
         validate_backend(spec, doc)
         return
@@ -91,6 +107,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
             return False
         return True
 
+    attempt(check_matmul_precision)
     shape_fits = attempt(_check_stack_shape)
     attempt(lambda s, d: validate_sentences(s, d, s.embeddings.lowercase))
     if isinstance(spec.embeddings, ExplicitEmbeddings) and shape_fits:
@@ -110,7 +127,7 @@ def _check_stack_shape(spec: Spec, doc: LocatedDocument) -> None:
     for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
         if scored in spec.metrics or spec.token_logprobs:
             raise doc.error(("metrics",), f"{scored} needs a causal LM; expected model.kind hf with family "
-                            f"{CAUSAL_FAMILIES}")  # fmt: skip
+                            f"{causal_families()}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -221,18 +238,29 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     """Its checkpoint folder or its seeded shape (a model object has its own), and its family's ablations."""
-    family = FAMILIES[model.family]
+    family = FAMILIES.get(model.family)
+    for field in ("n_kv_heads", "d_ffn"):
+        if getattr(model, field) is not None and field not in family.seeded_fields:
+            readers = ", ".join(name for name in FAMILIES.names() if field in FAMILIES.get(name).seeded_fields)
+            raise doc.error(("model", field), f"sizes a seeded model of {readers}, and family is {model.family}; "
+                            f"expected it only with family {readers}")  # fmt: skip
+    if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
+        raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
+                        "expected a divisor")  # fmt: skip
     if model.given is not None:
-        pass
-    elif model.path is not None:
-        folder = relative_to_spec(doc.origin, model.path)
+        pass  # a model object: its own weights and shape (plan/load.with_model_object refuses any other field)
+    elif (folder := model.folder(doc.origin)) is not None:
         if not (folder / "config.json").is_file():
-            raise doc.error(("model", "path"), f"{folder} has no config.json; expected a Hugging Face model folder")
+            field = "path" if model.name is None else "name"
+            raise doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model folder")
         for field in SEEDED_FIELDS:
             if field in model.model_fields_set:
                 raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
-    elif model.d_model % model.n_heads or (family.name == "llama" and model.d_model // model.n_heads % 2):
-        need = "an even multiple (RoPE rotates pairs)" if family.name == "llama" else "a multiple"
+    elif model.d_model % model.n_heads or model.d_model // model.n_heads % family.head_width_multiple:
+        multiple = family.head_width_multiple
+        need = (
+            f"a multiple of {multiple * model.n_heads} ({family.head_width_reason})" if multiple > 1 else "a multiple"
+        )
         raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
                         f"for {family.name}; expected {need}")  # fmt: skip
     for index, ablation in enumerate(model.position_embeddings):
@@ -267,14 +295,14 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
         raise doc.error(("model", "kind"), str(error)) from None
     if isinstance(spec.model, HFModelSpec):
         _check_zoo_model(spec.model, doc)
-    family = FAMILIES[spec.model.family if isinstance(spec.model, HFModelSpec) else "bert"]
+    family = FAMILIES.get(spec.model.family)
     if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
         raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
                         f"passes; expected {LM_LOGPROB_FAMILY} among metrics")  # fmt: skip
     for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
         if scored in spec.metrics and not family.causal:
             raise doc.error(("metrics",), f"{scored} needs a causal LM; {family.name} is an encoder "
-                            f"(expected model.family {CAUSAL_FAMILIES})")  # fmt: skip
+                            f"(expected model.family {causal_families()})")  # fmt: skip
     if MINIMAL_PAIRS_FAMILY in spec.metrics and not spec.probes:
         raise doc.error(("probes",), f"{MINIMAL_PAIRS_FAMILY} scores probe pairs; expected probes: - [grammatical, "
                         "its minimal counterpart]")  # fmt: skip

@@ -15,15 +15,27 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from orderlab.core import bounds
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import FAMILIES, default_families, family_names
-from orderlab.spec import bounds
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.fields import FfnMultiple, FloatType, LayerCount, Norm, Scale, Seed, Sweepable, Width
+from orderlab.spec.fields import (
+    DTYPE_HELP,
+    MATMUL_PRECISION_HELP,
+    ComputeType,
+    FfnMultiple,
+    LayerCount,
+    MatmulPrecision,
+    Norm,
+    Scale,
+    Seed,
+    Sweepable,
+    Width,
+)
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 
@@ -74,9 +86,8 @@ class ModelSpec(StrictModel):
     scale: Sweepable[Scale] = Field(
         "sqrt", description="Scale attention scores by 1/sqrt(d_head) (sqrt) or leave them raw (none)."
     )
-    dtype: FloatType = Field(
-        "float64", description="Floating-point type of all computation; its epsilon scales the round-off line."
-    )
+    dtype: ComputeType = Field("float64", description=DTYPE_HELP)
+    matmul_precision: MatmulPrecision = Field("highest", description=MATMUL_PRECISION_HELP)
     weights: ExplicitWeights | None = Field(
         None, description="Explicit W_Q, W_K, W_V (and W_O) for every layer; seeded random weights if omitted."
     )

@@ -13,9 +13,9 @@ from typing import Any, Final
 
 from pydantic import Field, field_validator, model_validator
 
+from orderlab.core import bounds
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
-from orderlab.spec import bounds
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A checkpoint's config.json, read torch-free by each family's own key names (spec/families.py), sizes the model as
+"""A checkpoint's config.json, read torch-free by each family's own key names (orderlab/families), sizes the model as
 transformers builds it from the same file; `validate --plan` estimates every family from its own config and refuses
 what cannot fit."""
 
@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from orderlab.cli import app
+from orderlab.families import FAMILIES
 from orderlab.plan import estimate
 from orderlab.plan.load import load_spec
 from orderlab.plan.memory import Room
 from orderlab.spec.extras import installed
-from orderlab.spec.families import FAMILIES
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 
@@ -38,6 +38,18 @@ CONFIGS = {
     "bloom": {"n_embed": 96, "n_layer": 3, "n_head": 4, "vocab_size": 700},
     "t5": {"d_model": 96, "d_kv": 16, "d_ff": 200, "num_layers": 3, "num_heads": 4, "vocab_size": 700,
            "feed_forward_proj": "gated-gelu"},
+    "gpt_neox": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 200,
+                 "vocab_size": 700},
+    "opt": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "ffn_dim": 200, "vocab_size": 700,
+            "max_position_embeddings": 130, "word_embed_proj_dim": 96},
+    "qwen2": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 200, "vocab_size": 700},
+    "roberta": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 200,
+                "vocab_size": 700, "max_position_embeddings": 130, "type_vocab_size": 1},
+    "distilbert": {"dim": 96, "n_layers": 3, "n_heads": 4, "hidden_dim": 200, "vocab_size": 700,
+                   "max_position_embeddings": 130},
+    "distilbert aliases": {"hidden_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+                           "hidden_dim": 200, "vocab_size": 700, "max_position_embeddings": 130},
 }  # fmt: skip
 
 
@@ -47,11 +59,10 @@ def family_of(case: str) -> str:
 
 def built_parameters(family: str, config: dict) -> int:
     """Parameters of the model transformers builds from `config` (on the meta device: no memory)."""
-    from orderlab.models.hf.families import FAMILY_CODE
     from orderlab.models.hf.loader import import_transformers
 
     transformers = import_transformers()
-    code = FAMILY_CODE[family]
+    code = FAMILIES.get(family)
     built = getattr(transformers, code.config_class)(**config)
     with torch.device("meta"):
         model = getattr(transformers, code.model_class)(built)
@@ -60,7 +71,7 @@ def built_parameters(family: str, config: dict) -> int:
 
 @pytest.mark.parametrize("case", CONFIGS)
 def test_a_config_read_by_its_family_sizes_the_model_transformers_builds(case):
-    family = FAMILIES[family_of(case)]
+    family = FAMILIES.get(family_of(case))
     shape = family.config_file.model_validate(CONFIGS[case]).shape()
     assert shape.d_model == 96 and shape.n_layers == 3 and shape.n_heads == 4
     assert shape.parameters == pytest.approx(built_parameters(family.name, CONFIGS[case]), rel=0.03)
@@ -71,7 +82,7 @@ def test_a_seeded_models_shape_is_the_seeded_model(family):
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
 
     backend = PretrainedBackend(Seeded(32, 2, 2, ("dog", "bites", "man"), seed=0), family=family)
-    shape = FAMILIES[family].seeded_shape(32, 2, 2, len(backend.tokenizer))
+    shape = FAMILIES.get(family).seeded_shape(32, 2, 2, len(backend.tokenizer))
     assert shape.parameters == pytest.approx(sum(p.numel() for p in backend.model.parameters()), rel=0.1)
 
 

@@ -14,8 +14,8 @@ import torch
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.families.position_tables import position_table
 from orderlab.measure.verdicts import ORDER_SENSITIVE
-from orderlab.models.hf.ablations import position_table
 
 SPEC = """
 name: order

@@ -1,7 +1,7 @@
 """A checkpoint folder's files, checked before transformers opens any, and how its weights fit the model built.
 
 Every file transformers reads from a folder is a stranger's (core/userfiles.py). config.json is read strictly,
-by the family's own keys (spec/families.read_family_config), and must declare the family; tokenizer and
+by the family's own keys (Family.read_config), and must declare the family; tokenizer and
 generation files must be regular files of bounded size, the JSON ones JSON objects; weights must be safetensors
 (a pickle is refused: loading one runs code from the file) whose headers the safetensors library accepts, so a
 truncated or corrupt file is one line. Files holding fewer numbers than the measured parts need are refused before
@@ -22,7 +22,7 @@ from typing import Any
 
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_head, read_json
 from orderlab.errors import OrderlabError
-from orderlab.spec.families import FamilyConfig, read_family_config
+from orderlab.families.family import Family, FamilyConfig
 
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
 # Weights transformers would load with pickle (torch.load) or another framework: never loaded here.
@@ -51,10 +51,10 @@ class ShardIndex(FileModel):
     weight_map: dict[str, SafeName]
 
 
-def checked_folder(folder: Path, family: str) -> FamilyConfig:
+def checked_folder(folder: Path, family: Family) -> FamilyConfig:
     """Check every file transformers will read from `folder` (FileProblem, one line, for the first that is wrong)
     and return its config as `family` reads it."""
-    config = read_family_config(folder, family)
+    config = family.read_config(folder)
     for name in JSON_FILES:
         if present(folder / name):
             read_json(folder / name, JsonObject, "a tokenizer or generation file (a JSON object)", TOKENIZER_LIMIT)

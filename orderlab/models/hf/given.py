@@ -3,7 +3,7 @@
 `user_model` checks the object (a transformers model of one of the zoo's families, with its tokenizer) and records
 it for the spec and manifest.json (spec/families.ModelObject: its class, config and a hash of its weights). Its
 weights are never written: the backend runs the object itself where the run's dtype and device are its own (else a
-converted copy), ablations hook around each pass (models/hf/families), and `evaluating` switches it to eval mode
+converted copy), ablations hook around each pass (orderlab/families), and `evaluating` switches it to eval mode
 for the run only, each module's training flag restored afterwards.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from orderlab.errors import OrderlabError
-from orderlab.models.hf.families import FAMILY_CODE
+from orderlab.families import FAMILIES
 from orderlab.spec.families import ADDING_A_FAMILY, ModelObject, family_of
 
 
@@ -49,10 +49,10 @@ def model_record(model: object) -> ModelObject:
     if not isinstance(model, torch.nn.Module) or not hasattr(config, "to_json_string"):
         raise OrderlabError(
             f"model: a {name} is not a transformers model (no config); expected a transformers model of a supported "
-            f"family ({', '.join(FAMILY_CODE)}); {ADDING_A_FAMILY}"
+            f"family ({', '.join(FAMILIES.names())}); {ADDING_A_FAMILY}"
         )
     family = family_of(getattr(config, "model_type", None), name)
-    if FAMILY_CODE[family].name == "t5" and name != "T5EncoderModel":
+    if family == "t5" and name != FAMILIES.get(family).model_class:
         raise OrderlabError(f"model: a {name}; orderlab measures T5's encoder: expected a T5EncoderModel")
     return ModelObject(
         model_class=f"{type(model).__module__}.{type(model).__qualname__}",

@@ -7,7 +7,7 @@ measurement runs: models/hf/folder.py) or is built from its family's small confi
 weights and a word-level tokenizer over the spec's words (`Seeded`). The tokenizer splits each
 white-space word separately (is_split_into_words), so a reordered sentence has exactly the
 sub-tokens the tokenizer would give it, and words can be moved as groups of sub-tokens. An
-ablation is applied around each pass by the family's code (models/hf/families), never by writing
+ablation is applied around each pass by the family's hooks (orderlab/families), never by writing
 weights.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -24,9 +25,9 @@ from typing import Any
 import torch
 
 from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES, Family
+from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
-from orderlab.models.hf.families import FAMILY_CODE, FamilyCode
-from orderlab.models.hf.families.family_code import Shape
 from orderlab.models.hf.folder import (
     ModelFolderError,
     WeightsFit,
@@ -37,10 +38,12 @@ from orderlab.models.hf.folder import (
 from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.models.hf.interventions import UserHook, user_hooks_applied
+from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import LOW_PRECISION
 
-# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (FamilyCode).
+# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (Family.start_token).
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
@@ -61,7 +64,7 @@ def model_folder(model: PretrainedModelSpec | HFModelSpec, spec_file: Path) -> P
     """The checkpoint folder of a spec's model; None for seeded weights."""
     if isinstance(model, PretrainedModelSpec):
         return packaged_model_folder(model.name)
-    return None if model.path is None else spec_file.parent / model.path
+    return model.folder(spec_file)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Seeded:
     n_layers: int
     words: tuple[str, ...]
     seed: int
+    kv_heads: int | None = None  # Llama's key-value heads (None: one per head)
+    ffn: int | None = None  # Llama's feed-forward width (None: 4 x d_model)
+    vocab: int = 0  # rows of the token table, at least the tokenizer's (0: the tokenizer's)
 
 
 @dataclass
@@ -103,16 +109,18 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
 def load_folder(
     transformers: ModuleType,
     folder: Path,
-    code: FamilyCode,
+    code: Family,
     implementation: str | None,
     heads_read: bool,
     allow_random_init: bool = False,
+    dtype: torch.dtype | None = None,
 ) -> tuple[Any, Any, WeightsFit]:
     """The tokenizer and model of a checked folder (safetensors only), and how its weights fit the model.
 
     Tensors the files lack are initialised from seed 0, so that a run allowed to measure them is reproducible.
+    dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
-    checked_folder(folder, code.name)
+    checked_folder(folder, code)
     model_class = getattr(transformers, code.model_class)
     if not allow_random_init:
         refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
@@ -127,7 +135,7 @@ def load_folder(
             torch.manual_seed(0)
             model, info = model_class.from_pretrained(
                 folder, local_files_only=True, attn_implementation=implementation, use_safetensors=True,
-                output_loading_info=True, ignore_mismatched_sizes=True,
+                output_loading_info=True, ignore_mismatched_sizes=True, **({} if dtype is None else {"dtype": dtype}),
             )  # fmt: skip
     except (OSError, ValueError, RuntimeError) as error:
         raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
@@ -149,6 +157,13 @@ def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:
     for buffer in model.buffers():
         memo[id(buffer)] = buffer.to(dtype, copy=True) if buffer.is_floating_point() else buffer.clone()
     return copy.deepcopy(model, memo).to(dtype=dtype)
+
+
+def drawn_in(dtype: str) -> dict[str, torch.dtype]:
+    """How a 16-bit model is built: its weights created, drawn or loaded straight in its dtype (transformers'
+    `dtype`), so that no float32 copy of it is ever held. float32 and float64 models are drawn in float32 and cast,
+    as they always were (their seeded weights, and the committed baselines, stay the same)."""
+    return {"dtype": getattr(torch, dtype)} if dtype in LOW_PRECISION else {}
 
 
 class PretrainedBackend:
@@ -173,22 +188,24 @@ class PretrainedBackend:
         row_alignment: int = 1,
     ):
         transformers = import_transformers()
-        self.code = FAMILY_CODE[family]
+        self.code = FAMILIES.get(family)
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
         self.given = False  # a model object passed from Python: its eval mode is the caller's (given.evaluating)
         self.user_hooks = dict(user_hooks or {})  # the user's functions at hook points, around every pass
         self.ablation, self.seed = "trained", 0
         self.row_alignment = row_alignment
+        self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
-            shape = Shape(source.d_model, source.n_heads, source.n_layers, len(self.tokenizer))
-            config = getattr(transformers, self.code.config_class)(**self.code.config(shape))
+            vocab = max(len(self.tokenizer), source.vocab)
+            size = SeededSize(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
+            config = getattr(transformers, self.code.config_class)(**self.code.seeded_config(size))
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                self.model = model_class._from_config(config, attn_implementation=implementation)
+                self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
         elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
             self.tokenizer, self.given = source.tokenizer, True
             weight = next(source.model.parameters())
@@ -197,25 +214,30 @@ class PretrainedBackend:
             return
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
-                                                               heads_read, allow_random_init)  # fmt: skip
+                                                               heads_read, allow_random_init,
+                                                               drawn_in(dtype).get("dtype"))  # fmt: skip
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
 
     def twin(self, dtype: str) -> PretrainedBackend:
-        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off."""
+        """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off.
+
+        A 16-bit model's twin borrows its weights and widens them an op at a time (precision.widened_ops): a model
+        of billions of parameters has room for itself, not for a float32 copy. Others are copied whole."""
         other = copy.copy(self)
         other.dtype, other.row_alignment = getattr(torch, dtype), 1  # one order a pass: unpadded (forward)
-        other.model = converted_copy(self.model, other.dtype).eval()
+        if self.dtype in (torch.bfloat16, torch.float16):
+            other.widened_from = self.dtype
+        else:
+            other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
     @property
     def max_tokens(self) -> int | None:
         """The longest sequence the model's positions cover (None: relative positions, no table to run out of)."""
-        config = self.model.config
-        limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-        return None if self.code.name in ("t5", "bloom") or limit is None else int(limit)
+        return self.code.max_tokens(self.model.config)
 
     @property
     def width(self) -> int:
@@ -254,11 +276,13 @@ class PretrainedBackend:
         """
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
-        mask = torch.ones_like(ids) if self.code.needs_mask else None  # BLOOM builds ALiBi from it (families/bloom.py)
+        mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
+        widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
         with (
             self.code.ablate(self.model, self.ablation, self.seed),
             eager_attention(self.model, attention and self.given),
             user_hooks_applied(self.model, self.user_hooks),
+            widening,
         ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
@@ -268,5 +292,6 @@ class PretrainedBackend:
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
                                 "probabilities; expected a family whose eager attention does, or leave `attention` out "
                                 "of metrics")  # fmt: skip
-        attentions = [a[:count] for a in out.attentions] if attention else []
-        return Forward([h[:count] for h in out.hidden_states], attentions, logits)
+        attentions = [widened(a[:count]) for a in out.attentions] if attention else []
+        return Forward([widened(h[:count]) for h in out.hidden_states], attentions,
+                       None if logits is None else widened(logits))  # fmt: skip

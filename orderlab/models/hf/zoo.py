@@ -8,14 +8,14 @@ loaded, nothing downloaded. Torch-free; compute only (report.models_table draws 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from orderlab.core.hook_points import HF_HOOK_POINTS
 from orderlab.core.userfiles import read_bounded
+from orderlab.families import FAMILIES
 from orderlab.spec.extras import installed
-from orderlab.spec.families import FAMILIES, PACKAGED_MODELS
+from orderlab.spec.families import PACKAGED_MODELS
+from orderlab.spec.hub_cache import hub_cache
 
 
 @dataclass(frozen=True)
@@ -26,14 +26,6 @@ class ZooEntry:
     ablations: dict[str, str]  # name -> what it does to this family
     hook_points: tuple[str, ...]  # named per layer: 1.input, 1.pattern, ... (orderlab trace reads them)
     weights: list[str]  # local real weights: "minilm (packaged)", "gpt2 (HF cache)", ...
-
-
-def hub_cache() -> Path:
-    """Where huggingface_hub keeps downloaded models: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    return Path(home) / "hub"
 
 
 def cached_models(cache: Path) -> dict[str, list[str]]:
@@ -53,11 +45,11 @@ def cached_models(cache: Path) -> dict[str, list[str]]:
 def catalog(cache: Path | None = None) -> list[ZooEntry]:
     """One entry per family, in FAMILIES' order, with the weights this machine has for it."""
     cached = cached_models(cache or hub_cache())
-    packaged = [f"{name} (packaged)" for name, (package, _, _) in PACKAGED_MODELS.items() if installed(package)]
     entries = []
     for family in FAMILIES.values():
-        weights = packaged if family.name == "bert" else []
-        weights = weights + [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
-        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, HF_HOOK_POINTS,
+        weights = [f"{name} (packaged)" for name, (package, _, _, of) in PACKAGED_MODELS.items()
+                   if of == family.name and installed(package)]  # fmt: skip
+        weights += [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
+        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, family.hook_points,
                                 weights))  # fmt: skip
     return entries

@@ -3,18 +3,24 @@
 trained: the table as shipped. zero: all zeros, so the model sees a bag of tokens and its outputs
 are permutation-equivariant (mean pooling: invariant). shuffled: the trained rows in a seeded
 random order (distinct codes, scrambled geometry). sinusoidal: Vaswani et al.'s codes scaled to
-the trained table's mean row norm, so the ablation changes the pattern, not the magnitude.
+the trained table's mean row norm, so the ablation changes the pattern, not the magnitude. torch is imported inside
+the function (orderlab/families is torch-free at import).
 """
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from orderlab.encodings import EncodingContext, build_encoding
+
+if TYPE_CHECKING:
+    import torch
 
 
 def position_table(ablation: str, trained: torch.Tensor, seed: int) -> torch.Tensor:
     """The (max_positions, d) table for `ablation`, derived from the trained one (never modified)."""
+    import torch
+
     slots, width = trained.shape
     if ablation == "trained":
         return trained.clone()

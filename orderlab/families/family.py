@@ -1,0 +1,237 @@
+"""What a model family is, as data: everything the spec, the plan, `orderlab models` and the loader read of it.
+
+One `Family` per file of orderlab/families (bert.py, gpt2.py, ...): its config.json's keys (a `FamilyConfig`
+subclass), the model_type and architecture names of its checkpoints, its position ablations in words, its hook
+points, its seeded config (plain numbers: the estimate sizes a seeded model by reading that config as it reads a
+checkpoint's), and its adapter hooks (`ablate`, a context manager around one pass). Torch-free at import: the spec
+reads these objects to validate a spec, and a family imports torch and transformers only inside its hooks.
+
+A checkpoint's config.json is read here, torch- and transformers-free (validate must answer fast), by each
+family's own key names and defaults, as transformers' config class of that family reads them
+(tests/pretrained/test_folder_config.py holds the two together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, Strict
+
+from orderlab.core import bounds
+from orderlab.core.userfiles import FileModel, FileProblem, read_json
+
+# --- the ablation vocabulary, shared by every family ----------------------------------------------------------------
+
+PositionAblation = Literal["trained", "zero", "shuffled", "sinusoidal"]
+ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero", "shuffled", "sinusoidal")
+UNABLATED = "trained"  # the ablation that leaves the model's positions as built or loaded
+SEEDED = "seeded"  # its label for a zoo model with seeded random weights (no path)
+
+# What a transformers model returns of a pass, per layer on its token slots: the layer's input (layer 1: the
+# embeddings, absolute positions added), its attention probabilities (eager attention) and its output.
+HF_HOOK_POINTS = ("input", "pattern", "output")
+
+# --- seeded configs -------------------------------------------------------------------------------------------------
+
+MAX_POSITIONS = 512  # seeded configs: rows of a learned table, range of rotary position ids
+FFN_MULT = 4  # seeded configs: feed-forward width over d_model
+
+
+@dataclass(frozen=True)
+class SeededSize:
+    """A seeded model's size, from the spec."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    vocab: int
+    kv_heads: int | None = None  # key-value heads of grouped-query attention (Llama); None: one per head
+    ffn: int | None = None  # feed-forward width; None: FFN_MULT x d_model
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn or FFN_MULT * self.d_model
+
+    @property
+    def init_std(self) -> float:
+        """Seeded weights' standard deviation, 1/sqrt(d_model): attention scores of order one, not HF's near-zero
+        0.02 (with which a small model's attention is almost uniform and position barely shows)."""
+        return float(self.d_model**-0.5)
+
+
+def standard_config(size: SeededSize) -> dict[str, Any]:
+    """The config arguments that BERT-like configs (and Llama's) name alike; each family adds its own."""
+    return {
+        "vocab_size": size.vocab,
+        "initializer_range": size.init_std,
+        "hidden_size": size.d_model,
+        "num_hidden_layers": size.n_layers,
+        "num_attention_heads": size.n_heads,
+        "intermediate_size": size.ffn_width,
+        "max_position_embeddings": MAX_POSITIONS,
+    }
+
+
+# --- a checkpoint's config.json, as a family reads it ---------------------------------------------------------------
+
+# A vocabulary or a position table read from config.json: 64x the largest vocabularies (~256k entries). The numbers
+# are bounded before they size anything; what fits the bounds but not this machine the estimate refuses.
+MAX_TABLE_ROWS = 2**24
+
+ConfigWidth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL)]  # hidden, head and attention widths
+ConfigDepth = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_LAYERS)]  # layers
+ConfigHeads = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL)]
+ConfigFfn = Annotated[int, Strict(), Field(ge=1, le=bounds.MAX_D_MODEL * bounds.MAX_FFN_MULT)]
+ConfigRows = Annotated[int, Strict(), Field(ge=1, le=MAX_TABLE_ROWS)]  # vocabulary, position table
+ConfigCount = Annotated[int, Strict(), Field(ge=0, le=MAX_TABLE_ROWS)]  # token types, a position offset
+ConfigName = Annotated[str, Strict(), Field(max_length=200)]
+ConfigFlag = Annotated[bool, Strict()]
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What sizes a model's weights and passes (plan/estimate.py), whatever its family calls each number."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    ffn: int  # feed-forward width
+    vocab: int
+    positions: int = 0  # rows of learned absolute tables added to the input (0: positions are not a table)
+    query_width: int = 0  # heads x head width (0: d_model)
+    kv_width: int = 0  # width of keys and values (0: the query width; less with grouped-query attention)
+    ffn_matrices: int = 2  # 3 for a gated feed-forward (Llama, T5's gated-*)
+    pooler: bool = False  # a d x d layer on the first token (BERT's): loaded, never run
+    head: bool = False  # a causal LM: its output layer turns every token's state into logits over the vocabulary
+    untied_head: bool = False  # ... with a matrix of its own rather than the input embeddings'
+    token_positions: int = 0  # the longest sequence of tokens its positions cover (0: relative positions, no limit)
+
+    @property
+    def queries(self) -> int:
+        return self.query_width or self.d_model
+
+    @property
+    def keys(self) -> int:
+        return self.kv_width or self.queries
+
+    @property
+    def layer_parameters(self) -> int:
+        """One layer's matrices: query and output projections, keys and values, the feed-forward's."""
+        return self.d_model * (2 * self.queries + 2 * self.keys) + self.ffn_matrices * self.d_model * self.ffn
+
+    @property
+    def parameters(self) -> int:
+        """Matrix and table entries (biases and norms, a few per thousand, left out)."""
+        tables = self.vocab + self.positions + self.untied_head * self.vocab + self.pooler * self.d_model
+        return tables * self.d_model + self.n_layers * self.layer_parameters
+
+
+class FamilyConfig(FileModel):
+    """config.json as a family reads it: its architecture, and the numbers that size the model, each typed and
+    bounded, under the family's own key names (and the aliases its transformers config class accepts), with that
+    class's defaults for the keys a file leaves out."""
+
+    model_type: ConfigName | None = None
+    architectures: list[ConfigName] | None = Field(None, max_length=64)
+
+    def shape(self) -> ModelShape:
+        raise NotImplementedError
+
+
+# --- the family ------------------------------------------------------------------------------------------------------
+
+Ablate = Callable[[Any, str, int], Any]  # (model, ablation, seed) -> a context manager around one pass
+
+
+def table_rows(config: Any) -> int | None:
+    """The tokens a sequence may hold: its config's position count (n_positions or max_position_embeddings)."""
+    limit = getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+    return None if limit is None else int(limit)
+
+
+def no_limit(_config: Any) -> int | None:
+    """Relative positions: no table to run out of."""
+    return None
+
+
+def unablated(what: str) -> str:
+    """What the unablated condition runs, and what its rows read (HFModelSpec.label, less allow_random_init's)."""
+    return f"{what}; rows read '{SEEDED}' for seeded weights, '{UNABLATED}' for loaded weights"
+
+
+TABLE_ABLATIONS = {
+    UNABLATED: unablated("the position table as built (seeded) or loaded"),
+    "zero": "the table replaced by zeros: no position information",
+    "shuffled": "the table's rows in a seeded random order",
+    "sinusoidal": "Vaswani et al.'s codes, scaled to the table's mean row norm",
+}
+ROTARY_ABLATIONS = {
+    UNABLATED: unablated("RoPE on (position ids 0..T-1)"),
+    "zero": "RoPE off: every position id 0, the identity rotation",
+    "shuffled": "position ids in a seeded random order",
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family of the zoo: how it knows position, what each position ablation does to it, how its config.json
+    reads, how a seeded model is configured, and its adapter hooks (models/hf/loader.py runs them)."""
+
+    name: str
+    positions: str  # the kind of positional information, in words
+    causal: bool  # a decoder (causal mask, language-model head) or an encoder
+    ablations: dict[str, str]  # ablation name (ABLATIONS) -> what it does to this family
+    model_types: tuple[str, ...]  # config.json `model_type` values of this family's checkpoints
+    architectures: tuple[str, ...]  # how config.json's `architectures` names of this family's checkpoints begin
+    config_file: type[FamilyConfig]  # its config.json's keys
+    config_class: str  # transformers class of the seeded config
+    model_class: str  # transformers class built from a config or a checkpoint (a causal LM keeps its head)
+    seeded_config: Callable[[SeededSize], dict[str, Any]]  # config arguments of a seeded model (plain numbers)
+    ablate: Ablate  # imports torch inside: the family's file stays torch-free at import
+    hook_points: tuple[str, ...] = HF_HOOK_POINTS  # named per layer: 1.input, 1.pattern, ... (orderlab trace)
+    tokenizer_options: tuple[tuple[str, Any], ...] = ()  # AutoTokenizer arguments for pre-split words
+    # The family's own name for the token a sequence starts with ([CLS] of an encoder, GPT-2's <|endoftext|>): a
+    # seeded model's word-level tokenizer names its first special so, as trace shows it.
+    start_token: str = "[CLS]"
+    # The spec's seeded-size fields beyond d_model, n_heads and n_layers that its seeded config reads (Llama's
+    # grouped-query key-value heads and feed-forward width)
+    seeded_fields: tuple[str, ...] = ()
+    needs_mask: bool = False  # give every pass an all-ones attention mask (the ablation reads it)
+    # A causal family's ablations under which a pass fed one token at a time, after its prefix's KV cache, equals
+    # the dense pass (positions at token t depend on t alone): these share prefixes (models/kv_prefix.py).
+    cached_ablations: tuple[str, ...] = ()
+    # Children of the base model that no measurement runs (BERT's pooler): a checkpoint may lack or add them.
+    unused_parts: tuple[str, ...] = ()
+    # The most tokens a sequence may hold, from the loaded model's config (None: no limit).
+    max_tokens: Callable[[Any], int | None] = table_rows
+    # A seeded model's head width must be a multiple of this (2 where rotary positions rotate pairs), and why.
+    head_width_multiple: int = 1
+    head_width_reason: str = ""
+
+    def seeded_shape(
+        self, d_model: int, n_heads: int, n_layers: int, vocab: int, kv_heads: int | None = None, ffn: int | None = None
+    ) -> ModelShape:
+        """A seeded model's shape: its seeded config read as a checkpoint's config.json is."""
+        config = self.seeded_config(SeededSize(d_model, n_heads, n_layers, vocab, kv_heads, ffn))
+        return self.config_file.model_validate(config).shape()
+
+    def read_config(self, folder: Path) -> FamilyConfig:
+        """A checkpoint folder's config.json as this family reads it. FileProblem (one line naming the file and the
+        field) for a file that is not a JSON object of bounded numbers, or that declares another architecture:
+        transformers would build this family's model and fill it with whatever weights matched, leaving the rest
+        random."""
+        path = folder / "config.json"
+        config = read_json(path, self.config_file, f"the config of a {self.name} checkpoint")
+        if config.model_type not in self.model_types:
+            got = "missing" if config.model_type is None else f"got {config.model_type!r}"
+            types = " or ".join(repr(name) for name in self.model_types)
+            raise FileProblem(path, f"{got}; expected a {self.name} checkpoint (model_type {types})", "model_type")
+        foreign = [name for name in config.architectures or [] if not name.startswith(self.architectures)]
+        if foreign:
+            names = " or ".join(f"{prefix}..." for prefix in self.architectures)
+            raise FileProblem(path, f"got {foreign[0]!r}; expected a {self.name} architecture ({names})",
+                              "architectures")  # fmt: skip
+        return config
