@@ -14,8 +14,8 @@ of commands and functions.
 from __future__ import annotations
 
 import html as _html
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -29,13 +29,17 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from orderlab.commands.check import CheckResult
+    from orderlab.core.permutations import Rule
+    from orderlab.measure.activations import Activations
     from orderlab.measure.run_options import RunOptions
     from orderlab.plan.load import LoadedSpec
     from orderlab.results.outcome import ShardOutcome
+    from orderlab.spec.families import ModelObject
     from orderlab.spec.schema import Spec
 
 __all__ = [
     "Result",
+    "activations",
     "check",
     "compare",
     "encodings",
@@ -72,6 +76,7 @@ class Result:
     attention: pd.DataFrame | None  # attention.csv (attention maps of the shown reordering), if the run wrote it
     manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
+    token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
 
     def _repr_html_(self) -> str:
         """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame."""
@@ -86,12 +91,13 @@ class Result:
         return f"Result(name={self.name!r}, folder={self.folder!r}, rows={len(self.metrics)}, verdicts={self.verdicts})"
 
 
-def validate(spec: SpecSource, *, base: str | Path | None = None) -> Spec:
-    """The validated spec (every sweep combination checked, the cost estimated): `orderlab validate`.
+def validate(spec: SpecSource, *, base: str | Path | None = None, model: Any = None) -> Spec:
+    """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
 
     A dict spec's relative paths (a model folder, a corpus file) resolve against `base`, by default the working
-    folder; its errors name the dict's field path ('spec dict: model.n_heads: ...')."""
-    return _load(spec, base).spec
+    folder when it is given; its errors name the dict's field path ('spec dict: model.n_heads: ...'). model: a
+    transformers model object the spec is run on (its family from config.model_type), as `run` takes it."""
+    return _load(spec, base, None if model is None else _model_record(model)).spec
 
 
 def plan(spec: SpecSource, device: str = "cpu") -> list[str]:
@@ -126,6 +132,9 @@ def run(
     html: bool = ...,
     progress: ProgressChoice = ...,
     base: str | Path | None = ...,
+    model: Any = ...,
+    tokenizer: Any = ...,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = ...,
 ) -> Result: ...
 
 
@@ -144,6 +153,9 @@ def run(
     html: bool = ...,
     progress: ProgressChoice = ...,
     base: str | Path | None = ...,
+    model: Any = ...,
+    tokenizer: Any = ...,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = ...,
 ) -> ShardOutcome: ...
 
 
@@ -161,12 +173,22 @@ def run(
     html: bool = False,
     progress: ProgressChoice = True,
     base: str | Path | None = None,
+    model: Any = None,
+    tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Result | ShardOutcome:
     """Run a spec as `orderlab run` does, into OUT/<spec name>/ (a temporary folder, removed, when out is None).
 
     shard='K/N': only shard K of N, into OUT/<spec name>.shard-K-of-N/ (join them with `merge`); workers / scheduler:
     the shards on a Dask cluster, merged; plot / html: the figures and report.html into the results folder (these
-    need `out`)."""
+    need `out`).
+
+    model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
+    model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
+    and manifest.json records its class, config and a hash of its weights (manifest["model"]["given"]).
+    hooks: your functions at a transformers model's hook points, {"2.output": fn} (L.input or L.output: a tensor
+    (B, T, d) to one of the same shape), around every pass of every condition and its round-off twin; the rows'
+    labels end in '+user_hook' and manifest["model"]["user_hooks"] names each function."""
     root = check_argument.optional_path("out", out)
     if root is None and (shard is not None or plot is True or html is True):
         raise OrderlabError("shard, plot, html: they write files that last; expected out= a results root")
@@ -176,9 +198,13 @@ def run(
     scheduler = None if scheduler is None else check_argument.text("scheduler", scheduler)
     plot, html = check_argument.flag("plot", plot), check_argument.flag("html", html)
     from orderlab.commands.run import run as run_spec
+    from orderlab.models.hf.given import evaluating, user_model
 
-    loaded = _load(spec, base)
-    with _results_root(root) as results:
+    hooks = check_argument.hooks(hooks)
+    given = None if model is None else user_model(model, tokenizer)
+    options = replace(options, model=given, hooks=hooks)
+    loaded = _load(spec, base, None if given is None else given.record, hooks)
+    with _results_root(root) as results, evaluating(model) if given else nullcontext():
         done = run_spec(loaded, results, options, shard=shard, workers=workers, scheduler=scheduler, plot=plot,
                         html=html, phases=_phases(progress))  # fmt: skip
         if done.shard is not None:
@@ -187,13 +213,48 @@ def run(
     return result if root is not None else replace(result, folder=None)  # the temporary folder is gone
 
 
+def activations(
+    spec: SpecSource,
+    points: list[str],
+    orders: Rule | None = None,
+    *,
+    device: str = "cpu",
+    model: Any = None,
+    tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
+    progress: Progress | None = None,
+) -> Activations:
+    """Hook points per reordering and condition, in memory (TransformerLens's run_with_cache): `result.index` has one
+    row per combination x condition x input x order, `result["2.output"]` the point's tensor, row for row (NaN past a
+    row's own slots). orders: the spec's permutations (None), or a rule applied to every input ("all", "reverse",
+    {"random": 10}, [[2, 1, 0]]). Tensors that would not fit beside the run's own estimate are refused in one line.
+    model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them."""
+    from orderlab.measure.activations import collect_activations
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
+    from orderlab.models.hf.given import evaluating, user_model
+
+    points = [points] if isinstance(points, str) else points
+    if not isinstance(points, list | tuple) or not all(isinstance(point, str) for point in points):
+        raise OrderlabError(f"points: got {check_argument.shown(points)}; expected hook point names, e.g. ['2.output']")
+    orders = None if orders is None else check_argument.permutation_rule("orders", orders)
+    hooks, device = check_argument.hooks(hooks), check_argument.device(device)
+    shown = check_argument.progress(progress)
+    given = None if model is None else user_model(model, tokenizer)
+    options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
+    loaded = _load(spec, None, None if given is None else given.record, hooks)
+    with evaluating(model) if given else nullcontext():
+        return collect_activations(loaded.spec, loaded.path, points, orders, options)
+
+
 def load(results_dir: str | Path) -> Result:
     """A results folder that `orderlab run` (or `check --update`, or `merge`) wrote, read and checked."""
     from orderlab.results.run_folder import read_run_folder
 
     folder = check_argument.path("results_dir", results_dir)
     read = read_run_folder(folder)
-    return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest, _verdicts(read.summary))
+    return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest,
+                  _verdicts(read.summary), read.token_logprobs)  # fmt: skip
 
 
 def merge(shards: list[str | Path], out: str | Path = "results", *, force: bool = False) -> Result:
@@ -338,16 +399,24 @@ def models() -> pd.DataFrame:
     return pd.DataFrame([vars(entry) for entry in listed()])
 
 
-def _load(spec: object, base: object) -> LoadedSpec:
-    """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd."""
+def _load(
+    spec: object,
+    base: object,
+    given: ModelObject | None = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> LoadedSpec:
+    """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd; the
+    user's hooks recorded by their functions' names."""
     from orderlab.plan.load import load_spec, load_spec_data
 
+    names = {point: f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+             for point, fn in (hooks or {}).items()}  # fmt: skip
     source, root = check_argument.spec_source(spec), check_argument.optional_path("base", base)
     if isinstance(source, Path):
         if root is not None:
             raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
-        return load_spec(source)
-    return load_spec_data(source, Path.cwd() if root is None else root.absolute())
+        return load_spec(source, given, names)
+    return load_spec_data(source, Path.cwd() if root is None else root.absolute(), given, names)
 
 
 def _options(device: object, chunk_size: object, force: object, progress: object) -> RunOptions:
@@ -392,6 +461,12 @@ class _Reporter:
 
     def note(self, text: str) -> None:
         pass
+
+
+def _model_record(model: Any) -> ModelObject:
+    from orderlab.models.hf.given import model_record
+
+    return model_record(model)
 
 
 def _verdicts(summary: pd.DataFrame) -> dict[str, int]:

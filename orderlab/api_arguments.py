@@ -105,6 +105,29 @@ def flag(name: str, value: object) -> bool:
     return value
 
 
+def hooks(value: object) -> dict[str, Callable[[Any], Any]]:
+    """A user's functions at hook points, {"2.output": fn}: names to callables (None: none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):  # each point and function is checked where hooks are placed
+        raise _refuse("hooks", value, 'a dict of hook points to functions, e.g. {"2.output": fn}')
+    return dict(value)
+
+
+def permutation_rule(name: str, value: object) -> Any:
+    """A permutation rule as a spec's inputs take it ('all', {random: K}, [[2, 1, 0]], ...), checked by the spec's
+    own type."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from orderlab.spec.schema import PermutationRule
+
+    try:
+        return TypeAdapter(PermutationRule).validate_python(value)
+    except (ValidationError, ValueError, TypeError):
+        expected = "a permutation rule, as inputs take ('all', 'reverse', {random: K}, [[1, 0, 2]])"
+        raise _refuse(name, value, expected) from None
+
+
 def device(value: object) -> str:
     """'cpu', 'cuda' or 'auto' (a torch.device of cpu or cuda is taken by its name)."""
     named = str(value) if type(value).__name__ == "device" and type(value).__module__ == "torch" else value

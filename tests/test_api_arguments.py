@@ -34,10 +34,13 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
     """Each function with valid, cheap arguments (a tiny spec, a tiny properties size): the baseline one wrong
     argument is swapped into."""
     return {
-        "validate": {"spec": spec, "base": None},
+        "validate": {"spec": spec, "base": None, "model": None},
         "plan": {"spec": spec, "device": "cpu"},
         "run": {"spec": spec, "out": None, "base": None, "device": "cpu", "chunk_size": None, "force": False,
-                "shard": None, "workers": None, "scheduler": None, "plot": False, "html": False, "progress": False},
+                "shard": None, "workers": None, "scheduler": None, "plot": False, "html": False, "progress": False,
+                "model": None, "tokenizer": None, "hooks": None},
+        "activations": {"spec": spec, "points": ["1.output"], "orders": None, "device": "cpu", "model": None,
+                        "tokenizer": None, "hooks": None, "progress": False},
         "load": {"results_dir": folder},
         "merge": {"shards": [folder], "out": folder.parent / "merged", "force": False},
         "compare": {"specs": [spec], "encodings": "none", "metrics": ["equivariance"], "out": None, "device": "cpu",

@@ -24,7 +24,7 @@ from orderlab.plan.load import LoadedSpec
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.versions import versions
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.families import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import Spec
 
 
@@ -38,7 +38,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     require_dtype(spec.model.dtype, device)
     use_matmul_precision(spec.model.matmul_precision, device)
     # corpus inputs need a pretrained model (relations.py)
-    adapters = pretrained_adapters(spec, device, loaded.path, device_batching(device))
+    adapters = pretrained_adapters(spec, device, loaded.path, device_batching(device), given=options.model,
+                                   user_hooks=options.hooks)  # fmt: skip
     if notes:
         notes("encoding the corpus and its shuffles")
     tables = run_corpus(spec, loaded.path, adapters, progress or (lambda done, total: None))
@@ -62,6 +63,10 @@ def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[s
     """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
     folder), added to a run's manifest."""
     manifest["model"] = spec.model.model_dump()
+    if isinstance(spec.model, HFModelSpec) and spec.model.given is not None:
+        manifest["model"]["given"] = spec.model.given.model_dump()  # class, config, weights hash: the object run
+    if isinstance(spec.model, HFModelSpec) and spec.model.user_hooks:
+        manifest["model"]["user_hooks"] = spec.model.user_hooks  # point -> the user's function: no built-in ablation
     if model_files is not None:
         manifest["model_files"] = model_files
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
@@ -145,6 +146,8 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
         maps = digest.attention_table()  # between words, for the stack and the zoo alike
         if maps is not None:
             tables["attention"] = maps
+        if run.token_logprobs:
+            tables["token_logprobs"] = pd.concat(run.token_logprobs, ignore_index=True)
         manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")

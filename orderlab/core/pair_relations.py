@@ -36,6 +36,10 @@ DIFFERENT_WORDS: Final = _relation(
     "different_words", False, "b's words are not a's: a distance, but no order verdict, and no token_shift"
 )
 
+MINIMAL_PAIR: Final = _relation(
+    "minimal_pair", False, "a is grammatical, b its minimal counterpart (BLiMP): scored by metrics: [minimal_pairs]"
+)
+
 RELATION_COLUMN: Final = "relation"  # metrics.csv's and summary.csv's column, in specs with a non-reordering pair
 # Why a pair of different words has no token_shift row (the terminal's caption and docs/metrics.md say it).
 NO_WORD_MATCH: Final = "token_shift is not measured for a pair of different words: no word of b has its own in a"

@@ -7,6 +7,7 @@ and whether a causal model's passes share prefixes there."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -15,6 +16,8 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import device_batching, run_device
 from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+from orderlab.models.hf.given import UserModel
+from orderlab.models.hf.interventions import UserHook
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
@@ -31,14 +34,21 @@ NOT_PAYING = "dense: the prefix walk's calls cost more than one dense batch on t
 
 
 def build_adapters(
-    spec: Spec, device: torch.device, spec_file: Path, attention_maps: bool = False, share_prefixes: bool = True
+    spec: Spec,
+    device: torch.device,
+    spec_file: Path,
+    attention_maps: bool = False,
+    share_prefixes: bool = True,
+    given: UserModel | None = None,
+    user_hooks: Mapping[str, UserHook] | None = None,
 ) -> list[Adapter]:
     """One adapter per condition, in the label order of the CSV's rows; each has its round-off twin.
 
     attention_maps: passes will be asked for attention maps (or pattern hooks) even if the spec's metrics do not ask:
     a zoo model is then built with the attention that returns its probabilities. share_prefixes=False runs causal
-    models dense, as the benchmarks' comparison does; otherwise they share prefixes where it pays on `device`. A dtype
-    or matmul precision the device cannot run is refused first, in one line."""
+    models dense, as the benchmarks' comparison does; otherwise they share prefixes where it pays on `device`. given:
+    the model object the spec describes (orderlab.api.run(spec, model=...)); user_hooks: the user's functions the
+    spec records by point. A dtype or matmul precision the device cannot run is refused first, in one line."""
     require_dtype(spec.model.dtype, device)
     use_matmul_precision(spec.model.matmul_precision, device)
     batching = device_batching(device)
@@ -46,7 +56,7 @@ def build_adapters(
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
-        adapters = pretrained_adapters(spec, device, spec_file, batching, share, attention_maps)
+        adapters = pretrained_adapters(spec, device, spec_file, batching, share, attention_maps, given, user_hooks)
         return list(adapters)  # a list[Adapter]
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file, batching)

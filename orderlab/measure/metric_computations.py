@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 def has(what: Reorderings | ProbePair, needs: Needs) -> bool:
     """Whether a chunk (or a probe pair) holds what a computation needs beside its passes."""
     if isinstance(what, ProbePair):
+        if needs == "log-probabilities":
+            return what.a.logprob is not None and what.b.logprob is not None
         return needs == "a reordering" and what.matching is not None
     if needs == "repeated words":
         return what.repeats is not None

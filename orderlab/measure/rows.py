@@ -109,7 +109,9 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if rates.empty:
         return summary
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    summary = summary.join(counts, on=["case", "subject", "metric"]).astype({RATE_COUNT: "Int64"})
+    summary = summary.join(counts, on=["case", "subject", "metric"])
+    over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
+    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
     return with_ranks(summary, encodings, index)
 
 
@@ -154,9 +156,22 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
     return together.sort_values(index, kind="mergesort", ignore_index=True)
 
 
+def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
+    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
+    rows = []
+    for metric, group in rates.groupby("metric", sort=False):
+        rate = group.groupby("encoding")["value"].mean()
+        count = int(group.groupby("encoding").size().max())
+        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
+                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def summary_values(table: pd.DataFrame) -> pd.Series:
     """Each row's value as its summary shows it: its `mean` over permutations for a mean or rate metric, else
     `value` (the worst)."""
     if "mean" not in table.columns:
         return table["value"]
-    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool), table["mean"])
+    one_value = table["mean"].isna() & (table["case"] == "probe")  # a probe's one value is its own mean
+    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool) | one_value, table["mean"])

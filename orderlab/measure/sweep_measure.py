@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
@@ -29,6 +30,7 @@ from orderlab.measure.task_accuracy import (
     task_summary,
     training_work,
 )
+from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
 from orderlab.plan.shards import DECODABILITY, Unit
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
@@ -67,6 +69,7 @@ class SweepMeasurement:
         (shards.partition): only they are measured, each leaving a Piece in the digest."""
         self.spec, self.spec_file = spec, spec_file
         self.device, self.progress, self.notes = options.device, options.progress, options.notes
+        self.given, self.user_hooks = options.model, options.hooks
         self.axes = axes(spec)
         self.configurations = in_row_order(spec)
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
@@ -74,6 +77,7 @@ class SweepMeasurement:
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
         self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
         self.model_files: dict[str, list[str]] | None = None  # a checkpoint folder's unmeasured parts (manifest.json)
+        self.token_logprobs: list[pd.DataFrame] = []  # token_logprobs.csv's rows per combination (token_logprobs: true)
         self.total = 0
         for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
             share = None if units is None else [unit for unit in units if unit.combination == index]
@@ -116,8 +120,13 @@ class SweepMeasurement:
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
-                adapters = build_adapters(spec, self.device, self.spec_file)
+                adapters = build_adapters(
+                    spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
+                )
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
+                if spec.token_logprobs:
+                    with torch.inference_mode():
+                        self.token_logprobs.append(token_logprob_rows(spec, adapters, configuration.columns))
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)
             if DECODABILITY_FAMILY in self.spec.metrics and (share is None or decodability):
                 self._note("probing positions", where)

@@ -94,10 +94,11 @@ INDISTINGUISHABLE: Passing = "indistinguishable"
 
 
 def without_order(verdicts: np.ndarray) -> np.ndarray:
-    """A pair of different words' verdicts: indistinguishable within the round-off, distinguishable above it."""
+    """A pair of different words' verdicts: indistinguishable within the round-off, distinguishable above it; a row
+    with no verdict (a metric not judged by round-off, such as a minimal pair's preference) keeps none."""
     verdicts = np.asarray(verdicts, dtype=object)
     judged = np.where(verdicts == ORDER_SENSITIVE, DISTINGUISHABLE, INDISTINGUISHABLE)
-    return np.where(verdicts == NON_FINITE, NON_FINITE, judged)
+    return np.where((verdicts == NON_FINITE) | (verdicts == ""), verdicts, judged)
 
 
 def canonical(values: np.ndarray, verdicts: np.ndarray) -> np.ndarray:

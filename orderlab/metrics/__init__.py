@@ -78,6 +78,7 @@ from orderlab.metrics.lm_logprob import (
     ORIGINAL_RANK,
     PERMUTATION_PREFERRED,
 )
+from orderlab.metrics.minimal_pairs import MINIMAL_PAIR_PREFERRED, MINIMAL_PAIRS_FAMILY
 from orderlab.metrics.trained import TASK_ACCURACY
 from orderlab.metrics.corpus import SIMILARITY_CLS, SIMILARITY_MEAN
 # isort: on
@@ -87,12 +88,12 @@ __all__ = [
     "DECODABILITY_FAMILY", "ENCODER_POOLINGS", "EQUIVARIANCE", "EQUIVARIANCE_FAMILY", "FAMILIES", "INVARIANCE_CLS",
     "INVARIANCE_FAMILY", "INVARIANCE_FIRST", "INVARIANCE_LAST", "INVARIANCE_MAX", "INVARIANCE_MEAN",
     "LM_LOGPROB_FAMILY", "LOGPROB", "LOGPROB_CHANGE", "LOGPROB_DELTA", "LOGPROB_REFERENCE", "METRICS",
-    "ORIGINAL_RANK", "PAIR_COSINE", "PAIR_COSINE_CLS", "PAIR_DISTANCE_FAMILY",
-    "PAIR_L2", "PERMUTATION_PREFERRED", "POSITION_ACCURACY", "POSITION_CHANCE", "POSITION_SLOT_ACCURACY",
-    "PREFIX_INVARIANCE", "PREFIX_INVARIANCE_FAMILY", "PRETRAINED", "RATE_COUNT", "REPEATED_WORDS_FAMILY",
-    "REPEAT_COSINE", "REPEAT_DISTANCE", "SIMILARITY_CLS", "SIMILARITY_MEAN", "STACK", "STACK_POOLINGS",
-    "TASK_ACCURACY", "TOKEN_SHIFT", "TOKEN_SHIFT_FAMILY", "Compares", "Computation", "Family", "Keep", "Metric",
-    "Model", "Needs", "Passing", "Pooling", "Reduction", "all_metrics", "computed_on", "default_families", "family",
-    "family_names", "loop_rows", "metric", "metric_names", "metrics_of", "noise_families", "per_permutation_mean",
-    "reduction_of", "row_metric", "written_by",
+    "MINIMAL_PAIRS_FAMILY", "MINIMAL_PAIR_PREFERRED", "ORIGINAL_RANK", "PAIR_COSINE", "PAIR_COSINE_CLS",
+    "PAIR_DISTANCE_FAMILY", "PAIR_L2", "PERMUTATION_PREFERRED", "POSITION_ACCURACY", "POSITION_CHANCE",
+    "POSITION_SLOT_ACCURACY", "PREFIX_INVARIANCE", "PREFIX_INVARIANCE_FAMILY", "PRETRAINED", "RATE_COUNT",
+    "REPEATED_WORDS_FAMILY", "REPEAT_COSINE", "REPEAT_DISTANCE", "SIMILARITY_CLS", "SIMILARITY_MEAN", "STACK",
+    "STACK_POOLINGS", "TASK_ACCURACY", "TOKEN_SHIFT", "TOKEN_SHIFT_FAMILY", "Compares", "Computation", "Family",
+    "Keep", "Metric", "Model", "Needs", "Passing", "Pooling", "Reduction", "all_metrics", "computed_on",
+    "default_families", "family", "family_names", "loop_rows", "metric", "metric_names", "metrics_of",
+    "noise_families", "per_permutation_mean", "reduction_of", "row_metric", "written_by",
 ]  # fmt: skip

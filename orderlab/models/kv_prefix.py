@@ -99,7 +99,11 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     maps = ATTENTION_FAMILY in spec.metrics
     return {
         model.label(ablation) if len(families) == 1 else f"{family}/{model.label(ablation)}": sharing_note(
-            FAMILIES.get(family), ablation, maps, not model.seeded
+            FAMILIES.get(family),
+            ablation,
+            maps,
+            not model.seeded,
+            bool(model.user_hooks),
         )
         for family in families
         if FAMILIES.get(family).causal
@@ -107,10 +111,13 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     }
 
 
-def sharing_note(code: Family, ablation: str, maps: bool, checkpoint: bool) -> str:
-    """'shared', or 'dense: why', for one ablation of a causal family."""
+def sharing_note(code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False) -> str:
+    """'shared', or 'dense: why', for one ablation of a causal family (checkpoint: its own tokenizer, which may split
+    a word; hooked: with the user's functions at hook points)."""
     if maps:
         return "dense: attention maps asked for (the attention metric); cached passes do not return them"
+    if hooked:
+        return "dense: the user's hooks (model.user_hooks) see whole sequences, never one token after a cache"
     if ablation not in code.cached_ablations:
         return f"dense: {code.name} does not declare {ablation} exact with a KV cache (Family.cached_ablations)"
     if checkpoint:

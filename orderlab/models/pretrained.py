@@ -12,7 +12,7 @@ transformers returns) come from the same forward pass as its metrics.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,6 +23,7 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.core.hook_points import hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
+from orderlab.errors import OrderlabError
 from orderlab.families.family import HF_HOOK_POINTS, ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
@@ -36,7 +37,9 @@ from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.batching import Batching
 from orderlab.models.hf.folder import refuse_unknown_words
+from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
+from orderlab.models.hf.interventions import UserHook, checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
@@ -55,6 +58,8 @@ def pretrained_adapters(
     batching: Batching,
     share_prefixes: bool = True,
     attention_maps: bool = False,
+    given: UserModel | None = None,
+    user_hooks: Mapping[str, UserHook] | None = None,
 ) -> list[PretrainedAdapter]:
     """One adapter per position ablation, in label order, all on one loaded model (and one twin), its passes cut and
     padded by `batching`.
@@ -62,14 +67,16 @@ def pretrained_adapters(
     A folder whose tokenizer does not know every word of the spec, or whose weights do not fit the parts measured,
     is refused (models/hf/folder.py). share_prefixes=False runs causal models dense, as the benchmark's comparison
     does. With attention maps (the spec's attention metrics, or attention_maps: trace's pattern hooks) the model runs
-    eager attention, the implementation that returns its probabilities.
+    eager attention, the implementation that returns its probabilities. given: the model object a spec describes
+    (`model.given`: orderlab.api.run(spec, model=...)), run in place of a seeded model; user_hooks: the user's
+    functions at hook points that the spec records by name (`model.user_hooks`), around every pass.
     """
     model = spec.model
     assert isinstance(model, PretrainedModelSpec | HFModelSpec)
     family = model.family
     assert isinstance(family, str), "a swept family reaches the adapters one combination at a time"
     folder, words = model_folder(model, spec_file), spec_words(spec, spec_file)
-    source = folder if folder is not None else seeded(spec, words)
+    source = folder if folder is not None else given_source(model, given) or seeded(spec, words)
     attention = attention_maps or ATTENTION_FAMILY in spec.metrics
     allow_random_init = isinstance(model, HFModelSpec) and model.allow_random_init
     backend = PretrainedBackend(
@@ -81,9 +88,12 @@ def pretrained_adapters(
         allow_random_init=allow_random_init,
         heads_read=LM_LOGPROB_FAMILY in spec.metrics,
         row_alignment=batching.row_alignment,
+        user_hooks=hooked(model, user_hooks),
     )
-    if folder is not None:
-        refuse_unknown_words(folder, backend.tokenizer, words)
+    if user_hooks:
+        checked_hooks(backend.model, user_hooks)
+    if folder is not None or given is not None:
+        refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     shared = Shared(backend, spec.seed, batching, share_prefixes)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
@@ -98,6 +108,26 @@ def spec_words(spec: Spec, spec_file: Path) -> list[str]:
         words = [w for item in spec.sentences for w in tokenize(item.sentence)]
         words += [w for probe in spec.probes for sentence in probe.pair for w in tokenize(sentence)]
     return sorted(set(words))
+
+
+def given_source(model: PretrainedModelSpec | HFModelSpec, given: UserModel | None) -> UserModel | None:
+    """The model object of a spec that describes one (its `given` record), checked to be that object."""
+    record = model.given if isinstance(model, HFModelSpec) else None
+    if record is None and given is None:
+        return None
+    if record is None or given is None or given.record != record:
+        raise OrderlabError("model: the spec describes a model object that this run was not given; expected "
+                            "orderlab.api.run(spec, model=..., tokenizer=...)")  # fmt: skip
+    return given
+
+
+def hooked(model: PretrainedModelSpec | HFModelSpec, user_hooks: Mapping[str, UserHook] | None) -> dict[str, UserHook]:
+    """The user's functions, checked to be the ones the spec records (`model.user_hooks`, by point)."""
+    recorded = model.user_hooks if isinstance(model, HFModelSpec) else {}
+    if set(recorded) != set(user_hooks or {}):
+        raise OrderlabError(f"hooks: the spec records {sorted(recorded)} but this run was given "
+                            f"{sorted(user_hooks or {})}; expected orderlab.api.run(spec, hooks=...)")  # fmt: skip
+    return dict(user_hooks or {})
 
 
 def seeded(spec: Spec, words: list[str]) -> Seeded:
@@ -167,7 +197,8 @@ class PretrainedAdapter:
     def shares_prefixes(self) -> bool:
         """Whether passes compute each distinct prefix once (models/kv_prefix.py): a causal family's declared
         ablations only (an encoder declares none)."""
-        return self.shared.share_prefixes and self.ablation in self.shared.backend.code.cached_ablations
+        backend = self.shared.backend
+        return self.shared.share_prefixes and not backend.user_hooks and self.ablation in backend.code.cached_ablations
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)
@@ -245,8 +276,13 @@ def whole_words(backend: PretrainedBackend) -> list[str]:
 
 def sentence_logprob(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """log P(tokens 1..T-1 | the ones before), summed: logits (B, T, V), ids (B, T) -> (B,). Token 0 is BOS."""
+    return token_logprobs(logits, ids).sum(dim=-1)
+
+
+def token_logprobs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """log P(token t | tokens before t) for t = 1..T-1: logits (B, T, V), ids (B, T) -> (B, T-1)."""
     logprobs = torch.log_softmax(logits[:, :-1], dim=-1)  # (B, T-1, V): the distribution of the next token
-    return logprobs.gather(-1, ids[:, 1:, None].to(logits.device))[..., 0].sum(dim=-1)
+    return logprobs.gather(-1, ids[:, 1:, None].to(logits.device))[..., 0]
 
 
 class PretrainedSentence:
@@ -265,6 +301,20 @@ class PretrainedSentence:
         if self.shares_prefixes and not hooks:
             return self.shared_prefixes(orders)
         return self.dense(orders, hooks)
+
+    def token_logprobs(self) -> list[tuple[str, int | None, float]]:
+        """The sentence as written, token by token after BOS: (token, its word's index or None for a special, log P
+        of the token given the ones before it), from one dense pass."""
+        ids = torch.tensor([self.tokens.ids])
+        output = self.adapter.backend.forward(ids)
+        if output.logits is None:
+            raise OrderlabError(
+                f"{self.adapter.label}: the model has no LM head (logits); expected a causal LM with one"
+            )
+        values = token_logprobs(output.logits, ids)[0].double().tolist()
+        word = {t: index for index, (start, stop) in enumerate(self.tokens.spans) for t in range(start, stop)}
+        return [(name, word.get(t), value) for t, (name, value) in enumerate(zip(self.slot_names()[1:], values,
+                                                                                  strict=True), start=1)]  # fmt: skip
 
     def slot_names(self) -> list[str]:
         return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
-from orderlab.errors import SpecError
+from orderlab.errors import OrderlabError, SpecError
 from orderlab.families import FAMILIES
 from orderlab.families.family import ModelShape
 from orderlab.metrics import (
@@ -217,6 +219,13 @@ def validate_limits(spec: Spec, doc: LocatedDocument) -> None:
         ))  # fmt: skip
 
 
+def memory_beside_run(spec: Spec, spec_file: str | Path) -> float:
+    """Bytes a caller may hold beside the run (what orderlab.api.activations keeps): the share of this machine's
+    memory a run may use, less the largest peak the run's estimate expects."""
+    peak = max(item.peak_bytes for item in estimate(spec, spec_file))
+    return MEMORY_SHARE * available_memory() - peak
+
+
 def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, SweptValue]) -> None:
     """Refuse a sentence or probe with more tokens than the model's positions cover (a learned table's rows, a rotary
     model's range), counting a word as one token and the specials ([CLS] and [SEP], or a causal LM's BOS): exact for a
@@ -225,7 +234,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
         return
     shape = _backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2
-    seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded
+    seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded  # one token a word
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
     texts += [(("probes", i, j), text) for i, probe in enumerate(spec.probes) for j, text in enumerate(probe.pair)]
@@ -617,6 +626,12 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     family = FAMILIES.get(model.family)
     if isinstance(model, PretrainedModelSpec):
         return family.read_config(packaged_model_folder(model.name)).shape()
+    if model.given is not None:  # a model object: its config as its family reads a config.json
+        try:
+            return family.config_file.model_validate(model.given.config).shape()
+        except ValidationError as error:
+            where = ".".join(str(part) for part in error.errors()[0]["loc"])
+            raise OrderlabError(f"model: its config's {where}: {error.errors()[0]['msg']}") from None
     folder = model.folder(spec_file)
     if folder is None:
         vocab = max(model.vocab_size or 0, SEEDED_VOCABULARY)
@@ -732,6 +747,8 @@ def _sentence_workload(spec: Spec, shape: ModelShape, sharing: bool) -> _Workloa
     for a, b in (probe.pair for probe in spec.probes):
         passes += [(len(tokenize(a)), 1), (len(tokenize(b)), 1)]
         matched: list[Needs] = ["a reordering"] if occurrence_matching(tokenize(a), tokenize(b)) is not None else []
+        if causal:
+            matched.append("log-probabilities")
         pair = loop("probes", *matched)["every reordering"]
         pair *= 2 if spec.rows == "summary" else 1  # the max and the mean, both the one value
         rows, row_bytes, held = rows + pair, row_bytes + pair * (ROW_FIXED_BYTES + len(a) + len(b)), held + pair
@@ -765,7 +782,7 @@ def _pretrained(
     model, shape = spec.pretrained, _backend_shape(spec, spec_file)
     ablations, itemsize = len(model.position_embeddings), _itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
-    name = f"model {model.name if isinstance(model, PretrainedModelSpec) else model.name or model.path or model.family}"
+    name = f"model {_model_name(model)}"
     weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs)
     seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
@@ -824,6 +841,12 @@ def _pretrained(
         attention_rows,
         attention,
     )
+
+
+def _model_name(model: PretrainedModelSpec | HFModelSpec) -> str:
+    if isinstance(model, PretrainedModelSpec):
+        return model.name
+    return model.given.model_class.rsplit(".", 1)[-1] if model.given else model.name or model.path or str(model.family)
 
 
 def model_weight_bytes(shape: ModelShape, dtype: str) -> float:

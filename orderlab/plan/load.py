@@ -22,16 +22,21 @@ from orderlab.errors import OrderlabError, SpecError, as_one
 from orderlab.plan.estimate import validate_limits
 from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
+from orderlab.spec.families import HFModelSpec, ModelObject, family_of
 from orderlab.spec.messages import all_errors
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.yamlsource import LocatedDocument, parse_yaml, read_yaml
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Read, parse and validate a spec file; raise SpecError (one line a problem) on any problem."""
+def load_spec(
+    path: str | Path, given: ModelObject | None = None, user_hooks: Mapping[str, str] | None = None
+) -> LoadedSpec:
+    """Read, parse and validate a spec file; raise SpecError (one line a problem) on any problem. From Python only
+    (orderlab.api.run): given, a model object the spec's model block then describes; user_hooks, the names of the
+    user's functions at hook points (point -> name), recorded in the model block."""
     path = Path(path)
-    return validated(read_yaml(path), path.stem)
+    return validated(read_yaml(path), path.stem, given, user_hooks)
 
 
 # What errors about a spec given as a dict name instead of a file (`spec dict: model.n_heads: ...`), and the name
@@ -39,7 +44,9 @@ def load_spec(path: str | Path) -> LoadedSpec:
 DICT_SPEC, DICT_DEFAULT_NAME = "spec dict", "spec"
 
 
-def load_spec_data(data: Mapping[str, Any], base: Path) -> LoadedSpec:
+def load_spec_data(
+    data: Mapping[str, Any], base: Path, given: ModelObject | None = None, user_hooks: Mapping[str, str] | None = None
+) -> LoadedSpec:
     """A spec given as a dict (the Python API), validated as a file would be: relative paths in it resolve against
     `base`, errors name its field path (no file, no line), and its sha256 is that of its YAML."""
     try:
@@ -51,10 +58,15 @@ def load_spec_data(data: Mapping[str, Any], base: Path) -> LoadedSpec:
     document.lines.clear()  # lines of our own YAML text would point nowhere the user wrote
     document.origin = base / DICT_SPEC
     document.sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return validated(document, DICT_DEFAULT_NAME)
+    return validated(document, DICT_DEFAULT_NAME, given, user_hooks)
 
 
-def validated(document: LocatedDocument, default_name: str) -> LoadedSpec:
+def validated(
+    document: LocatedDocument,
+    default_name: str,
+    given: ModelObject | None = None,
+    user_hooks: Mapping[str, str] | None = None,
+) -> LoadedSpec:
     """The spec a parsed document holds, checked whole; without name: it is named `default_name` (the file's stem)."""
     if not isinstance(document.data, dict):
         raise document.error((), "expected a YAML mapping with keys like name, model, inputs")
@@ -70,6 +82,10 @@ def validated(document: LocatedDocument, default_name: str) -> LoadedSpec:
         spec = spec.model_copy(update={"name": default_name})
     if isinstance(spec.model, CheckpointModelSpec):
         spec = from_checkpoint(spec, spec.model, document)
+    if given is not None:
+        spec = with_model_object(spec, given, document)
+    if user_hooks:
+        spec = with_user_hooks(spec, dict(user_hooks), document)
     validate_sweep(spec, document, validate_relations)
     validate_limits(spec, document)
     return LoadedSpec(spec=spec, path=document.origin, sha256=document.sha256)
@@ -97,6 +113,36 @@ def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument
         raise doc.error(("seed",), f"{message}; expected {meta.seed} or no seed")
     filled = CheckpointModelSpec(kind="checkpoint", path=model.path, **meta.model.model_dump())
     return spec.model_copy(update={"model": filled, "encodings": [encoding], "seed": meta.seed})
+
+
+GIVEN_FIELDS = {"kind", "family", "position_embeddings", "dtype"}  # what a spec may say of a model object
+
+
+def with_model_object(spec: Spec, given: ModelObject, doc: LocatedDocument) -> Spec:
+    """The spec with its model block describing a model object: `kind: hf` of the object's family (from its
+    config.model_type), the spec's position ablations and dtype. A spec with no model block takes the object as it
+    is; one that names a shape, a folder, another family or kind is refused: the object has its own."""
+    family = family_of(given.config.get("model_type"), given.model_class.rsplit(".", 1)[-1])
+    model = spec.model if "model" in spec.model_fields_set else HFModelSpec(kind="hf", family=family)
+    if not isinstance(model, HFModelSpec):
+        raise doc.error(("model", "kind"), f"{model.kind}: the model object is a transformers model; expected kind: "
+                        "hf, or no model: block")  # fmt: skip
+    for field in sorted(model.model_fields_set - GIVEN_FIELDS):
+        raise doc.error(("model", field), "the model object has its own weights and shape; expected only "
+                        f"{', '.join(sorted(GIVEN_FIELDS))} beside it")  # fmt: skip
+    if "family" in model.model_fields_set and model.family != family:
+        raise doc.error(("model", "family"), f"{model.family}: the model object is a {family} (config.model_type "
+                        f"{given.config.get('model_type')!r}); expected {family} or no family")  # fmt: skip
+    return spec.model_copy(update={"model": model.model_copy(update={"family": family, "given": given})})
+
+
+def with_user_hooks(spec: Spec, user_hooks: dict[str, str], doc: LocatedDocument) -> Spec:
+    """The spec with the user's hooks recorded in its model block: a transformers model's layer points only
+    (models/hf/interventions.py checks the layers once the model is built)."""
+    if not isinstance(spec.model, HFModelSpec):
+        raise doc.error(("model", "kind"), f"{spec.model.kind}: a user's hooks run on transformers models; expected "
+                        "kind: hf, or model=")  # fmt: skip
+    return spec.model_copy(update={"model": spec.model.model_copy(update={"user_hooks": user_hooks})})
 
 
 def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:

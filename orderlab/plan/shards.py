@@ -108,6 +108,8 @@ def require_shardable(spec: Spec, path: Path) -> None:
         raise OrderlabError(f"{path}: a corpus-mode spec cannot be sharded yet; expected sentence inputs")
     if spec.train is not None:
         raise OrderlabError(f"{path}: a spec with train: cannot be sharded yet; expected a spec without training")
+    if spec.token_logprobs:
+        raise OrderlabError(f"{path}: token_logprobs: true cannot be sharded yet; expected it off, or one run")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -21,6 +21,9 @@ from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 METRICS = "metrics.csv as `orderlab run` writes it"
 SUMMARY = "summary.csv as `orderlab run` writes it"
 ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its manifest.json names"
+TOKEN_LOGPROBS = "token_logprobs.csv as `orderlab run` writes it (token_logprobs: true)"
+TOKEN_KINDS = {"encoding": tables.TEXT, "sentence": tables.TEXT, "token_index": tables.INDEX, "token": tables.TEXT,
+               "logprob": tables.NUMBER}  # fmt: skip
 ROW_KINDS = {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}  # every run's metrics.csv
 
 
@@ -31,6 +34,7 @@ class RunFolder:
     summary: pd.DataFrame
     attention: pd.DataFrame | None  # None when the run wrote no attention.csv
     manifest: dict[str, Any]  # manifest.json as read (its typed fields checked)
+    token_logprobs: pd.DataFrame | None = None  # None when the run wrote no token_logprobs.csv
 
 
 def read_run_folder(folder: Path) -> RunFolder:
@@ -46,7 +50,12 @@ def read_run_folder(folder: Path) -> RunFolder:
     summary = tables.read_table(folder / "summary.csv", SUMMARY)
     has_maps = (folder / "attention.csv").exists()
     attention = read_attention(folder, manifest.fields, swept) if has_maps else None
-    return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document)
+    tokens_path = folder / "token_logprobs.csv"
+    tokens = None
+    if tokens_path.exists():
+        tokens = tables.require(tables.read_table(tokens_path, TOKEN_LOGPROBS), tokens_path, swept | TOKEN_KINDS,
+                                TOKEN_LOGPROBS)  # fmt: skip
+    return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document, tokens)
 
 
 def read_attention(folder: Path, manifest: ManifestFields, swept: dict[str, tables.Kind]) -> pd.DataFrame:

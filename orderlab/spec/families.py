@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, JsonValue, ValidationInfo, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from orderlab.core import bounds
 from orderlab.core.strict_model import StrictModel
@@ -37,6 +38,9 @@ from orderlab.spec.hub_cache import cached_snapshot, hub_name_problem
 
 DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
 LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
+GIVEN = "given"  # its label for a model object passed from Python (orderlab.api.run(spec, model=...))
+USER_HOOK = "+user_hook"  # the label suffix of rows run with a user's functions at hook points (run(hooks=...))
+HOOKABLE_POINTS = ("input", "output")  # the points of a zoo model's layer that a user's function may replace
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra, family).
@@ -95,6 +99,26 @@ def _known_family(name: str) -> str:
 
 FamilyName = Annotated[str, AfterValidator(_known_family)]
 
+ADDING_A_FAMILY = "to add a family: one file in orderlab/families/, or a plug-in (docs/development.md#adding-things)"
+
+
+def family_of(model_type: object, what: str) -> str:
+    """The registered family whose checkpoints carry config `model_type` (FAMILIES.by_model_type); OrderlabError
+    (one line: the model, and the model types the families read) for any other. what: the model in words."""
+    try:
+        return FAMILIES.by_model_type(model_type if isinstance(model_type, str) else "(none)").name
+    except OrderlabError as error:
+        raise OrderlabError(f"model: {what} is of no supported family: {error}; {ADDING_A_FAMILY}") from None
+
+
+class ModelObject(StrictModel):
+    """A transformers model object passed from Python (orderlab.api.run(spec, model=...)), as the spec and
+    manifest.json record it: its class, its config and a hash of its weights. Never read from a spec file."""
+
+    model_class: str  # e.g. 'transformers.models.gpt2.modeling_gpt2.GPT2LMHeadModel'
+    config: dict[str, JsonValue]  # its config.to_dict(), as JSON: the estimate sizes the model from it
+    weights_sha256: str  # over its parameters and buffers, names and bytes (models/hf/given.weights_sha256)
+
 
 class HFModelSpec(_BackendModel):
     """A model of the zoo's families: seeded weights from a small config, or a local checkpoint (`path`).
@@ -143,6 +167,20 @@ class HFModelSpec(_BackendModel):
         "e.g. 128256 to size a Llama-3-shaped model. Default: the spec's words and 4 specials.",
     )
 
+    # Set from Python only (plan/load.py), never from a file; left out of model_dump (commands/corpus_run.py adds them
+    # to manifest.json when set): a model object (orderlab.api.run(spec, model=...)), and the user's functions at hook
+    # points (run(spec, hooks={"2.output": fn})), by name.
+    given: SkipJsonSchema[ModelObject | None] = Field(None, exclude=True)
+    user_hooks: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("given", "user_hooks")
+    @classmethod
+    def _never_from_a_file(cls, value: object, info: ValidationInfo) -> object:
+        if value:
+            argument = "model" if info.field_name == "given" else "hooks"
+            raise ValueError(f"set from Python only; expected orderlab.api.run(spec, {argument}=...)")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _family_of_a_cached_model(cls, data: Any) -> Any:
@@ -173,8 +211,8 @@ class HFModelSpec(_BackendModel):
 
     @property
     def seeded(self) -> bool:
-        """Seeded random weights: neither a folder nor a cached model."""
-        return self.path is None and self.name is None
+        """Seeded random weights: neither a folder, a cached model nor a model object."""
+        return self.path is None and self.name is None and self.given is None
 
     def folder(self, spec_file: Path) -> Path | None:
         """The checkpoint: `path` (relative to the spec file) or the cached snapshot of `name`; None if seeded."""
@@ -184,7 +222,14 @@ class HFModelSpec(_BackendModel):
 
     def label(self, ablation: str) -> str:
         """Seeded weights (no path): 'trained' reads 'seeded'. With allow_random_init, `<ablation>+random_init`,
-        'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained."""
+        'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained; a model
+        object's (`given`) read 'given': whether it was trained is not known. With the user's hooks, every label ends
+        in '+user_hook'."""
+        return self._weights_label(ablation) + (USER_HOOK if self.user_hooks else "")
+
+    def _weights_label(self, ablation: str) -> str:
+        if self.given is not None:
+            return GIVEN if ablation == UNABLATED else ablation
         if self.seeded:
             return SEEDED if ablation == UNABLATED else ablation
         if self.allow_random_init:

@@ -16,7 +16,7 @@ from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.families import FAMILIES
-from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY
+from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
@@ -129,9 +129,10 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
 def _check_stack_shape(spec: Spec, doc: LocatedDocument) -> None:
     """The stack can measure what the spec asks: heads divide the width, explicit matrices are d_model square."""
     m = spec.stack
-    if LM_LOGPROB_FAMILY in spec.metrics:
-        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; expected model.kind hf with family "
-                        f"{causal_families()}")  # fmt: skip
+    for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
+        if scored in spec.metrics or spec.token_logprobs:
+            raise doc.error(("metrics",), f"{scored} needs a causal LM; expected model.kind hf with family "
+                            f"{causal_families()}")  # fmt: skip
     if m.d_model % m.n_heads:
         raise doc.error(
             ("model", "d_model"), f"{m.d_model} is not divisible by n_heads={m.n_heads}; expected a multiple"
@@ -241,7 +242,7 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
-    """Its checkpoint folder or its seeded shape, and its family's ablations."""
+    """Its checkpoint folder or its seeded shape (a model object has its own), and its family's ablations."""
     family = FAMILIES.get(model.family)
     for field in ("n_kv_heads", "d_ffn"):
         if getattr(model, field) is not None and field not in family.seeded_fields:
@@ -251,8 +252,9 @@ def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
     if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
         raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
                         "expected a divisor")  # fmt: skip
-    folder = model.folder(doc.origin)
-    if folder is not None:
+    if model.given is not None:
+        pass  # a model object: its own weights and shape (plan/load.with_model_object refuses any other field)
+    elif (folder := model.folder(doc.origin)) is not None:
         if not (folder / "config.json").is_file():
             field = "path" if model.name is None else "name"
             raise doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model folder")
@@ -299,9 +301,16 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     if isinstance(spec.model, HFModelSpec):
         _check_zoo_model(spec.model, doc)
     family = FAMILIES.get(spec.model.family)
-    if LM_LOGPROB_FAMILY in spec.metrics and not family.causal:
-        raise doc.error(("metrics",), f"{LM_LOGPROB_FAMILY} needs a causal LM; {family.name} is an encoder "
-                        f"(expected model.family {causal_families()})")  # fmt: skip
+    if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
+        raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
+                        f"passes; expected {LM_LOGPROB_FAMILY} among metrics")  # fmt: skip
+    for scored in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY):
+        if scored in spec.metrics and not family.causal:
+            raise doc.error(("metrics",), f"{scored} needs a causal LM; {family.name} is an encoder "
+                            f"(expected model.family {causal_families()})")  # fmt: skip
+    if MINIMAL_PAIRS_FAMILY in spec.metrics and not spec.probes:
+        raise doc.error(("probes",), f"{MINIMAL_PAIRS_FAMILY} scores probe pairs; expected probes: - [grammatical, "
+                        "its minimal counterpart]")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         try:
             read_corpus(relative_to_spec(doc.origin, spec.inputs.file))

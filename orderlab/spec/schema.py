@@ -363,6 +363,11 @@ class Spec(StrictModel):
         ),
     )
     metrics: list[Metric] = Field(default_factory=default_families, description="Which metrics to compute.")
+    token_logprobs: bool = Field(
+        False,
+        description="With lm_logprob (a causal LM): also write token_logprobs.csv, each token's log-probability given "
+        "the ones before it, of every input sentence as written and every probe sentence, under each condition.",
+    )
     rows: Literal["per_permutation", "summary"] = Field(
         "per_permutation",
         description=(
@@ -450,10 +455,14 @@ def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
     )
 
 
+def written_sentences(spec: Spec) -> list[str]:
+    """Every input and probe sentence as the spec writes it, once each, sorted."""
+    return sorted({i.sentence for i in spec.sentences} | {s for probe in spec.probes for s in probe.pair})
+
+
 def longest_sentence(spec: Spec) -> int:
-    sentences = [i.sentence for i in spec.sentences] + [s for probe in spec.probes for s in probe.pair]
     trained = spec.train.longest if spec.train else 0  # a trained stack also runs its task's sentences
-    return max([trained, *(len(tokenize(s)) for s in sentences)])
+    return max([trained, *(len(tokenize(s)) for s in written_sentences(spec))])
 
 
 def uses_backend(spec: Spec) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.metrics import LM_LOGPROB_FAMILY, family_names, metrics_of
+from orderlab.metrics import LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY, family_names, metrics_of
 
 MINILM = "model: {kind: pretrained, name: minilm, position_embeddings: [trained]}\n"
 CAUSAL_LM = "model: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 1, position_embeddings: [trained]}\n"
@@ -27,7 +27,8 @@ def test_every_family_applies_to_pretrained_models_through_the_one_loop():
 def test_a_pretrained_run_of_one_family_writes_exactly_its_registered_metrics(
     family, write_spec, tmp_path, minilm_folder
 ):
-    model = CAUSAL_LM if family == LM_LOGPROB_FAMILY else MINILM  # MiniLM is an encoder: no LM head
+    causal = family in (LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY)
+    model = CAUSAL_LM if causal else MINILM  # MiniLM is an encoder: no LM head
     spec = write_spec(f"name: only_{family}\n{model}{SPEC}metrics: [{family}]\n")
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "-q"])
     assert result.exit_code == 0, result.output

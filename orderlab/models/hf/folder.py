@@ -246,7 +246,7 @@ def unknown_words(tokenizer: Any, words: list[str]) -> list[str]:
     return [word for word, ids in zip(words, encoded["input_ids"], strict=True) if unknown_id in ids or not ids]
 
 
-def refuse_unknown_words(folder: Path, tokenizer: Any, words: list[str]) -> None:
+def refuse_unknown_words(folder: Path | str, tokenizer: Any, words: list[str]) -> None:
     """ModelFolderError (one line, counts and examples) if any spec word is unknown to the tokenizer: its rows would
     measure the unknown token's vector wherever the word stands, a confident answer about other words."""
     unknown = unknown_words(tokenizer, sorted(set(words)))

@@ -17,6 +17,7 @@ import copy
 import importlib
 import os
 import warnings
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +37,15 @@ from orderlab.models.hf.folder import (
     refuse_too_few_weights,
     weights_fit,
 )
+from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
+from orderlab.models.hf.interventions import UserHook, user_hooks_applied
 from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import LOW_PRECISION
 
-# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (FamilyCode).
+# A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (Family.start_token).
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
@@ -179,19 +182,25 @@ class PretrainedBackend:
 
     def __init__(
         self,
-        source: Path | Seeded,
+        source: Path | Seeded | UserModel,
         dtype: str = "float32",
         device: torch.device | str = "cpu",
         attention: bool = False,
         family: str = "bert",
         allow_random_init: bool = False,
         heads_read: bool = True,
+        user_hooks: Mapping[str, UserHook] | None = None,
         row_alignment: int = 1,
     ):
         transformers = import_transformers()
         self.code = FAMILIES.get(family)
         self.device, self.dtype = torch.device(device), getattr(torch, dtype)
         self.fit: WeightsFit | None = None  # seeded weights: nothing to fit
+        self.given = False  # a model object passed from Python: its eval mode is the caller's (given.evaluating)
+        self.user_hooks = dict(user_hooks or {})  # the user's functions at hook points, around every pass
+        self.ablation, self.seed = "trained", 0
+        self.row_alignment = row_alignment
+        self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
         model_class = getattr(transformers, self.code.model_class)
         if isinstance(source, Seeded):
@@ -202,6 +211,12 @@ class PretrainedBackend:
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
+        elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
+            self.tokenizer, self.given = source.tokenizer, True
+            weight = next(source.model.parameters())
+            own = weight.dtype == self.dtype and weight.device == self.device
+            self.model = source.model if own else converted_copy(source.model, self.dtype).to(self.device)
+            return
         else:
             self.tokenizer, self.model, self.fit = load_folder(transformers, source, self.code, implementation,
                                                                heads_read, allow_random_init,
@@ -210,9 +225,6 @@ class PretrainedBackend:
             if refusal is not None:
                 raise refusal
         self.model.to(device=self.device, dtype=self.dtype).eval()
-        self.ablation, self.seed = "trained", 0
-        self.row_alignment = row_alignment
-        self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
 
     def twin(self, dtype: str) -> PretrainedBackend:
         """The same model in another precision, sharing the tokenizer: its passes measure this one's round-off.
@@ -224,7 +236,7 @@ class PretrainedBackend:
         if self.dtype in (torch.bfloat16, torch.float16):
             other.widened_from = self.dtype
         else:
-            other.model = converted_copy(self.model, other.dtype)
+            other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
     @property
@@ -271,10 +283,15 @@ class PretrainedBackend:
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
         widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
-        with self.code.ablate(self.model, self.ablation, self.seed), widening:
+        with (
+            self.code.ablate(self.model, self.ablation, self.seed),
+            eager_attention(self.model, attention and self.given),
+            user_hooks_applied(self.model, self.user_hooks),
+            widening,
+        ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip
-        logits = out.logits[:count] if self.code.causal else None
+        logits = out.logits[:count] if self.code.causal and getattr(out, "logits", None) is not None else None
         if attention and not (out.attentions and all(a is not None for a in out.attentions)):
             implementation = self.model.config._attn_implementation
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "

@@ -1,0 +1,98 @@
+"""A transformers model object passed from Python (orderlab.api.run(spec, model=...)), measured as a loaded folder is.
+
+`user_model` checks the object (a transformers model of one of the zoo's families, with its tokenizer) and records
+it for the spec and manifest.json (spec/families.ModelObject: its class, config and a hash of its weights). Its
+weights are never written: the backend runs the object itself where the run's dtype and device are its own (else a
+converted copy), ablations hook around each pass (orderlab/families), and `evaluating` switches it to eval mode
+for the run only, each module's training flag restored afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES
+from orderlab.spec.families import ADDING_A_FAMILY, ModelObject, family_of
+
+
+@dataclass(frozen=True)
+class UserModel:
+    """The object, its tokenizer and what the spec records of it."""
+
+    model: Any  # a transformers PreTrainedModel
+    tokenizer: Any  # its tokenizer (a transformers tokenizer: it splits words given one by one)
+    record: ModelObject
+
+
+def user_model(model: object, tokenizer: object) -> UserModel:
+    """The model object and its tokenizer, checked and recorded; OrderlabError (one line) for what orderlab cannot
+    measure."""
+    record = model_record(model)
+    if tokenizer is None or not callable(tokenizer):
+        name = type(model).__name__
+        raise OrderlabError(f"tokenizer: expected the {name}'s tokenizer (a transformers tokenizer), got {tokenizer!r}")
+    return UserModel(model, tokenizer, record)
+
+
+def model_record(model: object) -> ModelObject:
+    """What the spec and manifest.json record of a model object: a transformers model of a supported family."""
+    name = type(model).__name__
+    config: Any = getattr(model, "config", None)
+    if not isinstance(model, torch.nn.Module) or not hasattr(config, "to_json_string"):
+        raise OrderlabError(
+            f"model: a {name} is not a transformers model (no config); expected a transformers model of a supported "
+            f"family ({', '.join(FAMILIES.names())}); {ADDING_A_FAMILY}"
+        )
+    family = family_of(getattr(config, "model_type", None), name)
+    if family == "t5" and name != FAMILIES.get(family).model_class:
+        raise OrderlabError(f"model: a {name}; orderlab measures T5's encoder: expected a T5EncoderModel")
+    return ModelObject(
+        model_class=f"{type(model).__module__}.{type(model).__qualname__}",
+        config=json.loads(config.to_json_string()),
+        weights_sha256=weights_sha256(model),
+    )
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 over every parameter's and buffer's name, dtype, shape and bytes, in the module's order."""
+    digest = hashlib.sha256()
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        data = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+        digest.update(data.numpy().data)
+    return digest.hexdigest()
+
+
+@contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[None]:
+    """While open, `model` is in eval mode (no dropout); each module's own training flag is restored on exit."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
+@contextmanager
+def eager_attention(model: Any, wanted: bool) -> Iterator[None]:
+    """While open (if wanted), `model` runs eager attention, the implementation that returns its probabilities; its
+    own implementation restored on exit."""
+    own = model.config._attn_implementation
+    if not wanted or own == "eager":
+        yield
+        return
+    model.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(own)
