@@ -14,6 +14,7 @@ import yaml
 import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
 from orderlab.measure.verdicts import ORDER_SENSITIVE
+from orderlab.metrics import METRICS
 from orderlab.plan.load import load_spec
 
 
@@ -48,7 +49,12 @@ def judged_run(spec_text: str, dtype: str, folder: Path, monkeypatch) -> Judged:
     monkeypatch.setattr(orderlab.measure.noise, "verdicts", recording)
     write_experiment(load_spec(path), folder / f"out_{dtype}")
     monkeypatch.undo()
-    return Judged(*(np.concatenate(part) for part in zip(*seen, strict=True)))
+    judged = Judged(*(np.concatenate(part) for part in zip(*seen, strict=True)))
+    # Only the rows round-off judges: a 0/1 flag (preferred or not) and an unjudged value (log P itself) are not.
+    by_round_off = np.array(
+        [METRICS.get(m).passing is not None and METRICS.get(m).flag is None for m in judged.metrics]
+    )
+    return Judged(*(part[by_round_off] for part in (judged.metrics, judged.values, judged.lines, judged.verdicts)))
 
 
 def assert_precisions_agree(single: Judged, double: Judged) -> int:

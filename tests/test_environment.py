@@ -76,7 +76,7 @@ def test_a_specs_escape_sequences_never_reach_the_terminal(tmp_path: Path):
     description and the sentence are shown as harmless text."""
     hostile = r'"\e]0;pwned\a \e[2J \e]52;c;ZWNobyBoaQ==\a \x9b31m \u202e'
     spec = small_spec(tmp_path, sentence=hostile + 'dog bites man"', description=hostile + ' title"')
-    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path / "out")], env={"COLUMNS": "240"})
     assert result.exit_code == 0, result.output
     for control in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert control not in result.output

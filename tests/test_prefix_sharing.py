@@ -105,7 +105,8 @@ def test_distinct_prefixes_of_every_order_are_the_permutation_tries_nodes():
 
 
 def test_prefixes_rule_shares_all_but_the_last_slot_in_label_order():
-    orders = torch.tensor(list(in_label_order("prefixes", 6, 0)))  # orders of the first five words, last in place
+    words = ["a", "b", "c", "d", "e", "f"]  # six distinct words: every order is a sentence of its own
+    orders = torch.tensor(list(in_label_order("prefixes", words, 0)))  # orders of the first five, the last in place
     assert (orders[:, -1] == 5).all() and len(orders) == 120
     assert distinct_prefixes(orders) == sum(math.perm(5, depth) for depth in range(1, 6)) + 120
 

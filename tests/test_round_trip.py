@@ -64,8 +64,9 @@ WORD = st.one_of(
 
 @st.composite
 def sentences(draw: st.DrawFn) -> str:
-    """Two or three words with any white space between and around them (a Windows line's trailing \\r included)."""
-    words = draw(st.lists(WORD, min_size=2, max_size=3))
+    """Two or three distinct words with any white space between and around them (a Windows line's trailing \\r
+    included)."""
+    words = draw(st.lists(WORD, min_size=2, max_size=3, unique_by=str.casefold))  # distinct: its reversal is another
     gaps = draw(st.lists(WHITE, min_size=len(words) + 1, max_size=len(words) + 1))
     lead, trail = draw(st.booleans()), draw(st.booleans())
     return (gaps[0] if lead else "") + "".join(w + g for w, g in zip(words, gaps[1:], strict=True))[

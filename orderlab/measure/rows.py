@@ -102,7 +102,7 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
     columns = {name: wide[("value", name)].astype(float) for name in encodings}
     columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
-    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).fillna("")
+    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).astype(object).fillna("")
     columns |= {first_layer_column(name): firsts[name] for name in encodings}
     summary = pd.DataFrame(columns).reset_index()
     rates = worst[worst["metric"].map(reduction_of) == "rate"]

@@ -12,6 +12,8 @@ import pytest
 from conftest import needs_minilm
 from precision import Judged, judged_run
 
+from orderlab.core import permutations as perms
+
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ["zoo_equivariance", "zoo_causal", "minilm_dog_bites_man"]
 
@@ -76,7 +78,8 @@ def test_float64_causal_lms_without_positions_read_prefix_invariant_at_layer_one
     double = judged_run(CAUSAL_WITHOUT_POSITIONS, "float64", tmp_path, monkeypatch)
     rows = read_rows(tmp_path / "out_float64")
     first = rows[rows.layer <= 1]
-    assert len(first) == 3 * 2 * 24 and (first.verdict == "invariant").all(), first[first.verdict != "invariant"]
+    orders = perms.count("prefixes", "the dog bit the man".split())  # distinct sentences: 12 of 4! (two 'the')
+    assert len(first) == 3 * 2 * orders and (first.verdict == "invariant").all(), first[first.verdict != "invariant"]
     assert double.sensitive.any()  # deeper layers, where the mask leaks order, still read order-sensitive
 
 
