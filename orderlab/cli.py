@@ -142,10 +142,9 @@ def schema() -> None:
 def list_encodings() -> None:
     """List every built-in positional encoding: kind, absolute or relative, parameters with defaults, reference."""
     from orderlab.commands.listing import encodings
-    from orderlab.report import terminal as report
+    from orderlab.report.command_output import encodings_lines
 
-    console = report.Console()
-    console.print(report.encodings_table(encodings(), console.width))
+    encodings_lines(encodings())
 
 
 @app.command("models")
@@ -154,9 +153,9 @@ def list_models() -> None:
     """List the model zoo's families: positions, encoder or causal LM, position ablations, real weights found locally
     (the packaged MiniLM, the Hugging Face cache). Loads and downloads nothing."""
     from orderlab.commands.listing import models
-    from orderlab.report import terminal as report
+    from orderlab.report.command_output import models_lines
 
-    report.Console().print(report.models_table(models()))
+    models_lines(models())
 
 
 @app.command()

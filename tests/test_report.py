@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 import pandas as pd
 import pytest
-from rich.console import Console
+from terminaltext import assert_nothing_cropped, render
 from typer.testing import CliRunner
 
 from orderlab.cli import app
@@ -16,13 +14,6 @@ from orderlab.report.terminal import rate_text, summary_tables
 from orderlab.spec.extras import installed
 
 ENCODINGS = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "xpos", "cope"]
-
-
-def render(tables, width: int = 80) -> str:
-    console = Console(width=width, file=io.StringIO(), color_system=None)
-    for table in tables:
-        console.print(table)
-    return console.file.getvalue()
 
 
 def fake_summary() -> pd.DataFrame:
@@ -142,19 +133,6 @@ def test_a_bar_s_rate_names_its_unit_and_turns_to_seconds_per_unit_when_slow():
 
 
 # --- tables that fit: at 60, 80 and 120 columns nothing is cropped ---------------------------------------------
-
-BOX_EDGES = set("│┃┏┓┗┛┡┩└┘├┤┣┫╇┳┻┼╋━─┯┷╈")
-
-
-def assert_nothing_cropped(text: str, width: int) -> None:
-    """Every line fits, and every line of a table's box closes with its right border (a cropped table's do not)."""
-    for line in text.splitlines():
-        assert len(line.rstrip()) <= width, line
-        body = line.strip()
-        if body and body[0] in BOX_EDGES:
-            assert body[-1] in BOX_EDGES, f"cropped at {width}: {line!r}"
-    assert "…" not in text
-
 
 FOUR_ABLATIONS = """\
 name: four_ablations

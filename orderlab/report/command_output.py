@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from orderlab.report import listings
 from orderlab.report import terminal as report
+from orderlab.report.trace_view import trace_tables
 from orderlab.results.outcome import Outcome, ShardOutcome
 
 if TYPE_CHECKING:
+    from orderlab.encodings.listing import EncodingEntry
     from orderlab.measure.trace import LayerTrace
+    from orderlab.models.hf.zoo import ZooEntry
     from orderlab.results.baseline_diff import SpecCheck
 
 COMPARE_ROWS_SHORT = 60  # a comparison table longer than this ends with a hint to choose rows with --metric
@@ -70,11 +74,21 @@ def comparison_lines(
                       "read compare.csv", markup=False, highlight=False)  # fmt: skip
 
 
+def encodings_lines(entries: list[EncodingEntry]) -> None:
+    console = report.Console()
+    console.print(listings.encodings_table(entries, console.width))
+
+
+def models_lines(entries: list[ZooEntry]) -> None:
+    report.Console().print(listings.models_table(entries))
+
+
 def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.Phases) -> None:
     from orderlab.measure.properties import PROPERTIES  # lazy: it imports torch
 
     console = report.Console()
-    console.print(report.properties_table(table, PROPERTIES, title))
+    for drawn in listings.properties_tables(table, PROPERTIES, title, console.width):
+        console.print(drawn)
     console.print(f"wrote {folder}/properties.csv ({len(table):,} rows), manifest.json {phases.took()}")
 
 
@@ -82,7 +96,7 @@ def trace_lines(trace: LayerTrace, path: Path, note: str, decimals: int, phases:
     console = report.Console()
     if note:
         console.print(note)
-    for table in report.trace_tables(trace, decimals):
+    for table in trace_tables(trace, console.width, decimals):
         console.print(table)
     console.print(f"wrote {path} {phases.took()}")
 

@@ -1,4 +1,4 @@
-"""Everything the terminal shows: rich tables and progress bars. The only module that imports rich."""
+"""What the terminal shows of a run, a comparison and a check: rich tables, progress bars and the console."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 import itertools
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -38,16 +38,13 @@ from orderlab.measure.rows import FIRST_LAYER, NEVER, first_layer_column
 from orderlab.measure.task_accuracy import CHANCE, TASK_CASE, UNTRAINED_LENGTH
 from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
-from orderlab.models.hf.zoo import ZooEntry
 from orderlab.plan.sweep import describe
+from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
 from orderlab.results.outcome import RunView
 
 if TYPE_CHECKING:
-    import torch
     from rich.console import ConsoleOptions, RenderableType
 
-    from orderlab.encodings.listing import EncodingEntry
-    from orderlab.measure.trace import LayerTrace
     from orderlab.results.baseline_diff import Comparison, DriftedRow, Row, SpecCheck
 
 # Orderlab's own glyphs as ASCII of the same width, for a stream that cannot encode them (PYTHONIOENCODING=ascii).
@@ -186,54 +183,19 @@ def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
     return "; mean over seeds [95% t interval]" if table[bounds].notna().any().any() else "; one seed: no interval"
 
 
-# What a table's column takes beyond its widest cell: a space of padding either side and one border line.
-COLUMN_CHROME = 3
-
-
-def column_width(header: str, cells: Sequence[Text | str]) -> int:
-    """The console columns a no-wrap column needs: its widest cell or header, padding and border."""
-    texts = [cell if isinstance(cell, Text) else Text(cell) for cell in cells]
-    return max([Text(header).cell_len, *(text.cell_len for text in texts)]) + COLUMN_CHROME
-
-
-def fitting_groups(widths: dict[str, int], room: int) -> list[list[str]]:
-    """The columns in order, cut into consecutive groups whose widths add up to at most `room` (one column a group
-    at least): each group is one table of a width that fits, so no column is cropped. As few groups as fit, as
-    even as they go (two tables of two columns rather than three and one)."""
-    fewest = len(_groups_within(widths, room))
-    even = -(-sum(widths.values()) // fewest)  # the total split evenly, rounded up
-    for target in range(min(even, room), room + 1):
-        groups = _groups_within(widths, target)
-        if len(groups) == fewest:
-            return groups
-    return _groups_within(widths, room)
-
-
-def _groups_within(widths: dict[str, int], room: int) -> list[list[str]]:
-    groups: list[list[str]] = []
-    used = room + 1
-    for name, needed in widths.items():
-        if groups and used + needed <= room:
-            groups[-1].append(name)
-            used += needed
-        else:
-            groups.append([name])
-            used = needed
-    return groups
-
-
 def run_tables(view: RunView, width: int) -> list[Table]:
     """The console view of a run: summary tables that fit `width`, then the position probe if measured;
     a corpus run's table by sentence length."""
     if view.corpus_threshold is not None:
-        return [corpus_table(view.summary, view.encodings, view.title, view.corpus_threshold)]
+        return corpus_tables(view.summary, view.encodings, view.title, view.corpus_threshold, width)
     summary = sweep_subjects(view.summary, view.swept)
     tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
     tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width)
     if tasks.any():
-        tables.append(task_table(summary[tasks], view.encodings))
-    probe = None if view.digest is None else decodability_table(view.digest, view.encodings, view.swept)
-    return tables if probe is None else [*tables, probe]
+        tables += task_tables(summary[tasks], view.encodings, width)
+    if view.digest is not None:
+        tables += decodability_tables(view.digest, view.encodings, view.swept, width)
+    return tables
 
 
 def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
@@ -304,22 +266,19 @@ def pairs_note(summary: pd.DataFrame) -> str:
     return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
 
 
-def task_table(rows: pd.DataFrame, encodings: list[str]) -> Table:
+def task_tables(rows: pd.DataFrame, encodings: list[str], width: int) -> list[Table]:
     """A trained spec's answer: each trained encoding's task accuracy per test length, beside the length's chance."""
-    table = Table(
-        title="task accuracy of the trained stacks, against chance",
-        caption="held-out sentences per length; chance: the task's best order-blind accuracy; "
-        "* = a length not trained on",
-        title_justify="left",
-    )
-    table.add_column("test sentences", overflow="fold")
-    table.add_column(CHANCE, justify="right")
-    for name in encodings:
-        table.add_column(name, justify="right", no_wrap=True)
-    for _, row in rows.iterrows():
-        cells = [f"{row[name]:.2f}" + ("*" if row[f"{name} verdict"] == UNTRAINED_LENGTH else "") for name in encodings]
-        table.add_row(Text(str(row["subject"])), f"{float(row[CHANCE]):.2f}", *cells)
-    return table
+    accuracy = [
+        Column(name, [f"{row[name]:.2f}" + ("*" if row[f"{name} verdict"] == UNTRAINED_LENGTH else "")
+                      for _, row in rows.iterrows()])
+        for name in encodings
+    ]  # fmt: skip
+    keys = [
+        Column("test sentences", [Text(str(subject)) for subject in rows["subject"]], justify="left", wrap=True),
+        Column(CHANCE, [f"{float(chance):.2f}" for chance in rows[CHANCE]]),
+    ]
+    caption = "held-out sentences per length; chance: the task's best order-blind accuracy; * = a length not trained on"
+    return fitted_tables("task accuracy of the trained stacks, against chance", caption, keys, accuracy, width)
 
 
 def reductions_note(summary: pd.DataFrame) -> str:
@@ -474,7 +433,7 @@ class Phases:
         return f"in {total:.1f} s" + (f" ({split})" if len(self.seconds) > 1 else "")
 
 
-# --- orderlab compare, properties, encodings -------------------------------------------------------
+# --- orderlab compare -------------------------------------------------------
 
 
 def comparison_tables(
@@ -521,97 +480,7 @@ def comparison_table(
     return out
 
 
-PROPERTY_PASS = "pass"
-PROPERTY_HEADERS = {
-    "deterministic": "deter-\nministic",
-    "generalises": "gener-\nalises",
-    "relative-aware": "relative-\naware",
-}
-
-
-def short_number(x: float) -> str:
-    """Two significant digits, as short as they go: 0.23, 93, 3e-16."""
-    return f"{x:.0e}" if 0 < abs(x) < 1e-3 else f"{x:.2g}"
-
-
-def property_cell(figure: float, verdict: str, note: str) -> Text:
-    """'✓ 1.5' in green for a pass, '✗ 0' in red for a fail ('✗ error' when it could not run)."""
-    shown = "error" if note.startswith("error") else ("n/a" if figure != figure else short_number(figure))
-    if verdict == PROPERTY_PASS:
-        return Text(f"✓ {shown}", style="green")
-    return Text(f"✗ {shown}", style="red")
-
-
-def properties_table(frame: pd.DataFrame, properties: tuple[str, ...], title: str) -> Table:
-    """Rows: encodings; columns: the six properties; cells: verdict and the measured figure."""
-    out = Table(
-        title=title,
-        title_justify="left",
-        caption="figures and pass rules: orderlab properties --help",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    out.add_column("encoding", no_wrap=True)
-    for name in properties:
-        out.add_column(PROPERTY_HEADERS.get(name, name), justify="right", no_wrap=True)
-    for encoding, rows in frame.groupby("encoding", sort=False):
-        by_property = {row["property"]: row for _, row in rows.iterrows()}
-        cells = [
-            property_cell(by_property[p]["figure"], by_property[p]["verdict"], str(by_property[p]["note"]))
-            for p in properties
-        ]
-        out.add_row(str(encoding), *cells)
-    return out
-
-
-# Below this console width a listing's rows stack (one cell a row for the short fields, one for the prose): its
-# five columns side by side would leave each too narrow for a reference such as arXiv:2104.09864.
-WIDE_LISTING_COLUMNS = 120
-
-
-def encodings_table(entries: list[EncodingEntry], width: int = WIDE_LISTING_COLUMNS) -> Table:
-    """One row per encoding: name, kind, absolute/relative, parameters with defaults, reference; narrower than
-    WIDE_LISTING_COLUMNS, name, kind and position stack in one column and parameters over reference in the other."""
-    wide = width >= WIDE_LISTING_COLUMNS
-    out = Table(title="positional encodings", title_justify="left", show_lines=True)
-    if wide:
-        out.add_column("name", no_wrap=True, style="bold")
-        out.add_column("kind", no_wrap=True)
-        out.add_column("position", no_wrap=True)
-        out.add_column("parameters (default)")
-        out.add_column("reference")
-    else:
-        out.add_column("encoding", no_wrap=True)
-        out.add_column("parameters (default); reference")
-    for entry in entries:
-        params = "\n".join(f"{name}={default}: {description}" for name, default, description in entry.params) or "-"
-        if wide:  # Text: no markup in docs
-            out.add_row(Text(entry.name), entry.kind, entry.position, Text(params), Text(entry.reference))
-        else:
-            named = Text.assemble((entry.name, "bold"), f"\n{entry.kind}\n{entry.position}")
-            out.add_row(named, Text(f"{params}\n\n{entry.reference}"))
-    return out
-
-
-def models_table(entries: list[ZooEntry]) -> Table:
-    """One row per model family of the zoo: positions, encoder or causal, ablations, local real weights."""
-    out = Table(title="model families (model: {kind: hf, family: NAME})", title_justify="left", show_lines=True)
-    out.add_column("family", no_wrap=True, style="bold")
-    out.add_column("positions", overflow="fold")
-    out.add_column("kind", no_wrap=True)
-    out.add_column("position_embeddings: ablations", overflow="fold")
-    out.add_column("hook points per layer (trace)", overflow="fold")
-    out.add_column("real weights found locally", overflow="fold")
-    for entry in entries:
-        ablations = "\n".join(f"{name}: {what}" for name, what in entry.ablations.items())
-        weights = "\n".join(entry.weights) or "none (seeded weights only)"
-        kind = "causal LM" if entry.causal else "encoder"
-        hooks = Text(", ".join(entry.hook_points))
-        out.add_row(Text(entry.family), Text(entry.positions), kind, Text(ablations), hooks, Text(weights))
-    return out
-
-
-# --- sweeps, position probe and traces (issue 5) -------------------------------------------------
+# --- sweeps and the position probe -------------------------------------------------
 
 
 def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
@@ -624,83 +493,27 @@ def sweep_subjects(summary: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
     return summary.assign(subject=summary["subject"] + " · " + pd.Series(labels, index=summary.index))
 
 
-def decodability_table(metrics: pd.DataFrame, encodings: list[str], swept: list[str]) -> Table | None:
-    """Held-out position-probe accuracy per (configuration, layer) and encoding; None if not measured."""
+def decodability_tables(metrics: pd.DataFrame, encodings: list[str], swept: list[str], width: int) -> list[Table]:
+    """Held-out position-probe accuracy per (configuration, layer) and encoding; none if not measured."""
     rows = metrics[metrics["metric"] == POSITION_ACCURACY]
     if rows.empty:
-        return None
+        return []
     chance = metrics.loc[metrics["metric"] == POSITION_CHANCE, "value"].iloc[0]
-    table = Table(
-        title=f"position decodability: {rows['input'].iloc[0]}",
-        caption=f"held-out accuracy of a linear slot probe; chance = {chance:.3f}; bold = above chance",
-        title_justify="left",
-    )
-    for name in [*swept, "layer"]:
-        table.add_column(name, justify="right")
-    for name in encodings:
-        table.add_column(name, justify="right")
     wide = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="value", aggfunc="first")
     verdict = rows.pivot_table(index=[*swept, "layer"], columns="encoding", values="verdict", aggfunc="first")
-    for (key, values), (_, marks) in zip(wide.iterrows(), verdict.iterrows(), strict=True):
-        key = key if isinstance(key, tuple) else (key,)
-        cells = [Text(f"{values[n]:.3f}", style="bold" if marks[n] == "above chance" else "") for n in encodings]
-        table.add_row(*[str(k).lower() if isinstance(k, bool) else str(k) for k in key], *cells)
-    return table
-
-
-def vector_text(values: list[float], decimals: int) -> str:
-    """[1.0000, -0.5000] with a fixed number of decimals."""
-    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
-
-
-def trace_tables(trace: LayerTrace, decimals: int = 4) -> list[Table]:
-    """Rich tables of a LayerTrace: per-token vectors, then per head Q/K/V and the score matrices."""
-    words, n = trace.words, len(trace.words)
-
-    def vec(t: torch.Tensor, i: int) -> str:
-        return vector_text(t[i].tolist(), decimals)
-
-    title = f"layer {trace.layer}, encoding {trace.encoding}"
-    tokens = Table(title=f"{title}: input per token", title_justify="left")
-    columns = [("token vector", trace.tokens), ("+ position", trace.position), ("layer input x", trace.x),
-               ("LayerNorm(x)", trace.normed)]  # fmt: skip
-    if trace.layer > 1:
-        columns = [("layer input x", trace.x), ("LayerNorm(x)", trace.normed)]
-    shown = [(name, t) for name, t in columns if t is not None]
-    for name in ["slot", "word", *[name for name, _ in shown]]:
-        tokens.add_column(name, justify="right" if name == "slot" else "left")
-    for i in range(n):
-        tokens.add_row(str(i), words[i], *[vec(t, i) for _, t in shown])
-    tables = [tokens]
-    for head in range(trace.weights.shape[0]):
-        rotated = " (rotated by slot)" if trace.encoding.startswith("rope") else ""
-        if trace.q is not None and trace.k is not None and trace.v is not None and trace.heads is not None:
-            qkv = Table(title=f"{title}, head {head}: Q{rotated}, K{rotated}, V and head output", title_justify="left")
-            for name in ("slot", "word", "Q", "K", "V", "weights @ V"):
-                qkv.add_column(name, justify="right" if name == "slot" else "left")
-            for i in range(n):
-                qkv.add_row(str(i), words[i], *[vec(t[head], i) for t in (trace.q, trace.k, trace.v, trace.heads)])
-            tables.append(qkv)
-        for name, matrix in (("raw scores q·k", trace.raw), ("scaled scores", trace.scaled),
-                             ("softmax weights", trace.weights)):  # fmt: skip
-            if matrix is None:
-                continue  # a model of the zoo returns its probabilities only
-            grid = Table(title=f"head {head}: {name}", caption="row: query, column: key", title_justify="left")
-            grid.add_column("query", justify="left")
-            for j in range(n):
-                grid.add_column(f"{j} {words[j]}", justify="right")
-            for i in range(n):
-                grid.add_row(f"{i} {words[i]}", *[f"{v:.{decimals}f}" for v in matrix[head, i].tolist()])
-            tables.append(grid)
-    out = Table(title=f"{title}: output per token", title_justify="left")
-    outputs = [("attention output (heads @ W_O)", trace.attended), ("layer output", trace.output)]
-    shown_outputs = [(name, t) for name, t in outputs if t is not None]
-    for name in ["slot", "word", *[name for name, _ in shown_outputs]]:
-        out.add_column(name, justify="right" if name == "slot" else "left")
-    for i in range(n):
-        out.add_row(str(i), words[i], *[vec(t, i) for _, t in shown_outputs])
-    tables.append(out)
-    return tables
+    index = [key if isinstance(key, tuple) else (key,) for key in wide.index]
+    keys = [
+        Column(name, [str(key[at]).lower() if isinstance(key[at], bool) else str(key[at]) for key in index])
+        for at, name in enumerate([*swept, "layer"])
+    ]
+    values = [
+        Column(name, [Text(f"{value:.3f}", style="bold" if mark == "above chance" else "")
+                      for value, mark in zip(wide[name], verdict[name], strict=True)])
+        for name in encodings
+    ]  # fmt: skip
+    title = f"position decodability: {rows['input'].iloc[0]}"
+    caption = f"held-out accuracy of a linear slot probe; chance = {chance:.3f}; bold = above chance"
+    return fitted_tables(title, caption, keys, values, width)
 
 
 # --- orderlab check --------------------------------------------------------------------------------
@@ -810,26 +623,24 @@ def plain_text(renderable: RenderableType, width: int = 160) -> str:
     return text.getvalue()
 
 
-def corpus_table(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float) -> Table:
+def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float, width: int) -> list[Table]:
     """Rows: sentence-length groups; columns: position ablations; cells: mean / median similarity, share above."""
-    table = Table(
-        title=title,
-        caption=f"cosine similarity of a sentence's mean-pooled vector with its word shuffles: mean / median, "
-        f"and the share of shuffles above {threshold:g}; sentences.csv has every sentence",
-        title_justify="left",
-    )
-    table.add_column("words", no_wrap=True)
-    table.add_column("n", justify="right")  # sentences
+    groups = list(summary.groupby("length", sort=False))
+    keys = [
+        Column("words", [str(length) for length, _ in groups], justify="left"),
+        Column("n", [str(rows["sentences"].iloc[0]) for _, rows in groups]),  # sentences
+    ]
+    values = []
     for name in encodings:
-        table.add_column(name, justify="right", no_wrap=True)
-    for length, rows in summary.groupby("length", sort=False):
-        if length == "all":
-            table.add_section()
-        cells = []
-        for name in encodings:
-            row = rows[rows["encoding"] == name].iloc[0]
-            cells.append(
-                f"{row['mean_similarity']:.3f} / {row['median_similarity']:.3f}\n{row['share_above']:.0%} above"
-            )
-        table.add_row(str(length), str(rows["sentences"].iloc[0]), *cells)
-    return table
+        shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
+        cells: list[Text | str] = [
+            f"{row['mean_similarity']:.3f} / {row['median_similarity']:.3f}\n{row['share_above']:.0%} above"
+            for row in shown
+        ]
+        values.append(Column(name, cells))
+    caption = (
+        f"cosine similarity of a sentence's mean-pooled vector with its word shuffles: mean / median, "
+        f"and the share of shuffles above {threshold:g}; sentences.csv has every sentence"
+    )
+    sections = [at for at, (length, _) in enumerate(groups) if length == "all"]
+    return fitted_tables(title, caption, keys, values, width, sections=sections)
