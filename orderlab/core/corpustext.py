@@ -25,7 +25,8 @@ class CorpusLine:
 
 
 def read_corpus(path: Path) -> list[CorpusLine]:
-    """The sentences of `path`; OrderlabError (one line, `file:line`) for an unreadable file or a one-word line."""
+    """The sentences of `path`; OrderlabError (one line, `file:line`) for an unreadable file or a line with no other
+    order (one word, or one word repeated)."""
     try:
         text = read_bounded(path, MAX_CORPUS_BYTES).decode("utf-8")
     except FileNotFoundError:
@@ -40,6 +41,8 @@ def read_corpus(path: Path) -> list[CorpusLine]:
         words = tokenize(sentence)
         if len(words) < 2:
             raise OrderlabError(f"{path}:{number}: {sentence!r} has one word; expected at least two to shuffle")
+        if len(set(words)) < 2:  # every order of it is the line itself
+            raise OrderlabError(f"{path}:{number}: {sentence!r} is one word repeated; expected two different words")
         lines.append(CorpusLine(number, sentence, words))
     if not lines:
         raise OrderlabError(f"{path}: no sentences; expected one sentence per line")

@@ -9,7 +9,6 @@ Only the last layer is kept, pooled the ways the adapter defines (mean as senten
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,12 +52,14 @@ def shuffle_seed(seed: int, index: int) -> int:
 
 
 def plan(lines: list[CorpusLine], inputs: CorpusInputs) -> Plan:
+    """Every line and its shuffles: K seeded draws (fewer where the line has fewer orders), each a word sequence
+    other than the line's and each other's as written, so swapping two copies of a word is never a shuffle."""
     chosen: list[list[perms.Permutation]] = []
     owner: list[int] = []
     shuffle: list[int] = []
     for index, line in enumerate(lines):
-        count = min(inputs.shuffles, math.factorial(len(line.words)) - 1)
-        chosen.append(list(perms.random_distinct(len(line.words), count, shuffle_seed(inputs.seed, index))))
+        count = min(inputs.shuffles, perms.sentences(line.words) - 1)  # each a sentence other than the line itself
+        chosen.append(list(perms.random_distinct(len(line.words), count, shuffle_seed(inputs.seed, index), line.words)))
         owner += [index] * (count + 1)
         shuffle += range(count + 1)
     return Plan(lines, chosen, np.array(owner), np.array(shuffle))

@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from terminaltext import assert_nothing_cropped, render
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
 from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
@@ -94,6 +96,33 @@ def test_shuffles_of_a_sentence_do_not_depend_on_the_rest_of_the_corpus(tmp_path
     a = corpus.plan(read_corpus(tmp_path / "a.txt"), inputs)
     b = corpus.plan(read_corpus(tmp_path / "b.txt"), inputs)
     assert a.permutations[0] == b.permutations[0]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_corpus_table_fits_whole_with_four_ablations(tmp_path, minilm_folder, width):
+    from orderlab.commands.run import write_experiment
+    from orderlab.report.terminal import run_tables
+
+    (tmp_path / "corpus.txt").write_text(CORPUS)
+    spec = SPEC.replace("[trained, zero]", "[trained, zero, shuffled, sinusoidal]")
+    (tmp_path / "tiny.yaml").write_text(spec)
+    outcome = write_experiment(load_spec(tmp_path / "tiny.yaml"), tmp_path / "out" / "tiny")
+    tables = run_tables(outcome.view, width)
+    text = render(tables, width)
+    assert_nothing_cropped(text, width)
+    for name in ("trained", "zero", "shuffled", "sinusoidal"):
+        assert f" {name} " in text, (width, name)
+    assert "sentences.csv has every sentence" in " ".join(text.split())  # the caption whole
+    assert text.count(" all ") == len(tables) == (2 if width == 60 else 1)  # the length groups beside every part
+
+
+def test_every_shuffle_is_a_sentence_other_than_the_line_and_the_other_shuffles(tmp_path):
+    (tmp_path / "c.txt").write_text("the cat saw the dog\na a b\nno no yes\n")
+    work = corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="x", shuffles=100, seed=3))
+    for line, shuffles in zip(work.lines, work.permutations, strict=True):
+        shown = [tuple(perms.apply(p, line.words)) for p in shuffles]
+        assert tuple(line.words) not in shown and len(set(shown)) == len(shown)  # no copy of a word swapped alone
+        assert len(shown) == {"the": 59, "a": 2, "no": 2}[line.words[0]]  # 5!/2! - 1, 3!/2! - 1: every other one
 
 
 # Token counts out of plan order (a long sentence before short ones), and three sentences of one count.
