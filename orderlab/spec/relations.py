@@ -97,33 +97,44 @@ def check_matmul_precision(spec: Spec, doc: LocatedDocument) -> None:
 def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     """Raise SpecError (one line each) when fields of a concrete spec (one sweep combination) contradict each other:
     every independent check runs, so a spec's problems come in one listing (SpecErrors when several)."""
+    problems = Problems(spec, doc)
+    problems.attempt(check_matmul_precision)
     if uses_backend(spec):
-        check_matmul_precision(spec, doc)
-        refuse_training_backend(spec, doc)
-        validate_backend(spec, doc)
+        problems.attempt(refuse_training_backend)
+        validate_backend(spec, doc, problems)
+        problems.raise_all()
         return
-    problems: list[SpecError] = []
+    shape_fits = problems.attempt(_check_stack_shape)
+    problems.attempt(lambda s, d: validate_sentences(s, d, s.embeddings.lowercase))
+    if isinstance(spec.embeddings, ExplicitEmbeddings) and shape_fits:
+        problems.attempt(_check_vectors)
+    problems.attempt(_check_explicit_numbers_fit)
+    if spec.train is not None and shape_fits:  # first: its lengths, not the inputs', may be what no encoding covers
+        problems.attempt(validate_training)
+    problems.attempt(validate_probe_sentences)
+    if shape_fits and not problems.found:  # an encoding's range is judged on sentences and lengths that are right
+        problems.attempt(_check_encodings)
+    problems.raise_all()
 
-    def attempt(check: Callable[[Spec, LocatedDocument], None]) -> bool:
+
+class Problems:
+    """The problems of one spec, gathered: each independent check runs, and all are raised at once."""
+
+    def __init__(self, spec: Spec, doc: LocatedDocument) -> None:
+        self.spec, self.doc = spec, doc
+        self.found: list[SpecError] = []
+
+    def attempt(self, check: Callable[[Spec, LocatedDocument], None]) -> bool:
+        """Run one check; True if it passed (a check that others build on gates them)."""
         try:
-            check(spec, doc)
+            check(self.spec, self.doc)
         except SpecError as error:
-            problems.append(error)
+            self.found.append(error)
             return False
         return True
 
-    attempt(check_matmul_precision)
-    shape_fits = attempt(_check_stack_shape)
-    attempt(lambda s, d: validate_sentences(s, d, s.embeddings.lowercase))
-    if isinstance(spec.embeddings, ExplicitEmbeddings) and shape_fits:
-        attempt(_check_vectors)
-    attempt(_check_explicit_numbers_fit)
-    if spec.train is not None and shape_fits:  # first: its lengths, not the inputs', may be what no encoding covers
-        attempt(validate_training)
-    attempt(validate_probe_sentences)
-    if shape_fits and not problems:  # an encoding's range is judged on sentences and lengths that are right
-        attempt(_check_encodings)
-    raise_all(problems)
+    def raise_all(self) -> None:
+        raise_all(self.found)
 
 
 def _check_stack_shape(spec: Spec, doc: LocatedDocument) -> None:
@@ -241,56 +252,68 @@ def _check_explicit_numbers_fit(spec: Spec, doc: LocatedDocument) -> None:
                 raise doc.error((*path, index), message)
 
 
-def _check_zoo_model(model: HFModelSpec, doc: LocatedDocument) -> None:
-    """Its checkpoint folder or its seeded shape (a model object has its own), and its family's ablations."""
+def _check_zoo_model(spec: Spec, doc: LocatedDocument) -> None:
+    """Its checkpoint folder or its seeded shape (a model object has its own), and its family's ablations: every
+    problem, raised together."""
+    model = spec.model
+    assert isinstance(model, HFModelSpec)
     family = FAMILIES.get(model.family)
+    found = []
     for field in ("n_kv_heads", "d_ffn"):
         if getattr(model, field) is not None and field not in family.seeded_fields:
             readers = ", ".join(name for name in FAMILIES.names() if field in FAMILIES.get(name).seeded_fields)
-            raise doc.error(("model", field), f"sizes a seeded model of {readers}, and family is {model.family}; "
-                            f"expected it only with family {readers}")  # fmt: skip
+            found.append(doc.error(("model", field), f"sizes a seeded model of {readers}, and family is "
+                                   f"{model.family}; expected it only with family {readers}"))  # fmt: skip
     if model.n_kv_heads is not None and model.n_heads % model.n_kv_heads:
-        raise doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
-                        "expected a divisor")  # fmt: skip
+        found.append(doc.error(("model", "n_kv_heads"), f"{model.n_kv_heads} does not divide n_heads={model.n_heads}; "
+                               "expected a divisor"))  # fmt: skip
     if model.given is not None:
         pass  # a model object: its own weights and shape (plan/load.with_model_object refuses any other field)
     elif (folder := model.folder(doc.origin)) is not None:
         if not (folder / "config.json").is_file():
             field = "path" if model.name is None else "name"
-            raise doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model folder")
-        for field in SEEDED_FIELDS:
-            if field in model.model_fields_set:
-                raise doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
+            found.append(doc.error(("model", field), f"{folder} has no config.json; expected a Hugging Face model "
+                                   "folder"))  # fmt: skip
+        found += [doc.error(("model", field), "a checkpoint has its own shape; expected it only without path")
+                  for field in SEEDED_FIELDS if field in model.model_fields_set]  # fmt: skip
     elif model.d_model % model.n_heads or model.d_model // model.n_heads % family.head_width_multiple:
         multiple = family.head_width_multiple
         need = (
             f"a multiple of {multiple * model.n_heads} ({family.head_width_reason})" if multiple > 1 else "a multiple"
         )
-        raise doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} heads "
-                        f"for {family.name}; expected {need}")  # fmt: skip
+        found.append(doc.error(("model", "d_model"), f"{model.d_model} does not split into n_heads={model.n_heads} "
+                               f"heads for {family.name}; expected {need}"))  # fmt: skip
+    known = ", ".join(family.ablations)
     for index, ablation in enumerate(model.position_embeddings):
         if ablation not in family.ablations:
-            known = ", ".join(family.ablations)
-            raise doc.error(("model", "position_embeddings", index),
-                            f"{family.name} has no {ablation!r} ablation; expected one of {known}")  # fmt: skip
+            message = f"{family.name} has no {ablation!r} ablation; expected one of {known}"
+            found.append(doc.error(("model", "position_embeddings", index), message))
+    raise_all(found)
 
 
-def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
-    """Raise SpecError (one line) for a backend spec that cannot run."""
+def validate_backend(spec: Spec, doc: LocatedDocument, problems: Problems) -> None:
+    """Gather into `problems` every reason a backend spec (a pretrained or zoo model, or corpus inputs) cannot run."""
     if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
-        raise doc.error(
-            ("inputs", "file"), "corpus inputs need a pretrained model; expected model.kind pretrained or hf"
-        )
+        if spec.train is None:  # else refuse_training_backend said so
+            message = "corpus inputs need a pretrained model; expected model.kind pretrained or hf"
+            problems.found.append(doc.error(("inputs", "file"), message))
+        return
     for field in STACK_ONLY_FIELDS:
         if field in spec.model_fields_set:
-            raise doc.error(
-                (field,),
-                f"{field} apply to the synthetic attention stack; a pretrained model uses its own tokenizer and "
-                "positions (expected model.position_embeddings for ablations)",
-            )
-    corpus_mode = isinstance(spec.inputs, CorpusInputs)
-    if corpus_mode and "metrics" in spec.model_fields_set and ATTENTION_FAMILY in spec.metrics:
-        raise doc.error(("metrics",), f"corpus mode measures pooled sentences; expected no {ATTENTION_FAMILY!r} metric")
+            problems.found.append(doc.error((field,), f"{field} apply to the synthetic attention stack; a pretrained "
+                                  "model uses its own tokenizer and positions (expected model.position_embeddings for "
+                                  "ablations)"))  # fmt: skip
+    if problems.attempt(_check_backend_installed) and isinstance(spec.model, HFModelSpec):
+        problems.attempt(_check_zoo_model)
+    problems.attempt(_check_backend_metrics)
+    if isinstance(spec.inputs, CorpusInputs):
+        problems.attempt(_check_corpus_file)
+    else:
+        problems.attempt(lambda s, d: validate_sentences(s, d, lowercase=False))  # the tokenizer sees words as written
+
+
+def _check_backend_installed(spec: Spec, doc: LocatedDocument) -> None:
+    """The packaged model's package, or the hf extra for the zoo."""
     try:
         if isinstance(spec.model, PretrainedModelSpec):
             packaged_model_folder(spec.model.name)
@@ -298,8 +321,17 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
             require_extra("hf")
     except MissingExtraError as error:
         raise doc.error(("model", "kind"), str(error)) from None
-    if isinstance(spec.model, HFModelSpec):
-        _check_zoo_model(spec.model, doc)
+
+
+def _check_backend_metrics(spec: Spec, doc: LocatedDocument) -> None:
+    """The metrics the model can give: no attention maps of pooled corpus sentences, LM scores of a causal LM only."""
+    assert isinstance(spec.model, PretrainedModelSpec | HFModelSpec)
+    if (
+        isinstance(spec.inputs, CorpusInputs)
+        and "metrics" in spec.model_fields_set
+        and ATTENTION_FAMILY in spec.metrics
+    ):
+        raise doc.error(("metrics",), f"corpus mode measures pooled sentences; expected no {ATTENTION_FAMILY!r} metric")
     family = FAMILIES.get(spec.model.family)
     if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
         raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
@@ -311,10 +343,11 @@ def validate_backend(spec: Spec, doc: LocatedDocument) -> None:
     if MINIMAL_PAIRS_FAMILY in spec.metrics and not spec.probes:
         raise doc.error(("probes",), f"{MINIMAL_PAIRS_FAMILY} scores probe pairs; expected probes: - [grammatical, "
                         "its minimal counterpart]")  # fmt: skip
-    if isinstance(spec.inputs, CorpusInputs):
-        try:
-            read_corpus(relative_to_spec(doc.origin, spec.inputs.file))
-        except OrderlabError as error:
-            raise doc.error(("inputs", "file"), str(error)) from None
-        return
-    validate_sentences(spec, doc, lowercase=False)  # the model's tokenizer sees the words as written
+
+
+def _check_corpus_file(spec: Spec, doc: LocatedDocument) -> None:
+    assert isinstance(spec.inputs, CorpusInputs)
+    try:
+        read_corpus(relative_to_spec(doc.origin, spec.inputs.file))
+    except OrderlabError as error:
+        raise doc.error(("inputs", "file"), str(error)) from None

@@ -59,6 +59,12 @@ def test_corpus_line_with_one_word_is_reported_by_line(write_spec, tmp_path):
         load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: c.txt}\n"))
 
 
+def test_corpus_line_of_one_word_repeated_is_reported_by_line(write_spec, tmp_path):
+    (tmp_path / "c.txt").write_text("dog bites man\nno no no\n")
+    with pytest.raises(SpecError, match=r"c.txt:2: 'no no no' is one word repeated; expected two different words"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: c.txt}\n"))
+
+
 def test_corpus_key_typo_is_named(write_spec):
     with pytest.raises(SpecError, match=r"inputs.shufles: unknown key 'shufles'. Did you mean: shuffles\?"):
         load_spec(write_spec("model: {kind: pretrained, name: minilm}\ninputs: {file: c.txt, shufles: 3}\n"))
@@ -81,3 +87,32 @@ def test_plot_refuses_corpus_results_in_one_line(tmp_path, cli):
     (corpus / "manifest.json").write_text("{}")
     plotted = cli.invoke(app, ["plot", str(corpus)])
     assert plotted.exit_code == 2 and "no per-layer metrics to plot" in plotted.output
+
+
+# A model of the zoo with five problems in five places: each is one line of one listing, and the exit code is 2.
+MANY_PROBLEMS = """\
+name: many
+model: {kind: hf, family: bloom, d_model: 10, n_heads: 4, n_layers: 1,
+        position_embeddings: [trained, sinusoidal]}
+encodings: [rope]
+inputs: [{sentence: dog bites man, permutations: [[0, 0, 1]]}]
+metrics: [minimal_pairs]
+"""
+
+
+def test_every_problem_of_a_zoo_spec_in_one_listing(cli, write_spec):
+    path = write_spec(MANY_PROBLEMS)
+    result = cli.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    expected = [
+        ":4: encodings: encodings apply to the synthetic attention stack",
+        ":2: model.d_model: 10 does not split into n_heads=4 heads for bloom",
+        ":3: model.position_embeddings[1]: bloom has no 'sinusoidal' ablation",
+        ":1: probes: minimal_pairs scores probe pairs",  # a field the spec lacks: its first line
+        ":5: inputs[0].permutations:",
+    ]
+    assert len(lines) == len(expected), result.output
+    for fragment in expected:
+        assert sum(line.startswith(f"error: {path}{fragment}") for line in lines) == 1, (fragment, result.output)
+    assert "Traceback" not in result.output
