@@ -15,6 +15,7 @@ from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.results.agreeing import same_making
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
@@ -128,13 +129,8 @@ def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) 
     """Every CSV within `check`'s tolerances (so a clean check), none stale, and the manifest records this spec and
     these library versions. Round-off that differs between CPUs then never rewrites a baseline."""
     manifest = _recorded(folder)
-    if not (
-        csv_names(folder) == fresh.files.keys()
-        and isinstance(manifest, ManifestFields)
-        and manifest.spec is not None
-        and manifest.spec.sha256 == loaded.sha256
-        and manifest.versions == fresh.manifest["versions"]
-    ):
+    recorded = manifest if isinstance(manifest, ManifestFields) else None
+    if not (csv_names(folder) == fresh.files.keys() and same_making(recorded, ManifestFields(**fresh.manifest))):
         return False
     try:
         comparisons, _ = compare_folder(folder, fresh.files, tol)

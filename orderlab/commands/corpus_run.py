@@ -21,6 +21,8 @@ from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.plan.load import LoadedSpec
+from orderlab.results.agreeing import KeepAgreeing
+from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.versions import versions
@@ -50,13 +52,14 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     describe_model(spec, manifest, adapters[0].model_files)
     corpus_file = loaded.path.parent / inputs.file
     manifest["corpus"] = {"file": inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
-    write_results(folder, tables, manifest)
+    agreeing = KeepAgreeing(folder, tolerances_for(spec))
+    write_results(folder, tables, manifest, agreeing)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
     ablations = spec.pretrained.labels
     view = RunView(
         run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
     )
-    return Outcome(folder, len(tables["metrics"]), files, view, 0)
+    return Outcome(folder, len(tables["metrics"]), files, view, 0, agreeing.kept)
 
 
 def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:

@@ -26,6 +26,8 @@ from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.plan.load import LoadedSpec, load_spec
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
 from orderlab.plan.sweep import swept_fields
+from orderlab.results.agreeing import KeepAgreeing
+from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
 from orderlab.results.outcome import Outcome, RunView, ShardOutcome, run_title
@@ -137,7 +139,8 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     tune_allocator()
     run = SweepMeasurement(spec, options, loaded.path)
     labels = condition_labels(spec)
-    with staged_folder(folder) as staging:  # metrics.csv streamed chunk by chunk, then the small files
+    agreeing = KeepAgreeing(folder, tolerances_for(spec))
+    with staged_folder(folder, agreeing) as staging:  # metrics.csv streamed chunk by chunk, then the small files
         rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
         if run.trained:  # git-ignored: a baseline keeps only the CSVs, and `check` trains anew
             write_checkpoints(staging / CHECKPOINTS, run.trained)
@@ -159,7 +162,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
         "manifest.json",
         *([CHECKPOINTS] if run.trained else []),
     ]
-    return Outcome(folder, rows, files, view, digest.non_finite)
+    return Outcome(folder, rows, files, view, digest.non_finite, agreeing.kept)
 
 
 def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device, rows: int, maps: bool) -> Manifest:

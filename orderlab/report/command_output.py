@@ -36,6 +36,10 @@ def run_lines(
             console.print(table)
         first, *others = outcome.files
         console.print(f"wrote {outcome.folder}/{first} ({outcome.rows:,} rows), {', '.join(others)} {phases.took()}")
+        if outcome.kept:
+            plain_line(console, f"kept the bytes already there of {', '.join(outcome.kept)}: every value within "
+                       "check's tolerances of this run's, same spec and library versions (another CPU's last digits "
+                       "never rewrite a baseline); delete the folder to write this machine's")  # fmt: skip
     if outcome.non_finite:
         report.non_finite_line(outcome.non_finite, outcome.folder)
 

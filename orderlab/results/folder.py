@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -64,7 +64,7 @@ def _blank_missing(column: pd.Series) -> pd.Series:
 
 
 @contextmanager
-def staged_folder(destination: Path) -> Iterator[Path]:
+def staged_folder(destination: Path, settle: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """A staging folder to write into; leaving the block without an error swaps it into `destination` whole.
 
     Every artifact orderlab writes goes through here. The caller holds a claim on `destination`
@@ -83,6 +83,8 @@ def staged_folder(destination: Path) -> Iterator[Path]:
     try:
         staging.mkdir()
         yield staging
+        if settle is not None:  # the last word on the staged files, with the previous folder still in place
+            settle(staging)
         record_ownership(staging, owner.writer)
         owner.check()  # again: a user may have put a file into the folder while the block computed
         if os.path.lexists(destination):
@@ -132,9 +134,11 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def write_results(destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest) -> None:
-    """Write each table as <name>.csv plus manifest.json into `destination`, atomically."""
-    with staged_folder(destination) as folder:
+def write_results(
+    destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest, settle: Callable[[Path], None] | None = None
+) -> None:
+    """Write each table as <name>.csv plus manifest.json into `destination`, atomically (`settle`: staged_folder's)."""
+    with staged_folder(destination, settle) as folder:
         for name, frame in tables.items():
             write_csv(frame, folder / f"{name}.csv")
         write_manifest(folder, manifest)

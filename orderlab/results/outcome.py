@@ -5,7 +5,7 @@ Shared by the attention-stack path (commands/run.py) and the pretrained path (co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ class Outcome:
     files: list[str]  # file names written into folder, metrics.csv first
     view: RunView
     non_finite: int  # rows whose value came out NaN or inf (verdict non-finite): the run failed to measure them
+    kept: list[str] = field(default_factory=list)  # CSVs whose bytes already there agreed within check's tolerances
 
 
 @dataclass(frozen=True)
