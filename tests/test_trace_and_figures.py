@@ -259,7 +259,7 @@ def test_a_causal_lm_s_rate_and_mean_measured_at_its_last_layer_are_bars_on_line
     folder = tmp_path / "lm"
     assert (folder / "figures" / "metrics_by_layer.png").is_file()
     (drawing,) = drawings(folder, read_results(folder))
-    panels = {ax.get_title(): ax for ax in drawing.figure.axes if ax.get_visible()}
+    panels = {" ".join(ax.get_title().split()): ax for ax in drawing.figure.axes if ax.get_visible()}
     rows = pd.read_csv(folder / "metrics.csv")
     moved = rows["permuted"] != "the dog bites the man"  # the rate is over the reorderings, never the identity
     flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "seeded") & moved]["value"]
@@ -300,11 +300,33 @@ def test_task_accuracy_shows_every_encoding_and_names_those_that_coincide():
 def test_lm_scores_measured_at_one_layer_are_bars_and_a_rate_stays_within_0_1():
     pytest.importorskip("matplotlib")
     figure = drawn("zoo_causal", "metrics")
-    panels = {ax.get_title().split(" (")[0]: ax for ax in figure.axes if ax.get_visible()}
+    panels = {ax.get_title().split("\n")[0].split(" (")[0]: ax for ax in figure.axes if ax.get_visible()}
     rate = panels["permutation_preferred"]
     assert len(rate.patches) == 6 and not rate.get_lines()  # a bar per family x ablation, no lone dots
     assert "rate over permutations, layer" in rate.get_title() and rate.get_ylim() == (0, 1.1)
     assert all(0 <= bar.get_height() <= 1 for bar in rate.patches)
+
+
+LAYER_FIGURES = [("dog_bites_man", "metrics"), ("zoo_causal", "metrics"), ("causal_prefix", "metrics"),
+                 ("residual_position", "decodability"), ("trained_causal_position", "decodability")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "kind"), LAYER_FIGURES)
+def test_layer_axes_are_whole_layers_and_every_title_lies_within_the_figure(name, kind):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = drawn(name, kind)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    layer_axes = [ax for ax in figure.axes if ax.get_visible() and ax.get_xlabel().startswith("layer")]
+    assert layer_axes, name
+    for ax in layer_axes:
+        low, high = ax.get_xlim()
+        ticks = [tick for tick in ax.get_xticks() if low <= tick <= high]
+        assert ticks and all(tick == round(tick) for tick in ticks), (ax.get_title(), ticks)  # no layer 0.5
+    for ax in figure.axes:
+        if ax.get_visible() and ax.get_title():
+            box = ax.title.get_window_extent(renderer)
+            assert box.x0 >= 0 and box.x1 <= figure.bbox.width, ax.get_title()  # zoo_causal's bar title ran off
 
 
 def test_every_log_panel_shows_at_least_two_labelled_ticks():

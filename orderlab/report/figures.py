@@ -352,7 +352,7 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     else:
         ax.set_ylim(bottom=0)
     ax.set_xticks(layers)
-    ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations)")
+    ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over permutations)")  # two lines: a panel is narrow
     ax.set_xlabel("layer (0 = input)")
     ax.set_ylabel("share of reorderings at 1" if rate else f"mean {metric}")
 
@@ -365,7 +365,7 @@ def _mean_bars(ax: Axes, metric: str, means: list[tuple[str, pd.Series]], colour
     ax.bar_label(bars, [f"{value:.2f}" if rate else f"{value:.2e}" for value in values], fontsize="small")
     ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
     ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)
-    ax.set_title(f"{metric} ({'rate' if rate else 'mean'} over permutations, layer {layer})")
+    ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over permutations, layer {layer})")
     ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
 
 
