@@ -171,6 +171,25 @@ def test_modest_aliases_are_still_allowed():
     assert len(document.data["a3"]) == 10
 
 
+def test_yes_no_on_off_are_words_and_only_true_and_false_are_booleans(tmp_path: Path):
+    """YAML 1.2's booleans: under YAML 1.1, `probes: [[on, off]]` reached the spec as [True, False]."""
+    path = tmp_path / "words.yaml"
+    path.write_text("name: words\nmodel: {d_model: 8, n_heads: 2, causal: true, residual: False}\n"
+                    "inputs: [{sentence: yes no on off y n}]\nprobes: [[on, off], [no, on]]\n")  # fmt: skip
+    with pytest.raises(SpecError, match=r"probes\[0\]: 'off' is not a reordering of 'on'"):
+        load_spec(path)
+    spec = load_spec(write(tmp_path, path.read_text().replace("[[on, off], [no, on]]", "[[no on, on no]]"))).spec
+    assert spec.sentences[0].sentence == "yes no on off y n" and spec.probes[0].pair == ("no on", "on no")
+    assert spec.model.causal is True and spec.model.residual is False
+    assert parse_yaml("a: [TRUE, false, yes, On]").data == {"a": [True, False, "yes", "On"]}
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.parametrize("text", ["[" * 50_000, "a: " + "[" * 5_000 + "]" * 5_000, "- " * 5_000 + "x", "{a: " * 3_000])
 def test_deep_nesting_is_refused_in_one_line_not_a_recursion_error(text: str):
     with pytest.raises(SpecError, match=f"nested more than {MAX_DEPTH} levels deep"):

@@ -11,14 +11,13 @@ from pydantic import BaseModel, ConfigDict, ModelWrapValidatorHandler, Validatio
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 BOOLEAN_NUMBER = PydanticCustomError(
-    "boolean_number", "a boolean (true, false, yes, no, on, off) where a number is expected; write the number"
+    "boolean_number", "a boolean (true or false) where a number is expected; write the number"
 )
 
 
 class StrictModel(BaseModel):
     """Unknown keys refused, NaN and inf refused (a non-finite input can only give non-finite results), and numbers
-    are numbers: a boolean is never read as 1 or 0, as pydantic's lax mode would read `n_layers: yes` (YAML 1.1's
-    boolean) or `d_model: true`."""
+    are numbers: a boolean is never read as 1 or 0, as pydantic's lax mode would read `d_model: true`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 

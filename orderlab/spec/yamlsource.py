@@ -9,6 +9,7 @@ expand past a size limit) and integers too long to parse. Must not import torch 
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,19 @@ MAX_SPEC_BYTES = 256 * 2**10
 # a spec needs more than a 64-bit seed's 20.
 MAX_INT_CHARS = 100
 INT_TAG = "tag:yaml.org,2002:int"
+BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's booleans: only true and false. YAML 1.1 also reads yes, no, on, off, y
+    and n as booleans, so `probes: [[on, off]]` or `sentence: no` would reach the spec as True and False."""
+
+
+SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+SpecLoader.add_implicit_resolver(BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 FieldPath = tuple[str | int, ...]
 
@@ -92,7 +106,7 @@ def read_yaml(path: Path) -> LocatedDocument:
 def parse_yaml(text: str, file: str = "<string>") -> LocatedDocument:
     try:
         _refuse_deep_nesting(text, file)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=SpecLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
@@ -104,7 +118,7 @@ def parse_yaml(text: str, file: str = "<string>") -> LocatedDocument:
     lines: dict[FieldPath, int] = {}
     _walk(node, (), lines, file)
     try:
-        data = yaml.SafeLoader("").construct_document(node)
+        data = SpecLoader("").construct_document(node)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -146,7 +160,7 @@ def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], file: s
 def _refuse_deep_nesting(text: str, file: str) -> None:
     """Refuse nesting past MAX_DEPTH from the event stream, before the recursive composer overflows the stack."""
     depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=SpecLoader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
