@@ -55,6 +55,7 @@ from orderlab.plan.chunks import (
 from orderlab.plan.device import Device, available_memory
 from orderlab.plan.memory import memory_room
 from orderlab.plan.sweep import SweptValue, describe, plan
+from orderlab.plan.token_count import subword_counter
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
@@ -228,24 +229,31 @@ def memory_beside_run(spec: Spec, spec_file: str | Path) -> float:
 
 def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, SweptValue]) -> None:
     """Refuse a sentence or probe with more tokens than the model's positions cover (a learned table's rows, a rotary
-    model's range), counting a word as one token and the specials ([CLS] and [SEP], or a causal LM's BOS): exact for a
-    seeded model's word-level tokenizer, the least a checkpoint's sub-word tokenizer makes (the run checks the rest)."""
+    model's range), with the specials ([CLS] and [SEP], or a causal LM's BOS): a seeded model's word-level tokenizer
+    makes a token a word; a checkpoint's sub-word pieces are counted by its tokenizer.json where it has one (else a
+    word is the least it makes, and the run checks the rest)."""
     if isinstance(spec.inputs, CorpusInputs):
         return
     shape = _backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2
+    if not limit:
+        return
     seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded  # one token a word
+    pieces = None if seeded else subword_counter(_model_folder(spec, doc.origin))
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
     texts += [(("probes", i, j), text) for i, probe in enumerate(spec.probes) for j, text in enumerate(probe.pair)]
     for where, text in texts:
-        tokens = len(tokenize(text)) + specials
-        if limit and tokens > limit:
-            least = "" if seeded else "at least "
+        words = tokenize(text)
+        tokens = (len(words) if pieces is None else pieces(words)) + specials
+        if tokens > limit:
+            made = f"{len(words):,} words make {'' if seeded or pieces else 'at least '}{tokens:,} tokens"
+            unit = "sub-word tokens (fewer or shorter words)" if pieces else "words"
+            expected = f"at most {limit - specials:,} {unit}"
             combination = f" (in the sweep combination {describe(columns)})" if columns else ""
             raise doc.error(where, (
-                f"{tokens - specials:,} words make {least}{tokens:,} tokens with the model's {specials} special "
-                f"token(s); its positions cover {limit:,}; expected at most {limit - specials:,} words{combination}"
+                f"{made} with the model's {specials} special token(s); its positions cover {limit:,}; expected "
+                f"{expected}{combination}"
             ))  # fmt: skip
 
 
@@ -624,19 +632,26 @@ def _backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
     A config.json that is not a JSON object of bounded numbers, or is another family's, is refused here."""
     model = spec.pretrained
     family = FAMILIES.get(model.family)
-    if isinstance(model, PretrainedModelSpec):
-        return family.read_config(packaged_model_folder(model.name)).shape()
-    if model.given is not None:  # a model object: its config as its family reads a config.json
+    if isinstance(model, HFModelSpec) and model.given is not None:  # a model object: its config as a config.json
         try:
             return family.config_file.model_validate(model.given.config).shape()
         except ValidationError as error:
             where = ".".join(str(part) for part in error.errors()[0]["loc"])
             raise OrderlabError(f"model: its config's {where}: {error.errors()[0]['msg']}") from None
-    folder = model.folder(spec_file)
+    folder = _model_folder(spec, spec_file)
     if folder is None:
+        assert isinstance(model, HFModelSpec)  # a seeded model of the zoo
         vocab = max(model.vocab_size or 0, SEEDED_VOCABULARY)
         return family.seeded_shape(model.d_model, model.n_heads, model.n_layers, vocab, model.n_kv_heads, model.d_ffn)
     return family.read_config(folder).shape()
+
+
+def _model_folder(spec: Spec, spec_file: Path) -> Path | None:
+    """The folder of the model's files: the packaged model's, a checkpoint's; None for seeded weights or an object."""
+    model = spec.pretrained
+    if isinstance(model, PretrainedModelSpec):
+        return packaged_model_folder(model.name)
+    return None if model.given is not None else model.folder(spec_file)
 
 
 def _sequence_flops(shape: ModelShape, n: float) -> float:

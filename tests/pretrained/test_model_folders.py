@@ -327,3 +327,46 @@ def test_corpus_mode_labels_allowed_random_init_too(cli, write_spec, tmp_path, f
         assert set(pd.read_csv(out / name)["encoding"]) == {"loaded+random_init", "zero+random_init"}, name
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model_files"]["random_init"] == ["embeddings.position_embeddings.weight"]
+
+
+LONG_WORDS = "antidisestablishmentarianism supercalifragilistic words"
+
+
+@pytest.fixture(scope="module")
+def short_positions(tmp_path_factory) -> Path:
+    """A BERT with 8 positions and MiniLM's sub-word tokenizer (tokenizer.json pads and cuts to 128: never counted)."""
+    from transformers import BertConfig, BertModel
+
+    from orderlab.spec.extras import packaged_model_folder
+
+    folder = tmp_path_factory.mktemp("short") / "model"
+    config = BertConfig(hidden_size=16, num_attention_heads=2, num_hidden_layers=1, intermediate_size=32,
+                        max_position_embeddings=8)  # fmt: skip
+    BertModel(config).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(packaged_model_folder("minilm") / name, folder / name)
+    return folder
+
+
+def test_a_checkpoints_sub_word_tokens_are_counted_at_validate_as_the_run_counts_them(cli, short_positions, tmp_path):
+    """It was refused only at run time, as 'antidisestablishmentarianism ...: 17 tokens; expected at most 8'."""
+    from orderlab.models.hf.loader import PretrainedBackend
+    from orderlab.plan.token_count import subword_counter
+
+    backend, count = PretrainedBackend(short_positions), subword_counter(short_positions)
+    assert count is not None
+    for sentence in ("dog bites man", LONG_WORDS, "The teacher's re-tested answers, twice!"):
+        words = sentence.split()
+        encoded = backend.tokenizer(words, is_split_into_words=True, add_special_tokens=True)  # as word_tokens does
+        assert count(words) + 2 == len(encoded["input_ids"])  # [CLS] ... [SEP]
+    spec = tmp_path / "long.yaml"
+    inputs = f"[{{sentence: dog bites man}}, {{sentence: {LONG_WORDS}, permutations: reverse}}]"
+    spec.write_text(f"name: long\nmodel: {{kind: hf, path: {short_positions}}}\ninputs: {inputs}\n")
+    for command in ("validate", "run"):
+        result = cli.invoke(app, [command, str(spec), *(["--out", str(tmp_path)] if command == "run" else [])])
+        assert result.exit_code == 2, result.output
+        assert result.output == (
+            f"error: {spec}:3: inputs[1].sentence: 3 words make 17 tokens with the model's 2 special token(s); its "
+            "positions cover 8; expected at most 6 sub-word tokens (fewer or shorter words)\n"
+        )
+    assert not (tmp_path / "long").exists()

@@ -267,7 +267,9 @@ class PretrainedBackend:
         except ValueError as error:
             raise OrderlabError(f"cannot split {' '.join(words)!r} into words: {error}") from None
         if self.max_tokens is not None and len(ids) > self.max_tokens:
-            raise OrderlabError(f"{' '.join(words[:6])}...: {len(ids)} tokens; expected at most {self.max_tokens}")
+            shown = " ".join(words) if len(words) <= 8 else " ".join(words[:8]) + " ..."
+            raise OrderlabError(f"{shown!r}: {len(ids)} tokens with the model's special tokens; its positions cover "
+                                f"{self.max_tokens}; expected a shorter sentence")  # fmt: skip
         return WordTokens(tuple(ids), spans)
 
     def forward(self, ids: torch.Tensor, attention: bool = False) -> Forward:
