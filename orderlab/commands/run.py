@@ -205,7 +205,7 @@ def write_shard(
             manifest = run_manifest(loaded, run, options.device, rows, maps)
             manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
             facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
-            write_partials(staging, facts, digest)
+            write_partials(staging, facts, digest, run.token_logprobs)
             manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
             write_manifest(staging, manifest)
     return ShardOutcome(folder, rows, units, digest.non_finite, shard)

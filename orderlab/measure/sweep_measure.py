@@ -32,7 +32,7 @@ from orderlab.measure.task_accuracy import (
 )
 from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
-from orderlab.plan.shards import DECODABILITY, Unit
+from orderlab.plan.shards import DECODABILITY, Unit, opens_combination
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
 from orderlab.train.adapters import trained_adapters
@@ -124,7 +124,7 @@ class SweepMeasurement:
                     spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
                 )
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
-                if spec.token_logprobs:
+                if spec.token_logprobs and (share is None or opens_combination(share, self.spec)):
                     with torch.inference_mode():
                         self.token_logprobs.append(token_logprob_rows(spec, adapters, configuration.columns))
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)

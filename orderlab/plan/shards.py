@@ -101,6 +101,15 @@ def partition(spec: Spec, count: int) -> list[list[Unit]]:
     return shards
 
 
+def opens_combination(share: list[Unit], spec: Spec) -> bool:
+    """Whether a shard's units of one combination begin it: that shard also does the combination's work that is not
+    cut into units (a causal LM's token_logprobs.csv rows), so that exactly one shard does it."""
+    if not share:
+        return False
+    first = next(unit for unit in work(spec) if unit.combination == share[0].combination)
+    return share[0].segment == first.segment and share[0].start == 0
+
+
 def require_shardable(spec: Spec, path: Path) -> None:
     """Corpus mode (a file of sentences, orderlab/backends) and training (each shard would train every stack
     again) have no units yet: refuse to shard them, in one line."""
@@ -108,8 +117,6 @@ def require_shardable(spec: Spec, path: Path) -> None:
         raise OrderlabError(f"{path}: a corpus-mode spec cannot be sharded yet; expected sentence inputs")
     if spec.train is not None:
         raise OrderlabError(f"{path}: a spec with train: cannot be sharded yet; expected a spec without training")
-    if spec.token_logprobs:
-        raise OrderlabError(f"{path}: token_logprobs: true cannot be sharded yet; expected it off, or one run")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

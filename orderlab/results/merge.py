@@ -106,12 +106,17 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
             for shard in shards:
                 assembly.add(shard)
             assembly.finish()
-        worst = pd.concat(assembly.worst, ignore_index=True)
+        # An empty piece (probes that no metric scores, as lm_logprob's) comes back from JSON with float columns
+        # that would make every layer 2.000000e+00 in the concatenation: only pieces with rows are joined.
+        worst = pd.concat([frame for frame in assembly.worst if len(frame)] or assembly.worst[:1], ignore_index=True)
         check_summary(staging / "metrics.csv", worst, facts.swept)
         tables = {"summary": summarize_sweep(worst, facts.conditions, facts.swept)}
         maps = [frame for shard in shards for frame in shard.partials.attention]
         if maps:
             tables["attention"] = sort_maps(pd.concat(maps, ignore_index=True), facts.swept)
+        tokens = [frame for shard in shards for frame in shard.partials.token_logprobs]  # combinations in row order
+        if tokens:
+            tables["token_logprobs"] = pd.concat(tokens, ignore_index=True)
         manifest = {key: value for key, value in shards[0].manifest.items() if key != "shard"}
         manifest["rows"] = assembly.rows
         if not maps:

@@ -2,9 +2,10 @@
 
 Per unit, in order: how many of metrics.csv's rows it wrote, and either its max rows (a whole unit: probes,
 position probe) or its partial summary (a range of a sentence's permutations: running max with its first
-permutation, exact sum state, count, and the round-off measured for it). Also the shard's attention maps
-and what the console table needs. JSON, not pickle: a merge reads folders it is handed and must run no code
-from them. Frames keep their dtypes (written alongside), so the merge writes the bytes a whole run writes.
+permutation, exact sum state, count, and the round-off measured for it). Also the shard's attention maps, its
+token_logprobs.csv rows, and what the console table needs. JSON, not pickle: a merge reads folders it is handed
+and must run no code from them. Frames keep their dtypes (written alongside), so the merge writes the bytes a
+whole run writes.
 """
 
 from __future__ import annotations
@@ -51,15 +52,17 @@ class ShardPartials:
     pieces: list[Piece]
     attention: list[pd.DataFrame]
     non_finite: int  # non-finite rows among those written whole (per-permutation rows, probes)
+    token_logprobs: list[pd.DataFrame]  # token_logprobs.csv's rows of the combinations this shard opens
 
 
-def write_partials(folder: Path, facts: RunFacts, digest: Digest) -> None:
+def write_partials(folder: Path, facts: RunFacts, digest: Digest, token_logprobs: list[pd.DataFrame]) -> None:
     document = {
         "format": FORMAT,
         "facts": facts.__dict__,
         "pieces": [_piece_data(piece) for piece in digest.pieces],
         "attention": [frame_data(frame) for frame in digest.attention],
         "non_finite": digest.non_finite,
+        "token_logprobs": [frame_data(frame) for frame in token_logprobs],
     }
     (folder / FILE).write_text(json.dumps(document) + "\n")
 
@@ -75,6 +78,7 @@ def read_partials(folder: Path) -> ShardPartials:
             [_piece(item) for item in document.pieces],
             [item.frame() for item in document.attention],
             document.non_finite,
+            [item.frame() for item in document.token_logprobs],
         )
     except (ValueError, TypeError) as error:  # a column's values that its recorded dtype cannot hold
         raise FileProblem(path, f"{str(error)[:120]}; expected {EXPECTED}") from None
@@ -237,3 +241,4 @@ class PartialsData(FileModel):
     pieces: list[PieceData] = Field(max_length=MAX_ENTRIES)
     attention: list[FrameData] = Field(max_length=MAX_ENTRIES)
     non_finite: Count
+    token_logprobs: list[FrameData] = Field(default_factory=list, max_length=MAX_ENTRIES)
