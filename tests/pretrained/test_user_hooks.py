@@ -9,8 +9,8 @@ from orderlab.spec.extras import installed
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
 
-FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5", "deberta"]
-POINTS = ["1.output", "2.input", "2.output"]
+FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5", "deberta", "gpt_neox", "opt", "qwen2", "roberta", "distilbert"]
+POINTS = ["1.input", "1.output", "2.input", "2.output"]
 
 
 def spec(family: str = "gpt2", metrics: tuple[str, ...] = ("equivariance",)) -> dict:
@@ -30,6 +30,9 @@ def test_a_hook_replaces_its_point_and_what_follows_sees_it(family: str):
     import orderlab.api as ol
 
     plain = ol.activations(spec(family), POINTS, orders="all")
+    first = ol.activations(spec(family), POINTS, orders="all", hooks={"1.input": doubled})  # the embeddings' output
+    assert torch.allclose(first["1.input"], 2 * plain["1.input"])  # recorded as the block receives it
+    assert not torch.allclose(first["1.output"], plain["1.output"])
     for point in ("1.output", "2.input"):  # one tensor: layer 2's input is layer 1's output
         hooked = ol.activations(spec(family), POINTS, orders="all", hooks={point: doubled})
         assert torch.allclose(hooked["1.output"], 2 * plain["1.output"])
@@ -85,13 +88,36 @@ def test_hooks_on_a_model_object_never_write_it():
     assert left and not [hook for hook in left if hook.__module__ == "orderlab.models.hf.interventions"]
 
 
+def test_layer_1s_input_hooked_is_what_its_block_computes_from():
+    """GPT-2 adds its position table to the token vectors before block 1: doubling that sum by the hook is the model
+    run on token vectors 2 wte + wpe, which it adds wpe to (transformers' own inputs_embeds path)."""
+    import torch
+
+    from orderlab.models.hf.interventions import user_hooks_applied
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    backend = PretrainedBackend(Seeded(16, 2, 2, ("bites", "dog", "man"), 0), "float64", family="gpt2")
+    model, ids = backend.model, torch.tensor([backend.word_tokens(["dog", "bites", "man"]).ids])
+    with torch.no_grad():
+        with user_hooks_applied(model, {"1.input": doubled}):
+            hooked = model(input_ids=ids, output_hidden_states=True).hidden_states
+        tokens, positions = model.transformer.wte(ids), model.transformer.wpe(torch.arange(ids.shape[1]))[None]
+        expected = model(inputs_embeds=2 * tokens + positions, output_hidden_states=True).hidden_states
+    assert torch.allclose(hooked[0], 2 * (tokens + positions)) and torch.allclose(hooked[0], expected[0])
+    assert torch.allclose(hooked[1], expected[1]) and torch.allclose(hooked[2], expected[2])
+
+
 def test_what_cannot_be_hooked_is_one_line():
     import orderlab.api as ol
     from orderlab.errors import OrderlabError
 
     cases = [
-        (spec(), {"3.output": doubled}, r"^hooks: '3.output': .*expected a function at L.output \(L in 1..2\)"),
-        (spec(), {"1.input": doubled}, r"^hooks: '1.input'"),
+        (
+            spec(),
+            {"3.output": doubled},
+            r"^hooks: '3.output': .*expected a function at L.input or L.output \(L in 1..2\)",
+        ),
+        (spec(), {"0.input": doubled}, r"^hooks: '0.input'"),
         (spec(), {"2.output": "not a function"}, r"^hooks: '2.output'"),
         (spec(), {"1.output": lambda tensor: tensor[:, :1]}, r"^hooks: '1.output' returned \(\d+, 1, 16\); expected"),
         ({"name": "stack", "inputs": [{"sentence": "a b c"}]}, {"1.output": doubled}, r"model.kind: stack: a user's"),
