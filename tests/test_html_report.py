@@ -71,7 +71,7 @@ def test_report_shows_verdict_colours_figures_spec_and_manifest(flagship: Path):
 @pytest.mark.parametrize(
     ("folder", "tables", "figures"),
     [
-        ("minilm_corpus", ["sentences.csv", "summary.csv"], 0),  # corpus mode: no per-layer metrics
+        ("minilm_corpus", ["sentences.csv", "summary.csv"], 1),  # corpus mode: similarity by sentence length
         ("minilm_dog_bites_man", ["summary.csv"], 1),  # pretrained: metrics by layer, no attention.csv
         ("properties", ["properties.csv"], 0),  # written by `orderlab properties`
         ("residual_position", ["summary.csv"], 2),  # a sweep with the position probe: its decodability curve

@@ -1,4 +1,5 @@
-"""Figures from a results folder: metric vs layer, all-heads attention grids, position-probe accuracy.
+"""Figures from a results folder: metric vs layer, all-heads attention grids, position-probe accuracy, task accuracy
+by length, and a corpus run's similarity with word shuffles by sentence length.
 
 Reads only what `orderlab run` wrote (metrics.csv, attention.csv, manifest.json) and never
 recomputes, so a committed baseline can be re-plotted without torch. Uses matplotlib's Figure
@@ -94,10 +95,11 @@ class Results:
     attention: pd.DataFrame | None
 
 
-def has_layer_metrics(folder: Path) -> bool:
-    """Whether the folder holds a run's per-layer metrics (its metrics.csv header names LAYER_COLUMNS)."""
+def has_figures(folder: Path) -> bool:
+    """Whether the folder holds a run's per-layer metrics or a corpus run's similarities (by metrics.csv's header)."""
     header = tables.csv_header(folder / "metrics.csv", METRICS)
-    return header is not None and set(header) >= LAYER_COLUMNS and (folder / MANIFEST).is_file()
+    found = set(header or ())
+    return header is not None and (found >= LAYER_COLUMNS or found >= CORPUS_COLUMNS) and (folder / MANIFEST).is_file()
 
 
 def read_results(folder: Path) -> Results:
@@ -105,14 +107,23 @@ def read_results(folder: Path) -> Results:
     figures use (columns, kinds, bounds); one line naming the file and column if not."""
     if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
         raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
-    if not set(tables.csv_header(folder / "metrics.csv", METRICS) or ()) >= LAYER_COLUMNS:
+    header = set(tables.csv_header(folder / "metrics.csv", METRICS) or ())
+    corpus = header >= CORPUS_COLUMNS
+    if not corpus and not header >= LAYER_COLUMNS:
         raise OrderlabError(
-            f"{folder}: these results (corpus mode?) have no per-layer metrics to plot; expected the folder of a "
-            "run over sentences and their permutations"
+            f"{folder}: these results have no per-layer metrics or corpus similarities to plot; expected the folder "
+            "of `orderlab run`"
         )
     manifest = read_manifest(folder).fields
     if manifest.spec is None or manifest.dtype is None:
         raise FileProblem(folder / MANIFEST, "no `spec` or `dtype`; expected the manifest of `orderlab run`")
+    if corpus:
+        path = folder / "metrics.csv"
+        kinds = {"words": tables.INDEX, "encoding": tables.TEXT, "metric": tables.TEXT, "value": tables.NUMBER}
+        similarities = tables.require(tables.read_table(path, METRICS), path, kinds, METRICS)
+        if not similarities["metric"].isin(list(POOLINGS_SHOWN)).any():
+            raise FileProblem(path, f"no {' or '.join(POOLINGS_SHOWN)} rows to plot; expected {METRICS}")
+        return Results(similarities, manifest, None)
     swept = {name: tables.TEXT for name in manifest.sweep}
     path = folder / "metrics.csv"
     metrics = tables.read_table(path, METRICS)
@@ -174,6 +185,8 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     metrics, manifest, attention = results.metrics, results.manifest, results.attention
     assert manifest.spec is not None and manifest.dtype is not None  # read_results checked them
     swept, name = list(manifest.sweep), manifest.spec.name
+    if "shuffle" in metrics.columns:  # a corpus run (read_results)
+        return [Drawing("corpus_similarity", "corpus", "", corpus_similarity(metrics, name))]
     drawn = []
     # Left out as in summary.csv: the probe's and task rows, and values another metric summarises (log P per order).
     errors = metrics[
@@ -442,6 +455,50 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
 
 
 TASK_DODGE = 0.08  # words between neighbouring lines' markers on the length axis
+
+# A corpus run's metrics.csv (measure/corpus.py): one row per sentence, shuffle, ablation and pooling.
+CORPUS_COLUMNS = {"sentence_id", "words", "encoding", "shuffle", "metric", "value"}
+POOLINGS_SHOWN = {"similarity_mean": "mean-pooled sentence vectors", "similarity_cls": "[CLS] vectors"}
+SPREAD = (0.1, 0.9)  # the quantiles of a length's shuffles shaded around its mean
+
+
+def corpus_similarity(frame: pd.DataFrame, name: str) -> Figure:
+    """A corpus run: per pooling, the cosine similarity of a sentence with its word shuffles against its length in
+    words, a line per position ablation (the mean over that length's shuffles, dodged, a marker each, coinciding
+    lines named) with the 10th-90th percentile of the shuffles shaded."""
+    poolings = [metric for metric in POOLINGS_SHOWN if (frame["metric"] == metric).any()]
+    figure = Figure(figsize=(6.5 * max(1, len(poolings)), 5.2), layout="constrained")
+    axes = figure.subplots(1, max(1, len(poolings)), squeeze=False)[0]
+    notes = []
+    for ax, metric in zip(axes, poolings, strict=False):
+        rows = frame[frame["metric"] == metric]
+        by_ablation = list(rows.groupby("encoding", sort=False))
+        means = [(str(encoding), group.groupby("words")["value"].mean()) for encoding, group in by_ablation]
+        _draw_lines(ax, means, [(index, 0) for index in range(len(means))], dodge=TASK_DODGE)
+        colours = _colours()
+        for index, (_, group) in enumerate(by_ablation):
+            values = group.groupby("words")["value"]
+            low, high = values.quantile(SPREAD[0]), values.quantile(SPREAD[1])
+            ax.fill_between(low.index, low, high, alpha=0.12, linewidth=0, color=colours[index % len(colours)])
+        ax.set_xlabel("sentence length (words)")
+        ax.set_ylabel("cosine similarity with its shuffles")
+        ax.set_title(POOLINGS_SHOWN[metric])
+        ax.set_ylim(top=1.01)
+        _integer_ticks(ax)
+        ax.grid(alpha=0.3)
+        notes.append(coinciding_note(means))
+    shuffles = len(frame[frame["metric"] == poolings[0]]) // frame["encoding"].nunique() if poolings else 0
+    sentences = frame["sentence_id"].nunique()
+    handles, labels = axes[0].get_legend_handles_labels()
+    note = next((found for found in notes if found), None)
+    title = (
+        f"{name}: how alike a sentence and its word shuffles are, by length ({shuffles:,} shuffles of {sentences:,} "
+        f"sentences; lines: the mean of a length's shuffles, bands: their {SPREAD[0]:.0%}-{SPREAD[1]:.0%} range)"
+        + (f"\n{note}" if note else "")
+    )
+    figure.legend(handles, labels, loc="outside upper center", title=_wrapped(figure, title), title_fontsize="large",
+                  frameon=False, ncols=_legend_columns(figure, labels), fontsize=LEGEND_SIZE)  # fmt: skip
+    return figure
 
 
 def tested_lengths(lengths: pd.Series, trained: pd.Series) -> str:

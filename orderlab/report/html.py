@@ -194,8 +194,8 @@ def _number(text: str) -> float | None:
 
 
 def _figures(folder: Path) -> list[InlineFigure]:
-    """The figures of a run over sentences (report/figures.py); none for corpus runs, comparisons and properties."""
-    if not plots.has_layer_metrics(folder):
+    """The figures of a run over sentences or a corpus (report/figures.py); none for comparisons and properties."""
+    if not plots.has_figures(folder):
         return []
     return [
         InlineFigure(drawing.kind, drawing.label, _svg(drawing))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from orderlab.cli import app
@@ -80,13 +82,19 @@ def test_hf_folder_without_config_is_refused(write_spec):
         load_spec(write_spec("model: {kind: hf, path: missing}\ninputs: [{sentence: a b}]\n"))
 
 
-def test_plot_refuses_corpus_results_in_one_line(tmp_path, cli):
+def test_plot_refuses_corpus_results_it_cannot_read_in_one_line(tmp_path, cli):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "metrics.csv").write_text("sentence_id,words,encoding,shuffle,permutation,metric,value\n")
     (corpus / "manifest.json").write_text("{}")
     plotted = cli.invoke(app, ["plot", str(corpus)])
-    assert plotted.exit_code == 2 and "no per-layer metrics to plot" in plotted.output
+    assert plotted.exit_code == 2 and "manifest.json: no `spec` or `dtype`" in plotted.output
+    (corpus / "manifest.json").write_text(
+        json.dumps({"spec": {"name": "c", "path": "c.yaml", "sha256": "0" * 64}, "dtype": "float32"})
+    )
+    plotted = cli.invoke(app, ["plot", str(corpus)])
+    assert plotted.exit_code == 2 and "metrics.csv: no similarity_mean or similarity_cls rows" in plotted.output
+    assert plotted.output.count("\n") == 1
 
 
 # A model of the zoo with five problems in five places: each is one line of one listing, and the exit code is 2.

@@ -98,6 +98,35 @@ def test_shuffles_of_a_sentence_do_not_depend_on_the_rest_of_the_corpus(tmp_path
     assert a.permutations[0] == b.permutations[0]
 
 
+def test_a_corpus_run_plots_similarity_by_length_and_its_report_shows_it(written, tmp_path):
+    """`run --plot` of a corpus spec stopped with 'no per-layer metrics to plot' (exit 2) after writing its results."""
+    import shutil
+
+    from orderlab.report.figures import drawings, read_results
+
+    written = Path(shutil.copytree(written, tmp_path / "tiny"))  # the module's folder stays as the run wrote it
+    (drawing,) = drawings(written, read_results(written))
+    figure = drawing.figure
+    figure.draw_without_rendering()
+    metrics = pd.read_csv(written / "metrics.csv")
+    titles = {ax.get_title(): ax for ax in figure.axes}
+    assert set(titles) == {"mean-pooled sentence vectors", "[CLS] vectors"}
+    for title, metric in (("mean-pooled sentence vectors", "similarity_mean"), ("[CLS] vectors", "similarity_cls")):
+        lines = {line.get_label(): line for line in titles[title].get_lines()}
+        assert set(lines) == {"trained", "zero"}
+        for ablation, line in lines.items():
+            rows = metrics[(metrics["metric"] == metric) & (metrics["encoding"] == ablation)]
+            expected = rows.groupby("words")["value"].mean()
+            assert line.get_ydata() == pytest.approx(expected.to_numpy())  # the mean of a length's shuffles
+            assert line.get_marker() not in ("", "None")
+        assert all(tick == round(tick) for tick in titles[title].get_xticks())  # whole words
+    result = CliRunner().invoke(app, ["plot", str(written)])
+    assert result.exit_code == 0 and (written / "figures" / "corpus_similarity.png").is_file(), result.output
+    result = CliRunner().invoke(app, ["report", str(written), "--out", str(written.parent / "report.html")])
+    assert result.exit_code == 0, result.output
+    assert "similarity with word shuffles, by sentence length" in (written.parent / "report.html").read_text()
+
+
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_the_corpus_table_fits_whole_with_four_ablations(tmp_path, minilm_folder, width):
     from orderlab.commands.run import write_experiment
