@@ -167,7 +167,12 @@ PropertiesOut = Annotated[
 QuietTable = Annotated[bool, _flag("--quiet", "No table.", "-q")]
 
 # trace, plot, report
-Input = Annotated[int, typer.Option("--input", help="Which entry of the spec's inputs (0-based).")]
+Input = Annotated[
+    int,
+    typer.Option(
+        "--input", help="Which entry of the spec's inputs (0-based); of a corpus spec, which of its sentences."
+    ),
+]
 Layer = Annotated[int, typer.Option(help="Which attention layer (1-based).")]
 Encoding = Annotated[str, typer.Option(help="Which of the spec's encodings; the first if empty.")]
 Decimals = Annotated[int, typer.Option(min=0, max=12, help="Decimals shown in the tables.")]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from orderlab.core.corpustext import read_corpus
 from orderlab.core.progress import SILENT, Phases
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
@@ -18,7 +19,8 @@ from orderlab.plan.load import load_spec
 from orderlab.plan.sweep import Configuration, plan
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
-from orderlab.spec.schema import uses_backend
+from orderlab.spec.families import CorpusInputs
+from orderlab.spec.schema import Spec, relative_to_spec, uses_backend
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,10 @@ def _trace_and_write(
     concrete, note = configuration.spec, ""
     if configuration.columns:
         note = f"the spec sweeps {', '.join(configuration.columns)}; tracing {configuration.label}"
-    if not 0 <= input_index < len(spec.sentences):
+    sentences, what = traced_sentences(spec, spec_path)
+    if not 0 <= input_index < len(sentences):
         raise OrderlabError(
-            f"--input {input_index}: the spec has {len(spec.sentences)} input(s); expected 0..{len(spec.sentences) - 1}"
+            f"--input {input_index}: the spec has {len(sentences)} {what}; expected 0..{len(sentences) - 1}"
         )
     labels, names = zip(*conditions(concrete), strict=True)
     if encoding and encoding not in labels + names:
@@ -69,10 +72,18 @@ def _trace_and_write(
     swept = f"-{configuration.label}" if configuration.columns else ""  # each combination's trace a file of its own
     file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"input{input_index}-layer{layer}{swept}-{label}") + ".csv"
     with claim(out_root / f"{spec.name}_trace", Writer("trace", spec.name), force) as held:
-        words = tokenize(spec.sentences[input_index].sentence, concrete.embeddings.lowercase)
+        words = tokenize(sentences[input_index], concrete.embeddings.lowercase)
         traced = trace_pass(adapter, words, layer)
         write_trace(held, file_name, trace_frame(traced))
     return TraceOutcome(traced, held.folder / file_name, note)
+
+
+def traced_sentences(spec: Spec, spec_path: Path) -> tuple[list[str], str]:
+    """The sentences `--input` picks from, and what they are called: the inputs, or a corpus spec's lines."""
+    if isinstance(spec.inputs, CorpusInputs):
+        lines = read_corpus(relative_to_spec(spec_path, spec.inputs.file))
+        return [line.sentence for line in lines], "corpus sentence(s)"
+    return [given.sentence for given in spec.sentences], "input(s)"
 
 
 def chosen_configuration(configurations: list[Configuration], family: str) -> Configuration:

@@ -101,3 +101,21 @@ def test_trace_family_not_in_the_spec_is_one_line():
     result = CliRunner().invoke(app, ["trace", str(ZOO_CAUSAL), "--family", "bert"])
     assert result.exit_code == 2
     assert result.output == "error: --family 'bert' is not a family of the spec; expected one of gpt2, llama, bloom\n"
+
+
+def test_a_corpus_spec_traces_the_sentence_input_picks(tmp_path: Path):
+    """It was an AssertionError traceback ('corpus inputs are a file, not a list of sentences')."""
+    from conftest import needs_minilm
+
+    needs_minilm()
+    (tmp_path / "corpus.txt").write_text("# a comment\ndog bites man\nThe cat sat down.\n")
+    spec = tmp_path / "corpus.yaml"
+    spec.write_text("name: corpus\nmodel: {kind: pretrained, name: minilm}\ninputs: {file: corpus.txt, shuffles: 2}\n")
+    result = CliRunner().invoke(app, ["trace", str(spec), "--input", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (path,) = (tmp_path / "corpus_trace").glob("*.csv")
+    words = pd.read_csv(path).drop_duplicates("slot")["word"].tolist()
+    assert words[0] == "[CLS]" and "cat" in words and "dog" not in words  # the corpus's second sentence
+    result = CliRunner().invoke(app, ["trace", str(spec), "--input", "2", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output == "error: --input 2: the spec has 2 corpus sentence(s); expected 0..1\n"
