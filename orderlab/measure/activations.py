@@ -24,6 +24,7 @@ from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.plan.estimate import memory_beside_run, size
 from orderlab.plan.sweep import SweptValue, plan
+from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import Spec
 
 
@@ -89,6 +90,9 @@ def collect_activations(
 
 def _inputs(spec: Spec, orders: perms.Rule | None) -> list[_Work]:
     """Each distinct input sentence, in the sorted order of metrics.csv, with its orders in label order."""
+    if isinstance(spec.inputs, CorpusInputs):
+        raise OrderlabError("inputs: a corpus spec's sentences are a file, measured in batched passes; expected "
+                            "inputs: - sentence: ... (one corpus line traced: trace(spec, input_index=N))")  # fmt: skip
     rules: dict[str, list[perms.Rule]] = {}
     for item in spec.sentences:
         rules.setdefault(item.sentence, []).append(item.permutations)

@@ -231,3 +231,16 @@ def test_a_causal_zoo_model_runs_corpus_mode_with_its_mean_pooling(tmp_path):
     for name in ("metrics.csv", "sentences.csv", "summary.csv"):
         assert "trained" not in (tmp_path / "out" / "g" / name).read_text(), name
     assert metrics["value"].between(-1, 1 + 1e-6).all() and metrics["value"].lt(1 - 1e-6).any()
+
+
+def test_activations_of_a_corpus_spec_are_one_line(tmp_path):
+    """It was an AssertionError traceback ('corpus inputs are a file, not a list of sentences')."""
+    import orderlab.api as ol
+    from orderlab.errors import OrderlabError
+
+    (tmp_path / "corpus.txt").write_text(CORPUS)
+    (tmp_path / "tiny.yaml").write_text(SPEC)
+    with pytest.raises(
+        OrderlabError, match=r"^inputs: a corpus spec's sentences are a file, .*trace\(spec, input_index"
+    ):
+        ol.activations(tmp_path / "tiny.yaml", ["1.output"])
