@@ -16,7 +16,7 @@ from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.families import FAMILIES
-from orderlab.metrics import ATTENTION_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
+from orderlab.metrics import INVARIANCE_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
@@ -308,6 +308,7 @@ def validate_backend(spec: Spec, doc: LocatedDocument, problems: Problems) -> No
     problems.attempt(_check_backend_metrics)
     if isinstance(spec.inputs, CorpusInputs):
         problems.attempt(_check_corpus_file)
+        problems.attempt(_check_corpus_fields)
     else:
         problems.attempt(lambda s, d: validate_sentences(s, d, lowercase=False))  # the tokenizer sees words as written
 
@@ -324,14 +325,8 @@ def _check_backend_installed(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def _check_backend_metrics(spec: Spec, doc: LocatedDocument) -> None:
-    """The metrics the model can give: no attention maps of pooled corpus sentences, LM scores of a causal LM only."""
+    """The metrics the model can give: LM scores of a causal LM only, minimal pairs of probes."""
     assert isinstance(spec.model, PretrainedModelSpec | HFModelSpec)
-    if (
-        isinstance(spec.inputs, CorpusInputs)
-        and "metrics" in spec.model_fields_set
-        and ATTENTION_FAMILY in spec.metrics
-    ):
-        raise doc.error(("metrics",), f"corpus mode measures pooled sentences; expected no {ATTENTION_FAMILY!r} metric")
     family = FAMILIES.get(spec.model.family)
     if spec.token_logprobs and LM_LOGPROB_FAMILY not in spec.metrics:
         raise doc.error(("token_logprobs",), f"a causal LM's token log-probabilities come with its {LM_LOGPROB_FAMILY} "
@@ -351,3 +346,21 @@ def _check_corpus_file(spec: Spec, doc: LocatedDocument) -> None:
         read_corpus(relative_to_spec(doc.origin, spec.inputs.file))
     except OrderlabError as error:
         raise doc.error(("inputs", "file"), str(error)) from None
+
+
+def _check_corpus_fields(spec: Spec, doc: LocatedDocument) -> None:
+    """Corpus mode measures one thing, each line's pooled vector against its shuffles' (the invariance of sentence
+    vectors, written as similarity_mean and similarity_cls): a field asking for anything else would be ignored, so
+    each is refused, all at once."""
+    found = []
+    others = [name for name in spec.metrics if name != INVARIANCE_FAMILY] if "metrics" in spec.model_fields_set else []
+    if others:
+        measured = "corpus mode measures how far each line's pooled vector moves under its shuffles"
+        found.append(doc.error(("metrics",), f"{', '.join(others)}: {measured}; expected metrics: "
+                               f"[{INVARIANCE_FAMILY}], or none"))  # fmt: skip
+    for field, what in (("probes", "probe pairs"), ("attention_maps", "attention maps"),
+                        ("decodability", "position probe")):  # fmt: skip
+        if field in spec.model_fields_set and (field != "probes" or spec.probes):
+            found.append(doc.error((field,), f"corpus mode measures the file's lines against their shuffles, no "
+                                   f"{what}; expected no {field}: (sentence inputs take it)"))  # fmt: skip
+    raise_all(found)

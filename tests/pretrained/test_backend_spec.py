@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,19 @@ def test_every_problem_of_a_zoo_spec_in_one_listing(cli, write_spec):
     for fragment in expected:
         assert sum(line.startswith(f"error: {path}{fragment}") for line in lines) == 1, (fragment, result.output)
     assert "Traceback" not in result.output
+
+
+def test_what_corpus_mode_would_ignore_is_refused_all_at_once(cli, write_spec, tmp_path):
+    """metrics, probes, attention_maps and decodability of a corpus spec were accepted and silently not measured."""
+    (tmp_path / "c.txt").write_text("dog bites man\nthe cat sat\n")
+    spec = write_spec(
+        "name: c\nmodel: {kind: pretrained, name: minilm}\ninputs: {file: c.txt}\nmetrics: [invariance, attention]\n"
+        "probes: [[dog bites man, man bites dog]]\nattention_maps: {input: 0}\ndecodability: {sentences: 8}\n"
+    )
+    result = cli.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert [line.split(": ")[2] for line in lines] == ["metrics", "probes", "attention_maps", "decodability"]
+    assert lines[0].endswith("expected metrics: [invariance], or none") and "attention:" in lines[0]
+    shipped = Path(__file__).resolve().parents[2] / "experiments" / "minilm_corpus.yaml"  # metrics: [invariance]
+    assert cli.invoke(app, ["validate", str(shipped)]).exit_code == 0
