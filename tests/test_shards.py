@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sharding import assert_same_files, merged, run_shards, run_whole
 
 from orderlab.cli import app
 from orderlab.core import permutations as perms
@@ -102,28 +103,6 @@ def test_the_partition_does_every_unit_once_with_near_equal_work(write_spec, cou
     )
 
 
-def run_whole(cli, spec: Path, out: Path) -> Path:
-    result = cli.invoke(app, ["run", str(spec), "--out", str(out), "-q"])
-    assert result.exit_code == 0, result.output
-    return out / load_spec(spec).spec.name
-
-
-def run_shards(cli, spec: Path, count: int, out: Path, indexes: list[int] | None = None) -> list[Path]:
-    indexes = indexes or list(range(1, count + 1))
-    for index in indexes:
-        result = cli.invoke(app, ["run", str(spec), "--out", str(out), "--shard", f"{index}/{count}"])
-        assert result.exit_code == 0, result.output
-        assert f"wrote shard {index} of {count}" in result.output
-    name = load_spec(spec).spec.name
-    return [out / f"{name}.shard-{index}-of-{count}" for index in indexes]
-
-
-def assert_same_files(merged: Path, whole: Path) -> None:
-    assert sorted(p.name for p in merged.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for path in whole.iterdir():
-        assert (merged / path.name).read_bytes() == path.read_bytes(), path.name
-
-
 @pytest.fixture(scope="module")
 def causal_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
     """experiments/causal_prefix.yaml (a stack sweep of causal prefixes, rows per permutation): whole, in 4 shards."""
@@ -131,12 +110,6 @@ def causal_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
 
     spec, out = EXPERIMENTS / "causal_prefix.yaml", tmp_path_factory.mktemp("causal")
     return run_whole(CliRunner(), spec, out / "whole"), run_shards(CliRunner(), spec, 4, out / "shards")
-
-
-def merged(cli, shards: list[Path], out: Path) -> Path:
-    result = cli.invoke(app, ["merge", *map(str, shards), "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return out / shards[0].name.split(".shard-")[0]
 
 
 def test_causal_prefix_shards_merged_are_byte_identical_to_the_whole_run(cli, causal_runs, tmp_path):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from conftest import needs_minilm
-
-from orderlab.cli import app
+from sharding import assert_same_files, merged, run_shards, run_whole
 
 SPEC = """
 name: minilm_shards
@@ -22,14 +21,6 @@ metrics: [equivariance, invariance, token_shift, pair_distance]
 def test_minilm_shards_merged_are_byte_identical_to_the_whole_run(cli, write_spec, tmp_path):
     needs_minilm()
     spec = write_spec(SPEC)
-    assert cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "whole"), "-q"]).exit_code == 0
-    for index in (1, 2):  # 2 ablations x 6 orders + 2 probes: the cut falls inside the zero ablation's orders
-        result = cli.invoke(app, ["run", str(spec), "--out", str(tmp_path / "shards"), "--shard", f"{index}/2", "-q"])
-        assert result.exit_code == 0, result.output
-    shards = [str(tmp_path / "shards" / f"minilm_shards.shard-{k}-of-2") for k in (1, 2)]
-    result = cli.invoke(app, ["merge", *shards, "--out", str(tmp_path / "merged"), "-q"])
-    assert result.exit_code == 0, result.output
-    whole, merged = tmp_path / "whole" / "minilm_shards", tmp_path / "merged" / "minilm_shards"
-    assert sorted(p.name for p in merged.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for path in whole.iterdir():
-        assert (merged / path.name).read_bytes() == path.read_bytes(), path.name
+    whole = run_whole(cli, spec, tmp_path / "whole")
+    shards = run_shards(cli, spec, 2, tmp_path / "shards")  # 2 ablations x 6 orders + 2 probes: the cut falls
+    assert_same_files(merged(cli, shards, tmp_path / "merged"), whole)  # inside the zero ablation's orders

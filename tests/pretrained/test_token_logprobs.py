@@ -73,24 +73,13 @@ def test_shards_merged_write_the_whole_runs_token_logprobs_byte_for_byte(tmp_pat
     """Each combination's token rows come from the one shard that opens it (plan/shards.opens_combination); two
     seeds make two combinations, and three shards leave one holding none of the openings."""
     import yaml
+    from sharding import assert_same_files, merged, run_shards, run_whole
     from typer.testing import CliRunner
-
-    from orderlab.cli import app
 
     path = tmp_path / "tokens.yaml"
     path.write_text(yaml.safe_dump({**SPEC, "seed": [0, 1]}))
     cli = CliRunner()
-    assert cli.invoke(app, ["run", str(path), "--out", str(tmp_path / "whole"), "-q"]).exit_code == 0
-    for index in range(1, count + 1):
-        result = cli.invoke(app, ["run", str(path), "--out", str(tmp_path / "shards"), "--shard", f"{index}/{count}",
-                                  "-q"])  # fmt: skip
-        assert result.exit_code == 0, result.output
-    shards = [str(tmp_path / "shards" / f"tokens.shard-{k}-of-{count}") for k in range(1, count + 1)]
-    result = cli.invoke(app, ["merge", *shards, "--out", str(tmp_path / "merged"), "-q"])
-    assert result.exit_code == 0, result.output
-    whole, merged = tmp_path / "whole" / "tokens", tmp_path / "merged" / "tokens"
-    assert sorted(p.name for p in merged.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for file in whole.iterdir():
-        assert (merged / file.name).read_bytes() == file.read_bytes(), file.name
+    whole = run_whole(cli, path, tmp_path / "whole")
+    assert_same_files(merged(cli, run_shards(cli, path, count, tmp_path / "shards"), tmp_path / "merged"), whole)
     tokens = (whole / "token_logprobs.csv").read_text()
     assert tokens.count("\n0,") > 0 and tokens.count("\n1,") > 0  # both seeds' rows, each once
