@@ -28,6 +28,31 @@ def device_rates_cache(tmp_path_factory):
         yield
 
 
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = {".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", ".import_linter_cache", "__pycache__"}
+
+
+def repository_files() -> dict[str, tuple[int, int]]:
+    """The repository's top-level entries and every file of results/ (git-ignored checkpoints and figures aside), with
+    their sizes and modification times."""
+    found = {entry.name: (0, 0) for entry in ROOT.iterdir() if entry.name not in SCRATCH}
+    for path in (ROOT / "results").rglob("*"):
+        if path.is_file() and not {"checkpoints", "figures"} & set(path.parts):
+            found[str(path.relative_to(ROOT))] = (path.stat().st_size, path.stat().st_mtime_ns)
+    return found
+
+
+@pytest.fixture(autouse=True, scope="session")
+def repository_untouched():
+    """Tests write into temporary folders: the repository's top level and its committed results end the session as
+    they began (a test once left ./tpu and ./7/ there, and they were committed)."""
+    before = repository_files()
+    yield
+    after = repository_files()
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    assert not changed, f"the tests wrote into the repository: {changed[:10]}"
+
+
 @pytest.fixture
 def cli() -> CliRunner:
     return CliRunner()

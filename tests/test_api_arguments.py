@@ -56,6 +56,15 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
     }  # fmt: skip
 
 
+@pytest.fixture(scope="module", autouse=True)
+def elsewhere(tmp_path_factory):
+    """The wrong arguments name relative paths ('7', 'tpu': an out, html or junit path): they land in a scratch
+    folder, never in the repository (a run once left ./tpu and ./7/ there, and they were committed)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("cwd"))
+        yield
+
+
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("api")
