@@ -58,7 +58,6 @@ class Column:
     cells: Sequence[Text | str]
     justify: Literal["left", "right"] = "right"
     wrap: bool = False
-    style: str = ""
     width: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,9 +70,9 @@ class Column:
 
     def add_to(self, table: Table) -> None:
         if self.wrap:
-            table.add_column(self.header, justify=self.justify, style=self.style, overflow="fold")
+            table.add_column(self.header, justify=self.justify, overflow="fold")
         else:
-            table.add_column(self.header, justify=self.justify, style=self.style, no_wrap=True)
+            table.add_column(self.header, justify=self.justify, no_wrap=True)
 
 
 def fitted_tables(
