@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from orderlab.core.permutations import sentences
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import read_bounded
 from orderlab.errors import OrderlabError
@@ -22,6 +23,10 @@ class CorpusLine:
     line: int  # 1-based line number in the file
     sentence: str
     words: list[str]
+
+    def shuffles(self, asked: int) -> int:
+        """How many shuffles the line gets: `asked`, or every other distinct sentence its words make if fewer."""
+        return min(asked, sentences(self.words) - 1)
 
 
 def read_corpus(path: Path) -> list[CorpusLine]:

@@ -58,7 +58,7 @@ def plan(lines: list[CorpusLine], inputs: CorpusInputs) -> Plan:
     owner: list[int] = []
     shuffle: list[int] = []
     for index, line in enumerate(lines):
-        count = min(inputs.shuffles, perms.sentences(line.words) - 1)  # each a sentence other than the line itself
+        count = line.shuffles(inputs.shuffles)
         chosen.append(list(perms.random_distinct(len(line.words), count, shuffle_seed(inputs.seed, index), line.words)))
         owner += [index] * (count + 1)
         shuffle += range(count + 1)

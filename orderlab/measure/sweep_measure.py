@@ -32,7 +32,7 @@ from orderlab.measure.task_accuracy import (
 )
 from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
-from orderlab.plan.shards import DECODABILITY, Unit, opens_combination
+from orderlab.plan.shards import DECODABILITY, Unit, opened_combinations
 from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
 from orderlab.train.adapters import trained_adapters
@@ -78,6 +78,7 @@ class SweepMeasurement:
         self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
         self.model_files: dict[str, list[str]] | None = None  # a checkpoint folder's unmeasured parts (manifest.json)
         self.token_logprobs: list[pd.DataFrame] = []  # token_logprobs.csv's rows per combination (token_logprobs: true)
+        self.opened = set() if units is None else opened_combinations(units, spec)  # a shard's: its token rows
         self.total = 0
         for index, configuration in enumerate(self.configurations):  # each reports its progress after the ones before
             share = None if units is None else [unit for unit in units if unit.combination == index]
@@ -124,7 +125,7 @@ class SweepMeasurement:
                     spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
                 )
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
-                if spec.token_logprobs and (share is None or opens_combination(share, self.spec)):
+                if spec.token_logprobs and (share is None or share[0].combination in self.opened):
                     with torch.inference_mode():
                         self.token_logprobs.append(token_logprob_rows(spec, adapters, configuration.columns))
             decodability = next((unit for unit in share or [] if unit.kind == DECODABILITY), None)

@@ -779,7 +779,7 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
     lines = read_corpus(relative_to_spec(spec_file, inputs.file))
-    shuffles = [min(inputs.shuffles, perms.sentences(line.words) - 1) for line in lines]  # as measure/corpus.py draws
+    shuffles = [line.shuffles(inputs.shuffles) for line in lines]
     passes = [(len(line.words), count + 1) for line, count in zip(lines, shuffles, strict=True)]
     rows = 2 * sum(shuffles)
     widths = [CORPUS_ROW_FIXED_BYTES + 2 * len(line.words) for line in lines]  # + the permutation's label

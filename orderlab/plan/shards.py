@@ -101,13 +101,13 @@ def partition(spec: Spec, count: int) -> list[list[Unit]]:
     return shards
 
 
-def opens_combination(share: list[Unit], spec: Spec) -> bool:
-    """Whether a shard's units of one combination begin it: that shard also does the combination's work that is not
-    cut into units (a causal LM's token_logprobs.csv rows), so that exactly one shard does it."""
-    if not share:
-        return False
-    first = next(unit for unit in work(spec) if unit.combination == share[0].combination)
-    return share[0].segment == first.segment and share[0].start == 0
+def opened_combinations(units: list[Unit], spec: Spec) -> set[int]:
+    """The combinations a shard's units begin: that shard also does each one's work that is not cut into units (a
+    causal LM's token_logprobs.csv rows), so that exactly one shard does it."""
+    firsts: dict[int, Unit] = {}
+    for unit in work(spec):
+        firsts.setdefault(unit.combination, unit)
+    return {unit.combination for unit in units if unit.start == 0 and unit.segment == firsts[unit.combination].segment}
 
 
 def require_shardable(spec: Spec, path: Path) -> None:

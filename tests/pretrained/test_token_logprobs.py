@@ -70,7 +70,7 @@ def test_it_is_opt_in_and_refused_without_a_causal_lm():
 
 @pytest.mark.parametrize("count", [2, 3])
 def test_shards_merged_write_the_whole_runs_token_logprobs_byte_for_byte(tmp_path: Path, count: int):
-    """Each combination's token rows come from the one shard that opens it (plan/shards.opens_combination); two
+    """Each combination's token rows come from the one shard that opens it (plan/shards.opened_combinations); two
     seeds make two combinations, and three shards leave one holding none of the openings."""
     import yaml
     from sharding import assert_same_files, merged, run_shards, run_whole
