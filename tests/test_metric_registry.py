@@ -20,8 +20,8 @@ from orderlab.metrics import (
     CAUSAL_POOLINGS,
     DECODABILITY_FAMILY,
     ENCODER_POOLINGS,
-    FAMILIES,
     INVARIANCE_FAMILY,
+    METRIC_FAMILIES,
     METRICS,
     PAIR_DISTANCE_FAMILY,
     STACK_POOLINGS,
@@ -63,7 +63,7 @@ def test_registering_a_metric_or_family_name_twice_is_refused():
     with pytest.raises(ValueError, match="'token_shift' is already registered"):
         METRICS.register("token_shift", METRICS.get("token_shift"))
     with pytest.raises(ValueError, match="'attention' is already registered"):
-        FAMILIES.register("attention", FAMILIES.get("attention"))
+        METRIC_FAMILIES.register("attention", METRIC_FAMILIES.get("attention"))
 
 
 def test_an_unknown_name_is_answered_with_the_closest_registered_one():
@@ -187,7 +187,7 @@ def test_docs_hold_the_registry_tables_verbatim():
 
 def test_every_metric_the_docs_tabulate_is_registered_and_every_registered_one_is_tabulated():
     first_cells = set(re.findall(r"^\| `([a-z_0-9]+)` \|", DOCS.read_text(), re.M))
-    assert first_cells == {*METRICS.names(), *FAMILIES.names()}
+    assert first_cells == {*METRICS.names(), *METRIC_FAMILIES.names()}
 
 
 # A metric and its family, as a new file in orderlab/metrics/ would add them: one decorated function.
@@ -214,7 +214,7 @@ def new_metric(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     yield importlib.import_module("halves_metric")
     METRICS.unregister("half_shift")
-    FAMILIES.unregister("halves")
+    METRIC_FAMILIES.unregister("halves")
     sys.modules.pop("halves_metric")
 
 

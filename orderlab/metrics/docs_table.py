@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from orderlab.metrics import FAMILIES, Metric, Reduction, all_metrics, family_names
+from orderlab.metrics import METRIC_FAMILIES, Metric, Reduction, all_metrics, family_names
 
 _REDUCTIONS: Final[dict[Reduction, str]] = {
     "max": "worst (max)", "mean": "mean", "rate": "rate (count)", "rank": "rank (of how many)",
@@ -19,7 +19,7 @@ def markdown_tables() -> str:
         "| `metrics:` entry | measured by default | rows it writes | what it asks |",
         "| --- | --- | --- | --- |",
     ]
-    for family in (FAMILIES.get(name) for name in family_names()):
+    for family in (METRIC_FAMILIES.get(name) for name in family_names()):
         written = ", ".join(f"`{m.name}`" for m in all_metrics() if m.family == family.name)
         lines.append(f"| `{family.name}` | {'yes' if family.default else 'no'} | {written} | {family.doc} |")
     lines += [

@@ -58,7 +58,7 @@ F = TypeVar("F", bound=Value)
 
 
 @dataclass(frozen=True)
-class Family:
+class MetricFamily:
     """A value of a spec's `metrics:` list: it switches on the row metrics whose `family` it is."""
 
     name: str
@@ -122,13 +122,13 @@ class Metric:
         return register
 
 
-FAMILIES: Registry[Family] = Registry("metric family")
+METRIC_FAMILIES: Registry[MetricFamily] = Registry("metric family")
 METRICS: Registry[Metric] = Registry("metric")
 
 
 def family(name: str, doc: str, default: bool = False) -> str:
     """Register a `metrics:` entry; its row metrics name it as their family."""
-    return FAMILIES.register(name, Family(name, default, doc)).name
+    return METRIC_FAMILIES.register(name, MetricFamily(name, default, doc)).name
 
 
 def metric(
@@ -138,7 +138,7 @@ def metric(
 ) -> Metric:  # fmt: skip
     """Register a row metric; its family and noise source must be registered already."""
     if family is not None:
-        FAMILIES.get(family)
+        METRIC_FAMILIES.get(family)
     if noise_from is not None:
         METRICS.get(noise_from)
     record = Metric(name, family, models, rows, per_head, reduction, passing, noise_from, pooling, doc, computed_by,
@@ -171,12 +171,12 @@ def row_metric(
 
 def family_names() -> list[str]:
     """Every `metrics:` entry, in registration order."""
-    return FAMILIES.names()
+    return METRIC_FAMILIES.names()
 
 
 def default_families() -> list[str]:
     """The families a spec without a `metrics` key measures."""
-    return [name for name in FAMILIES.names() if FAMILIES.get(name).default]
+    return [name for name in METRIC_FAMILIES.names() if METRIC_FAMILIES.get(name).default]
 
 
 def _row_group(m: Metric) -> int:
@@ -186,7 +186,7 @@ def _row_group(m: Metric) -> int:
         return 3
     if "stack" not in m.models:
         return 2
-    return 0 if m.family is not None and FAMILIES.get(m.family).default else 1
+    return 0 if m.family is not None and METRIC_FAMILIES.get(m.family).default else 1
 
 
 def all_metrics() -> list[Metric]:
@@ -202,7 +202,7 @@ def metric_names() -> list[str]:
 def metrics_of(family: str, model: Model | None = None, poolings: Collection[Pooling] | None = None) -> list[Metric]:
     """The row metrics `family` switches on, in row order: all, or those that `model` writes when it defines
     `poolings` (every pooling when None)."""
-    FAMILIES.get(family)
+    METRIC_FAMILIES.get(family)
     chosen = [m for m in all_metrics() if m.family == family]
     return chosen if model is None else [m for m in chosen if written_by(m, model, poolings)]
 

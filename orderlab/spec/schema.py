@@ -22,7 +22,7 @@ from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
-from orderlab.metrics import FAMILIES, default_families, family_names
+from orderlab.metrics import METRIC_FAMILIES, default_families, family_names
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import (
     DTYPE_HELP,
@@ -44,7 +44,7 @@ from orderlab.spec.yamlsource import read_yaml
 def registered_family(entry: str) -> str:
     """A `metrics:` entry, checked against the registry's families when the spec is read (a family registered after
     import counts); refused with pydantic's own literal message, which spec/messages.py turns into one line."""
-    if entry not in FAMILIES:
+    if entry not in METRIC_FAMILIES:
         names = [repr(name) for name in family_names()]
         expected = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
         raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
