@@ -14,7 +14,7 @@ import torch
 
 from orderlab.core.text import repeated_pairs
 from orderlab.metrics import Compares, Computation, Keep, Needs, computed_on
-from orderlab.metrics.inputs import ProbePair, Reorderings
+from orderlab.metrics.inputs import ProbePasses, Reorderings
 from orderlab.spec.schema import Spec
 
 if TYPE_CHECKING:
@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass
 
 
-def has(what: Reorderings | ProbePair, needs: Needs) -> bool:
+def has(what: Reorderings | ProbePasses, needs: Needs) -> bool:
     """Whether a chunk (or a probe pair) holds what a computation needs beside its passes."""
-    if isinstance(what, ProbePair):
+    if isinstance(what, ProbePasses):
         if needs == "log-probabilities":
             return what.a.logprob is not None and what.b.logprob is not None
         return needs == "a reordering" and what.matching is not None
@@ -101,4 +101,4 @@ def record_pair(
 ) -> None:
     """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
     index = None if matching is None else torch.tensor([matching], device=out_a.hidden[0].device)
-    record("probes", spec, adapter, rows, ProbePair(out_a, out_b, index), out_a)
+    record("probes", spec, adapter, rows, ProbePasses(out_a, out_b, index), out_a)

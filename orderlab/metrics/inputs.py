@@ -42,7 +42,7 @@ class Reorderings:
 
 
 @dataclass(frozen=True)
-class ProbePair:
+class ProbePasses:
     """What a probe's metrics compare: the single-sentence passes of a and b."""
 
     a: PassLike

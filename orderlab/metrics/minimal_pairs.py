@@ -11,7 +11,7 @@ from orderlab.metrics.registry import PRETRAINED, family, row_metric
 if TYPE_CHECKING:
     import torch
 
-    from orderlab.metrics.inputs import ProbePair
+    from orderlab.metrics.inputs import ProbePasses
 
 MINIMAL_PAIRS_FAMILY: Final = family(
     "minimal_pairs", "whether a causal LM scores each probe's first (grammatical) sentence above its second"
@@ -25,6 +25,6 @@ MINIMAL_PAIR_PREFERRED: Final = "minimal_pair_preferred"
     "over a condition's probes is BLiMP's accuracy", compares="probes", layers="last", needs="log-probabilities",
     reduction="rate", passing=None,
 )  # fmt: skip
-def minimal_pair_preferred(p: ProbePair, layer: int, pooling: str | None) -> torch.Tensor:
+def minimal_pair_preferred(p: ProbePasses, layer: int, pooling: str | None) -> torch.Tensor:
     assert p.a.logprob is not None and p.b.logprob is not None
     return (p.a.logprob > p.b.logprob).to(p.a.logprob.dtype)

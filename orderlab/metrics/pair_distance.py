@@ -10,7 +10,7 @@ from orderlab.metrics.registry import BOTH, PRETRAINED, family, row_metric
 if TYPE_CHECKING:
     import torch
 
-    from orderlab.metrics.inputs import ProbePair
+    from orderlab.metrics.inputs import ProbePasses
 
 PAIR_DISTANCE_FAMILY: Final = family("pair_distance", "how far apart a probe's two sentences end up", True)
 PAIR_COSINE: Final = "pair_cosine"
@@ -26,7 +26,7 @@ _ROWS: Final = "probe × layer"
     PAIR_COSINE, PAIR_DISTANCE_FAMILY, BOTH, _ROWS, "`1 − cos(mean H_l(a), mean H_l(b))` for a probe pair (a, b)",
     compares="probes", pooling="mean",
 )  # fmt: skip
-def pair_cosine(p: ProbePair, layer: int, pooling: str | None) -> torch.Tensor:
+def pair_cosine(p: ProbePasses, layer: int, pooling: str | None) -> torch.Tensor:
     """1 - cos of a's and b's pooled sentence vectors."""
     from orderlab.metrics.maths import cosine_distance
 
@@ -35,7 +35,7 @@ def pair_cosine(p: ProbePair, layer: int, pooling: str | None) -> torch.Tensor:
 
 @row_metric(PAIR_L2, PAIR_DISTANCE_FAMILY, BOTH, _ROWS, "`‖mean H_l(b) − mean H_l(a)‖ / ‖mean H_l(a)‖`",
             compares="probes", pooling="mean")  # fmt: skip
-def pair_l2(p: ProbePair, layer: int, pooling: str | None) -> torch.Tensor:
+def pair_l2(p: ProbePasses, layer: int, pooling: str | None) -> torch.Tensor:
     """Relative L2 distance of b's pooled sentence vector from a's."""
     from orderlab.metrics.maths import relative_l2
 

@@ -30,7 +30,7 @@ RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how
 # A sentence vector: the mean, element-wise max, first or last of the states over a sentence, or an encoder's [CLS].
 Pooling = Literal["mean", "max", "first", "last", "cls"]
 # What a loop computation compares: f(X) against a chunk of f(PX) (metrics/inputs.Reorderings), or a probe's two
-# sentences (metrics/inputs.ProbePair).
+# sentences (metrics/inputs.ProbePasses).
 Compares = Literal["reorderings", "probes"]
 Layers = Literal["states", "maps", "last"]  # layers 0..L of the states, 1..L of the attention maps, or L alone
 # What a computation needs beside the passes, checked by the loop and counted by the estimate: a sentence repeating a
@@ -52,7 +52,7 @@ STACK_POOLINGS: Final[tuple[Pooling, ...]] = ("mean", "max", "first", "last")
 ENCODER_POOLINGS: Final[tuple[Pooling, ...]] = ("mean", "cls")
 CAUSAL_POOLINGS: Final[tuple[Pooling, ...]] = ("mean",)
 
-# (what, layer, pooling) -> (B,), or (B, h) per head; `what` is a Reorderings or a ProbePair (metrics/inputs.py)
+# (what, layer, pooling) -> (B,), or (B, h) per head; `what` is a Reorderings or a ProbePasses (metrics/inputs.py)
 Value = Callable[[Any, int, "Pooling | None"], Any]
 F = TypeVar("F", bound=Value)
 

@@ -10,7 +10,7 @@ from orderlab.metrics.registry import BOTH, METRICS, family, row_metric
 if TYPE_CHECKING:
     import torch
 
-    from orderlab.metrics.inputs import ProbePair, Reorderings
+    from orderlab.metrics.inputs import ProbePasses, Reorderings
 
 TOKEN_SHIFT_FAMILY: Final = family("token_shift", "how far each word's state moves, words matched by occurrence", True)
 TOKEN_SHIFT: Final = "token_shift"
@@ -29,7 +29,7 @@ def token_shift(c: Reorderings, layer: int, pooling: str | None) -> torch.Tensor
 
 # On a probe pair only when its second sentence reorders the first's words: else occurrences cannot be matched.
 @METRICS.get(TOKEN_SHIFT).also_on("probes", needs="a reordering")
-def pair_token_shift(p: ProbePair, layer: int, pooling: str | None) -> torch.Tensor:
+def pair_token_shift(p: ProbePasses, layer: int, pooling: str | None) -> torch.Tensor:
     from orderlab.metrics.maths import token_shift as shift
 
     assert p.matching is not None
