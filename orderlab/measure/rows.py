@@ -40,7 +40,9 @@ def detail_number(value: float) -> str:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class MeasuredSweep:
+    """A sweep measured whole (measure/sweep_measure.run_sweep): its tidy rows, where and how long it ran."""
+
     metrics: pd.DataFrame  # tidy, sorted by KEY_COLUMNS
     device: torch.device
     wall_seconds: float

@@ -18,7 +18,7 @@ from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece, relation_columns
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, RunResult, summarize
+from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, MeasuredSweep, summarize
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.task_accuracy import (
     CHANCE,
@@ -191,11 +191,11 @@ class SweepMeasurement:
             self.progress(done, self.total)
 
 
-def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> RunResult:
+def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> MeasuredSweep:
     """Every combination's rows in memory: for tests, `compare` and other small runs."""
     started = time.perf_counter()
     table = pd.concat(list(SweepMeasurement(spec, options).frames()), ignore_index=True)  # rows only
-    return RunResult(table, options.device, time.perf_counter() - started)
+    return MeasuredSweep(table, options.device, time.perf_counter() - started)
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
