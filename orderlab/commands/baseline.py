@@ -19,7 +19,7 @@ from orderlab.results.agreeing import same_making
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
-    Comparison,
+    CsvComparison,
     SpecCheck,
     Tolerances,
     compare_csv,
@@ -139,7 +139,7 @@ def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) 
     return not any(comparison.drifted for comparison in comparisons)
 
 
-def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[Comparison]]:
+def _changes(folder: Path, files: dict[str, str]) -> tuple[list[str], list[CsvComparison]]:
     """What --update is about to change in folder: one phrase per CSV that differs, and the row comparisons."""
     phrases, comparisons = [], []
     on_disk = csv_names(folder)

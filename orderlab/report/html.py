@@ -39,7 +39,7 @@ from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
 if TYPE_CHECKING:
-    from orderlab.results.baseline_diff import Comparison, SpecCheck
+    from orderlab.results.baseline_diff import CsvComparison, SpecCheck
 
 REPORT_FILE = NESTED_FILES["run"]  # `run --html` writes OUT/<spec name>/report.html
 ROWS_SHOWN = 1000  # rows of one table in the page; the CSV beside it holds them all
@@ -333,7 +333,7 @@ def drift_html(outcomes: list[SpecCheck]) -> str:
     )
 
 
-def _drift_section(outcome: SpecCheck, comparison: Comparison) -> DriftSection:
+def _drift_section(outcome: SpecCheck, comparison: CsvComparison) -> DriftSection:
     what = "changed" if outcome.status == "updated" else "drifted"  # --update shows what it rewrote
     return DriftSection(f"{what} rows of {comparison.file}", *drift_lines(comparison, DRIFT_LINES_SHOWN))
 

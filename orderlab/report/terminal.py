@@ -45,7 +45,7 @@ from orderlab.results.outcome import RunView
 if TYPE_CHECKING:
     from rich.console import ConsoleOptions, RenderableType
 
-    from orderlab.results.baseline_diff import Comparison, DriftedRow, Row, SpecCheck
+    from orderlab.results.baseline_diff import CsvComparison, DriftedRow, Row, SpecCheck
 
 # Orderlab's own glyphs as ASCII of the same width, for a stream that cannot encode them (PYTHONIOENCODING=ascii).
 ASCII_GLYPHS = str.maketrans({"≈": "~", "✓": "+", "✗": "x", "·": "."})
@@ -521,8 +521,8 @@ def decodability_tables(metrics: pd.DataFrame, encodings: list[str], swept: list
 DRIFT_ROWS_SHOWN = 50  # a table longer than this is cut, with a count of the lines left out
 
 
-def drift_table(comparison: Comparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
-    """A check.Comparison's drift, one line per moved cell: the row's key, the column, baseline and new cell, diffs.
+def drift_table(comparison: CsvComparison, title: str, limit: int = DRIFT_ROWS_SHOWN) -> Table:
+    """A CsvComparison's drift, one line per moved cell: the row's key, the column, baseline and new cell, diffs.
 
     A missing or extra row is one line with its compared cells; lines past `limit` are counted, not shown.
     """
@@ -555,7 +555,7 @@ class DriftLine(NamedTuple):
     kind: str  # changed, missing or extra
 
 
-def drift_lines(comparison: Comparison, limit: int) -> tuple[list[DriftLine], int]:
+def drift_lines(comparison: CsvComparison, limit: int) -> tuple[list[DriftLine], int]:
     """The first `limit` lines of a comparison's drift, and how many more there are."""
     lines = (line for drift in comparison.drifted for line in _drift_lines(drift, comparison.key_columns))
     shown = list(itertools.islice(lines, limit))
@@ -603,7 +603,7 @@ def log_console(min_width: int = 120) -> Console:
     return console if console.is_terminal else Console(width=max(console.width, min_width))
 
 
-def spec_drift_table(outcome: SpecCheck, comparison: Comparison) -> Table:
+def spec_drift_table(outcome: SpecCheck, comparison: CsvComparison) -> Table:
     """drift_table titled with the spec and the file: its changed rows (--update) or drifted ones."""
     what = "changed rows" if outcome.status == "updated" else "drifted rows"
     return drift_table(comparison, f"{outcome.name}: {what} of {comparison.file} ({outcome.path})")

@@ -271,7 +271,9 @@ class DriftedRow:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class CsvComparison:
+    """One CSV against its committed baseline: the rows that drifted beyond the tolerances, and how many it has."""
+
     file: str  # the baseline CSV
     rows: int  # rows in the baseline
     drifted: list[DriftedRow]
@@ -287,7 +289,7 @@ class Comparison:
         return f"{Path(self.file).name}: {kinds} of {self.rows:,} rows"
 
 
-def compare(baseline: Table, fresh: Table, tol: Tolerances) -> Comparison:
+def compare(baseline: Table, fresh: Table, tol: Tolerances) -> CsvComparison:
     """Rows with a number outside the tolerance or a verdict changed, plus missing and extra rows."""
     drifted = []
     for key in baseline.rows:
@@ -296,7 +298,7 @@ def compare(baseline: Table, fresh: Table, tol: Tolerances) -> Comparison:
         elif moved := _moved(baseline, fresh, key, tol):
             drifted.append(DriftedRow(key, baseline.row(key), fresh.row(key), moved))
     drifted += [DriftedRow(key, None, fresh.row(key)) for key in fresh.rows if key not in baseline.rows]
-    return Comparison(baseline.file, len(baseline.rows), drifted, tol, list(baseline.layout.key))
+    return CsvComparison(baseline.file, len(baseline.rows), drifted, tol, list(baseline.layout.key))
 
 
 def _moved(baseline: Table, fresh: Table, key: tuple[str, ...], tol: Tolerances) -> tuple[str, ...]:
@@ -337,7 +339,7 @@ def _at_the_line(column: str, words: dict[str, tuple[str, str]], moved: tuple[st
     )
 
 
-def compare_csv(baseline_text: str, fresh_text: str, file: str, tol: Tolerances) -> Comparison:
+def compare_csv(baseline_text: str, fresh_text: str, file: str, tol: Tolerances) -> CsvComparison:
     """Compare a baseline CSV (named file in messages) with the fresh run's text of it."""
     fresh = read_csv(fresh_text, f"<fresh run> {Path(file).name}")
     baseline = read_csv(baseline_text, file)
@@ -368,7 +370,7 @@ def csv_names(folder: Path) -> set[str]:
 
 def compare_folder(
     folder: Path, files: dict[str, str], tol: Tolerances
-) -> tuple[list[Comparison], list[UnmatchedFile]]:
+) -> tuple[list[CsvComparison], list[UnmatchedFile]]:
     """Each fresh CSV (file name -> text) against its namesake in folder; CSVs on one side only are listed."""
     on_disk = csv_names(folder)
     comparisons = [
@@ -388,11 +390,11 @@ class SpecCheck:
     name: str
     status: Status
     summary: str
-    comparisons: list[Comparison] = field(default_factory=list)  # one per CSV on both sides
+    comparisons: list[CsvComparison] = field(default_factory=list)  # one per CSV on both sides
     unmatched: list[UnmatchedFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
-    def drifted(self) -> list[Comparison]:
+    def drifted(self) -> list[CsvComparison]:
         return [c for c in self.comparisons if c.drifted]
