@@ -50,7 +50,9 @@ GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
 
 
 @dataclass(frozen=True)
-class Comparison:
+class EncodingComparison:
+    """The specs' rows measured once per encoding, one value and verdict column per encoding, side by side."""
+
     table: pd.DataFrame  # GROUP_COLUMNS, then one value column per encoding, then '<encoding> verdict' columns
     encodings: list[str]
     specs: list[LoadedSpec]
@@ -62,7 +64,7 @@ class Comparison:
 class CompareResult:
     """What `orderlab compare` did: the comparison, where it was written, the default specs it left out."""
 
-    comparison: Comparison
+    comparison: EncodingComparison
     folder: Path  # OUT/compare/: compare.csv and manifest.json
     skipped: list[Skipped]
     report: Path | None  # the HTML report, if asked for
@@ -236,7 +238,7 @@ def compare(
     encodings: list[str],
     rows: list[str],
     options: RunOptions = DEFAULTS,
-) -> Comparison:
+) -> EncodingComparison:
     """Run every spec under every encoding; return the side-by-side table (rows: spec x input x metric x layer).
     options.progress: (specs done, specs); options.notes: the spec being run, and what its run is doing."""
     started = time.perf_counter()
@@ -262,7 +264,7 @@ def compare(
     seeds = any(SEED in swept_fields(loaded.spec) for loaded in prepared)
     table = side_by_side(found, encodings, names, rows, seeds)
     dtypes: list[str] = [loaded.spec.model.dtype for loaded in prepared]
-    return Comparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
+    return EncodingComparison(table, encodings, prepared, dtypes, time.perf_counter() - started)
 
 
 def _of_spec(notes: Note, name: str) -> Note:
@@ -274,7 +276,7 @@ def _first_repeat(names: list[str]) -> str:
     return next(name for index, name in enumerate(names) if name in names[:index])
 
 
-def write_comparison(comparison: Comparison, destination: Path, device: torch.device) -> None:
+def write_comparison(comparison: EncodingComparison, destination: Path, device: torch.device) -> None:
     """compare.csv (the side-by-side table) and manifest.json into `destination` (claimed by the caller), whole."""
 
     manifest = {
