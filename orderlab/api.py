@@ -435,9 +435,9 @@ def _phases(progress: ProgressChoice) -> Phases:
     if progress is False or progress is None:
         return SILENT
     if progress is True:
-        from orderlab.report.terminal import Phases as Bars
+        from orderlab.report.terminal import PhaseBars
 
-        return Bars(quiet=False)
+        return PhaseBars(quiet=False)
     return _ToFunction(progress)
 
 

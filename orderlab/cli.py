@@ -19,7 +19,7 @@ from orderlab.report.command_line import Group, echo_error, user_errors
 
 if TYPE_CHECKING:
     from orderlab.measure.run_options import RunOptions
-    from orderlab.report.terminal import Phases
+    from orderlab.report.terminal import PhaseBars
     from orderlab.results.outcome import Outcome
 
 app = typer.Typer(
@@ -44,12 +44,12 @@ def run_options(device: o.Device, chunk_size: int | None = None, force: bool = F
     return RunOptions(resolve_device(device.value), chunk_size, force)
 
 
-def phases(quiet: bool = False) -> Phases:
+def phases(quiet: bool = False) -> PhaseBars:
     """The command's clock, started now (before its imports), and its phases drawn on the terminal."""
     started = time.perf_counter()
-    from orderlab.report.terminal import Phases
+    from orderlab.report.terminal import PhaseBars
 
-    return Phases(quiet, started)
+    return PhaseBars(quiet, started)
 
 
 # `orderlab run` exit code when some values came out NaN or inf: written, shown in red, never a verdict.
@@ -89,7 +89,9 @@ def run(
     show_outcome(done.outcome, shown, done.figures if plot else None, done.report)
 
 
-def show_outcome(outcome: Outcome, shown: Phases, figures: list[Path] | None = None, html: Path | None = None) -> None:
+def show_outcome(
+    outcome: Outcome, shown: PhaseBars, figures: list[Path] | None = None, html: Path | None = None
+) -> None:
     """The summary tables and files written, with the command's wall time; exit 1 if some values are NaN or inf."""
     from orderlab.report.command_output import run_lines
 

@@ -22,7 +22,7 @@ COMPARE_ROWS_SHORT = 60  # a comparison table longer than this ends with a hint 
 
 
 def run_lines(
-    outcome: Outcome, phases: report.Phases, figures: list[Path] | None = None, html: Path | None = None
+    outcome: Outcome, phases: report.PhaseBars, figures: list[Path] | None = None, html: Path | None = None
 ) -> None:
     """A run's figures and report written (when asked for), its summary tables and files, with the command's wall
     time; the NaN/inf line if any."""
@@ -49,7 +49,7 @@ def plain_line(console: report.Console, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def shard_line(shard: ShardOutcome, phases: report.Phases) -> None:
+def shard_line(shard: ShardOutcome, phases: report.PhaseBars) -> None:
     index, count = shard.shard
     report.Console().print(
         f"wrote shard {index} of {count} ({len(shard.units)} unit(s), {shard.rows:,} rows) to {shard.folder} "
@@ -63,7 +63,7 @@ def comparison_lines(
     dtypes: list[str],
     folder: Path,
     skipped: list[tuple[Path, str]],
-    phases: report.Phases,
+    phases: report.PhaseBars,
     rows_chosen: bool,
 ) -> None:
     """The specs compare left out (on stderr), the side-by-side table, the file written, and a hint when long."""
@@ -87,7 +87,7 @@ def models_lines(entries: list[ZooEntry]) -> None:
     report.Console().print(listings.models_table(entries))
 
 
-def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.Phases) -> None:
+def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.PhaseBars) -> None:
     from orderlab.measure.properties import PROPERTIES  # lazy: it imports torch
 
     console = report.Console()
@@ -96,7 +96,7 @@ def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: repo
     console.print(f"wrote {folder}/properties.csv ({len(table):,} rows), manifest.json {phases.took()}")
 
 
-def trace_lines(trace: LayerTrace, path: Path, note: str, decimals: int, phases: report.Phases) -> None:
+def trace_lines(trace: LayerTrace, path: Path, note: str, decimals: int, phases: report.PhaseBars) -> None:
     console = report.Console()
     if note:
         console.print(note)
@@ -121,5 +121,5 @@ def spec_check_lines(outcome: SpecCheck) -> None:
         console.print(report.check_line(outcome), highlight=False, soft_wrap=True)
 
 
-def checked_line(count: int, phases: report.Phases) -> None:
+def checked_line(count: int, phases: report.PhaseBars) -> None:
     report.log_console().print(f"checked {count} spec(s) {phases.took()}", highlight=False)

@@ -406,7 +406,7 @@ def shown_after(bar: Progress, delay: float) -> Iterator[None]:
             bar.stop()
 
 
-class Phases:
+class PhaseBars:
     """A command's clock and its long phases, each drawn while it runs (progress_bar) and timed, so that the
     closing line gives the command's wall time and, when it had several phases, where that time went."""
 
