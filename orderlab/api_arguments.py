@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from orderlab.core.device_choices import DEVICE_CHOICES
 from orderlab.errors import OrderlabError
 
 LARGEST_INT = 2**63 - 1  # no count or seed in a spec or an argument comes near it
 DEEPEST = 64  # nesting of a spec dict: real specs are 4 deep
-DEVICES = ("cpu", "cuda", "auto")
 
 
 def _refuse(name: str, value: object, expected: str) -> OrderlabError:
@@ -131,8 +131,8 @@ def permutation_rule(name: str, value: object) -> Any:
 def device(value: object) -> str:
     """'cpu', 'cuda' or 'auto' (a torch.device of cpu or cuda is taken by its name)."""
     named = str(value) if type(value).__name__ == "device" and type(value).__module__ == "torch" else value
-    if named not in DEVICES:
-        raise _refuse("device", value, "'cpu', 'cuda' or 'auto'")
+    if named not in DEVICE_CHOICES:
+        raise _refuse("device", value, f"{', '.join(map(repr, DEVICE_CHOICES[:-1]))} or {DEVICE_CHOICES[-1]!r}")
     assert isinstance(named, str)
     return named
 

@@ -6,17 +6,12 @@ shared by several commands (--out, --force, --device, -e) says the same thing ev
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-
-class Device(StrEnum):
-    cpu = "cpu"
-    cuda = "cuda"
-    auto = "auto"
+from orderlab.core.device_choices import DeviceChoice
 
 
 def _flag(name: str, text: str, *short: str) -> Any:
@@ -65,7 +60,8 @@ CheckTargets = Annotated[
 # options shared by commands
 Out = Annotated[Path, typer.Option(help="Results root; files go to OUT/<name>/ (the spec's, or the command's).")]
 DeviceOption = Annotated[
-    Device, typer.Option(help="Where to compute: cpu, cuda, or auto (a CUDA GPU where there is one, else the CPU).")
+    DeviceChoice,
+    typer.Option(help="Where to compute: cpu, cuda, or auto (a CUDA GPU where there is one, else the CPU)."),
 ]
 Quiet = Annotated[bool, _flag("--quiet", "No progress bar and no table.", "-q")]
 Force = Annotated[
@@ -114,7 +110,7 @@ Scheduler = Annotated[
 
 # validate, compare, properties
 PlanDevice = Annotated[
-    Device,
+    DeviceChoice,
     typer.Option(
         help="With --plan: the device to price, cpu, cuda or auto (its matmul rate in the spec's dtype is measured "
         "once, about a second, and cached)."
@@ -206,7 +202,7 @@ DriftHtml = Annotated[
     Path | None, typer.Option(help="Also write an HTML drift report: drifted rows, baseline vs new (one file).")
 ]
 CheckDevice = Annotated[
-    Device,
+    DeviceChoice,
     typer.Option(
         help="Where to re-run: cpu, cuda, or auto. A GPU run is held to the CPU baselines within the same tolerances "
         "(GPU CI: docs/checks.md)."

@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import torch
 
+from orderlab.core.device_choices import DEVICE_CHOICES
 from orderlab.errors import OrderlabError
 
 CPU = torch.device("cpu")
-DEVICE_CHOICES = ("cpu", "cuda", "auto")
 # The timed matmul's side: large enough to run at the device's GEMM rate, small enough to take well under a second.
 MATMUL_SIDE = {"cpu": 1024, "cuda": 8192}
 MEASURE_SECONDS = 0.3  # per figure: the matmul rate, then the small op's round trip
