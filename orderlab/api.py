@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from orderlab.measure.run_options import RunOptions
     from orderlab.plan.load import LoadedSpec
     from orderlab.results.outcome import ShardOutcome
-    from orderlab.spec.families import ModelObject
+    from orderlab.spec.model_specs import ModelObject
     from orderlab.spec.schema import Spec
 
 __all__ = [

@@ -26,7 +26,7 @@ from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.versions import versions
-from orderlab.spec.families import CorpusInputs, HFModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import Spec
 
 

@@ -36,7 +36,7 @@ from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
 from orderlab.results.paths import child
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 

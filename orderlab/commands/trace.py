@@ -19,7 +19,7 @@ from orderlab.plan.load import load_spec
 from orderlab.plan.sweep import Configuration, plan
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec, relative_to_spec, uses_backend
 
 

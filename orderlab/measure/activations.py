@@ -24,7 +24,7 @@ from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.plan.estimate import memory_beside_run, size
 from orderlab.plan.sweep import SweptValue, plan
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec
 
 

@@ -20,7 +20,7 @@ from orderlab.core import permutations as perms
 from orderlab.core.corpustext import CorpusLine
 from orderlab.core.progress import Progress
 from orderlab.metrics import SIMILARITY_CLS, SIMILARITY_MEAN, all_metrics
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 
 if TYPE_CHECKING:
     from orderlab.models.pretrained import PretrainedAdapter

@@ -21,7 +21,7 @@ from orderlab.core.text import tokenize
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.devices import CPU
-from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import Spec
 
 

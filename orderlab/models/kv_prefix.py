@@ -29,7 +29,7 @@ from orderlab.models.hf.loader import PretrainedBackend
 from orderlab.models.hf.slot_cache import slot_cache
 from orderlab.models.precision import widened
 from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
-from orderlab.spec.families import HFModelSpec
+from orderlab.spec.model_specs import HFModelSpec
 from orderlab.spec.schema import Spec
 
 
@@ -90,7 +90,7 @@ def cache_keyword(model: Any) -> str:
 def prefix_sharing(spec: Spec) -> dict[str, str]:
     """For a spec with a causal zoo model, how each ablation runs (manifest.json's `prefix_sharing`); else empty.
 
-    Keyed by the ablation's label (spec/families.py), or by 'family/label' where the family is swept.
+    Keyed by the ablation's label (spec/model_specs.py), or by 'family/label' where the family is swept.
     """
     model = spec.model
     if not isinstance(model, HFModelSpec):

@@ -44,8 +44,8 @@ from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.models.precision import computed_dtype, pass_dtype
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import twin_dtype
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
 
 WORDS_DRAWN_FROM = 20_000  # the decodability probe's random words come from the vocabulary's first whole words
@@ -165,7 +165,7 @@ class Shared:
 
 class PretrainedAdapter:
     """One position ablation of the shared model (an encoder: mean and [CLS] sentence vectors); `label` names its
-    rows (the ablation, or `<ablation>+random_init` where the spec allows random weights: spec/families.py)."""
+    rows (the ablation, or `<ablation>+random_init` where the spec allows random weights: spec/model_specs.py)."""
 
     model: ClassVar[Model] = "pretrained"
     poolings: ClassVar[tuple[Pooling, ...]] = ENCODER_POOLINGS

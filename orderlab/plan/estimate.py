@@ -57,7 +57,7 @@ from orderlab.plan.memory import memory_room
 from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.plan.token_count import subword_counter
 from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 
 if TYPE_CHECKING:

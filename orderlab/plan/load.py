@@ -22,8 +22,8 @@ from orderlab.errors import OrderlabError, SpecError, as_one
 from orderlab.plan.estimate import validate_limits
 from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
-from orderlab.spec.families import HFModelSpec, ModelObject, family_of
 from orderlab.spec.messages import all_errors
+from orderlab.spec.model_specs import HFModelSpec, ModelObject, family_of
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.yamlsource import LocatedDocument, parse_yaml, read_yaml

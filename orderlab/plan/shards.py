@@ -21,7 +21,7 @@ from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.sweep import in_row_order
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import ModelSpec, Spec
 
 DECODABILITY, PERMUTATIONS, PROBES = "decodability", "permutations", "probes"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from orderlab.errors import SpecError, SpecErrors, raise_all
-from orderlab.spec.families import CorpusInputs, HFModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import ModelSpec, Spec
 from orderlab.spec.yamlsource import LocatedDocument
 

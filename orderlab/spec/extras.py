@@ -10,7 +10,7 @@ import importlib.util
 from pathlib import Path
 
 from orderlab.errors import OrderlabError
-from orderlab.spec.families import PACKAGED_MODELS
+from orderlab.spec.model_specs import PACKAGED_MODELS
 
 EXTRA_PACKAGES = {"hf": ("transformers", "tokenizers", "safetensors")}
 

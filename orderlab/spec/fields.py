@@ -1,4 +1,4 @@
-"""Field types shared by the spec models of the stack (spec/schema.py) and of pretrained models (spec/families.py).
+"""Field types shared by the spec models of the stack (spec/schema.py) and of pretrained models (spec/model_specs.py).
 
 Bounded counts and `Sweepable[T]`, a field that may hold one value or a list to sweep over. Torch-free.
 """

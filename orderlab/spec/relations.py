@@ -18,7 +18,7 @@ from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.families import FAMILIES
 from orderlab.metrics import INVARIANCE_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
     ExplicitEmbeddings,
     Spec,

@@ -23,7 +23,6 @@ from orderlab.core.text import tokenize
 from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import METRIC_FAMILIES, default_families, family_names
-from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import (
     DTYPE_HELP,
     MATMUL_PRECISION_HELP,
@@ -37,6 +36,7 @@ from orderlab.spec.fields import (
     Sweepable,
     Width,
 )
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 

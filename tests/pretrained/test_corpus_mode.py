@@ -20,7 +20,7 @@ from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 
 CORPUS = """# tiny corpus
 dog bites man

@@ -1,7 +1,7 @@
 """A transformers model object passed from Python (orderlab.api.run(spec, model=...)), measured as a loaded folder is.
 
 `user_model` checks the object (a transformers model of one of the zoo's families, with its tokenizer) and records
-it for the spec and manifest.json (spec/families.ModelObject: its class, config and a hash of its weights). Its
+it for the spec and manifest.json (spec/model_specs.ModelObject: its class, config and a hash of its weights). Its
 weights are never written: the backend runs the object itself where the run's dtype and device are its own (else a
 converted copy), ablations hook around each pass (orderlab/families), and `evaluating` switches it to eval mode
 for the run only, each module's training flag restored afterwards.
@@ -20,7 +20,7 @@ import torch
 
 from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES
-from orderlab.spec.families import ADDING_A_FAMILY, ModelObject, family_of
+from orderlab.spec.model_specs import ADDING_A_FAMILY, ModelObject, family_of
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 L-1's output; for L = 1, the embeddings' output, however the family forms it); a function maps that tensor (B, T, d)
 to one of the same shape. Like an ablation, each is a hook
 around one pass, removed after it, so no weight is written; unlike one, it is the user's: the spec records it under
-`model.user_hooks` by its name and its rows' labels carry USER_HOOK (spec/families.py), never a built-in ablation's
+`model.user_hooks` by its name and its rows' labels carry USER_HOOK (spec/model_specs.py), never a built-in ablation's
 name alone. The hidden states a pass records reflect the change: a causal LM's and T5's last recorded output is
 after their final norm, as transformers returns it.
 """
@@ -18,7 +18,7 @@ from typing import Any, cast
 import torch
 
 from orderlab.errors import OrderlabError
-from orderlab.spec.families import HOOKABLE_POINTS
+from orderlab.spec.model_specs import HOOKABLE_POINTS
 
 UserHook = Callable[[torch.Tensor], torch.Tensor]
 

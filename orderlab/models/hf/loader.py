@@ -42,8 +42,8 @@ from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.models.hf.interventions import UserHook, user_hooks_applied
 from orderlab.models.precision import widened, widened_ops
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
-from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.fields import LOW_PRECISION
+from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 
 # A seeded model's word-level tokenizer: ids 0..3, the start token named as its family names it (Family.start_token).
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")

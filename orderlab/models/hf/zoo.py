@@ -14,8 +14,8 @@ from pathlib import Path
 from orderlab.core.userfiles import read_bounded
 from orderlab.families import FAMILIES
 from orderlab.spec.extras import installed
-from orderlab.spec.families import PACKAGED_MODELS
 from orderlab.spec.hub_cache import hub_cache
+from orderlab.spec.model_specs import PACKAGED_MODELS
 
 
 @dataclass(frozen=True)
