@@ -126,9 +126,9 @@ def test_every_module_test_or_benchmark_a_page_names_exists(page: Path):
 
 
 def test_the_zoo_page_holds_the_families_table_as_the_registry_prints_it():
-    from orderlab.families.listing import markdown_table
+    from orderlab.families.docs_table import markdown_table
 
-    found = re.search(r"python -m orderlab\.families\.listing -->\n(.*?)<!-- end of generated table -->",
+    found = re.search(r"python -m orderlab\.families\.docs_table -->\n(.*?)<!-- end of generated table -->",
                       (ROOT / "docs" / "zoo.md").read_text(), re.S)  # fmt: skip
     assert found, "docs/zoo.md lost its generated table's markers"
-    assert found.group(1) == markdown_table(), "run `python -m orderlab.families.listing` and paste into docs/zoo.md"
+    assert found.group(1) == markdown_table(), "run `python -m orderlab.families.docs_table` and paste into docs/zoo.md"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.families import FAMILIES
-from orderlab.families.listing import markdown_table
+from orderlab.families.docs_table import markdown_table
 from orderlab.spec.extras import installed
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")

@@ -1,4 +1,4 @@
-"""docs/zoo.md's table of families, generated from the registry (`python -m orderlab.families.listing` prints it):
+"""docs/zoo.md's table of families, generated from the registry (`python -m orderlab.families.docs_table` prints it):
 a family added to the registry, built in or plugged in, is a row without touching the docs by hand."""
 
 from __future__ import annotations
