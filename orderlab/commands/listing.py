@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orderlab.encodings import ENCODINGS
-from orderlab.encodings.listing import EncodingEntry, describe
+from orderlab.encodings.entries import EncodingEntry, describe
 from orderlab.models.hf.zoo import ZooEntry, catalog
 
 

@@ -13,7 +13,7 @@ from orderlab.report.trace_view import trace_tables
 from orderlab.results.outcome import Outcome, ShardOutcome
 
 if TYPE_CHECKING:
-    from orderlab.encodings.listing import EncodingEntry
+    from orderlab.encodings.entries import EncodingEntry
     from orderlab.measure.trace import LayerTrace
     from orderlab.models.hf.zoo import ZooEntry
     from orderlab.results.baseline_diff import SpecCheck

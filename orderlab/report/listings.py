@@ -12,7 +12,7 @@ from rich.text import Text
 from orderlab.report.fitting import Column, fitted_tables
 
 if TYPE_CHECKING:
-    from orderlab.encodings.listing import EncodingEntry
+    from orderlab.encodings.entries import EncodingEntry
     from orderlab.models.hf.zoo import ZooEntry
 
 PROPERTY_PASS = "pass"

@@ -1,4 +1,4 @@
-"""What `orderlab encodings` lists: one plain record per encoding class. Torch-free, like the registry."""
+"""The entries `orderlab encodings` lists: one plain record per encoding class. Torch-free, like the registry."""
 
 from __future__ import annotations
 
