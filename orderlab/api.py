@@ -385,7 +385,7 @@ def encodings() -> pd.DataFrame:
     """Every built-in positional encoding, one row each: `orderlab encodings`."""
     import pandas as pd
 
-    from orderlab.commands.listing import encodings as listed
+    from orderlab.commands.catalog import encodings as listed
 
     return pd.DataFrame([vars(entry) for entry in listed()])
 
@@ -394,7 +394,7 @@ def models() -> pd.DataFrame:
     """The model zoo's families, one row each, with the real weights found locally: `orderlab models`."""
     import pandas as pd
 
-    from orderlab.commands.listing import models as listed
+    from orderlab.commands.catalog import models as listed
 
     return pd.DataFrame([vars(entry) for entry in listed()])
 

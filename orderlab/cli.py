@@ -144,7 +144,7 @@ def schema() -> None:
 @user_errors
 def list_encodings() -> None:
     """List every built-in positional encoding: kind, absolute or relative, parameters with defaults, reference."""
-    from orderlab.commands.listing import encodings
+    from orderlab.commands.catalog import encodings
     from orderlab.report.command_output import encodings_lines
 
     encodings_lines(encodings())
@@ -155,7 +155,7 @@ def list_encodings() -> None:
 def list_models() -> None:
     """List the model zoo's families: positions, encoder or causal LM, position ablations, real weights found locally
     (the packaged MiniLM, the Hugging Face cache). Loads and downloads nothing."""
-    from orderlab.commands.listing import models
+    from orderlab.commands.catalog import models
     from orderlab.report.command_output import models_lines
 
     models_lines(models())

@@ -1,4 +1,4 @@
-"""`orderlab encodings` and `orderlab models`: what can be measured, as entries (report/terminal.py tables them)."""
+"""`orderlab encodings` and `orderlab models`: the catalog of what can be measured, as entries (report/ tables them)."""
 
 from __future__ import annotations
 
