@@ -1,4 +1,5 @@
-"""`orderlab encodings` and `orderlab models`: the catalog of what can be measured, as entries (report/ tables them)."""
+"""`orderlab encodings` and `orderlab models`: the catalog of what can be measured, as entries (drawn by
+report/catalog_tables.py)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from orderlab.report import listings
+from orderlab.report import catalog_tables
 from orderlab.report import terminal as report
 from orderlab.report.trace_view import trace_tables
 from orderlab.results.outcome import Outcome, ShardOutcome
@@ -80,18 +80,18 @@ def comparison_lines(
 
 def encodings_lines(entries: list[EncodingEntry]) -> None:
     console = report.Console()
-    console.print(listings.encodings_table(entries, console.width))
+    console.print(catalog_tables.encodings_table(entries, console.width))
 
 
 def models_lines(entries: list[ZooEntry]) -> None:
-    report.Console().print(listings.models_table(entries))
+    report.Console().print(catalog_tables.models_table(entries))
 
 
 def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.PhaseBars) -> None:
     from orderlab.measure.properties import PROPERTIES  # lazy: it imports torch
 
     console = report.Console()
-    for drawn in listings.properties_tables(table, PROPERTIES, title, console.width):
+    for drawn in catalog_tables.properties_tables(table, PROPERTIES, title, console.width):
         console.print(drawn)
     console.print(f"wrote {folder}/properties.csv ({len(table):,} rows), manifest.json {phases.took()}")
 

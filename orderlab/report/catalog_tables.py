@@ -1,4 +1,5 @@
-"""The listings: `orderlab encodings`, `orderlab models` and `orderlab properties`, drawn to fit any width."""
+"""The catalog (`orderlab encodings`, `orderlab models`) and `orderlab properties`, drawn as tables that fit any
+width."""
 
 from __future__ import annotations
 
