@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from orderlab import cli_options as o
-from orderlab.core.device_choices import DeviceChoice
 from orderlab.report.command_line import Group, echo_error, user_errors
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ def _options(version: o.Version = False) -> None:
     """Measure how much an attention stack knows about word order, and where it loses it."""
 
 
-def run_options(device: DeviceChoice, chunk_size: int | None = None, force: bool = False) -> RunOptions:
+def run_options(device: o.DeviceChoice, chunk_size: int | None = None, force: bool = False) -> RunOptions:
     """A run's options from its command line: the device is checked here, once, before any work starts."""
     from orderlab.measure.run_options import RunOptions  # lazy: --help and validate never compute
     from orderlab.models.devices import resolve_device
@@ -62,7 +61,7 @@ NON_FINITE_EXIT = 1
 def run(
     spec: o.Spec,
     out: o.Out = o.RESULTS,
-    device: o.DeviceOption = DeviceChoice.cpu,
+    device: o.DeviceOption = o.DeviceChoice.cpu,
     quiet: o.Quiet = False,
     plot: o.Plot = False,
     html: o.Html = False,
@@ -90,9 +89,8 @@ def run(
     show_outcome(done.outcome, shown, done.figures if plot else None, done.report)
 
 
-def show_outcome(
-    outcome: Outcome, shown: PhaseBars, figures: list[Path] | None = None, html: Path | None = None
-) -> None:
+def show_outcome(outcome: Outcome, shown: PhaseBars, figures: list[Path] | None = None,
+                 html: Path | None = None) -> None:  # fmt: skip
     """The summary tables and files written, with the command's wall time; exit 1 if some values are NaN or inf."""
     from orderlab.report.command_output import run_lines
 
@@ -115,7 +113,7 @@ def merge(shards: o.Shards, out: o.Out = o.RESULTS, quiet: o.QuietTable = False,
 
 
 @app.command()
-def validate(specs: o.Specs, plan: o.Plan = False, device: o.PlanDevice = DeviceChoice.cpu) -> None:
+def validate(specs: o.Specs, plan: o.Plan = False, device: o.PlanDevice = o.DeviceChoice.cpu) -> None:
     """Check specs without running them; one line per problem, exit 2 if any.
 
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
@@ -168,7 +166,7 @@ def compare(
     encodings: o.Encodings = "all",
     metric: o.Metric = None,
     out: o.Out = o.RESULTS,
-    device: o.DeviceOption = DeviceChoice.cpu,
+    device: o.DeviceOption = o.DeviceChoice.cpu,
     quiet: o.Quiet = False,
     force: o.Force = False,
     html: o.HtmlFile = None,
@@ -266,7 +264,7 @@ def check(
     junit: o.Junit = None,
     html: o.DriftHtml = None,
     out: o.Baselines = o.RESULTS,
-    device: o.CheckDevice = DeviceChoice.cpu,
+    device: o.CheckDevice = o.DeviceChoice.cpu,
 ) -> None:
     """Re-run specs and compare every CSV with the committed results.
 

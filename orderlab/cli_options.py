@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from orderlab.core.device_choices import DeviceChoice
+from orderlab.core.device_choices import DeviceChoice as DeviceChoice  # cli.py's defaults name it here
 
 
 def _flag(name: str, text: str, *short: str) -> Any:
