@@ -31,6 +31,7 @@ from orderlab.metrics.registry import (
     Reduction,
     all_metrics,
     computed_on,
+    declare_row_order,
     default_families,
     family,
     family_names,
@@ -82,6 +83,23 @@ from orderlab.metrics.minimal_pairs import MINIMAL_PAIR_PREFERRED, MINIMAL_PAIRS
 from orderlab.metrics.trained import TASK_ACCURACY
 from orderlab.metrics.corpus import SIMILARITY_CLS, SIMILARITY_MEAN
 # isort: on
+
+# The metrics' row order (metrics.csv, summary.csv, the terminal's tables, the docs), declared here rather than left
+# to the imports above and the order in which stacked decorators register; grouped as registry._row_group groups
+# rows, which also places a metric added from outside orderlab.
+declare_row_order(
+    # the default families' stack rows
+    EQUIVARIANCE, INVARIANCE_MEAN, INVARIANCE_MAX, INVARIANCE_FIRST, INVARIANCE_LAST, ATTENTION_EQUIVARIANCE,
+    TOKEN_SHIFT, PAIR_COSINE, PAIR_L2,
+    # the other stack rows
+    PREFIX_INVARIANCE, REPEAT_COSINE, REPEAT_DISTANCE,
+    # the pretrained-only rows
+    COSINE_CLS, COSINE_MEAN, INVARIANCE_CLS, PAIR_COSINE_CLS, LOGPROB_CHANGE, PERMUTATION_PREFERRED,
+    MINIMAL_PAIR_PREFERRED,
+    # the rows never summarised
+    POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY, LOGPROB, LOGPROB_REFERENCE, LOGPROB_DELTA,
+    ORIGINAL_RANK, TASK_ACCURACY, SIMILARITY_MEAN, SIMILARITY_CLS,
+)  # fmt: skip
 
 __all__ = [
     "ATTENTION_EQUIVARIANCE", "ATTENTION_FAMILY", "BOTH", "CAUSAL_POOLINGS", "COSINE_CLS", "COSINE_MEAN",

@@ -21,8 +21,6 @@ COSINE_CLS: Final = "cosine_cls"
 COSINE_MEAN: Final = "cosine_mean"
 INVARIANCE_CLS: Final = "invariance_cls"
 _ROWS: Final = "permutation × layer"
-# Stacked decorators register bottom-up, and registration orders the rows within their group (registry.all_metrics):
-# each stack lists its last row first.
 
 
 @row_metric(COSINE_MEAN, INVARIANCE_FAMILY, PRETRAINED, _ROWS,

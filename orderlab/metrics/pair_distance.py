@@ -19,7 +19,6 @@ PAIR_COSINE_CLS: Final = "pair_cosine_cls"
 _ROWS: Final = "probe × layer"
 
 
-# Stacked decorators register bottom-up: the last row first.
 @row_metric(PAIR_COSINE_CLS, PAIR_DISTANCE_FAMILY, PRETRAINED, _ROWS, "`1 − cos(H_l(a)[CLS], H_l(b)[CLS])`",
             compares="probes", pooling="cls")  # fmt: skip
 @row_metric(

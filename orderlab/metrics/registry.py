@@ -124,6 +124,7 @@ class Metric:
 
 METRIC_FAMILIES: Registry[MetricFamily] = Registry("metric family")
 METRICS: Registry[Metric] = Registry("metric")
+ROW_ORDER: list[str] = []  # the metrics' row order as declared (declare_row_order), not as imported or decorated
 
 
 def family(name: str, doc: str, default: bool = False) -> str:
@@ -179,6 +180,16 @@ def default_families() -> list[str]:
     return [name for name in METRIC_FAMILIES.names() if METRIC_FAMILIES.get(name).default]
 
 
+def declare_row_order(*names: str) -> None:
+    """Declare the row order of registered metrics (metrics/__init__.py does, for the built-ins); ValueError for a
+    name given twice, the registry's one line for a name it does not hold."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"metric row order: a name given twice in {list(names)}")
+    for name in names:
+        METRICS.get(name)
+    ROW_ORDER[:] = names
+
+
 def _row_group(m: Metric) -> int:
     """The default families' stack rows first, then the other stack rows, the pretrained-only rows, and last those
     never summarised: the order of the terminal's summary tables and of the docs."""
@@ -189,9 +200,15 @@ def _row_group(m: Metric) -> int:
     return 0 if m.family is not None and METRIC_FAMILIES.get(m.family).default else 1
 
 
+def _row_place(m: Metric) -> tuple[int, int]:
+    """Its group, then its place in the declared row order; a metric not declared (one added from outside orderlab)
+    follows the declared ones of its group, in registration order."""
+    return _row_group(m), ROW_ORDER.index(m.name) if m.name in ROW_ORDER else len(ROW_ORDER)
+
+
 def all_metrics() -> list[Metric]:
-    """Every row metric, in row order (by group, then registration)."""
-    return sorted((METRICS.get(name) for name in METRICS.names()), key=_row_group)
+    """Every row metric, in row order (by group, then as declared)."""
+    return sorted((METRICS.get(name) for name in METRICS.names()), key=_row_place)
 
 
 def metric_names() -> list[str]:
