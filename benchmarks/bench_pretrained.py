@@ -26,7 +26,7 @@ from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import import_transformers
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import packaged_model_folder
-from orderlab.spec.families import CorpusInputs
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parent.parent
