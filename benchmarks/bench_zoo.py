@@ -159,7 +159,7 @@ class Case:
 
     def find_best_batch(self) -> dict[str, float]:
         """Each batch of BEST_BATCHES (up to the orders there are) timed once after a warm-up; the fastest is kept."""
-        sizes = [size for size in BEST_BATCHES if size < 2 * len(self.orders)]
+        sizes = [size for size in BEST_BATCHES if size < 2 * len(self.orders)] or [BATCH]  # few orders: one batch
         seconds = {}
         for size in sizes:
             timed(lambda size=size: self.plain(size))  # type: ignore[misc]
@@ -331,9 +331,26 @@ def profile(case: Case) -> dict[str, Any]:
     """Where the end-to-end run's time goes: cProfile by orderlab's own stages, torch.profiler by op."""
     from torch.profiler import profile as torch_profile  # lazy: only the benchmark profiles
 
+    total, shares = stage_shares(case.end_to_end)
+    with torch_profile(record_shapes=True) as recorded:
+        timed(case.loop)
+    events = recorded.key_averages(group_by_input_shape=True)
+    everything = sum(event.self_cpu_time_total for event in events)
+    ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
+           for part, names in PROFILED.items()}  # fmt: skip
+    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
+    return {
+        "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
+        "loop_matmuls_of_one_row_tile": one_tile / everything,
+        "loop_concatenations": sum(e.self_cpu_time_total for e in events if e.key == "aten::cat") / everything,
+    }  # fmt: skip
+
+
+def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
+    """run()'s seconds and, by cProfile, the share of them each of orderlab's stages takes (gpu_check.py too)."""
     recorder = cProfile.Profile()
     recorder.enable()
-    total = timed(case.end_to_end)
+    total = timed(run)
     recorder.disable()
     stats = pstats.Stats(recorder).stats  # type: ignore[attr-defined]
     stages = {"building the seeded model": "loader.py:__init__", "making the round-off twin": "loader.py:twin",
@@ -352,18 +369,7 @@ def profile(case: Case) -> dict[str, Any]:
     shares["writing the folder, everything else"] = 1 - sum(
         share for stage, share in shares.items() if stage != "of which the metrics"
     )
-    with torch_profile(record_shapes=True) as recorded:
-        timed(case.loop)
-    events = recorded.key_averages(group_by_input_shape=True)
-    everything = sum(event.self_cpu_time_total for event in events)
-    ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
-           for part, names in PROFILED.items()}  # fmt: skip
-    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
-    return {
-        "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
-        "loop_matmuls_of_one_row_tile": one_tile / everything,
-        "loop_concatenations": sum(e.self_cpu_time_total for e in events if e.key == "aten::cat") / everything,
-    }  # fmt: skip
+    return total, shares
 
 
 def matmul_efficiency(case: Case) -> dict[str, float]:
