@@ -167,7 +167,8 @@ def main() -> int:
         return 2
     device = torch.device("cpu" if args.dry_run else "cuda")
     quick, dry = args.quick, args.dry_run
-    limit = 120.0 if quick else 600.0  # seconds a step may take (a dry run's on a loaded CPU: as long as a full one's)
+    limit = 120.0 if quick else 600.0  # seconds a step may take (a dry run's on a loaded CPU: as long as a full one's;
+    # bench_zoo's tiny dry run took 600 s at load 25 on 2 cores, about a minute quiet)
     dtypes = ("float32",) if quick or dry else ("float32", "bfloat16")  # the all-orders run's
     figures: dict[str, Any] = {
         "device": device.type, **({"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else {}),
@@ -178,7 +179,7 @@ def main() -> int:
     figures["gpu_tests"] = tests_step(quick, dry, limit)
     figures["check"] = check_step(device.type, quick, dry, limit)
     for dtype in ("float32",) if dry else ("float32", "bfloat16"):
-        figures[f"bench_zoo_{dtype}"] = bench_step(device.type, dtype, quick, dry, 2 * limit)
+        figures[f"bench_zoo_{dtype}"] = bench_step(device.type, dtype, quick, dry, (4 if dry else 2) * limit)
     for dtype in dtypes:
         figures[f"all_orders_{dtype}"] = kept(lambda dtype=dtype: full_run_step(device, dtype, dry))
     figures["seconds"] = time.perf_counter() - started
