@@ -6,7 +6,7 @@ TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 PINS := -c constraints.txt  # the libraries that can move a committed number (constraints.txt)
 
-.PHONY: run test lint format baselines clean bench bench-quick bench-pretrained bench-scale bench-zoo
+.PHONY: run test lint format baselines clean bench bench-quick bench-pretrained bench-scale bench-zoo gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -63,6 +63,13 @@ bench-scale: $(STAMP)  ## a 9! sweep in one process, on 1 and on 2 local Dask wo
 bench-zoo: $(STAMP)  ## GPT-2/BERT/Llama-sized zoo models: orderlab vs the plain transformers loop and TransformerLens -> "zoo" in benchmarks/results.json
 	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[hf,bench]"
 	$(BIN)/python benchmarks/bench_zoo.py
+
+# No venv of its own: a GPU machine has no registry to install from. There, the wheels made by
+# ../shared/device/wheels.sh travel in .whl/ with on-gpu.sh, which installs them and runs the check
+# (docs/performance.md, "A GPU check").
+gpu-check:  ## on a CUDA machine: GPU tests, check --device cuda, bench_zoo on cuda (float32, bfloat16), the 40,320-order run by stage -> "zoo_cuda" in benchmarks/results.json (ARGS=--quick: under 5 minutes)
+	@if [ -f .whl/on-gpu.sh ]; then bash .whl/on-gpu.sh python3 benchmarks/gpu_check.py $(ARGS); \
+	else $(BIN)/python benchmarks/gpu_check.py $(ARGS); fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

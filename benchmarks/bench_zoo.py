@@ -13,6 +13,8 @@ Side by side, in alternating rounds:
     (the fastest of 64 to 4,096, timed once each beforehand): every ratio is also given against that best loop,
     the one a user who tuned it would write,
   - TransformerLens' run_with_cache (TransformerBridge over a copy of the same model), where it is installed.
+A causal family also runs an LM-only case (metrics: [lm_logprob]; under "<family>_lm_only"): its prefix walk skips
+the last word's pass, and its plain loop asks for no hidden states either.
 Each figure is the median of the rounds; a speed-up is the median of the per-round ratios. The machine is shared:
 the load average is recorded beside every figure; compare ratios, not rates. Before timing, orderlab's word states
 and log-probabilities are checked against the plain loop's hidden states on the same orders (within round-off).
@@ -57,7 +59,7 @@ from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.run_options import RunOptions
 from orderlab.models.devices import resolve_device
 from orderlab.models.hf.loader import import_transformers
-from orderlab.models.prefix_trie import distinct_prefixes
+from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.device import cpu_flags
 from orderlab.plan.estimate import estimate, run_seconds
 from orderlab.plan.load import load_spec
@@ -72,7 +74,7 @@ BATCH = 64  # the plain loop's batch, as a user would pick
 BEST_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096)  # the plain loop's batches tried for its best
 DTYPES = ("float32", "float64", "bfloat16", "float16")
 TARGETS = {"encoder_end_to_end": 1.0, "encoder_loop": 1.2, "causal_shared_7_words": 2.0, "plan_within": 2.0,
-           "rss_growth_mb": 100.0, "twin_small_passes": 1.0}  # fmt: skip
+           "rss_growth_mb": 100.0, "twin_small_passes": 1.0, "lm_only_8_words": 3.5}  # fmt: skip
 PROFILED = {  # torch.profiler op names -> the part of a forward they are
     "matmuls": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear"),
     "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_efficient_attention_forward",
@@ -86,12 +88,15 @@ PROFILED = {  # torch.profiler op names -> the part of a forward they are
 }  # fmt: skip
 
 
-def spec_text(family: str, n: int, orders: int, dtype: str = "float32") -> dict[str, Any]:
-    """The zoo spec: one sentence of n words, its first `orders` reorderings (explicit, in label order) or all."""
+def spec_text(family: str, n: int, orders: int, dtype: str = "float32", lm_only: bool = False) -> dict[str, Any]:
+    """The zoo spec: one sentence of n words, its first `orders` reorderings (explicit, in label order) or all.
+    lm_only: a causal LM's log-probabilities alone (lm_logprob), whose prefix walk skips the last word's pass."""
     chosen: Any = "all" if orders >= math.factorial(n) else [list(p) for p in block(n, orders)]
     metrics = ["equivariance", "invariance", "lm_logprob"] if FAMILIES[family] else ["equivariance", "invariance"]
+    metrics = ["lm_logprob"] if lm_only else metrics
     return {
-        "name": f"bench_zoo_{family}_{n}", "seed": 0, "rows": "summary", "metrics": metrics,
+        "name": f"bench_zoo_{family}_{n}{'_lm_only' if lm_only else ''}", "seed": 0, "rows": "summary",
+        "metrics": metrics,
         "model": {"kind": "hf", "family": family, **SHAPE, "dtype": dtype, "position_embeddings": ["trained"]},
         "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": chosen}],
     }  # fmt: skip
@@ -103,12 +108,17 @@ def block(n: int, orders: int) -> list[tuple[int, ...]]:
 
 
 class Case:
-    """One family and sentence length: the spec on disk, orderlab's adapters, and the plain loop's inputs."""
+    """One family and sentence length: the spec on disk, orderlab's adapters, and the plain loop's inputs.
+    lm_only: log-probabilities alone, on both sides (the plain loop then asks for no hidden states)."""
 
-    def __init__(self, family: str, n: int, orders: int, folder: Path, device: torch.device, dtype: str = "float32"):
+    def __init__(
+        self, family: str, n: int, orders: int, folder: Path, device: torch.device, dtype: str = "float32",
+        lm_only: bool = False,
+    ):  # fmt: skip
         self.family, self.n, self.device, self.causal = family, n, device, FAMILIES[family]
-        self.path = folder / f"{family}_{n}.yaml"
-        text = yaml.safe_dump(spec_text(family, n, orders, dtype), sort_keys=False, default_flow_style=None)
+        self.lm_only = lm_only
+        self.path = folder / f"{family}_{n}{'_lm_only' if lm_only else ''}.yaml"
+        text = yaml.safe_dump(spec_text(family, n, orders, dtype, lm_only), sort_keys=False, default_flow_style=None)
         self.path.write_text(text)
         self.loaded = load_spec(self.path)
         self.out = folder / "out"
@@ -138,7 +148,7 @@ class Case:
         """The loop a user would write: tokenize a batch of reordered sentences, run it, log-softmax an LM's logits."""
         for batch in self.batches(size):
             ids = self.tokenizer(batch, is_split_into_words=True, return_tensors="pt")["input_ids"].to(self.device)
-            out = self.model(input_ids=ids, output_hidden_states=True)
+            out = self.model(input_ids=ids, output_hidden_states=not self.lm_only)
             if self.causal:
                 torch.log_softmax(out.logits, dim=-1)
         synchronize(self.device)
@@ -149,7 +159,7 @@ class Case:
 
     def find_best_batch(self) -> dict[str, float]:
         """Each batch of BEST_BATCHES (up to the orders there are) timed once after a warm-up; the fastest is kept."""
-        sizes = [size for size in BEST_BATCHES if size < 2 * len(self.orders)]
+        sizes = [size for size in BEST_BATCHES if size < 2 * len(self.orders)] or [BATCH]  # few orders: one batch
         seconds = {}
         for size in sizes:
             timed(lambda size=size: self.plain(size))  # type: ignore[misc]
@@ -171,7 +181,7 @@ class Case:
         ids = self.tokenizer(self.batches()[0], is_split_into_words=True, return_tensors="pt")["input_ids"]
         out = self.model(input_ids=ids.to(self.device), output_hidden_states=True)
         words = slice(1, 1 + self.n)  # one token per word after [CLS] (BOS for an LM)
-        figures = {"hidden_max_relative_difference": max(
+        figures = {} if self.lm_only else {"hidden_max_relative_difference": max(  # LM-only passes carry no states
             float((a - b[:, words]).abs().max() / b[:, words].abs().max())
             for a, b in zip(ours.hidden, out.hidden_states, strict=True))}  # fmt: skip
         if self.causal:
@@ -248,10 +258,18 @@ def measure(case: Case, rounds: int) -> dict[str, Any]:
     figures["rounds"] = times
     if case.causal:
         chunk = case.adapters[0].chunk_size(case.n, False)
-        computed = sum(distinct_prefixes(torch.tensor(case.orders[s : s + chunk])) for s in range(0, sequences, chunk))
+        computed = sum(walked_states(torch.tensor(case.orders[s : s + chunk]), case.lm_only)
+                       for s in range(0, sequences, chunk))  # fmt: skip
         figures["chunk_size"] = chunk
         figures["token_states_dense"], figures["token_states_shared"] = sequences * (case.n + 1), computed + 1
     return figures
+
+
+def walked_states(orders: torch.Tensor, lm_only: bool) -> int:
+    """Token states the prefix walk computes for `orders` (BOS aside): every depth's prefixes, or all but the deepest
+    (the last word's own pass) for log-probabilities alone."""
+    depths = trie_depths(orders, 1)
+    return sum(depth.distinct for depth in depths[: len(depths) - lm_only])
 
 
 def cli_seconds(case: Case, threads: int) -> float:
@@ -313,9 +331,26 @@ def profile(case: Case) -> dict[str, Any]:
     """Where the end-to-end run's time goes: cProfile by orderlab's own stages, torch.profiler by op."""
     from torch.profiler import profile as torch_profile  # lazy: only the benchmark profiles
 
+    total, shares = stage_shares(case.end_to_end)
+    with torch_profile(record_shapes=True) as recorded:
+        timed(case.loop)
+    events = recorded.key_averages(group_by_input_shape=True)
+    everything = sum(event.self_cpu_time_total for event in events)
+    ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
+           for part, names in PROFILED.items()}  # fmt: skip
+    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
+    return {
+        "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
+        "loop_matmuls_of_one_row_tile": one_tile / everything,
+        "loop_concatenations": sum(e.self_cpu_time_total for e in events if e.key == "aten::cat") / everything,
+    }  # fmt: skip
+
+
+def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
+    """run()'s seconds and, by cProfile, the share of them each of orderlab's stages takes (gpu_check.py too)."""
     recorder = cProfile.Profile()
     recorder.enable()
-    total = timed(case.end_to_end)
+    total = timed(run)
     recorder.disable()
     stats = pstats.Stats(recorder).stats  # type: ignore[attr-defined]
     stages = {"building the seeded model": "loader.py:__init__", "making the round-off twin": "loader.py:twin",
@@ -334,18 +369,7 @@ def profile(case: Case) -> dict[str, Any]:
     shares["writing the folder, everything else"] = 1 - sum(
         share for stage, share in shares.items() if stage != "of which the metrics"
     )
-    with torch_profile(record_shapes=True) as recorded:
-        timed(case.loop)
-    events = recorded.key_averages(group_by_input_shape=True)
-    everything = sum(event.self_cpu_time_total for event in events)
-    ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
-           for part, names in PROFILED.items()}  # fmt: skip
-    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
-    return {
-        "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
-        "loop_matmuls_of_one_row_tile": one_tile / everything,
-        "loop_concatenations": sum(e.self_cpu_time_total for e in events if e.key == "aten::cat") / everything,
-    }  # fmt: skip
+    return total, shares
 
 
 def matmul_efficiency(case: Case) -> dict[str, float]:
@@ -428,6 +452,17 @@ def main() -> None:
                 entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
                 figures[family][f"{n}_words"] = entry
                 print_entry(family, n, entry)
+                if FAMILIES[family]:  # the same model's log-probabilities alone: the walk skips its deepest depth
+                    lm_only = Case(family, n, orders, folder, device, args.dtype, lm_only=True)
+                    with torch.inference_mode():
+                        agreement = lm_only.agreement()
+                    lm_only.find_best_batch()
+                    entry = measure(lm_only, rounds) | {"agreement": agreement}
+                    entry["plan_seconds"] = run_seconds(estimate(lm_only.loaded.spec, lm_only.path, priced))
+                    entry["cli_seconds"] = cli_seconds(lm_only, torch.get_num_threads())
+                    entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
+                    figures.setdefault(f"{family}_lm_only", {})[f"{n}_words"] = entry
+                    print_entry(f"{family} (lm_logprob only)", n, entry)
         case = Case("gpt2", 7, orders, folder, device, args.dtype)
         figures["twin"] = twin_cost(case)
         twin = figures["twin"]
@@ -502,7 +537,14 @@ def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
         speedups = [entries[n]["speedup_over_best_plain_loop"]["orderlab_loop"] for n in sorted(entries)]
         if len(speedups) > 1:
             targets[f"{family} speed-up grows with length"] = all(a < b for a, b in itertools.pairwise(speedups))
-    ratios = [e["plan_over_measured"] for f in FAMILIES for e in lengths_of(figures, f).values()]
+    for family in ("gpt2", "llama"):
+        entries = lengths_of(figures, f"{family}_lm_only")
+        if 8 in entries:
+            targets[f"{family} log-probabilities alone >= 3.5x the best plain loop at 8 words (loop)"] = (
+                entries[8]["speedup_over_best_plain_loop"]["orderlab_loop"] >= TARGETS["lm_only_8_words"]
+            )
+    ratios = [e["plan_over_measured"] for f in [*FAMILIES, *(f"{f}_lm_only" for f in FAMILIES)]
+              for e in lengths_of(figures, f).values()]  # fmt: skip
     targets["validate --plan within 2x of the measured time"] = all(
         1 / TARGETS["plan_within"] <= r <= TARGETS["plan_within"] for r in ratios
     )
@@ -559,6 +601,15 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         "model (transformers draws its weights twice), its round-off twin and writes the folder, which the plain loop, "
         f"timed on a built model, leaves out; by cProfile over the GPT-2 run: {stages}; load {load:.1f}"
     )
+    for family in ("gpt2", "llama"):
+        entries = lengths_of(figures, f"{family}_lm_only")
+        ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
+                          for n, e in sorted(entries.items()))  # fmt: skip
+        causes[f"{family} log-probabilities alone >= 3.5x the best plain loop at 8 words (loop)"] = (
+            f"the walk stops before the last word's pass ({ideal} fewer token states than the dense batch), but runs "
+            f"n model calls per chunk, the first ones of one row tile that read every weight, against one large "
+            f"batch for the plain loop (which asks for no hidden states either); load {load:.1f}"
+        )
     plans = ", ".join(f"{family} {n} words {e['plan_over_measured']:.2f}" for family in FAMILIES
                       for n, e in sorted(lengths_of(figures, family).items()))  # fmt: skip
     causes["validate --plan within 2x of the measured time"] = (

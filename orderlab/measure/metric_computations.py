@@ -48,7 +48,7 @@ def record(compares: Compares, spec: Spec, adapter: Adapter, rows: Collector, wh
         if computation.needs is not None and not has(what, computation.needs):
             continue
         keep = kept_rows(what, computation.keep)
-        for layer in layers(computation, walked):
+        for layer in layers(computation, walked, adapter.n_layers):
             values = computation.value(what, layer, metric.pooling)
             if metric.per_head:
                 for head in range(values.shape[1]):  # values: (B, h)
@@ -59,12 +59,12 @@ def record(compares: Compares, spec: Spec, adapter: Adapter, rows: Collector, wh
                 rows.add(metric.name, layer, values)
 
 
-def layers(computation: Computation, walked: Pass) -> range:
-    """The layers a metric has rows for in a pass with L + 1 states (and L attention maps, when asked for)."""
+def layers(computation: Computation, walked: Pass, n_layers: int) -> range:
+    """The layers a metric has rows for in a pass of a model of L = n_layers layers: its L + 1 states, its L attention
+    maps (when asked for), or layer L alone (a pass of log-probabilities alone has no states)."""
     if computation.layers == "maps":
         return range(1, len(walked.patterns()) + 1)
-    states = len(walked.hidden)
-    return range(states - 1, states) if computation.layers == "last" else range(states)
+    return range(n_layers, n_layers + 1) if computation.layers == "last" else range(len(walked.hidden))
 
 
 def record_metrics(
@@ -100,5 +100,5 @@ def record_pair(
     spec: Spec, rows: Collector, adapter: Adapter, out_a: Pass, out_b: Pass, matching: list[int] | None
 ) -> None:
     """Probe metrics of two single-sentence passes; matching maps b's slots to a's word occurrences, if b reorders a."""
-    index = None if matching is None else torch.tensor([matching], device=out_a.hidden[0].device)
+    index = None if matching is None else torch.tensor([matching], device=adapter.device)
     record("probes", spec, adapter, rows, ProbePasses(out_a, out_b, index), out_a)

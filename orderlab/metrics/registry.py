@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, get_args
 
 from orderlab.core.registry import Registry
 
@@ -253,6 +253,18 @@ def loop_rows(
         if c.needs is None or c.needs in have:
             rows[c.keep] += c.rows(n_layers, n_heads, m.per_head)
     return rows
+
+
+def reads_states(families: Iterable[str], model: Model, poolings: Collection[Pooling]) -> bool:
+    """Whether the loop's metrics of `families` (and of the metrics their round-off comes from) read a pass's states,
+    sentence vectors or maps, rather than its log-probabilities alone: a causal LM's passes that feed none skip the
+    last word's own state, the trie's deepest depth (models/kv_prefix.py)."""
+    chosen, compared = noise_families(families), get_args(Compares)
+    return any(
+        c.needs != "log-probabilities" or m.pooling is not None
+        for compares in compared
+        for m, c in computed_on(compares, chosen, model, poolings)
+    )
 
 
 def noise_families(families: Iterable[str]) -> list[str]:

@@ -37,7 +37,7 @@ from orderlab.spec.schema import Spec
 class SharedForward:
     """What the dense pass gives the adapter, computed once per prefix."""
 
-    hidden: list[torch.Tensor]  # L+1 x (B, T, d): token states, BOS at slot 0, as the dense pass's
+    hidden: list[torch.Tensor]  # L+1 x (B, T, d): token states, BOS at slot 0, as the dense pass's (none: not asked)
     logprob: torch.Tensor  # (B,): each reordering's log-probability, as sentence_logprob's
 
 
@@ -47,8 +47,14 @@ def one_token_words(tokens: WordTokens) -> bool:
     return tokens.n_tokens == n + 1 and tokens.spans == tuple((slot, slot + 1) for slot in range(1, n + 1))
 
 
-def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor) -> SharedForward:
-    """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module)."""
+def shared_pass(
+    backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor, states: bool = True
+) -> SharedForward:
+    """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module).
+
+    states=False: log-probabilities only (hidden empty). The last word's term is read from its parent's logits, so the
+    deepest depth, which runs each order's last word for its own state alone (the most prefixes: n! of all orders),
+    is never run; every term is computed as with states (the same calls, on the same rows)."""
     B, n = orders.shape
     orders = orders.to(backend.device)
     depths = trie_depths(orders, backend.row_alignment)
@@ -58,19 +64,24 @@ def shared_pass(backend: PretrainedBackend, tokens: WordTokens, orders: torch.Te
     keyword = cache_keyword(backend.model)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
         out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
-        states = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
+        kept = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
         parents = 1  # distinct prefixes at the previous depth (the root: BOS)
         for depth in depths:
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(widened(out.logits[:, -1]), dim=-1)[depth.parent, new][depth.of_order])
+            if not states and depth is depths[-1]:
+                break  # the last word's own pass feeds only its state
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 getattr(out, keyword).reorder_cache(depth.parent)  # each prefix's cache: its parent's
             out, parents = next_tokens(backend, new, getattr(out, keyword), keyword), depth.distinct
-            for layer, h in zip(states, out.hidden_states, strict=True):
+            for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
                 layer.append(h[:, 0])
+    logprob = torch.stack(terms, dim=1).sum(dim=-1)
+    if not states:
+        return SharedForward([], logprob)
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
-    hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in states]
-    return SharedForward(hidden, torch.stack(terms, dim=1).sum(dim=-1))
+    hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in kept]
+    return SharedForward(hidden, logprob)
 
 
 def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str) -> Any:

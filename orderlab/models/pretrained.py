@@ -32,6 +32,7 @@ from orderlab.metrics import (
     LM_LOGPROB_FAMILY,
     Model,
     Pooling,
+    reads_states,
 )
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
@@ -94,7 +95,10 @@ def pretrained_adapters(
         checked_hooks(backend.model, user_hooks)
     if folder is not None or given is not None:
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
-    shared = Shared(backend, spec.seed, batching, share_prefixes)
+    # an LM-only run (log-probabilities alone) never reads a state: its shared passes skip the last word's
+    states = attention or reads_states(spec.metrics, "pretrained", CAUSAL_POOLINGS if backend.code.causal
+                                       else ENCODER_POOLINGS)  # fmt: skip
+    shared = Shared(backend, spec.seed, batching, share_prefixes, states)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
                                                                                  key=model.label)]  # fmt: skip
@@ -140,10 +144,15 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
 
 class Shared:
     """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, how passes are
-    cut, and whether causal passes may share prefixes."""
+    cut, whether causal passes may share prefixes, and whether the run reads their states (states=False: their
+    log-probabilities alone, so that a shared pass skips the last word's own: models/kv_prefix.py)."""
 
-    def __init__(self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True):
+    def __init__(
+        self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True,
+        states: bool = True,
+    ):  # fmt: skip
         self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
+        self.states = states
         self.twin_backend: PretrainedBackend | None = None
         self.computed: torch.dtype | None = None
 
@@ -320,8 +329,11 @@ class PretrainedSentence:
         return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]
 
     def shared_prefixes(self, orders: torch.Tensor) -> Pass:
-        """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps."""
-        shared = shared_pass(self.adapter.backend, self.tokens, orders)
+        """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps. A run that
+        reads no state (Shared.states) gets the log-probabilities alone: a Pass without states or sentence vectors."""
+        shared = shared_pass(self.adapter.backend, self.tokens, orders, self.adapter.shared.states)
+        if not shared.hidden:
+            return Pass([], {}, shared.logprob)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
         return token_pass(shared.hidden, words, shared.logprob)
 

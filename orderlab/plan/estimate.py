@@ -42,6 +42,7 @@ from orderlab.metrics import (
     Model,
     Needs,
     loop_rows,
+    reads_states,
 )
 from orderlab.plan.chunks import (
     PRETRAINED_CHUNK,
@@ -661,24 +662,30 @@ def _sequence_flops(shape: ModelShape, n: float) -> float:
     return layers + shape.head * 2 * n * shape.d_model * shape.vocab
 
 
-def _shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule) -> float:
+def _shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule, depths: int | None = None) -> float:
     """Token states a causal LM's shared-prefix pass (models/kv_prefix.py) computes for `count` orders of `words`
-    one-token words (the reference's included): per chunk, BOS's row tile, then at each depth its distinct prefixes
-    in whole row tiles. Orders come in label order: a list's trie is counted; a chunk of c orders of `all` holds
-    about c / s + 1 prefixes of a depth whose subtrees hold s orders each; drawn orders share no more than the
-    prefixes there are."""
+    one-token words (the reference's included): per chunk, BOS's row tile, then at each of its `depths` (default:
+    one a word; walked_depths) its distinct prefixes in whole row tiles. Orders come in label order: a list's trie is
+    counted; a chunk of c orders of `all` holds about c / s + 1 prefixes of a depth whose subtrees hold s orders each;
+    drawn orders share no more than the prefixes there are."""
     if isinstance(rule, list):
         orders = sorted({tuple(order) for order in rule} | {tuple(range(words))})
         return sum(tiles(1) + sum(tiles(len({order[: depth + 1] for order in orders[start : start + chunk]}))
-                                   for depth in range(words))
+                                   for depth in range(words if depths is None else depths))
                    for start in range(0, len(orders), chunk))  # fmt: skip
     chunks, c = math.ceil(count / chunk), min(chunk, count)
     states = chunks * tiles(1)
-    for depth in range(words):
+    for depth in range(words if depths is None else depths):
         there_are = math.perm(words, depth + 1)
         held = min(c, there_are, math.ceil(c / math.factorial(words - depth - 1)) + 1 if rule == "all" else c)
         states += chunks * tiles(held)
     return states
+
+
+def walked_depths(spec: Spec, words: int) -> int:
+    """Depths a causal LM's shared walk runs for a sentence of `words` one-token words: one a word, but for a run
+    whose metrics read log-probabilities alone (metrics.reads_states), which never runs the last word's own pass."""
+    return words if reads_states(spec.metrics, "pretrained", CAUSAL_POOLINGS) else words - 1
 
 
 def prefix_walk_pays(spec: Spec, spec_file: str | Path, device: Device) -> bool:
@@ -824,9 +831,10 @@ def _pretrained(
         chunk = orders_per_pass("pretrained", shape, longest, False, True, itemsize, device.memory, device.kind)
         orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
         batch = max(batch, min(chunk, orders) * shared * itemsize)
-        flops += sum(_shared_token_states(words, count, chunk, rule) * _sequence_flops(shape, tokens(words))
-                     / tokens(words) for words, count, rule in work.shared)  # fmt: skip
-        calls += sum(math.ceil(count / chunk) * (words + 1) for words, count, _ in work.shared)
+        flops += sum(_shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
+                     * _sequence_flops(shape, tokens(words)) / tokens(words)
+                     for words, count, rule in work.shared)  # fmt: skip
+        calls += sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
     rows = ablations * work.rows
     load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
     passes = _forward_seconds(device, "pretrained", model.dtype, ablations * flops, ablations * calls, layers,

@@ -1,0 +1,198 @@
+"""A GPU check in one command, for the first minutes a CUDA machine is at hand (issue 43).
+
+On a CUDA machine, in order, each step timed and its outcome kept whatever the others do:
+  1. the tests that need a GPU (every test module that asks torch.cuda.is_available(); --quick: those named cuda),
+  2. `orderlab check --device cuda`: the shipped specs against their CPU baselines (--quick: two of them),
+  3. bench_zoo.py on the card in float32 and in bfloat16, each against the best plain loop in the same dtype
+     (--quick: its own --quick, gpt2 and bert at 7 words, one round, 512 orders),
+  4. the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
+     against the best plain transformers loop over the same sequences, both timed from the same start (library
+     imported, model built on the card), with the run's time by stage (cProfile; --quick: float32 only).
+Writes everything under "zoo_cuda" of benchmarks/results.json (bench_zoo's own figures inside), leaving the
+file's other keys as they are; exit 1 if a step failed. --dry-run runs the same steps on the CPU at tiny sizes
+(tests/e2e/test_gpu_check.py runs it, so that this script cannot rot) and writes "zoo_cuda_dry_run" to --results.
+
+    bash .whl/on-gpu.sh python3 benchmarks/gpu_check.py [--quick]     # or: make gpu-check ARGS=--quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results.json"
+WORDS = "the old dog chased a red ball today".split()
+QUICK_SPECS = ("experiments/dog_bites_man.yaml", "experiments/zoo_causal.yaml")
+DRY_SPECS = ("experiments/worked_example.yaml",)
+TAIL = 2_000  # characters of a step's output kept
+
+
+def step(command: list[str], timeout: float) -> dict[str, Any]:
+    """A command run from the project root: its exit code, seconds and the end of its output."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+        code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        code, output = 124, f"timed out after {timeout:.0f} s: {expired.output or ''}"
+    seconds = time.perf_counter() - started
+    print(f"{'ok  ' if code == 0 else 'FAIL'} {seconds:6.1f} s  {' '.join(command[1:])}", flush=True)
+    return {"command": " ".join(command), "exit_code": code, "seconds": seconds, "output_tail": output[-TAIL:]}
+
+
+def gpu_test_files() -> list[str]:
+    """The test modules that ask for a GPU, wherever the tests are laid out."""
+    return sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+                  if "torch.cuda.is_available()" in path.read_text())  # fmt: skip
+
+
+def tests_step(quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
+    files = gpu_test_files()
+    selection = ["--collect-only"] if dry else (["-k", "cuda"] if quick else [])  # the CPU collects, never runs them
+    return step([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *selection, *files],
+                timeout)  # fmt: skip
+
+
+def check_step(device: str, quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
+    specs = list(DRY_SPECS if dry else QUICK_SPECS if quick else ())
+    return step([sys.executable, "-m", "orderlab", "check", "--device", device, *specs], timeout)
+
+
+def bench_step(device: str, dtype: str, quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
+    """bench_zoo.py in `dtype` on the device, its figures read back from a scratch results file."""
+    with tempfile.TemporaryDirectory() as scratch:
+        results = Path(scratch) / "results.json"
+        sizes = ["--shape", "32,2,2", "--orders", "24", "--quick"] if dry else ["--quick", "--orders", "512"] if quick \
+            else ["--rounds", "2", "--lengths", "8"]  # fmt: skip
+        outcome = step([sys.executable, "benchmarks/bench_zoo.py", "--device", device, "--dtype", dtype,
+                        "--results", str(results), *sizes], timeout)  # fmt: skip
+        figures = json.loads(results.read_text()) if results.is_file() else {}
+    return outcome | {"figures": next(iter(figures.values()), None)}
+
+
+def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]:
+    """All orders of 8 words (dry: 5) through GPT-2 with two ablations, orderlab end to end against the best plain
+    loop over the same sequences, each from a built model on the device, with the run's stages."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_zoo import stage_shares  # the benchmarks' one stage breakdown
+
+    from orderlab.commands.run import write_experiment
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+    from orderlab.plan.load import load_spec
+
+    n, shape = (5, (32, 2, 2)) if dry else (8, (768, 12, 12))
+    d_model, heads, layers = shape
+    spec = {"name": "gpu_check_all_orders", "seed": 0, "rows": "summary",
+            "metrics": ["equivariance", "invariance", "lm_logprob"],
+            "model": {"kind": "hf", "family": "gpt2", "d_model": d_model, "n_heads": heads, "n_layers": layers,
+                      "dtype": dtype, "position_embeddings": ["trained", "zero"]},
+            "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": "all"}]}  # fmt: skip
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        loaded = load_spec(path)
+        options = RunOptions(device, force=True)
+        seconds, stages = stage_shares(lambda: (write_experiment(loaded, Path(scratch) / "out", options),
+                                                synchronize(device)))  # fmt: skip
+    started = time.perf_counter()
+    backend = PretrainedBackend(Seeded(d_model, heads, layers, tuple(sorted(set(WORDS[:n]))), 0), dtype, device,
+                                family="gpt2")  # fmt: skip
+    built = time.perf_counter() - started
+    tokens = backend.word_tokens(WORDS[:n]).ids
+    orders = torch.tensor(list(itertools.permutations(range(n))))
+    ids = torch.cat([torch.full((len(orders), 1), tokens[0]), torch.tensor(tokens[1:])[orders]], dim=1).to(device)
+    sequences = 2 * (len(orders) + 1)  # two ablations, each with its reference
+    batches = (16, 64, 256) if dry else (256, 1024, 4096)
+    plain_seconds(backend.model, ids[: batches[0]], batches[0], device)  # warm-up: kernels chosen, memory pooled
+    trial = {size: plain_seconds(backend.model, ids[: max(batches)], size, device) for size in batches}
+    best = min(trial, key=trial.__getitem__)
+    plain = built + 2 * plain_seconds(backend.model, ids, best, device)
+    figures = {"words": n, "orders": math.factorial(n), "sequences": sequences, "dtype": dtype,
+               "orderlab_end_to_end_seconds": seconds, "plain_loop_seconds": plain, "plain_loop_best_batch": best,
+               "plain_loop_build_seconds": built, "speedup_over_best_plain_loop": plain / seconds,
+               "orderlab_sequences_per_s": sequences / seconds, "stages": stages}  # fmt: skip
+    print(f"ok  {seconds:6.1f} s  all {math.factorial(n):,} orders of {n} words, {dtype}: {plain / seconds:.2f}x the "
+          f"best plain loop ({plain:.1f} s, batches of {best})", flush=True)  # fmt: skip
+    return figures
+
+
+def kept(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """An in-process step's figures, or its failure as a step's record: the later steps still run."""
+    try:
+        return measure() | {"exit_code": 0}
+    except Exception as error:  # a check reports every step; one failure must not hide the others
+        print(f"FAIL {type(error).__name__}: {error}", flush=True)
+        return {"exit_code": 1, "error": f"{type(error).__name__}: {str(error)[:TAIL]}"}
+
+
+def plain_seconds(model: Any, ids: torch.Tensor, batch: int, device: torch.device) -> float:
+    """The loop a user would write over prepared ids: hidden states and the LM's log-softmax, batch by batch."""
+    started = time.perf_counter()
+    with torch.inference_mode():
+        for start in range(0, len(ids), batch):
+            out = model(input_ids=ids[start : start + batch], output_hidden_states=True)
+            torch.log_softmax(out.logits.float(), dim=-1)
+        synchronize(device)
+    return time.perf_counter() - started
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a first look, in under 5 minutes on one card")
+    parser.add_argument("--dry-run", action="store_true", help="the same steps on the CPU at tiny sizes")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the figures go into")
+    args = parser.parse_args()
+    if not args.dry_run and not torch.cuda.is_available():
+        print("gpu_check: no CUDA device here; expected a GPU machine (or --dry-run)", file=sys.stderr)
+        return 2
+    device = torch.device("cpu" if args.dry_run else "cuda")
+    quick, dry = args.quick, args.dry_run
+    limit = 120.0 if quick else 600.0  # seconds a step may take (a dry run's on a loaded CPU: as long as a full one's;
+    # bench_zoo's tiny dry run took 600 s at load 25 on 2 cores, about a minute quiet)
+    dtypes = ("float32",) if quick or dry else ("float32", "bfloat16")  # the all-orders run's
+    figures: dict[str, Any] = {
+        "device": device.type, **({"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else {}),
+        "torch": torch.__version__, "python": sys.version.split()[0], "quick": quick, "dry_run": dry,
+        "load_average_at_start": os.getloadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }  # fmt: skip
+    started = time.perf_counter()
+    figures["gpu_tests"] = tests_step(quick, dry, limit)
+    figures["check"] = check_step(device.type, quick, dry, limit)
+    for dtype in ("float32",) if dry else ("float32", "bfloat16"):
+        figures[f"bench_zoo_{dtype}"] = bench_step(device.type, dtype, quick, dry, (4 if dry else 2) * limit)
+    for dtype in dtypes:
+        figures[f"all_orders_{dtype}"] = kept(lambda dtype=dtype: full_run_step(device, dtype, dry))
+    figures["seconds"] = time.perf_counter() - started
+    figures["load_average_at_end"] = os.getloadavg()
+    failed = [name for name, value in figures.items() if isinstance(value, dict) and value.get("exit_code", 0) != 0]
+    figures["failed_steps"] = failed
+    results = json.loads(args.results.read_text()) if args.results.is_file() else {}
+    key = "zoo_cuda_dry_run" if dry else "zoo_cuda"
+    results[key] = figures
+    args.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"{figures['seconds']:.0f} s in all; failed: {', '.join(failed) or 'none'}; wrote {args.results} ({key!r})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The GPU check (benchmarks/gpu_check.py, `make gpu-check`) as a dry run on the CPU at tiny sizes: every step runs and
+its figures land in the results file, so that the script is ready when a GPU is at hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from orderlab.spec.extras import installed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"zoo": {"kept": True}}))
+    done = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--dry-run", "--results", str(results)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=3_600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3_000:] + done.stderr[-3_000:]
+    figures = json.loads(results.read_text())
+    assert figures["zoo"] == {"kept": True}  # the file's other keys left as they are
+    check = figures["zoo_cuda_dry_run"]
+    assert check["failed_steps"] == [] and check["dry_run"]
+    assert "test_devices.py" in check["gpu_tests"]["command"]  # the GPU tests found (collected only on the CPU)
+    assert check["bench_zoo_float32"]["figures"]["gpt2"]["7_words"]["speedup_over_best_plain_loop"]
+    run = check["all_orders_float32"]
+    assert run["sequences"] == 2 * (120 + 1) and run["speedup_over_best_plain_loop"] > 0
+    assert set(run["stages"]) >= {"building the seeded model", "the chunks' passes and metrics"}
+
+
+def test_without_a_gpu_the_check_says_so_in_one_line(tmp_path):
+    if torch.cuda.device_count():  # (not the phrase gpu_check.py looks for: this module is no GPU test)
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--results", str(tmp_path / "r.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no CUDA device" in done.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -1,0 +1,78 @@
+"""A run that reads log-probabilities alone (lm_logprob, minimal pairs) stops a causal LM's prefix walk one depth early:
+the last word's own pass feeds only its state. Its numbers are the full walk's, byte for byte."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+
+from orderlab.families import FAMILIES
+from orderlab.measure.adapters import build_adapters
+from orderlab.metrics import CAUSAL_POOLINGS, ENCODER_POOLINGS, reads_states
+from orderlab.models.devices import CPU
+from orderlab.models.prefix_trie import trie_depths
+from orderlab.plan.chunks import ROW_ALIGNMENT
+from orderlab.spec.extras import installed
+from orderlab.spec.schema import Spec
+
+pytestmark = [
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+    pytest.mark.usefixtures("one_thread"),
+]
+CAUSAL = [family.name for family in FAMILIES.values() if family.causal]
+WORDS = ["the", "dog", "bit", "a", "man"]
+ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
+
+
+def lm_spec(family: str, metrics: list[str], dtype: str = "float32") -> Spec:
+    return Spec.model_validate({
+        "model": {"kind": "hf", "family": family, "d_model": 32, "n_heads": 2, "n_layers": 2, "dtype": dtype,
+                  "position_embeddings": list(FAMILIES.get(family).cached_ablations)},
+        "inputs": [{"sentence": " ".join(WORDS), "permutations": "all"}],
+        "metrics": metrics,
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("families", "expected"),
+    [
+        (["lm_logprob"], False),
+        (["lm_logprob", "minimal_pairs"], False),
+        (["minimal_pairs"], False),
+        (["lm_logprob", "invariance"], True),
+        (["prefix_invariance", "lm_logprob"], True),
+        (["attention"], True),
+    ],
+)
+def test_only_log_probability_metrics_read_no_states(families, expected):
+    assert reads_states(families, "pretrained", CAUSAL_POOLINGS) is expected
+    assert reads_states(["invariance"], "pretrained", ENCODER_POOLINGS)
+
+
+def fed_tokens(sentence, orders: torch.Tensor):
+    """The pass over `orders`, and the tokens its model was fed call by call."""
+    fed: list[int] = []
+    embeddings = sentence.adapter.shared.backend.model.get_input_embeddings()
+    handle = embeddings.register_forward_hook(lambda _m, args, _out: fed.append(args[0].numel()))
+    try:
+        with torch.inference_mode():
+            return sentence.forward(orders), fed
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_log_probability_run_skips_the_deepest_depth_and_gets_the_same_bytes(family, dtype):
+    only, full = (build_adapters(lm_spec(family, metrics, dtype), CPU, Path("spec.yaml"))[0]
+                  for metrics in (["lm_logprob"], ["lm_logprob", "invariance"]))  # fmt: skip
+    assert not only.shared.states and full.shared.states
+    for rows in (slice(0, 120), slice(7, 57)):  # all orders; a chunk that splits the trie below its first level
+        (got, fed), (expected, fed_full) = (fed_tokens(a.sentence(WORDS), ORDERS[rows]) for a in (only, full))
+        assert got.hidden == [] and got.pooled == {}
+        assert torch.equal(got.logprob, expected.logprob)  # byte for byte: the same calls on the same rows
+        deepest = len(trie_depths(ORDERS[rows], ROW_ALIGNMENT)[-1].word)
+        assert fed == fed_full[:-1] and fed_full[-1] == deepest  # only the last word's own pass is left out

@@ -1,0 +1,40 @@
+"""The plan prices an LM-only run's prefix walk without its deepest depth (models/kv_prefix.py): one call and the last
+word's states fewer per chunk, as the run does."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orderlab.plan import estimate
+from orderlab.spec.schema import Spec
+
+
+def causal_spec(metrics: list[str], words: int = 7) -> Spec:
+    return Spec.model_validate({
+        "model": {"kind": "hf", "family": "gpt2", "d_model": 768, "n_heads": 12, "n_layers": 12},
+        "inputs": [{"sentence": " ".join(f"w{i}" for i in range(words)), "permutations": "all"}],
+        "metrics": metrics,
+    })  # fmt: skip
+
+
+def forward_seconds(spec: Spec) -> float:
+    (planned,) = estimate.estimate(spec, "spec.yaml")
+    return next(cost.amount for cost in planned.seconds if cost.what == "the forward passes")
+
+
+@pytest.mark.parametrize(("metrics", "depths"), [(["lm_logprob"], 6), (["minimal_pairs"], 6),
+                                                 (["lm_logprob", "invariance"], 7)])  # fmt: skip
+def test_an_lm_only_walk_runs_one_depth_fewer(metrics, depths):
+    assert estimate.walked_depths(causal_spec(metrics), 7) == depths
+
+
+def test_an_lm_only_run_is_priced_without_its_last_words_pass(monkeypatch):
+    spec = causal_spec(["lm_logprob"])
+    early = forward_seconds(spec)
+    monkeypatch.setattr(estimate, "reads_states", lambda *_: True)  # as a run that reads states walks
+    full = forward_seconds(spec)
+    states = [estimate._shared_token_states(7, math.factorial(7) + 1, 1024, "all", depths) for depths in (6, 7)]
+    assert early < full
+    assert states[0] < 0.75 * states[1]  # the deepest depth holds the most prefixes: 7! of 7! + ... + 7
