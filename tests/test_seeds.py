@@ -210,6 +210,15 @@ def test_a_seed_sweep_of_next_token_averages_each_seeds_own_chance_level(tmp_pat
     assert len(task) == 1 and task["chance"].iloc[0] == pytest.approx(sum(chances) / 2)
 
 
+def test_a_seed_swept_trained_run_can_be_run_again_into_its_folder(tmp_path):
+    """Its checkpoints are named by their sweep cell (`seed=0_none.safetensors`): the manifest that lists them is
+    read back, so the folder is recognised as the run's own (it was refused as 'not written by orderlab')."""
+    spec = spec_file(tmp_path, TRAINED, "[0, 1]")
+    for _ in range(2):
+        result = invoke("run", str(spec), "--out", str(tmp_path), "-q")
+        assert result.exit_code == 0, result.output
+
+
 def test_validate_plans_every_seed_and_refuses_a_repeated_one(tmp_path):
     result = invoke("validate", "--plan", str(spec_file(tmp_path, SEEDED, "[0, 1, 2]")))
     assert result.exit_code == 0, result.output
