@@ -99,3 +99,17 @@ def test_a_rerun_on_another_model_object_is_written_as_computed(tmp_path: Path):
     fresh = ol.run(spec, tmp_path / "fresh", model=model, tokenizer=tokenizer, progress=False)
     assert (tmp_path / "shared/hooked/metrics.csv").read_bytes() == (tmp_path / "fresh/hooked/metrics.csv").read_bytes()
     assert again.manifest["model"]["given"] == fresh.manifest["model"]["given"]
+
+
+@pytest.mark.parametrize("second_hooks", [{}, {"2.output": identity}])
+def test_merge_refuses_shards_run_with_other_hooks(tmp_path: Path, second_hooks):
+    """A hooked shard beside an unhooked one (a KeyError before), or beside one with another function."""
+    import orderlab.api as ol
+
+    ol.run(SPEC, tmp_path, shard="1/2", hooks={"2.output": ramp}, progress=False)
+    ol.run(SPEC, tmp_path, shard="2/2", hooks=second_hooks or None, progress=False)
+    shards = [str(tmp_path / f"hooked.shard-{index}-of-2") for index in (1, 2)]
+    result = CliRunner().invoke(app, ["merge", *shards, "--out", str(tmp_path / "merged")])
+    assert result.exit_code == 2, result.output
+    assert "ran other models (user_hooks); expected the shards of one run of one model" in result.output
+    assert not (tmp_path / "merged").exists()
