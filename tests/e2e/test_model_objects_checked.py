@@ -86,3 +86,30 @@ def test_a_hook_returning_a_tensor_of_another_kind_is_one_line():
 
     message = refused(hooks={"2.output": lambda tensor: torch.zeros(tensor.shape, dtype=torch.int64)})
     assert "hooks: '2.output' returned a torch.int64 tensor" in message
+
+
+@pytest.mark.parametrize("given", ["model", "hooks", "dict"])
+def test_what_cannot_reach_a_dask_worker_is_refused_before_any_worker_starts(given, tmp_path, monkeypatch):
+    """Workers read the spec file anew: a model object was refused from inside them ('lm_logprob needs a causal LM;
+    bert is an encoder'), hooks late ('the spec records [] but ...'), a dict spec as 'spec dict: file not found'."""
+    import yaml
+
+    import orderlab.cluster.workers as workers
+
+    monkeypatch.setattr(workers, "import_distributed", lambda: pytest.fail("a worker was about to start"))
+    spec_file = tmp_path / "given.yaml"
+    written = {**SPEC, "model": {"kind": "hf", "family": "gpt2", "d_model": 16, "n_heads": 2, "n_layers": 2}}
+    spec_file.write_text(yaml.safe_dump(written))
+    arguments: dict = {"dict": {}, "hooks": {"hooks": {"2.output": lambda tensor: tensor}}}.get(given, {})
+    if given == "model":
+        model, tokenizer = zoo_model()
+        arguments = {"model": model, "tokenizer": tokenizer}
+        spec_file.write_text(yaml.safe_dump({**SPEC, "model": {"kind": "hf"}}))
+    import orderlab.api as ol
+    from orderlab.errors import OrderlabError
+
+    source = written if given == "dict" else spec_file
+    with pytest.raises(OrderlabError, match=r"^workers: .* stay in this process") as error:
+        ol.run(source, tmp_path / "out", workers=2, progress=False, **arguments)
+    assert {"model": "model object", "hooks": "hooks=", "dict": "spec given as a dict"}[given] in str(error.value)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
