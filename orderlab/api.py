@@ -391,12 +391,13 @@ def encodings() -> pd.DataFrame:
 
 
 def models() -> pd.DataFrame:
-    """The model zoo's families, one row each, with the real weights found locally: `orderlab models`."""
+    """The model zoo's families, one row each, with the real weights found locally: `orderlab models`. A plug-in
+    that cannot be used is left out (`orderlab models` lists it with why)."""
     import pandas as pd
 
     from orderlab.commands.listing import models as listed
 
-    return pd.DataFrame([vars(entry) for entry in listed()])
+    return pd.DataFrame([vars(entry) for entry in listed().entries])
 
 
 def _load(

@@ -15,6 +15,7 @@ Plain data in, plain data out: rendering is report/terminal.py's.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +70,7 @@ def t_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDA
     return np.where(finite, mean - half, np.nan), np.where(finite, mean + half, np.nan)
 
 
-def _mean_of_numbers(row: npt.NDArray[np.object_]) -> object:
+def _mean_of_numbers(row: npt.NDArray[Any]) -> object:
     """The mean of a per-seed figure written as metrics.csv writes its detail floats, or the blank it shares a
     column with."""
     numbers = pd.to_numeric(pd.Series(row), errors="coerce")
