@@ -198,10 +198,10 @@ def run(
     scheduler = None if scheduler is None else check_argument.text("scheduler", scheduler)
     plot, html = check_argument.flag("plot", plot), check_argument.flag("html", html)
     from orderlab.commands.run import run as run_spec
-    from orderlab.models.hf.given import evaluating, user_model
+    from orderlab.models.hf.given import evaluating, given_model
 
     hooks = check_argument.hooks(hooks)
-    given = None if model is None else user_model(model, tokenizer)
+    given = given_model(model, tokenizer)
     options = replace(options, model=given, hooks=hooks)
     loaded = _load(spec, base, None if given is None else given.record, hooks)
     with _results_root(root) as results, evaluating(model) if given else nullcontext():
@@ -232,7 +232,7 @@ def activations(
     from orderlab.measure.activations import collect_activations
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.devices import resolve_device
-    from orderlab.models.hf.given import evaluating, user_model
+    from orderlab.models.hf.given import evaluating, given_model
 
     points = [points] if isinstance(points, str) else points
     if not isinstance(points, list | tuple) or not all(isinstance(point, str) for point in points):
@@ -240,7 +240,7 @@ def activations(
     orders = None if orders is None else check_argument.permutation_rule("orders", orders)
     hooks, device = check_argument.hooks(hooks), check_argument.device(device)
     shown = check_argument.progress(progress)
-    given = None if model is None else user_model(model, tokenizer)
+    given = given_model(model, tokenizer)
     options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
     loaded = _load(spec, None, None if given is None else given.record, hooks)
     with evaluating(model) if given else nullcontext():
@@ -391,12 +391,13 @@ def encodings() -> pd.DataFrame:
 
 
 def models() -> pd.DataFrame:
-    """The model zoo's families, one row each, with the real weights found locally: `orderlab models`."""
+    """The model zoo's families, one row each, with the real weights found locally: `orderlab models`. A plug-in
+    that cannot be used is left out (`orderlab models` lists it with why)."""
     import pandas as pd
 
     from orderlab.commands.catalog import models as listed
 
-    return pd.DataFrame([vars(entry) for entry in listed()])
+    return pd.DataFrame([vars(entry) for entry in listed().entries])
 
 
 def _load(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,8 +110,13 @@ def hooks(value: object) -> dict[str, Callable[[Any], Any]]:
     """A user's functions at hook points, {"2.output": fn}: names to callables (None: none)."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):  # each point and function is checked where hooks are placed
+    if not isinstance(value, Mapping):  # which points a model has is checked where hooks are placed
         raise _refuse("hooks", value, 'a dict of hook points to functions, e.g. {"2.output": fn}')
+    for point, function in value.items():
+        if not isinstance(point, str) or not re.fullmatch(r"[0-9]{1,4}\.[a-z_]{1,32}", point):
+            raise OrderlabError(f"hooks: key {shown(point)}; expected a hook point named LAYER.POINT, e.g. '2.output'")
+        if not callable(function):
+            raise OrderlabError(f"hooks: {point!r}: {shown(function)}; expected a function of a tensor")
     return dict(value)
 
 

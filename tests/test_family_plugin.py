@@ -53,6 +53,7 @@ def plugins(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(FAMILIES, "_items", dict(FAMILIES._items))
     monkeypatch.setattr(FAMILIES, "discovered", False)
+    monkeypatch.setattr(FAMILIES, "broken", {})
     importlib.invalidate_caches()
     return tmp_path
 
@@ -102,3 +103,15 @@ def test_a_broken_plugin_is_one_line_naming_its_entry_point(plugins, source, exp
     assert result.exit_code == 2, result.output
     assert f"model family plug-in tinybert (broken_family:FAMILY): {expected}" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_broken_plugin_fails_only_the_specs_that_name_it_and_is_listed(plugins):
+    """It made every zoo spec exit 2, built-in bert's included (issue 42)."""
+    install(plugins, "crashing_family", "raise RuntimeError('broken on import')", "crashing_family:FAMILY")
+    spec = plugins / "bert.yaml"
+    spec.write_text(SPEC.replace("tinybert", "bert"))
+    result = invoke("validate", str(spec))
+    assert result.exit_code == 0, result.output
+    listed = invoke("models")
+    assert listed.exit_code == 0, listed.output
+    assert "broken plug-ins" in listed.output and "cannot be imported (RuntimeError: broken on import)" in listed.output

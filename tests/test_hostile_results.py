@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import tracemalloc
@@ -413,3 +414,19 @@ def test_fuzzed_manifests_and_shard_sets_merge_well_or_are_one_line_and_write_on
             )
             if not edits:
                 assert (merged / "metrics.csv").read_bytes() == (runs[0] / "metrics.csv").read_bytes()
+
+
+@pytest.mark.parametrize("member", ["attention.csv", "token_logprobs.csv"])
+@pytest.mark.parametrize("link", ["dangling", "loop"])
+def test_load_refuses_a_member_that_is_a_link_rather_than_reading_the_folder_without_it(tmp_path, member, link):
+    """A dangling link or a link loop where a results file belongs was taken as 'no such file' (issue 42)."""
+    import orderlab.api as ol
+    from orderlab.errors import OrderlabError
+
+    folder = tmp_path / "run"
+    shutil.copytree(ROOT / "results" / "dog_bites_man", folder, ignore=shutil.ignore_patterns("figures"))
+    path = folder / member
+    path.unlink(missing_ok=True)
+    path.symlink_to(path if link == "loop" else tmp_path / "nowhere.csv")
+    with pytest.raises(OrderlabError, match=re.escape(member)):
+        ol.load(folder)

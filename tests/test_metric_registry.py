@@ -34,6 +34,7 @@ from orderlab.metrics import (
     metrics_of,
 )
 from orderlab.metrics.docs_table import markdown_tables
+from orderlab.metrics.registry import row_metric
 from orderlab.plan.estimate import estimate
 from orderlab.plan.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
@@ -248,3 +249,23 @@ def test_a_spec_naming_a_family_that_was_never_added_is_refused_with_the_registe
     result = CliRunner().invoke(app, ["validate", str(spec)])
     assert result.exit_code == 2
     assert "'halves'" in result.output and "'equivariance'" in result.output
+
+
+@pytest.mark.parametrize(
+    "declaration, message",
+    [
+        ({"layers": "every"}, "metric 'wobble': a computation on reorderings: layers='every'; expected one of"),
+        ({"passing": "fine"}, "metric 'wobble': passing='fine'; expected one of 'equivariant', 'invariant'"),
+        ({"reduction": "median"}, "metric 'wobble': reduction='median'; expected one of 'max'"),
+        ({"compares": "sentences"}, "compares='sentences'; expected one of 'reorderings', 'probes'"),
+        ({"needs": "a GPU"}, "needs='a GPU'; expected one of"),
+        ({"pooling": "sum"}, "pooling='sum'; expected one of"),
+        ({"flag": ("yes",)}, "flag=('yes',); expected two verdict words"),
+    ],
+)
+def test_a_metric_declared_with_a_value_its_field_does_not_take_is_refused_at_registration(declaration, message):
+    """A plug-in's typo was a KeyError at validate (layers), a verdict written as 'fine' (passing), or accepted
+    (reduction); now the decorator refuses it, naming the metric and field, and registers nothing."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        row_metric("wobble", "invariance", BOTH, "permutation × layer", "doc", **declaration)(lambda *args: None)
+    assert "wobble" not in METRICS

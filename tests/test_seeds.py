@@ -18,6 +18,7 @@ from orderlab.cli import app
 from orderlab.measure.intervals import Z_975, t_interval, t_quantile
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.plan.load import load_spec
+from orderlab.train.tasks import TaskData
 
 SEEDED = """\
 name: seeded
@@ -189,6 +190,33 @@ def test_a_seed_sweep_trains_a_stack_per_seed(tmp_path):
     summary = pd.read_csv(folder / "summary.csv")
     assert list(summary.columns[:4]) == ["case", "subject", "weights", "metric"]
     assert set(summary.weights) == {"trained", "untrained"} and "sinusoidal upper" in summary.columns
+
+
+def test_a_seed_sweep_of_next_token_averages_each_seeds_own_chance_level(tmp_path):
+    """next_token's chance level follows each seed's grammar, so it differs between seeds: it is a figure per seed
+    (averaged over them), not a key that splits the task's row in two (an AssertionError before)."""
+    text = TRAINED.replace("first_word", "next_token").replace("vocabulary: 4", "vocabulary: 16")
+    text = text.replace("train_lengths: [3, 3]", "train_lengths: [3, 3], test_lengths: [3, 3]")
+    text = text.replace("metrics: [equivariance]", "metrics: [equivariance, prefix_invariance]")
+    text = text.replace("model: {", "model: {causal: true, ")
+    result = invoke("run", str(spec_file(tmp_path, text, "[0, 1]")), "--out", str(tmp_path), "-q")
+    assert result.exit_code == 0, result.output
+    summary = pd.read_csv(tmp_path / "trained" / "summary.csv")
+    task = summary[summary["case"] == "task"]
+    train = load_spec(spec_file(tmp_path, text, "0", "one.yaml")).spec.train
+    assert train is not None
+    chances = [TaskData(train, seed).chance(3) for seed in (0, 1)]
+    assert chances[0] != chances[1]  # the two grammars differ, or the test would not reach the bug
+    assert len(task) == 1 and task["chance"].iloc[0] == pytest.approx(sum(chances) / 2)
+
+
+def test_a_seed_swept_trained_run_can_be_run_again_into_its_folder(tmp_path):
+    """Its checkpoints are named by their sweep cell (`seed=0_none.safetensors`): the manifest that lists them is
+    read back, so the folder is recognised as the run's own (it was refused as 'not written by orderlab')."""
+    spec = spec_file(tmp_path, TRAINED, "[0, 1]")
+    for _ in range(2):
+        result = invoke("run", str(spec), "--out", str(tmp_path), "-q")
+        assert result.exit_code == 0, result.output
 
 
 def test_validate_plans_every_seed_and_refuses_a_repeated_one(tmp_path):

@@ -78,6 +78,7 @@ def run_on_dask(
     """Run the spec as shards on a local cluster of `cluster` processes (an int) or at a scheduler's address (a
     string), one shard per worker (each written by `write_shard`), and merge them into OUT/<spec name>/ as a whole
     run would write it."""
+    require_travelling(loaded)
     distributed = import_distributed()
     spec = loaded.spec
     require_shardable(spec, loaded.path)
@@ -98,6 +99,20 @@ def run_on_dask(
             return merge_into(shards, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def require_travelling(loaded: LoadedSpec) -> None:
+    """Each worker reads the spec file anew: what lives only in this process (a model object, the user's hook
+    functions, a spec given as a dict) cannot reach it, so such a run is refused before any worker starts."""
+    model = loaded.spec.model
+    stays = ["a model object (model=)"] if getattr(model, "given", None) is not None else []
+    stays += ["the hooks (hooks=)"] if getattr(model, "user_hooks", None) else []
+    stays += [] if loaded.path.is_file() else ["a spec given as a dict"]
+    if stays:
+        raise OrderlabError(
+            f"workers: {' and '.join(stays)} stay in this process, and each Dask worker reads the spec file anew; "
+            "expected a spec file run without model= and hooks=, or a run without workers= and scheduler="
+        )
 
 
 def local_worker_limit(loaded: LoadedSpec) -> tuple[int, str]:

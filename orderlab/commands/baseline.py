@@ -15,7 +15,7 @@ from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.plan.load import LoadedSpec, load_spec
-from orderlab.results.agreeing import same_making
+from orderlab.results.agreeing import made_in_python, same_making
 from orderlab.results.baseline_diff import (
     EXACT,
     BaselineError,
@@ -29,7 +29,7 @@ from orderlab.results.baseline_diff import (
     tolerances_for,
 )
 from orderlab.results.folder import Manifest, staged_folder, write_manifest
-from orderlab.results.manifest import ManifestFields, read_manifest
+from orderlab.results.manifest import MANIFEST, ManifestFields, ManifestFile, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.versions import version_changes, versions
 
@@ -74,12 +74,24 @@ def check_spec(
     name = loaded.spec.name
     folder = results_root / name
     try:
+        _remade_by_its_spec(folder, path)
         tol = tolerances_for(loaded.spec, rtol, atol)
         outcome = (_update if update else _check)(loaded, folder, tol, options)
     except OrderlabError as error:
         outcome = SpecCheck(path, name, "error", str(error))
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def _remade_by_its_spec(folder: Path, path: Path) -> None:
+    """A baseline made from Python with hooks or a model object is not what the spec file alone makes: checking it
+    would blame drift on versions, and --update would drop what made it."""
+    made = made_in_python(folder) if folder.is_dir() else None
+    if made:
+        raise OrderlabError(
+            f"{folder}: run from Python with {made}; `orderlab check` runs {path} alone, which cannot remake it "
+            "(and --update would drop them): check it from Python with orderlab.api.run and the same model= and hooks="
+        )
 
 
 def _check(loaded: LoadedSpec, folder: Path, tol: Tolerances, options: RunOptions) -> SpecCheck:
@@ -128,9 +140,12 @@ def _data_rows(text: str) -> int:
 def _unchanged(folder: Path, loaded: LoadedSpec, fresh: Fresh, tol: Tolerances) -> bool:
     """Every CSV within `check`'s tolerances (so a clean check), none stale, and the manifest records this spec and
     these library versions. Round-off that differs between CPUs then never rewrites a baseline."""
-    manifest = _recorded(folder)
-    recorded = manifest if isinstance(manifest, ManifestFields) else None
-    if not (csv_names(folder) == fresh.files.keys() and same_making(recorded, ManifestFields(**fresh.manifest))):
+    try:
+        recorded: ManifestFile | None = read_manifest(folder)
+    except FileProblem:
+        recorded = None
+    now = ManifestFile(folder / MANIFEST, ManifestFields(**fresh.manifest), fresh.manifest)
+    if not (csv_names(folder) == fresh.files.keys() and same_making(recorded, now)):
         return False
     try:
         comparisons, _ = compare_folder(folder, fresh.files, tol)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from orderlab.encodings import ENCODINGS
 from orderlab.encodings.entries import EncodingEntry, describe
-from orderlab.models.hf.zoo import ZooEntry, catalog
+from orderlab.models.hf.zoo import ModelCatalog, catalog
 
 
 def encodings() -> list[EncodingEntry]:
@@ -13,6 +13,7 @@ def encodings() -> list[EncodingEntry]:
     return [describe(name, ENCODINGS.get(name)) for name in ENCODINGS]
 
 
-def models() -> list[ZooEntry]:
-    """The model zoo's families with the real weights found locally; loads and downloads nothing."""
+def models() -> ModelCatalog:
+    """The model zoo's families with the real weights found locally, and its broken plug-ins; loads and downloads
+    nothing."""
     return catalog()

@@ -49,6 +49,15 @@ def folder_name_problem(name: str) -> str | None:
     return None
 
 
+def checkpoint_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a file of a run's checkpoints/, or None if it can: the name rule, widened by the
+    characters a checkpoint's name takes from its sweep cell and encoding label (`seed=1_rope(base=500)`), none of
+    which is a path separator."""
+    if not re.fullmatch(r"[A-Za-z0-9_.,=()+-]+", name):
+        return "expected letters, digits and '_-.,=()+' only"
+    return folder_name_problem(re.sub(r"[,=()+]", "_", name))
+
+
 def _held_to_name_rule(value: str) -> str:
     problem = folder_name_problem(value)
     if problem:

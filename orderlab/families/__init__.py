@@ -9,7 +9,7 @@ and a loaded transformers model finds its family by config.model_type (`FAMILIES
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 
 from orderlab.core.registry import Registry
@@ -28,6 +28,7 @@ class FamilyRegistry(Registry[Family]):
     def __init__(self) -> None:
         super().__init__("model family")
         self.discovered = False
+        self.broken: dict[str, str] = {}  # plug-in name -> why it cannot be used, one line
 
     def add(self, family: Family) -> None:
         """Register `family`; ValueError if its ablations leave the shared vocabulary or lack the unablated one."""
@@ -38,25 +39,30 @@ class FamilyRegistry(Registry[Family]):
         self.register(family.name, family)
 
     def discover(self) -> None:
-        """Add the families installed packages declare (entry-point group `orderlab.families`): one line naming the
-        entry point for one that cannot be imported or is no Family."""
+        """Add the families installed packages declare (entry-point group `orderlab.families`). A plug-in that cannot
+        be imported, is no Family or declares bad ablations is kept aside as broken, with one line saying why: it
+        fails only the specs that name it (get), and `orderlab models` lists it, while every other family works."""
         self.discovered = True
         for point in entry_points(group=ENTRY_POINTS):
-            if point.name in self._items:
+            if point.name in self._items or point.name in self.broken:
                 continue
-            try:
-                family = point.load()
-            except Exception as error:  # a stranger's module: any failure at import is one line
-                what = f"model family plug-in {point.name} ({point.value})"
-                raise OrderlabError(f"{what}: cannot be imported ({type(error).__name__}: {error}); expected a module "
-                                    "defining a Family") from None  # fmt: skip
-            if not isinstance(family, Family) or family.name != point.name:
-                raise OrderlabError(f"model family plug-in {point.name} ({point.value}): got {type(family).__name__}"
-                                    f"; expected an orderlab.families.Family named {point.name!r}")  # fmt: skip
-            try:
-                self.add(family)
-            except ValueError as error:
-                raise OrderlabError(f"model family plug-in {point.name} ({point.value}): {error}") from None
+            problem = self._plug_in(point.name, point.load)
+            if problem is not None:
+                self.broken[point.name] = f"model family plug-in {point.name} ({point.value}): {problem}"
+
+    def _plug_in(self, name: str, load: Callable[[], object]) -> str | None:
+        """Import and add one plug-in's family; why it cannot be, or None once added."""
+        try:
+            family = load()
+        except Exception as error:  # a stranger's module: any failure at import is one line
+            return f"cannot be imported ({type(error).__name__}: {error}); expected a module defining a Family"
+        if not isinstance(family, Family) or family.name != name:
+            return f"got {type(family).__name__}; expected an orderlab.families.Family named {name!r}"
+        try:
+            self.add(family)
+        except ValueError as error:
+            return str(error)
+        return None
 
     def _ready(self) -> None:
         if not self.discovered:
@@ -64,6 +70,8 @@ class FamilyRegistry(Registry[Family]):
 
     def get(self, name: str) -> Family:
         self._ready()
+        if name in self.broken and name not in self._items:
+            raise OrderlabError(self.broken[name])
         return super().get(name)
 
     def names(self) -> list[str]:

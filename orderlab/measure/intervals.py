@@ -15,12 +15,13 @@ Plain data in, plain data out: rendering is report/terminal.py's.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from orderlab.measure.rows import earliest, first_layer_column
+from orderlab.measure.rows import detail_number, earliest, first_layer_column
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
 
 LEVEL = 0.95
@@ -69,12 +70,21 @@ def t_interval(samples: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], npt.NDA
     return np.where(finite, mean - half, np.nan), np.where(finite, mean + half, np.nan)
 
 
-def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFrame:
-    """One row per cell (every column but `seed` and the encodings' own), in first-seen order: per encoding the
-    mean over seeds, '<encoding> lower' / '<encoding> upper' (t interval; missing, pd.NA, without one: one seed)
-    and the worst verdict."""
+def _mean_of_numbers(row: npt.NDArray[Any]) -> object:
+    """The mean of a per-seed figure written as metrics.csv writes its detail floats, or the blank it shares a
+    column with."""
+    numbers = pd.to_numeric(pd.Series(row), errors="coerce")
+    return row[0] if numbers.isna().any() else detail_number(float(numbers.mean()))
+
+
+def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str], per_seed: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per cell (every column but `seed`, the encodings' own and the `per_seed` ones), in first-seen order:
+    per encoding the mean over seeds, '<encoding> lower' / '<encoding> upper' (t interval; missing, pd.NA, without
+    one: one seed) and the worst verdict. A `per_seed` column is a figure each seed draws anew (next_token's chance
+    level follows the seed's grammar): the mean over seeds where it is a number, its one value where blank."""
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in wide.columns]
-    own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts}
+    averaged = [column for column in per_seed if column in wide.columns]
+    own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts, *averaged}
     keys = [column for column in wide.columns if column != seed and column not in own]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     counts = np.bincount(cell)
@@ -95,5 +105,10 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFr
     for column in firsts:  # the earliest layer at which any seed shows order
         layers = wide[column].to_numpy(dtype=object)[order].reshape(-1, seeds)
         verdicts[column] = [earliest([str(layer) for layer in row]) for row in layers]
+    for column in averaged:
+        values = wide[column].to_numpy(dtype=object)[order].reshape(-1, seeds)
+        verdicts[column] = [_mean_of_numbers(row) for row in values]
     ordered = {f"{name} {side}": bounds[f"{name} {side}"] for side in (LOWER, UPPER) for name in encodings}
-    return pd.concat([table, pd.DataFrame(means | ordered | verdicts)], axis=1)
+    merged = pd.concat([table, pd.DataFrame(means | ordered | verdicts)], axis=1)
+    leading = [column for column in wide.columns if column in keys or column in averaged]  # a key's place kept
+    return merged[leading + [column for column in merged.columns if column not in leading]]

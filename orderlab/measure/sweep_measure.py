@@ -217,7 +217,7 @@ def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str])
             part.insert(position, name, value)  # type: ignore[arg-type]
         parts.append(part)
     per_combination = pd.concat(parts, ignore_index=True)
-    return over_seeds(per_combination, SEED, encodings) if SEED in swept else per_combination
+    return over_seeds(per_combination, SEED, encodings, per_seed=(CHANCE,)) if SEED in swept else per_combination
 
 
 def summarize_with_tasks(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:

@@ -57,6 +57,17 @@ Value = Callable[[Any, int, "Pooling | None"], Any]
 F = TypeVar("F", bound=Value)
 
 
+def declared(owner: str, **fields: tuple[object, Any]) -> None:
+    """Each field's value is one its Literal type allows, checked when a metric is registered: a plug-in's
+    `layers="every"` was a KeyError at validate, and `passing="fine"` a verdict written as "fine"."""
+    for name, (value, allowed) in fields.items():
+        options = [None if option is type(None) else option for option in get_args(allowed) or (allowed,)]
+        choices = [choice for option in options for choice in get_args(option) or (option,)]
+        if value not in choices:
+            shown = ", ".join(map(repr, choices))
+            raise ValueError(f"{owner}: {name}={value!r}; expected one of {shown}")
+
+
 @dataclass(frozen=True)
 class MetricFamily:
     """A value of a spec's `metrics:` list: it switches on the row metrics whose `family` it is."""
@@ -76,6 +87,10 @@ class Computation:
     layers: Layers = "states"
     needs: Needs | None = None
     keep: Keep = "every reordering"
+
+    def __post_init__(self) -> None:
+        declared(f"a computation on {self.compares}", compares=(self.compares, Compares), layers=(self.layers, Layers),
+                 needs=(self.needs, Needs | None), keep=(self.keep, Keep))  # fmt: skip
 
     def rows(self, n_layers: int, n_heads: int, per_head: bool) -> int:
         """Rows one reordering (or probe) writes, in a model of `n_layers` layers and `n_heads` heads."""
@@ -100,6 +115,13 @@ class Metric:
     computed_by: str  # where its rows are computed: "the loop", or the pass of its own that writes them
     computations: list[Computation] = field(default_factory=list)  # the loop's, one per kind of comparison
     flag: tuple[str, str] | None = None  # a 0/1 flag's verdicts at 0 and at 1, in place of a round-off verdict
+
+    def __post_init__(self) -> None:
+        declared(f"metric {self.name!r}", reduction=(self.reduction, Reduction), passing=(self.passing, Passing | None),
+                 pooling=(self.pooling, Pooling | None), **{f"models[{i}]": (m, Model) for i, m in
+                 enumerate(self.models)})  # fmt: skip
+        if self.flag is not None and not (len(self.flag) == 2 and all(isinstance(word, str) for word in self.flag)):
+            raise ValueError(f"metric {self.name!r}: flag={self.flag!r}; expected two verdict words (at 0, at 1)")
 
     @property
     def noise_source(self) -> str:
@@ -161,10 +183,14 @@ def row_metric(
     """
 
     def register(value: F) -> F:
+        try:  # checked before the metric is registered, so that a bad declaration leaves no half-made metric
+            computation = Computation(compares, value, layers, needs, keep)
+        except ValueError as error:
+            raise ValueError(f"metric {name!r}: {error}") from None
         record = metric(name, family, models, rows, doc, computed_by="the loop", per_head=per_head,
                         reduction=reduction, passing=passing, noise_from=noise_from, pooling=pooling,
                         flag=flag)  # fmt: skip
-        record.computations.append(Computation(compares, value, layers, needs, keep))
+        record.computations.append(computation)
         return value
 
     return register

@@ -79,10 +79,13 @@ def encodings_table(entries: list[EncodingEntry], width: int = WIDE_LISTING_COLU
     return out
 
 
-def models_table(entries: list[ZooEntry]) -> Table:
+def models_table(entries: list[ZooEntry], broken: dict[str, str] | None = None) -> Table:
     """One row per model family of the zoo: its name and kind beside what it holds (positions, ablations, hook
-    points, local real weights), stacked so that no name is broken at any width."""
-    out = Table(title="model families (model: {kind: hf, family: NAME})", title_justify="left", show_lines=True)
+    points, local real weights), stacked so that no name is broken at any width; plug-ins that cannot be used, each
+    with why, in the caption."""
+    caption = "broken plug-ins (specs naming them are refused):\n" + "\n".join(broken.values()) if broken else None
+    out = Table(title="model families (model: {kind: hf, family: NAME})", title_justify="left", show_lines=True,
+                caption=caption, caption_justify="left")  # fmt: skip
     out.add_column("family", no_wrap=True)
     out.add_column("positions, ablations, hook points per layer (orderlab trace), real weights found locally")
     for entry in entries:

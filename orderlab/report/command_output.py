@@ -15,7 +15,7 @@ from orderlab.results.outcome import Outcome, ShardOutcome
 if TYPE_CHECKING:
     from orderlab.encodings.entries import EncodingEntry
     from orderlab.measure.trace import LayerTrace
-    from orderlab.models.hf.zoo import ZooEntry
+    from orderlab.models.hf.zoo import ModelCatalog
     from orderlab.results.baseline_diff import SpecCheck
 
 COMPARE_ROWS_SHORT = 60  # a comparison table longer than this ends with a hint to choose rows with --metric
@@ -83,8 +83,8 @@ def encodings_lines(entries: list[EncodingEntry]) -> None:
     console.print(catalog_tables.encodings_table(entries, console.width))
 
 
-def models_lines(entries: list[ZooEntry]) -> None:
-    report.Console().print(catalog_tables.models_table(entries))
+def models_lines(found: ModelCatalog) -> None:
+    report.Console().print(catalog_tables.models_table(found.entries, found.broken))
 
 
 def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.PhaseBars) -> None:

@@ -22,6 +22,7 @@ from orderlab.core.userfiles import (
     FileModel,
     FileProblem,
     SafeName,
+    checkpoint_name_problem,
     file_sha256,
     folder_name_problem,
     parse_json,
@@ -43,9 +44,11 @@ Text = Annotated[str, StringConstraints(max_length=TEXT_LIMIT)]
 
 
 def _relative_entry(value: str) -> str:
-    """A file a folder lists: NAME, or SUB/NAME for the files of a sub-folder (a run's checkpoints/)."""
+    """A file a folder lists: NAME, or SUB/NAME for the files of a sub-folder (a run's checkpoints/, whose names
+    carry their sweep cell and encoding label)."""
     parts = value.split("/")
-    problems = [problem for part in parts if (problem := folder_name_problem(part))]
+    rules = [folder_name_problem, checkpoint_name_problem][: len(parts)]
+    problems = [problem for part, rule in zip(parts, rules, strict=False) if (problem := rule(part))]
     if len(parts) > 2 or problems:
         raise ValueError(f"got {value[:60]!r}; expected NAME or FOLDER/NAME, each {(problems or ['one name'])[0]}")
     return value

@@ -69,6 +69,11 @@ def complete(shards: list[Shard]) -> list[Shard]:
                 f"{shard.folder} is a shard of spec {shard.spec[0]!r} (sha256 {shard.spec[1][:12]}), {first.folder} of "
                 f"{first.spec[0]!r} (sha256 {first.spec[1][:12]}); expected the shards of one run of one spec"
             )
+        if shard.manifest.get("model") != first.manifest.get("model"):
+            raise OrderlabError(
+                f"{shard.folder} and {first.folder} ran other models ({_model_difference(first, shard)}); expected the "
+                "shards of one run of one model, with the same hooks"
+            )
         if shard.count != first.count:
             raise OrderlabError(
                 f"{shard.folder} is shard {shard.index} of {shard.count}, {first.folder} shard {first.index} of "
@@ -86,6 +91,15 @@ def complete(shards: list[Shard]) -> list[Shard]:
         listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
         raise OrderlabError(f"shard(s) {listed} of {first.count} missing; expected all {first.count} shards of the run")
     return sorted(shards, key=lambda shard: shard.index)
+
+
+def _model_difference(first: Shard, other: Shard) -> str:
+    """Which of the model record's fields differ between two shards' manifests, named (a model object's weights
+    hash and config, the user's hooks, the spec's model fields)."""
+    records = [shard.manifest.get("model") for shard in (first, other)]
+    fields = [record if isinstance(record, dict) else {} for record in records]
+    differing = sorted(key for key in fields[0].keys() | fields[1].keys() if fields[0].get(key) != fields[1].get(key))
+    return ", ".join(differing) or "one has no model record"
 
 
 def merge_shards(folders: list[Path], out: Path, force: bool = False) -> Outcome:

@@ -7,6 +7,7 @@ FileProblem line, never a KeyError later. Reads only.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,11 @@ def read_run_folder(folder: Path) -> RunFolder:
     metrics_path = folder / "metrics.csv"
     metrics = tables.require(tables.read_table(metrics_path, METRICS), metrics_path, swept | ROW_KINDS, METRICS)
     summary = tables.read_table(folder / "summary.csv", SUMMARY)
-    has_maps = (folder / "attention.csv").exists()
+    has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader, not absent
     attention = read_attention(folder, manifest.fields, swept) if has_maps else None
     tokens_path = folder / "token_logprobs.csv"
     tokens = None
-    if tokens_path.exists():
+    if os.path.lexists(tokens_path):
         tokens = tables.require(tables.read_table(tokens_path, TOKEN_LOGPROBS), tokens_path, swept | TOKEN_KINDS,
                                 TOKEN_LOGPROBS)  # fmt: skip
     return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document, tokens)

@@ -93,6 +93,8 @@ class PretrainedModelSpec(_BackendModel):
 def _known_family(name: str) -> str:
     """A registered family's name (orderlab/families: built-ins and installed plug-ins)."""
     if name not in FAMILIES:
+        if name in FAMILIES.broken:  # a plug-in of that name that cannot be used: why, not "no such family"
+            raise ValueError(FAMILIES.broken[name])
         raise ValueError(f"no model family {name!r}; expected one of {', '.join(FAMILIES.names())}")
     return name
 

@@ -338,6 +338,13 @@ def _check_backend_metrics(spec: Spec, doc: LocatedDocument) -> None:
     if MINIMAL_PAIRS_FAMILY in spec.metrics and not spec.probes:
         raise doc.error(("probes",), f"{MINIMAL_PAIRS_FAMILY} scores probe pairs; expected probes: - [grammatical, "
                         "its minimal counterpart]")  # fmt: skip
+    if MINIMAL_PAIRS_FAMILY in spec.metrics:  # an identical pair would be scored as a failure, never a tie
+        same = [(index, probe.pair[0]) for index, probe in enumerate(spec.probes)
+                if probe.pair[0].split() == probe.pair[1].split()]  # fmt: skip
+        expected = "expected a sentence and its minimal counterpart, which differ"
+        raise_all(
+            [doc.error(("probes", index), f"{' '.join(text.split())!r} twice; {expected}") for index, text in same]
+        )
 
 
 def _check_corpus_file(spec: Spec, doc: LocatedDocument) -> None:

@@ -370,3 +370,19 @@ def test_a_checkpoints_sub_word_tokens_are_counted_at_validate_as_the_run_counts
             "positions cover 8; expected at most 6 sub-word tokens (fewer or shorter words)\n"
         )
     assert not (tmp_path / "long").exists()
+
+
+def test_a_tokenizer_json_the_library_panics_on_is_one_line_at_validate(cli, short_positions, tmp_path):
+    """A Split pre-tokenizer of `(a+)+$` made validate die with a Rust panic (PanicException, a BaseException)."""
+    from tokenizers import Regex, Tokenizer, pre_tokenizers
+
+    folder = tmp_path / "model"
+    shutil.copytree(short_positions, folder)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("(a+)+$"), "isolated")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    spec = tmp_path / "panics.yaml"
+    spec.write_text(f"name: panics\nmodel: {{kind: hf, path: {folder}}}\ninputs: [{{sentence: {'a' * 40}b c}}]\n")
+    result = cli.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and "tokenizer.json: the tokenizers library failed on it" in result.output

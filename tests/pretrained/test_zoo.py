@@ -190,6 +190,6 @@ def test_models_lists_every_family_and_the_checkpoints_in_the_hf_cache(tmp_path)
     assert "openai-community/gpt2 (HF cache)" in gpt2_row
     assert "identity" in result.output and "zero slopes" in result.output
     assert result.output.count("rows read") == len(FAMILIES.names())  # what the unablated condition's rows read
-    for entry in catalog(tmp_path):
+    for entry in catalog(tmp_path).entries:
         assert entry.ablations["trained"].endswith("rows read 'seeded' for seeded weights, 'trained' for loaded "
                                                    "weights"), entry.family  # fmt: skip

@@ -32,14 +32,55 @@ class UserModel:
     record: ModelObject
 
 
+def given_model(model: object, tokenizer: object) -> UserModel | None:
+    """api's model= and tokenizer=: None when neither is given (the spec's own model runs); a tokenizer alone is
+    refused rather than ignored, since the run would measure a seeded model the user did not mean."""
+    if model is None:
+        if tokenizer is not None:
+            raise OrderlabError("tokenizer: given without model=; expected model= and its tokenizer= together")
+        return None
+    return user_model(model, tokenizer)
+
+
 def user_model(model: object, tokenizer: object) -> UserModel:
-    """The model object and its tokenizer, checked and recorded; OrderlabError (one line) for what orderlab cannot
-    measure."""
+    """The model object and its tokenizer, checked (before any forward pass) and recorded; OrderlabError (one line)
+    for what orderlab cannot measure."""
+    from transformers import PreTrainedTokenizerBase
+
+    name = type(model).__name__
+    if isinstance(model, torch.nn.Module):
+        _loaded(model)
     record = model_record(model)
-    if tokenizer is None or not callable(tokenizer):
-        name = type(model).__name__
-        raise OrderlabError(f"tokenizer: expected the {name}'s tokenizer (a transformers tokenizer), got {tokenizer!r}")
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):
+        raise OrderlabError(f"tokenizer: got {_kind(tokenizer)}; expected the {name}'s tokenizer (a transformers "
+                            "tokenizer, e.g. AutoTokenizer.from_pretrained(folder))")  # fmt: skip
+    _fits(model, tokenizer)
     return UserModel(model, tokenizer, record)
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else f"a {type(value).__name__}" if not isinstance(value, type) else "a class"
+
+
+def _loaded(model: torch.nn.Module) -> None:
+    """Weights on the meta device have no values (a model made under init_empty_weights, never loaded)."""
+    empty = next((name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta), None)
+    if empty is not None:
+        raise OrderlabError(f"model: {empty} is on the meta device (no values: made under init_empty_weights and "
+                            "never loaded?); expected a model with its weights loaded")  # fmt: skip
+
+
+def _fits(model: Any, tokenizer: Any) -> None:
+    """The tokenizer's ids index the model's token table, and its heads share key-value heads evenly."""
+    rows = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > rows:
+        raise OrderlabError(f"tokenizer: {len(tokenizer)} token ids; the model's token table (get_input_embeddings) "
+                            f"has {rows} rows; expected a tokenizer whose ids the model can look up")  # fmt: skip
+    heads = getattr(model.config, "num_attention_heads", None)
+    shared = getattr(model.config, "num_key_value_heads", None)
+    if isinstance(heads, int) and isinstance(shared, int) and (shared < 1 or heads % shared):
+        raise OrderlabError(f"model: config.num_attention_heads {heads} with num_key_value_heads {shared}; expected "
+                            "key-value heads that divide the heads")  # fmt: skip
 
 
 def model_record(model: object) -> ModelObject:

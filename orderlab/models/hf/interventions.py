@@ -82,6 +82,9 @@ def _applied(name: str, function: UserHook, tensor: torch.Tensor) -> torch.Tenso
     if not isinstance(result, torch.Tensor) or result.shape != tensor.shape:
         got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
         raise OrderlabError(f"hooks: {name!r} returned {got}; expected a tensor of shape {tuple(tensor.shape)}")
+    if not result.is_floating_point() or result.device != tensor.device:
+        raise OrderlabError(f"hooks: {name!r} returned a {result.dtype} tensor on {result.device}; expected a "
+                            f"floating-point tensor on {tensor.device}, as it was given")  # fmt: skip
     return result.to(tensor.dtype)
 
 

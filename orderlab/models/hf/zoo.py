@@ -42,8 +42,17 @@ def cached_models(cache: Path) -> dict[str, list[str]]:
     return found
 
 
-def catalog(cache: Path | None = None) -> list[ZooEntry]:
-    """One entry per family, in FAMILIES' order, with the weights this machine has for it."""
+@dataclass(frozen=True)
+class ModelCatalog:
+    """The families that can run, and the plug-ins that cannot, each with why (one line)."""
+
+    entries: list[ZooEntry]
+    broken: dict[str, str]
+
+
+def catalog(cache: Path | None = None) -> ModelCatalog:
+    """One entry per family, in FAMILIES' order, with the weights this machine has for it; and the broken
+    plug-ins."""
     cached = cached_models(cache or hub_cache())
     entries = []
     for family in FAMILIES.values():
@@ -52,4 +61,4 @@ def catalog(cache: Path | None = None) -> list[ZooEntry]:
         weights += [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
         entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, family.hook_points,
                                 weights))  # fmt: skip
-    return entries
+    return ModelCatalog(entries, dict(FAMILIES.broken))
