@@ -184,7 +184,7 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     figures = sorted(p.name for p in (tmp_path / "figs" / "figures").glob("*.png"))
     heads = [f"attention_causal-{c}_{e}_layer{layer}.png" for c in ("false", "true") for e in ("none", "sinusoidal")
              for layer in (1, 2)]  # fmt: skip
-    assert figures == sorted([*heads, "decodability.png", "metrics_by_layer.png"])
+    assert figures == sorted([*heads, "decodability.png", "metrics_by_displacement.png", "metrics_by_layer.png"])
     manifest = json.loads((tmp_path / "figs" / "figures" / "manifest.json").read_text())
     assert manifest["files"] == sorted([*figures, "manifest.json"]) and manifest["written_by"] == {"command": "plot"}
     for name in figures:
