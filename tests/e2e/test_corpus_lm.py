@@ -29,7 +29,8 @@ LINES = ["the dog bit the man", "a b c", "old men like warm soup in winter"]
 def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lm")
     (root / "corpus.txt").write_text("\n".join(["# a comment", *LINES]) + "\n")
-    (root / "lm.yaml").write_text(f"name: lm\n{MODEL}inputs: {{file: corpus.txt, shuffles: 3}}\nmetrics: [lm_logprob]\n")
+    spec = f"name: lm\n{MODEL}inputs: {{file: corpus.txt, shuffles: 3}}\nmetrics: [lm_logprob]\n"
+    (root / "lm.yaml").write_text(spec)
     result = runner.invoke(app, ["run", str(root / "lm.yaml"), "--out", str(root / "out")])
     assert result.exit_code == 0, result.output
     assert "ppl" in result.output and "lm_sentences.csv" in result.output
