@@ -33,7 +33,8 @@ def flagship(tmp_path_factory):
 
 def test_flagship_prints_the_table_and_writes_the_folder(flagship):
     result, folder = flagship
-    assert sorted(p.name for p in folder.iterdir()) == ["attention.csv", "manifest.json", "metrics.csv", "summary.csv"]
+    written = ["attention.csv", "manifest.json", "metrics.csv", "orders.csv", "summary.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == written
     for word in ("equivariance", "invariance_mean", "pair_cosine", "none", "sinusoidal", "rope"):
         assert word in result.output
     manifest = json.loads((folder / "manifest.json").read_text())

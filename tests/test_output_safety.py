@@ -304,7 +304,7 @@ def test_a_second_writer_is_turned_away_and_the_first_writes_its_folder_whole(
     assert first.returncode == 0, stderr.decode()
     assert sorted(p.name for p in out.iterdir()) == ["stalled"]  # no staging folder, no lock file left
     manifest = json.loads((out / "stalled" / "manifest.json").read_text())
-    assert manifest["files"] == ["attention.csv", "manifest.json", "metrics.csv", "summary.csv"]
+    assert manifest["files"] == ["attention.csv", "manifest.json", "metrics.csv", "orders.csv", "summary.csv"]
     assert sorted(p.name for p in (out / "stalled").iterdir()) == manifest["files"]
     assert (out / "stalled" / "metrics.csv").read_text().count("\n") == manifest["rows"] + 1
 
@@ -459,7 +459,7 @@ def test_scratch_that_carries_orderlabs_token_is_orderlabs_to_replace(tmp_path: 
     (out / "mine" / ".figures.lock").write_bytes(LOCK_TOKEN)
     assert orderlab("run", spec, "--out", out, "-q").exit_code == 0
     assert sorted(p.name for p in (out / "mine").iterdir()) == [
-        "attention.csv", "manifest.json", "metrics.csv", "summary.csv"
+        "attention.csv", "manifest.json", "metrics.csv", "orders.csv", "summary.csv"
     ]  # fmt: skip
 
 

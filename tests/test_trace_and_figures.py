@@ -184,7 +184,7 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     figures = sorted(p.name for p in (tmp_path / "figs" / "figures").glob("*.png"))
     heads = [f"attention_causal-{c}_{e}_layer{layer}.png" for c in ("false", "true") for e in ("none", "sinusoidal")
              for layer in (1, 2)]  # fmt: skip
-    assert figures == sorted([*heads, "decodability.png", "metrics_by_layer.png"])
+    assert figures == sorted([*heads, "decodability.png", "metrics_by_displacement.png", "metrics_by_layer.png"])
     manifest = json.loads((tmp_path / "figs" / "figures" / "manifest.json").read_text())
     assert manifest["files"] == sorted([*figures, "manifest.json"]) and manifest["written_by"] == {"command": "plot"}
     for name in figures:
@@ -258,7 +258,7 @@ def test_a_causal_lm_s_rate_and_mean_measured_at_its_last_layer_are_bars_on_line
     assert result.exit_code == 0, result.output
     folder = tmp_path / "lm"
     assert (folder / "figures" / "metrics_by_layer.png").is_file()
-    (drawing,) = drawings(folder, read_results(folder))
+    (drawing,) = [d for d in drawings(folder, read_results(folder)) if d.stem == "metrics_by_layer"]
     panels = {" ".join(ax.get_title().split()): ax for ax in drawing.figure.axes if ax.get_visible()}
     rows = pd.read_csv(folder / "metrics.csv")
     moved = rows["permuted"] != "the dog bites the man"  # the rate is over the reorderings, never the identity

@@ -15,9 +15,10 @@ import torch
 
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.progress import Progress
-from orderlab.measure import corpus
+from orderlab.measure import corpus, corpus_lm
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.metrics import INVARIANCE_FAMILY, LM_LOGPROB_FAMILY
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
 from orderlab.plan.load import LoadedSpec
@@ -56,9 +57,8 @@ def write_corpus_experiment(loaded: LoadedSpec, folder: Path, options: RunOption
     write_results(folder, tables, manifest, agreeing)
     files = [f"{name}.csv" for name in tables] + ["manifest.json"]
     ablations = spec.pretrained.labels
-    view = RunView(
-        run_title(spec), spec.model.dtype, ablations, [], tables["summary"], corpus_threshold=inputs.threshold
-    )
+    view = RunView(run_title(spec), spec.model.dtype, ablations, [], tables.get("summary", pd.DataFrame()),
+                   corpus_threshold=inputs.threshold, corpus_lm=tables.get(corpus_lm.LM_SUMMARY))  # fmt: skip
     return Outcome(folder, len(tables["metrics"]), files, view, 0, agreeing.kept)
 
 
@@ -77,22 +77,46 @@ def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[s
 def run_corpus(
     spec: Spec, spec_path: Path, adapters: list[PretrainedAdapter], advance: Progress
 ) -> dict[str, pd.DataFrame]:
-    """Every corpus sentence against its shuffles, under every position ablation (one adapter each)."""
+    """Every corpus sentence against its shuffles, under every position ablation (one adapter each): the pooled
+    vectors' similarities (invariance) and a causal LM's log P (lm_logprob, measure/corpus_lm.py), as the spec asks."""
     inputs = spec.inputs
     assert isinstance(inputs, CorpusInputs)
     ablations = spec.pretrained.position_embeddings
     work = corpus.plan(read_corpus(spec_path.parent / inputs.file), inputs)
-    total, frames = len(ablations) * len(work.owner), []
+    similar, scored = measures_similarity(spec), LM_LOGPROB_FAMILY in spec.metrics
+    passes = len(work.owner) * (similar + scored)
+    total, frames, lm_sentences = len(ablations) * passes, [], []
     for index, adapter in enumerate(adapters):
 
-        def step(done: int, _total: int, before: int = index * len(work.owner)) -> None:  # after earlier adapters'
+        def step(done: int, _total: int, before: int = index * passes) -> None:  # after earlier passes'
+            advance(before + done, total)
+
+        def lm_step(done: int, _total: int, before: int = index * passes + similar * len(work.owner)) -> None:
             advance(before + done, total)
 
         with torch.inference_mode():
-            pooled = corpus.encode(adapter, work, inputs.batch_size, step)
-        frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))
+            if similar:
+                pooled = corpus.encode(adapter, work, inputs.batch_size, step)
+                frames.append(corpus.shuffle_rows(work, corpus.similarities(work, pooled), adapter.label))
+            if scored:
+                scores = corpus_lm.score(adapter, work, inputs.batch_size, lm_step)
+                frames.append(corpus_lm.shuffle_rows(work, scores, adapter.label))
+                tokens = corpus_lm.predicted_tokens(adapter, work)
+                lm_sentences.append(corpus_lm.sentence_rows(work, scores, tokens, adapter.label))
     metrics = pd.concat(frames, ignore_index=True)
     metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
-    sentences = corpus.sentence_rows(metrics, work, inputs.threshold)
-    summary = corpus.summary_rows(metrics, spec.pretrained.labels, inputs.threshold)
-    return {"metrics": metrics, "sentences": sentences, "summary": summary}
+    tables = {"metrics": metrics}
+    if similar:
+        similarities = metrics[metrics["metric"].isin(list(corpus.POOLINGS.values()))]
+        tables["sentences"] = corpus.sentence_rows(similarities, work, inputs.threshold)
+        tables["summary"] = corpus.summary_rows(similarities, spec.pretrained.labels, inputs.threshold)
+    if scored:
+        sentences = pd.concat(lm_sentences, ignore_index=True)
+        tables[corpus_lm.LM_SENTENCES] = sentences
+        tables[corpus_lm.LM_SUMMARY] = corpus_lm.summary_rows(sentences, spec.pretrained.labels)
+    return tables
+
+
+def measures_similarity(spec: Spec) -> bool:
+    """Whether a corpus run measures its pooled vectors' similarities: unless metrics leaves invariance out."""
+    return "metrics" not in spec.model_fields_set or INVARIANCE_FAMILY in spec.metrics

@@ -30,6 +30,7 @@ from orderlab.results.agreeing import KeepAgreeing
 from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
 from orderlab.results.manifest import file_hashes
+from orderlab.results.orders import ORDERS, orders_table
 from orderlab.results.outcome import Outcome, RunView, ShardOutcome, run_title
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
@@ -151,6 +152,8 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
             tables["attention"] = maps
         if run.token_logprobs:
             tables["token_logprobs"] = pd.concat(run.token_logprobs, ignore_index=True)
+        if (orders := orders_table(staging / "metrics.csv")) is not None:
+            tables[ORDERS] = orders  # each order's displacement, beside metrics.csv (results/orders.py)
         manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")

@@ -3,7 +3,8 @@
 So for "dog bites man", p = (2, 1, 0) gives "man bites dog". Must not import torch, and imports
 numpy only when drawing random permutations: `orderlab validate` stays quick.
 
-A named rule (all, prefixes, swaps, shifts, reverse, {random: K}) names distinct sentences: where a sentence
+A named rule (all, prefixes, swaps, shifts, reverse) and a family ({random: K}, {local: K}, {ngram: N}: shuffles.py)
+names distinct sentences: where a sentence
 repeats a word, several permutations give one word sequence ("the cat chased the dog" has 5! = 120 orders of its
 slots but 60 sentences), and the rule keeps the first of them in label order (for `all` and `prefixes`, the one
 that keeps the copies of each word in their order), and no permutation but the identity itself that gives the
@@ -20,19 +21,21 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
+from orderlab.core import shuffles
+
 Permutation = tuple[int, ...]
 
 
-class RandomRule(Protocol):
-    """{random: K} as spec.InputSpec validates it (spec.RandomPermutations)."""
+class FamilyRule(Protocol):
+    """{random: K}, {local: K} or {ngram: N} as spec.InputSpec validates it (spec.RandomPermutations, ...)."""
 
     @property
-    def random(self) -> int: ...
+    def random(self) -> int | None: ...
 
 
-# A rule as spec.InputSpec holds it: a name ("all", "swaps", ...), explicit permutations, or {random: K}
-# (validated, or as a mapping the way YAML writes it).
-Rule = str | list[list[int]] | RandomRule | Mapping[str, int]
+# A rule as spec.InputSpec holds it: a name ("all", "swaps", ...), explicit permutations, or a family ({random: K},
+# {local: K}, {ngram: N}, with random: K draws and distinct: up_to; validated, or as a mapping the way YAML writes it).
+Rule = str | list[list[int]] | FamilyRule | Mapping[str, int | str]
 
 # `all` is refused past this many tokens (9! = 362,880 sequences); use {random: K} beyond it.
 # Streaming keeps 9! affordable in memory (flat, one chunk at a time) and in time (about a minute
@@ -74,14 +77,9 @@ def validate_rule(rule: Rule, words: Sequence[str]) -> None:
             f"'all' would be {orders} permutations, past the limit of "
             f"{MAX_TOKENS_FOR_ALL}! = {math.factorial(MAX_TOKENS_FOR_ALL):,}; expected {{random: K}} instead"
         )
-    if isinstance(rule, dict) or hasattr(rule, "random"):
-        k = random_count(rule)
-        available = sentences(words) - 1
-        if k > available:
-            raise ValueError(
-                f"random: {k} asks for more distinct reorderings than the {available:,} other sentences "
-                f"that {n} tokens make; expected at most {available:,}"
-            )
+    family = shuffles.family(rule)
+    if family is not None and (problem := shuffles.problem(family, words)):
+        raise ValueError(problem)
     if isinstance(rule, list):
         validate_list(rule, words)
     elif isinstance(rule, str) and rule != "identity" and count(rule, words) <= (rule in ("all", "prefixes")):
@@ -128,7 +126,11 @@ def generate(rule: Rule, words: Sequence[str], seed: int = 0) -> list[Permutatio
         return [tuple(p) for p in rule]
     if isinstance(rule, str):
         return list(_new_sentences(_slot_orders(rule, len(words)), words))
-    return list(random_distinct(len(words), random_count(rule), seed, words))
+    family = shuffles.family(rule)
+    assert family is not None
+    if family.kind == "random":
+        return list(random_distinct(len(words), shuffles.target(family, words), seed, words))
+    return list(shuffles.orders(family, words, seed))
 
 
 def _slot_orders(rule: str, n: int) -> list[Permutation]:
@@ -280,7 +282,9 @@ def count(rule: Rule, words: Sequence[str]) -> int:
         return period(words) - 1
     if isinstance(rule, list):
         return len(rule)
-    return random_count(rule)
+    family = shuffles.family(rule)
+    assert family is not None
+    return shuffles.target(family, words)
 
 
 def period(words: Sequence[str]) -> int:
@@ -295,14 +299,6 @@ def period(words: Sequence[str]) -> int:
         border[i] = k + (words[i] == words[k])
     shortest = n - border[-1] if n else 1
     return shortest if n % shortest == 0 else n
-
-
-def random_count(rule: Rule) -> int:
-    """K of a {random: K} rule (the one kind of rule left once the names and lists are handled)."""
-    if isinstance(rule, Mapping):
-        return rule["random"]
-    assert not isinstance(rule, str | list)
-    return rule.random
 
 
 def chunks(permutations: Iterator[Permutation], size: int) -> Iterator[list[Permutation]]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from orderlab.core import permutations as perms
+from orderlab.core import shuffles
 from orderlab.core.corpustext import read_corpus
 from orderlab.core.text import occurrence_matching, repeated_pairs, tokenize
 from orderlab.errors import OrderlabError, SpecError
@@ -364,7 +365,7 @@ def _add_inputs(spec: Spec, tally: _Tally, device: Device) -> None:
         flops = encodings * (count + 1) * stack_flops(spec, n)
         seconds = _forward_seconds(device, "stack", m.dtype, flops, calls, m.n_layers, FLOPS_PER_SECOND[m.dtype])
         seconds += encodings * (count + 1) * SECONDS_PER_SEQUENCE
-        seconds += sum(_random_draws(rule, n) for rule in rules) * SECONDS_PER_DRAW
+        seconds += sum(_random_draws(rule, words) for rule in rules) * SECONDS_PER_DRAW
         tally.seconds.append(Cost(seconds + encodings * rows * SECONDS_PER_ROW, "the permutations' forward passes",
                                   ("inputs", index, "permutations"), f"{count:,} permutations",
                                   "fewer permutations or a smaller model"))  # fmt: skip
@@ -507,12 +508,14 @@ def _permutation_bytes(n: int) -> int:
     return PERMUTATION_BYTES + PERMUTATION_BYTES_PER_TOKEN * n
 
 
-def _random_draws(rule: perms.Rule, n: int) -> float:
-    """Expected draws to collect K distinct non-identity permutations (coupon collector); 0 for other rules."""
-    k = rule["random"] if isinstance(rule, dict) else getattr(rule, "random", 0)
-    if not k:
+def _random_draws(rule: perms.Rule, words: list[str]) -> float:
+    """Expected draws to collect a family's K distinct orders (coupon collector over its slot orders); 0 for other
+    rules and for a family listed whole."""
+    family, n = shuffles.family(rule), len(words)
+    if family is None or family.draws is None:
         return 0
-    choices = math.factorial(n) - 1 if n <= 20 else math.inf
+    k = perms.count(rule, words)
+    choices = shuffles.slot_orders(family, n) - 1 if family.kind != "random" or n <= 20 else math.inf
     if choices > 100 * k:
         return k
 
@@ -535,7 +538,7 @@ def _kept_last(rule: perms.Rule, words: list[str], sure: bool) -> float:
         return sum(1 for p in rule if p and p[-1] == n - 1)
     if rule in ("reverse", "shifts"):
         return 0
-    return 0 if sure else perms.random_count(rule) / n  # random: 1/n of the draws, but a draw may miss them all
+    return 0 if sure else perms.count(rule, words) / n  # drawn: 1/n of the draws, but a draw may miss them all
 
 
 def _stack_rows(spec: Spec, compares: Compares, have: Collection[Needs]) -> dict[Keep, int]:

@@ -45,6 +45,8 @@ from orderlab.plan.sweep import describe
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
+from orderlab.results.orders import COLUMNS as ORDERS_COLUMNS
+from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
@@ -93,6 +95,7 @@ class Results:
     metrics: pd.DataFrame
     manifest: ManifestFields
     attention: pd.DataFrame | None
+    orders: pd.DataFrame | None = None  # orders.csv: each reordering's displacement (results/orders.py)
 
 
 def has_figures(folder: Path) -> bool:
@@ -132,7 +135,18 @@ def read_results(folder: Path) -> Results:
     details = {name: kind for name, kind in DETAIL_KINDS.items() if name in metrics.columns}  # task and probe rows'
     metrics = tables.require(metrics, path, swept | kinds | details, METRICS)
     attention = read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
-    return Results(metrics, manifest, attention)
+    return Results(metrics, manifest, attention, read_orders(folder))
+
+
+def read_orders(folder: Path) -> pd.DataFrame | None:
+    """orders.csv held to its columns (None where a run from before it has none)."""
+    path = folder / f"{ORDERS}.csv"
+    if not path.exists() and not path.is_symlink():
+        return None
+    expected = "orders.csv as `orderlab run` writes it"
+    kinds = {name: tables.TEXT for name in KEY} | {"mean_abs_displacement": tables.NUMBER}
+    orders = tables.require(tables.read_table(path, expected), path, kinds, expected)
+    return orders[[column for column in ORDERS_COLUMNS if column in orders.columns]]
 
 
 def parse_formats(text: str) -> list[str]:
@@ -198,6 +212,10 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     if not probe.empty:
         chance = _one_value(folder, metrics, POSITION_CHANCE)
         drawn.append(Drawing("decodability", "decodability", "", decodability(probe, swept, name, chance)))
+    if "permutation" in errors.columns and has_displacement(errors, results.orders):
+        assert results.orders is not None
+        figure = metric_by_displacement(errors, results.orders, swept, name)
+        drawn.append(Drawing("metrics_by_displacement", "metrics", "", figure))
     accuracy = metrics[metrics["metric"] == TASK_ACCURACY]
     if not accuracy.empty:
         figure = task_accuracy(_with_lengths(folder, accuracy), [c for c in swept if c != WEIGHTS], name)
@@ -387,6 +405,9 @@ def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
     decade over one to two decades, evenly spaced values under one decade, each labelled."""
     low, high = max(min(values, default=1.0), FLOOR), max(values, default=1.0)
     if high <= 0 or high / low >= 100:
+        # Powers of ten as plain text: the default labels are mathtext, which user_text() switches off, so they
+        # would read "$\mathdefault{10^{-16}}$".
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: _power_of_ten(value)))
         return
     if high / low >= 10:
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -394,6 +415,11 @@ def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _power_of_ten(value: float) -> str:
+    """1e-16, 1e-2, 1, 1e3: a decade tick's label without mathtext."""
+    return f"{value:.0e}".replace("e+00", "").replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
 
 
 def _legend_columns(figure: Figure, labels: list[str]) -> int:
@@ -457,6 +483,69 @@ def task_accuracy(frame: pd.DataFrame, swept: list[str], name: str) -> Figure:
 TASK_DODGE = 0.08  # words between neighbouring lines' markers on the length axis
 
 # A corpus run's metrics.csv (measure/corpus.py): one row per sentence, shuffle, ablation and pooling.
+# metric versus displacement: does local order matter more than global order? (Clouatre et al. 2022)
+DISPLACEMENT = "mean_abs_displacement"
+
+
+def has_displacement(metrics: pd.DataFrame, orders: pd.DataFrame | None) -> bool:
+    """Whether there is something to draw: reorderings metrics.csv measures at more than one displacement."""
+    if orders is None:
+        return False
+    joined = _joined(metrics, orders)
+    return joined[DISPLACEMENT].nunique() > 1
+
+
+def metric_by_displacement(metrics: pd.DataFrame, orders: pd.DataFrame, swept: list[str], name: str) -> Figure:
+    """One panel per metric at the output layer: each reordering's value (dots) and the mean at each displacement
+    (a line) per condition; a worst-over-heads metric on a log axis (0 drawn at FLOOR), a mean or rate linear."""
+    joined = _joined(metrics, orders)
+    names = _metric_order(list(joined["metric"]))
+    columns = min(3, len(names))
+    rows = -(-len(names) // columns)
+    figure = Figure(figsize=(5.2 * columns, 3.6 * rows + 1.6), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).flatten()
+    colours = _colours()
+    for ax, metric in zip(axes, names, strict=False):
+        rows_of = joined[joined["metric"] == metric]
+        layer = int(rows_of["layer"].max())
+        rows_of = rows_of[rows_of["layer"] == layer]
+        linear = per_permutation_mean(metric)
+        values: list[float] = []
+        for index, (label, colour, style, group) in enumerate(_lines(rows_of, swept)):
+            points = group.groupby([*KEY, DISPLACEMENT])["value"].max().reset_index()  # worst over heads
+            shown = points["value"] if linear else points["value"].clip(lower=FLOOR)
+            means = shown.groupby(points[DISPLACEMENT]).mean()
+            values += [float(v) for v in shown]
+            colour_of = colours[colour % len(colours)]
+            ax.scatter(points[DISPLACEMENT], shown, s=10, alpha=0.35, color=colour_of, linewidths=0)
+            ax.plot(means.index, means.to_numpy(), label=label, color=colour_of, marker=MARKERS[index % len(MARKERS)],
+                    linestyle=STYLES[style % len(STYLES)], markersize=5, markerfacecolor="none")  # fmt: skip
+        if not linear:
+            ax.set_yscale("log")
+            _readable_log_ticks(ax, values)
+        ax.set_title(f"{metric} (layer {layer})")
+        ax.set_xlabel("mean displacement (slots per word)")
+        ax.set_ylabel(f"{'' if linear else 'worst '}{metric}{'' if linear else ' (log)'}")
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend = {"ncols": _legend_columns(figure, labels), "fontsize": LEGEND_SIZE}
+    title = (
+        f"{name}: order sensitivity against how far the words moved (dots: each reordering, lines: mean at each "
+        f"displacement; values within round-off are 0, drawn at {FLOOR:.0e} on log axes)"
+    )
+    figure.legend(handles, labels, loc="outside upper center", title=_wrapped(figure, title),
+                  title_fontsize="large", frameon=False, **legend)  # fmt: skip
+    return figure
+
+
+def _joined(metrics: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
+    """Reordering rows of per-layer metrics with their displacement (probe rows and the original's have none)."""
+    reorderings = metrics[(metrics["case"] == "permutation") & metrics["permutation"].notna()]
+    reorderings = reorderings.astype({"permutation": str})
+    return reorderings.merge(orders[[*KEY, DISPLACEMENT]].astype({"permutation": str}), on=KEY, how="inner")
+
+
 CORPUS_COLUMNS = {"sentence_id", "words", "encoding", "shuffle", "metric", "value"}
 POOLINGS_SHOWN = {"similarity_mean": "mean-pooled sentence vectors", "similarity_cls": "[CLS] vectors"}
 SPREAD = (0.1, 0.9)  # the quantiles of a length's shuffles shaded around its mean

@@ -187,7 +187,10 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     """The console view of a run: summary tables that fit `width`, then the position probe if measured;
     a corpus run's table by sentence length."""
     if view.corpus_threshold is not None:
-        return corpus_tables(view.summary, view.encodings, view.title, view.corpus_threshold, width)
+        shown = [] if view.summary.empty else corpus_tables(view.summary, view.encodings, view.title,
+                                                            view.corpus_threshold, width)  # fmt: skip
+        lm = [] if view.corpus_lm is None else corpus_lm_tables(view.corpus_lm, view.encodings, view.title, width)
+        return shown + lm
     summary = sweep_subjects(view.summary, view.swept)
     tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
     tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width)
@@ -641,6 +644,31 @@ def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, thres
     caption = (
         f"cosine similarity of a sentence's mean-pooled vector with its word shuffles: mean / median, "
         f"and the share of shuffles above {threshold:g}; sentences.csv has every sentence"
+    )
+    sections = [at for at, (length, _) in enumerate(groups) if length == "all"]
+    return fitted_tables(title, caption, keys, values, width, sections=sections)
+
+
+def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:
+    """A causal LM over a corpus: rows: sentence-length groups; columns: position ablations; cells: the share of
+    lines whose original the model prefers to all its shuffles, and perplexity of originals / shuffles."""
+    groups = list(summary.groupby("length", sort=False))
+    keys = [
+        Column("words", [str(length) for length, _ in groups], justify="left"),
+        Column("n", [str(rows["sentences"].iloc[0]) for _, rows in groups]),  # sentences
+    ]
+    values = []
+    for name in encodings:
+        shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
+        cells: list[Text | str] = [
+            f"{row['original_preferred_rate']:.0%} ({row['original_preferred']}/{row['sentences']})\n"
+            f"ppl {row['perplexity_original']:.4g} / {row['perplexity_shuffled']:.4g}"
+            for row in shown
+        ]
+        values.append(Column(name, cells))
+    caption = (
+        "share of lines whose original the LM scores at least as high as every shuffle (count), and perplexity of "
+        "the originals / of the shuffles; lm_sentences.csv has every line"
     )
     sections = [at for at, (length, _) in enumerate(groups) if length == "all"]
     return fitted_tables(title, caption, keys, values, width, sections=sections)

@@ -27,6 +27,7 @@ from orderlab.measure.noise import NoiseKey
 from orderlab.measure.sweep_measure import summarize_sweep
 from orderlab.results.folder import Manifest, append_csv, staged_folder, write_csv, write_manifest
 from orderlab.results.manifest import read_manifest, verify_hashes
+from orderlab.results.orders import ORDERS, orders_table
 from orderlab.results.outcome import Outcome, RunView
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, ShardPartials, read_partials
@@ -131,6 +132,8 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
         tokens = [frame for shard in shards for frame in shard.partials.token_logprobs]  # combinations in row order
         if tokens:
             tables["token_logprobs"] = pd.concat(tokens, ignore_index=True)
+        if (orders := orders_table(staging / "metrics.csv")) is not None:
+            tables[ORDERS] = orders  # as the whole run writes it: from the merged metrics.csv
         manifest = {key: value for key, value in shards[0].manifest.items() if key != "shard"}
         manifest["rows"] = assembly.rows
         if not maps:

@@ -28,6 +28,7 @@ class RunView:
     summary: pd.DataFrame  # summary.csv
     digest: pd.DataFrame | None = None  # max rows and position-probe rows, for the decodability table
     corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
+    corpus_lm: pd.DataFrame | None = None  # corpus mode with lm_logprob: lm_summary.csv (measure/corpus_lm.py)
 
 
 @dataclass(frozen=True)

@@ -356,15 +356,20 @@ def _check_corpus_file(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def _check_corpus_fields(spec: Spec, doc: LocatedDocument) -> None:
-    """Corpus mode measures one thing, each line's pooled vector against its shuffles' (the invariance of sentence
-    vectors, written as similarity_mean and similarity_cls): a field asking for anything else would be ignored, so
-    each is refused, all at once."""
+    """Corpus mode measures each line's pooled vector against its shuffles' (the invariance of sentence vectors,
+    written as similarity_mean and similarity_cls) and a causal LM's log P of each (lm_logprob): a field asking for
+    anything else would be ignored, so each is refused, all at once."""
     found = []
-    others = [name for name in spec.metrics if name != INVARIANCE_FAMILY] if "metrics" in spec.model_fields_set else []
+    measured_here = (INVARIANCE_FAMILY, LM_LOGPROB_FAMILY)
+    others = [name for name in spec.metrics if name not in measured_here] if "metrics" in spec.model_fields_set else []
     if others:
-        measured = "corpus mode measures how far each line's pooled vector moves under its shuffles"
+        measured = ("corpus mode measures how far each line's pooled vector moves under its shuffles, and a causal "
+                    "LM's log P of each line against its shuffles'")  # fmt: skip
         found.append(doc.error(("metrics",), f"{', '.join(others)}: {measured}; expected metrics: "
-                               f"[{INVARIANCE_FAMILY}], or none"))  # fmt: skip
+                               f"[{INVARIANCE_FAMILY}], [{LM_LOGPROB_FAMILY}], both, or none"))  # fmt: skip
+    if "metrics" in spec.model_fields_set and not set(spec.metrics) & set(measured_here):
+        found.append(doc.error(("metrics",), f"nothing corpus mode measures; expected {INVARIANCE_FAMILY} and/or "
+                               f"{LM_LOGPROB_FAMILY}"))  # fmt: skip
     for field, what in (("probes", "probe pairs"), ("attention_maps", "attention maps"),
                         ("decodability", "position probe")):  # fmt: skip
         if field in spec.model_fields_set and (field != "probes" or spec.probes):

@@ -124,17 +124,67 @@ class ExplicitEmbeddings(StrictModel):
 Embeddings = Annotated[RandomEmbeddings | ExplicitEmbeddings, Field(discriminator="kind")]
 
 
+Distinct = Literal["exactly", "up_to"]
+DISTINCT_DOC = (
+    "exactly: K distinct other sentences, refused where fewer exist; up_to: as many as exist, at most K (one rule "
+    "for sentences of mixed lengths)."
+)
+
+
 class RandomPermutations(StrictModel):
     random: int = Field(
         ge=1,
         le=bounds.MAX_RANDOM_PERMUTATIONS,
         description="How many distinct non-identity permutations to draw (seeded).",
     )
+    distinct: Distinct = Field("exactly", description=DISTINCT_DOC)
 
 
-PermutationRule = (
-    Literal["identity", "reverse", "all", "swaps", "shifts", "prefixes"] | RandomPermutations | list[list[int]]
-)
+class _Drawn(StrictModel):
+    """distinct applies to draws: a family listed whole has nothing for it to change."""
+
+    @model_validator(mode="after")
+    def _distinct_needs_draws(self) -> _Drawn:
+        if getattr(self, "distinct", None) == "up_to" and getattr(self, "random", None) is None:
+            raise ValueError("distinct: up_to applies to draws; expected random: K beside it")
+        return self
+
+
+class LocalShuffles(_Drawn):
+    """Shuffles within consecutive windows of K words (Clouatre et al. 2022): a word moves at most K - 1 slots."""
+
+    local: int = Field(ge=2, le=bounds.MAX_PROBE_LENGTH, description="Words per window; the last holds the rest.")
+    random: int | None = Field(
+        None, ge=1, le=bounds.MAX_RANDOM_PERMUTATIONS, description="Draw this many (seeded); omitted: every one."
+    )
+    distinct: Distinct = Field("exactly", description=DISTINCT_DOC)
+
+
+class NgramShuffles(_Drawn):
+    """Shuffles of consecutive N-word units, each kept whole (Sinha et al. 2021, Pham et al. 2021)."""
+
+    ngram: int = Field(ge=1, le=bounds.MAX_PROBE_LENGTH, description="Words per unit; the last holds the rest.")
+    random: int | None = Field(
+        None, ge=1, le=bounds.MAX_RANDOM_PERMUTATIONS, description="Draw this many (seeded); omitted: every one."
+    )
+    distinct: Distinct = Field("exactly", description=DISTINCT_DOC)
+
+
+def _family_tag(value: Any) -> str | None:
+    """Which family a mapping (or a validated rule) names: local, ngram, else random."""
+    keys = set(value) if isinstance(value, dict) else {k for k in ("local", "ngram") if hasattr(value, k)}
+    return "local" if "local" in keys else "ngram" if "ngram" in keys else "random"
+
+
+ShuffleFamily = Annotated[
+    Annotated[RandomPermutations, Tag("random")]
+    | Annotated[LocalShuffles, Tag("local")]
+    | Annotated[NgramShuffles, Tag("ngram")],
+    Discriminator(_family_tag),
+]
+PermutationRule = Literal["identity", "reverse", "all", "swaps", "shifts", "prefixes"] | ShuffleFamily | list[list[int]]
+FAMILY_KEYS = {"random", "local", "ngram", "distinct"}
+FAMILY_SHAPES = "{random: K}, {local: K} or {ngram: N} (each with random: K draws and distinct: up_to if wanted)"
 
 
 class InputSpec(StrictModel):
@@ -145,7 +195,9 @@ class InputSpec(StrictModel):
         "all",
         description=(
             "identity | reverse | all | swaps (adjacent) | shifts (cyclic) | prefixes (all orders of the words "
-            "before the last, which stays put) | {random: K} | explicit list like "
+            "before the last, which stays put) | {random: K} | {local: K} (shuffles within windows of K words) | "
+            "{ngram: N} (shuffles of N-word units), either with random: K draws | distinct: up_to on any draws | "
+            "explicit list like "
             "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
         ),
     )
@@ -158,12 +210,16 @@ class InputSpec(StrictModel):
             raise ValueError("'random' needs a count of orderings to draw; expected {random: K}, e.g. {random: 100}")
         if isinstance(value, str) and value not in named:
             raise ValueError(f"unknown permutation rule {value!r}. {did_you_mean(value, [*named, 'random'])}")
-        if isinstance(value, dict) and set(value) != {"random"}:
-            raise ValueError("expected {random: K}")
+        if isinstance(value, dict) and (
+            not set(value) <= FAMILY_KEYS
+            or {"local", "ngram"} <= set(value)
+            or not set(value) & {"random", "local", "ngram"}
+        ):
+            raise ValueError(f"expected {FAMILY_SHAPES}")
         if isinstance(value, list) and not all(isinstance(p, list) for p in value):
             raise ValueError("expected a list of permutations, each a list of slots like [2, 1, 0]")
         if not isinstance(value, str | dict | list):
-            raise ValueError("expected identity, reverse, all, swaps, shifts, {random: K} or [[2, 1, 0], ...]")
+            raise ValueError(f"expected identity, reverse, all, swaps, shifts, {FAMILY_SHAPES} or [[2, 1, 0], ...]")
         return value
 
 

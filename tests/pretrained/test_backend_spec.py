@@ -138,6 +138,6 @@ def test_what_corpus_mode_would_ignore_is_refused_all_at_once(cli, write_spec, t
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert [line.split(": ")[2] for line in lines] == ["metrics", "probes", "attention_maps", "decodability"]
-    assert lines[0].endswith("expected metrics: [invariance], or none") and "attention:" in lines[0]
+    assert lines[0].endswith("expected metrics: [invariance], [lm_logprob], both, or none") and "attention:" in lines[0]
     shipped = Path(__file__).resolve().parents[2] / "experiments" / "minilm_corpus.yaml"  # metrics: [invariance]
     assert cli.invoke(app, ["validate", str(shipped)]).exit_code == 0
