@@ -115,3 +115,15 @@ def test_a_broken_plugin_fails_only_the_specs_that_name_it_and_is_listed(plugins
     listed = invoke("models")
     assert listed.exit_code == 0, listed.output
     assert "broken plug-ins" in listed.output and "cannot be imported (RuntimeError: broken on import)" in listed.output
+
+
+def test_a_plugin_naming_a_class_transformers_lacks_is_one_line_at_run(plugins):
+    """It was an AttributeError traceback at run (issue 42)."""
+    install(plugins, "nameless_family", PLUGIN.replace('model_class="BertModel"', 'model_class="NoSuchModel"'),
+            "nameless_family:FAMILY")  # fmt: skip
+    spec = plugins / "plugged.yaml"
+    spec.write_text(SPEC)
+    result = invoke("run", str(spec), "--out", str(plugins / "out"))
+    assert result.exit_code == 2, result.output
+    assert "model family tinybert: transformers" in result.output and "has no class 'NoSuchModel'" in result.output
+    assert "Traceback" not in result.output

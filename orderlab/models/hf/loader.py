@@ -49,6 +49,16 @@ from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
+def transformers_class(transformers: Any, name: str, family: str) -> Any:
+    """The transformers class a family names (its model or config class): a plug-in's name that transformers does
+    not have is one line, not an AttributeError at run."""
+    found = getattr(transformers, name, None) if name.isidentifier() else None
+    if not isinstance(found, type):
+        raise OrderlabError(f"model family {family}: transformers {transformers.__version__} has no class {name!r}; "
+                            "expected the name of one of its model or config classes")  # fmt: skip
+    return found
+
+
 def import_transformers() -> ModuleType:
     """transformers, switched to offline mode and silent; MissingExtraError if the extra is absent."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -126,7 +136,7 @@ def load_folder(
     dtype: load the weights straight into it, a tensor at a time (a 16-bit run: never a float32 copy of the model).
     """
     checked_folder(folder, code)
-    model_class = getattr(transformers, code.model_class)
+    model_class = transformers_class(transformers, code.model_class, code.name)
     if not allow_random_init:
         refuse_too_few_weights(folder, model_class, implementation, code.name, heads_read, code.unused_parts)
     try:
@@ -202,12 +212,14 @@ class PretrainedBackend:
         self.row_alignment = row_alignment
         self.widened_from: torch.dtype | None = None  # a 16-bit model's twin: the model's dtype, widened to `dtype`
         implementation = "eager" if attention else None  # eager returns attention maps; else the fastest
-        model_class = getattr(transformers, self.code.model_class)
+        model_class = transformers_class(transformers, self.code.model_class, self.code.name)
         if isinstance(source, Seeded):
             self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
             vocab = max(len(self.tokenizer), source.vocab)
             size = SeededSize(source.d_model, source.n_heads, source.n_layers, vocab, source.kv_heads, source.ffn)
-            config = getattr(transformers, self.code.config_class)(**self.code.seeded_config(size))
+            config = transformers_class(transformers, self.code.config_class, self.code.name)(
+                **self.code.seeded_config(size)
+            )
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
                 self.model = model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
