@@ -86,23 +86,28 @@ def table_ablation(suffix: str, ids_of: IdsOf = first_argument) -> Ablate:
 
 
 def rotary_ablation(model: Any, ablation: str, seed: int) -> Any:
-    """A RoPE family's `ablate`: its rotary module's position ids moved (rotary_ids)."""
-    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed)
+    """A RoPE family's `ablate`: its rotary module's position ids moved (rotary_ids), over as many positions as the
+    model covers (at least MAX_POSITIONS: a seeded model's, whose shuffled ids every baseline was drawn with)."""
+    positions = max(MAX_POSITIONS, int(getattr(model.config, "max_position_embeddings", 0) or 0))
+    return rotary_ids(submodule(model, "rotary_emb"), ablation, seed, positions)
 
 
-def moved_ids(ablation: str, ids: torch.Tensor, seed: int) -> torch.Tensor:
+def moved_ids(ablation: str, ids: torch.Tensor, seed: int, positions: int = MAX_POSITIONS) -> torch.Tensor:
     """The position ids a rotation sees under `ablation`: ids (B, T) as the model made them. zero: all 0, the
-    identity rotation; shuffled: a seeded permutation of 0..MAX_POSITIONS-1 read at each id."""
+    identity rotation; shuffled: a seeded permutation of 0..positions-1 read at each id (a table fixed at 512 was an
+    IndexError for a model covering more)."""
     import torch
 
     if ablation == "zero":
         return torch.zeros_like(ids)
-    order = torch.randperm(MAX_POSITIONS, generator=torch.Generator().manual_seed(seed)).to(ids.device)
+    order = torch.randperm(positions, generator=torch.Generator().manual_seed(seed)).to(ids.device)
     return order[ids]
 
 
 @contextmanager
-def rotary_ids(rotary: torch.nn.Module | None, ablation: str, seed: int) -> Iterator[None]:
+def rotary_ids(
+    rotary: torch.nn.Module | None, ablation: str, seed: int, positions: int = MAX_POSITIONS
+) -> Iterator[None]:
     """A rotary module's ablation: its position ids (the second argument, or the keyword) moved (moved_ids); the
     module's input alone changes."""
     if ablation == UNABLATED or rotary is None:
@@ -111,8 +116,8 @@ def rotary_ids(rotary: torch.nn.Module | None, ablation: str, seed: int) -> Iter
 
     def moved(_module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if "position_ids" in kwargs:
-            return args, {**kwargs, "position_ids": moved_ids(ablation, kwargs["position_ids"], seed)}
-        return (args[0], moved_ids(ablation, args[1], seed), *args[2:]), kwargs
+            return args, {**kwargs, "position_ids": moved_ids(ablation, kwargs["position_ids"], seed, positions)}
+        return (args[0], moved_ids(ablation, args[1], seed, positions), *args[2:]), kwargs
 
     handle = rotary.register_forward_pre_hook(moved, with_kwargs=True)
     try:

@@ -113,3 +113,20 @@ def test_what_cannot_reach_a_dask_worker_is_refused_before_any_worker_starts(giv
         ol.run(source, tmp_path / "out", workers=2, progress=False, **arguments)
     assert {"model": "model object", "hooks": "hooks=", "dict": "spec given as a dict"}[given] in str(error.value)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_rotary_model_covering_more_than_512_positions_runs_shuffled_past_them():
+    """The shuffled ids were a table of 512: an IndexError for a 601-token sentence of a model covering 1,024."""
+    import transformers
+
+    import orderlab.api as ol
+
+    _, tokenizer = zoo_model("llama")
+    sizes = {"hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 32}
+    config = transformers.LlamaConfig(**sizes, vocab_size=len(tokenizer), max_position_embeddings=1024)
+    model = transformers.LlamaForCausalLM(config).eval()
+    sentence = " ".join(["dog", "bites", "man"] * 200)
+    spec = {"name": "long", "model": {"kind": "hf", "position_embeddings": ["shuffled"]},
+            "inputs": [{"sentence": sentence, "permutations": "reverse"}], "metrics": ["equivariance"]}  # fmt: skip
+    result = ol.run(spec, model=model, tokenizer=tokenizer, progress=False)
+    assert len(result.metrics) > 0 and result.metrics["value"].notna().all()
