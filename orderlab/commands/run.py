@@ -20,8 +20,8 @@ from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
-from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
+from orderlab.measure.summaries import summarize_sweep
+from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.plan.load import LoadedSpec, load_spec
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
@@ -39,6 +39,7 @@ from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
 
 
 @dataclass(frozen=True)
