@@ -19,13 +19,15 @@ from orderlab.measure.chunking import device_batching
 from orderlab.measure.loop import MeasuringLoop, relation_columns
 from orderlab.measure.rows import RunResult
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.measure.summaries import summarize_sweep
 from orderlab.measure.task_accuracy import accuracy_rows, training_work
 from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY
-from orderlab.plan.shards import DECODABILITY, Unit, opened_combinations
+from orderlab.plan.shards import DECODABILITY, Unit, condition_labels, opened_combinations
 from orderlab.plan.sweep import Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
 from orderlab.train.adapters import trained_adapters
+from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 from orderlab.train.train import TrainedStack, train_stack
 from orderlab.vocabulary.columns import (
     COLUMNS,
@@ -55,7 +57,8 @@ class SweepMeasurement:
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
     combination streams through `loop.MeasuringLoop` on its own and memory stays one chunk's worth.
-    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns.
+    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns; a
+    vocabulary.digest.Measurement, for results/run_writer.py.
     """
 
     def __init__(
@@ -148,6 +151,24 @@ class SweepMeasurement:
             run.non_finite += digest.non_finite
             run.pieces += digest.pieces
         return run
+
+    def tables(self, digest: Digest) -> dict[str, pd.DataFrame]:
+        """A whole run's files beside metrics.csv: summary.csv, attention.csv (between words, for the stack and the zoo
+        alike) and token_logprobs.csv, those the spec asks for."""
+        tables = {"summary": summarize_sweep(digest.worst_table(), condition_labels(self.spec), self.axes)}
+        maps = digest.attention_table()
+        if maps is not None:
+            tables["attention"] = maps
+        if self.token_logprobs:
+            tables["token_logprobs"] = pd.concat(self.token_logprobs, ignore_index=True)
+        return tables
+
+    def write_beside(self, folder: Path) -> list[str]:
+        """The trained stacks' checkpoints (git-ignored: a baseline keeps only the CSVs, and `check` trains anew)."""
+        if not self.trained:
+            return []
+        write_checkpoints(folder / CHECKPOINTS, self.trained)
+        return [CHECKPOINTS]
 
     def _in_columns(self, frames: Frames) -> Frames:
         """A loop's frames in this run's columns (DETAIL_COLUMNS blank on its rows); returns what the loop returned."""

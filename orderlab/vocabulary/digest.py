@@ -1,5 +1,7 @@
-"""What a run hands its writer besides the rows it streams: the Digest, a shard's Pieces and Partials, and the
-running Summary of a sentence's permutations (max with its permutation, exact mean, count).
+"""What a run hands its writer besides the rows it streams: the Digest, a shard's Pieces and Partials, the running
+Summary of a sentence's permutations (max with its permutation, exact mean, count), and the Measurement protocol
+every kind of run (a sweep, a shard's units of one, a corpus) follows, so that one writer (results/run_writer.py)
+writes them all.
 
 The measuring loop (measure/loop.py) fills these; the writer and `orderlab merge` (results/) read and fold them,
 without importing the loop or torch. A Summary folds plain numbers: measure/loop.py's SummaryCollector feeds it a
@@ -11,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -158,3 +161,17 @@ class Digest:
 def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:
     """The combination's columns first, then the frame's own."""
     return frame.assign(**combination)[[*combination, *frame.columns]] if combination else frame
+
+
+class Measurement(Protocol):
+    """What a run measures, as its writer takes it: metrics.csv's frames in order, then the Digest; the tables a whole
+    run derives from them (summary.csv and any others); files written beside them (a trained spec's
+    checkpoints); a shard's token_logprobs.csv rows, which its partials.json carries to the merge."""
+
+    token_logprobs: list[pd.DataFrame]
+
+    def frames(self) -> Frames: ...
+
+    def tables(self, digest: Digest) -> dict[str, pd.DataFrame]: ...
+
+    def write_beside(self, folder: Path) -> list[str]: ...
