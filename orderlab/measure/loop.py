@@ -10,7 +10,8 @@ every pass to whole row tiles, batching.py), so results do not depend on the chu
 
 A shard (orderlab/plan/shards.py) runs this same loop on its units only: a range of a sentence's permutations
 ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
-orderlab/results/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
+orderlab/results/merge.py folds with the other shards' partials and finishes with the `finish_summary` this loop uses
+(measure/summaries.py).
 """
 
 from __future__ import annotations

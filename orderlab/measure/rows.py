@@ -1,5 +1,5 @@
-"""Tidy rows: their columns, the collectors a pass's metric values go to (measure/metric_computations.py computes
-them), and the wide summary. Never prints.
+"""Tidy rows: the collectors a pass's metric values go to (measure/metric_computations.py computes them), in the
+columns vocabulary/columns.py names; the wide summary is measure/summaries.py's. Never prints.
 
 orderlab/measure/loop.py's MeasuringLoop drives these parts chunk by chunk, for every model adapter alike
 (orderlab/models).

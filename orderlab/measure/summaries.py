@@ -2,7 +2,7 @@
 rows, the max rows summary.csv reduces), and summary.csv's wide view of them, per combination and over seeds.
 
 The one place both are made, for a whole run and for `orderlab merge` of shards alike (results/merge.py), so a
-merged run's summary comes out as the whole run's. Torch-free: merge and the views import it.
+merged run's summary comes out as the whole run's. Torch-free at import, like `orderlab merge`.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def summary_values(table: pd.DataFrame) -> pd.Series:
 
 
 def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
-    """`rows.summarize` per combination, then a trained spec's task accuracy per length (task_summary), with the
+    """`summarize` per combination, then a trained spec's task accuracy per length (task_summary), with the
     swept columns after `subject`; the position probe's rows left out. Over a seed sweep, per cell the mean over
     seeds of the per-seed worst value and its t interval."""
     # Left out: the position probe's rows, and values summarised by another metric (log P per order).
@@ -143,7 +143,7 @@ def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str])
 
 
 def summarize_with_tasks(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """`rows.summarize` of the order metrics, then the task accuracy rows (their CHANCE column blank elsewhere)."""
+    """`summarize` of the order metrics, then the task accuracy rows (their CHANCE column blank elsewhere)."""
     tasks = table["case"] == TASK_CASE
     parts = [summarize(table[~tasks], encodings)] if (~tasks).any() else []
     parts += [task_summary(table[tasks], encodings)] if tasks.any() else []

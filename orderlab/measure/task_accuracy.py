@@ -1,8 +1,8 @@
 """What a trained spec adds to metrics.csv: the `weights` column (trained beside untrained) and task accuracy rows.
 
-Task accuracy rows are tidy rows (rows.COLUMNS) of case `task`, one per trained encoding and test length, at the
-last layer; their verdict says whether the length was trained on, so that length generalisation reads off a column.
-Of rows.DETAIL_COLUMNS they fill `length` and `chance` (the task's best order-blind accuracy, tasks.py).
+Task accuracy rows are tidy rows (vocabulary/columns.COLUMNS) of case `task`, one per trained encoding and test
+length, at the last layer; their verdict says whether the length was trained on, so that length generalisation reads
+off a column. Of DETAIL_COLUMNS they fill `length` and `chance` (the task's best order-blind accuracy, tasks.py).
 """
 
 from __future__ import annotations

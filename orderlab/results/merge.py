@@ -3,7 +3,7 @@
 Shard K's metrics.csv rows are a contiguous stretch of the whole run's (orderlab/plan/shards.py), so they are
 copied as they are, in shard order. A sentence whose permutations a cut split left a partial summary in
 each shard holding part of it: those are folded in order (max with its first permutation, exact sums,
-counts) and finished by loop.finish_summary, the code a whole run finishes its summaries with, so
+counts) and finished by measure/summaries.finish_summary, the code a whole run finishes its summaries with, so
 the summary rows, summary.csv and the verdicts come out as the whole run's. Shards that are missing,
 given twice, of another spec or of another partition are refused before anything is written.
 """

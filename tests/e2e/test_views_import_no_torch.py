@@ -4,7 +4,7 @@ over committed results folders, which then checks that torch never came in."""
 
 from __future__ import annotations
 
-import json
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +18,20 @@ VIEWS = ["orderlab.commands.plot", "orderlab.commands.report", "orderlab.results
 
 
 def loaded_after(code: str) -> list[str]:
-    """Run `code` in a fresh interpreter; the heavy modules it left loaded."""
-    script = f"{code}\nimport sys\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    """Run `code` in a fresh interpreter; the heavy modules it left loaded (torch, transformers, the measuring loop)."""
+    watched = ("torch", "transformers", "orderlab.measure.loop")
+    script = f"{code}\nimport sys\nprint(sorted(m for m in {watched!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True)
-    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"'))
+    loaded: list[str] = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     return loaded
 
 
 def test_the_view_modules_import_no_torch():
     assert loaded_after("\n".join(f"import {module}" for module in VIEWS)) == []
+
+
+def test_the_merge_of_shards_imports_neither_torch_nor_the_measuring_loop():
+    assert loaded_after("import orderlab.results.merge") == []
 
 
 @pytest.mark.slow
