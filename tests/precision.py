@@ -13,9 +13,9 @@ import yaml
 
 import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
-from orderlab.measure.verdicts import ORDER_SENSITIVE
 from orderlab.metrics import METRICS
 from orderlab.plan.load import load_spec
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from orderlab.cli import app
-from orderlab.measure.rows import KEY_COLUMNS
+from orderlab.vocabulary.columns import KEY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

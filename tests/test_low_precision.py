@@ -13,7 +13,8 @@ from precision import judged_run
 
 import orderlab.api as ol
 from orderlab.cli import app
-from orderlab.measure.verdicts import FLOOR, ORDER_SENSITIVE, eps, noise_scale, round_off_lines
+from orderlab.measure.verdicts import FLOOR, noise_scale, round_off_lines
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, eps
 
 SPEC = """
 name: low

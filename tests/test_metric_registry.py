@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import OrderlabError
-from orderlab.measure.verdicts import PASSING_WORDS
 from orderlab.metrics import (
     BOTH,
     CAUSAL_POOLINGS,
@@ -39,6 +38,7 @@ from orderlab.plan.estimate import estimate
 from orderlab.plan.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import uses_backend
+from orderlab.vocabulary.verdict_words import PASSING_WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "metrics.md"

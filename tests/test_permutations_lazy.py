@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orderlab.core import permutations as perms
-from orderlab.measure.exactsum import ExactSum
+from orderlab.vocabulary.exactsum import ExactSum
 
 NAMED_RULES = ["identity", "reverse", "swaps", "shifts", "prefixes", "all", {"random": 5}]
 # Sentences of 4-7 words over a small vocabulary, so that most repeat a word.

@@ -7,7 +7,7 @@ import pytest
 
 from orderlab.cli import app
 from orderlab.core.pair_relations import DIFFERENT_WORDS, NO_WORD_MATCH, RELATION_COLUMN, relation_problem
-from orderlab.measure.verdicts import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FINITE
+from orderlab.vocabulary.verdict_words import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FINITE
 
 STACK = """name: pairs
 model: {d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}

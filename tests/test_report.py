@@ -8,7 +8,7 @@ from terminaltext import assert_nothing_cropped, render
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.measure.rows import summarize
+from orderlab.measure.summaries import summarize
 from orderlab.metrics import RATE_COUNT
 from orderlab.report.terminal import rate_text, summary_tables
 from orderlab.spec.extras import installed

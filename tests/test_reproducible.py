@@ -27,9 +27,9 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.commands.baseline import run_fresh
-from orderlab.measure.rows import KEY_COLUMNS
 from orderlab.plan.load import load_spec
 from orderlab.results.baseline_diff import compare_folder, tolerances_for
+from orderlab.vocabulary.columns import KEY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

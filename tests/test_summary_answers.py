@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orderlab.cli import app
-from orderlab.measure.rows import NEVER, earliest, first_layer_column
+from orderlab.vocabulary.columns import NEVER, earliest, first_layer_column
 
 STACK = """name: answers
 model: {d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}

@@ -13,16 +13,8 @@ from precision import assert_precisions_agree, judged_run
 
 from orderlab.cli import app
 from orderlab.measure.noise import NoiseCollector
-from orderlab.measure.verdicts import (
-    FLOOR,
-    NON_FINITE,
-    ORDER_SENSITIVE,
-    canonical,
-    eps,
-    noise_scale,
-    round_off_lines,
-    verdicts,
-)
+from orderlab.measure.verdicts import FLOOR, canonical, noise_scale, round_off_lines, verdicts
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, eps
 
 # Every stack feature that changes the round-off: depth, causal masks, repeated words, all encoding kinds.
 STACKS = """

@@ -7,39 +7,39 @@ never come from two different code paths. Drawing on a terminal is report/termin
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from orderlab.commands.corpus_run import describe_model, write_corpus_experiment
 from orderlab.core.progress import SILENT, Phases
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
+from orderlab.measure.corpus_lm import LM_SUMMARY
+from orderlab.measure.corpus_measure import CorpusMeasurement
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
-from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
+from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.plan.load import LoadedSpec, load_spec
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
 from orderlab.plan.sweep import swept_fields
 from orderlab.results.agreeing import KeepAgreeing
 from orderlab.results.baseline_diff import tolerances_for
-from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
-from orderlab.results.manifest import file_hashes
-from orderlab.results.orders import ORDERS, orders_table
+from orderlab.results.folder import Manifest, build_manifest
 from orderlab.results.outcome import Outcome, RunView, ShardOutcome, run_title
 from orderlab.results.ownership import Writer, claim
-from orderlab.results.partials import SHARD_FILES, RunFacts, write_partials
+from orderlab.results.partials import RunFacts
 from orderlab.results.paths import child
+from orderlab.results.run_writer import ShardOf, write_run
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
-from orderlab.spec.model_specs import CorpusInputs
-from orderlab.spec.schema import uses_backend
-from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
+from orderlab.spec.schema import Spec, uses_backend
+from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -135,37 +135,29 @@ def write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions = DEF
 
 def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> Outcome:
     spec = loaded.spec
+    agreeing = KeepAgreeing(folder, tolerances_for(spec))
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
-        return write_corpus_experiment(loaded, folder, options)
+        corpus = CorpusMeasurement(spec, loaded.path, options)
+
+        def corpus_facts(rows: int, _tables: dict[str, pd.DataFrame]) -> Manifest:
+            return corpus_manifest(loaded, corpus, options.device, rows)
+
+        written = write_run(folder, corpus, corpus_facts, settle=agreeing)
+        summary, threshold = written.tables.get("summary", pd.DataFrame()), spec.inputs.threshold
+        view = RunView(run_title(spec), spec.model.dtype, spec.pretrained.labels, [], summary,
+                       corpus_threshold=threshold, corpus_lm=written.tables.get(LM_SUMMARY))  # fmt: skip
+        return Outcome(folder, written.rows, written.files, view, 0, agreeing.kept)
     tune_allocator()
     run = SweepMeasurement(spec, options, loaded.path)
+
+    def facts(rows: int, tables: dict[str, pd.DataFrame]) -> Manifest:
+        return run_manifest(loaded, run, options.device, rows, "attention" in tables)
+
+    written = write_run(folder, run, facts, settle=agreeing)
+    worst = written.digest.worst_table()
     labels = condition_labels(spec)
-    agreeing = KeepAgreeing(folder, tolerances_for(spec))
-    with staged_folder(folder, agreeing) as staging:  # metrics.csv streamed chunk by chunk, then the small files
-        rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
-        if run.trained:  # git-ignored: a baseline keeps only the CSVs, and `check` trains anew
-            write_checkpoints(staging / CHECKPOINTS, run.trained)
-        worst = digest.worst_table()
-        tables = {"summary": summarize_sweep(worst, labels, run.axes)}
-        maps = digest.attention_table()  # between words, for the stack and the zoo alike
-        if maps is not None:
-            tables["attention"] = maps
-        if run.token_logprobs:
-            tables["token_logprobs"] = pd.concat(run.token_logprobs, ignore_index=True)
-        if (orders := orders_table(staging / "metrics.csv")) is not None:
-            tables[ORDERS] = orders  # each order's displacement, beside metrics.csv (results/orders.py)
-        manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
-        for name, frame in tables.items():
-            write_csv(frame, staging / f"{name}.csv")
-        write_manifest(staging, manifest)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, tables["summary"], digest=worst)
-    files = [
-        "metrics.csv",
-        *(f"{name}.csv" for name in tables),
-        "manifest.json",
-        *([CHECKPOINTS] if run.trained else []),
-    ]
-    return Outcome(folder, rows, files, view, digest.non_finite, agreeing.kept)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, written.tables["summary"], digest=worst)
+    return Outcome(folder, written.rows, written.files, view, written.digest.non_finite, agreeing.kept)
 
 
 def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device, rows: int, maps: bool) -> Manifest:
@@ -193,22 +185,46 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
 def write_shard(
     loaded: LoadedSpec, folder: Path, shard: tuple[int, int], options: RunOptions = DEFAULTS
 ) -> ShardOutcome:
-    """Shard K of N (shards.partition) through the same loop as a whole run, into its own folder: metrics.csv
-    (its stretch of the whole run's rows), partials.json (what `orderlab merge` finishes), manifest.json (the
-    run's, plus `shard`: K, N and the units with their ranges)."""
+    """Shard K of N (shards.partition) through the same loop and the same writer as a whole run, into its own folder:
+    metrics.csv (its stretch of the whole run's rows), partials.json (what `orderlab merge` finishes), manifest.json
+    (the run's, plus `shard`: K, N and the units with their ranges)."""
     spec, (index, count) = loaded.spec, shard
     require_shardable(spec, loaded.path)
     with claim(folder, Writer("run", spec.name), options.force):
         tune_allocator()
         units = partition(spec, count)[index - 1]
         run = SweepMeasurement(spec, options, loaded.path, units=units)
-        with staged_folder(folder) as staging:
-            rows, digest = write_csv_chunks(run.frames(), staging / "metrics.csv")
-            maps = ATTENTION_FAMILY in spec.metrics
-            manifest = run_manifest(loaded, run, options.device, rows, maps)
-            manifest["shard"] = {"index": index, "count": count, "units": [unit.record() for unit in units]}
-            facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
-            write_partials(staging, facts, digest, run.token_logprobs)
-            manifest["shard"]["sha256"] = file_hashes(staging, SHARD_FILES)  # merge verifies them
-            write_manifest(staging, manifest)
-    return ShardOutcome(folder, rows, units, digest.non_finite, shard)
+        facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
+        maps = ATTENTION_FAMILY in spec.metrics
+
+        def shard_facts(rows: int, _tables: dict[str, pd.DataFrame]) -> Manifest:
+            return run_manifest(loaded, run, options.device, rows, maps)
+
+        written = write_run(folder, run, shard_facts, shard=ShardOf(index, count, units, facts))
+    return ShardOutcome(folder, written.rows, units, written.digest.non_finite, shard)
+
+
+def corpus_manifest(loaded: LoadedSpec, corpus: CorpusMeasurement, device: torch.device, rows: int) -> Manifest:
+    """A corpus run's manifest.json: the model, and the corpus file by its sha256."""
+    spec = loaded.spec
+    assert isinstance(spec.inputs, CorpusInputs)
+    manifest = build_manifest(
+        spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
+        dtype=spec.model.dtype, device=device, rows=rows, libraries=versions(spec),
+    )  # fmt: skip
+    describe_model(spec, manifest, corpus.model_files)
+    corpus_file = loaded.path.parent / spec.inputs.file
+    manifest["corpus"] = {"file": spec.inputs.file, "sha256": hashlib.sha256(corpus_file.read_bytes()).hexdigest()}
+    return manifest
+
+
+def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
+    """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
+    folder), added to a run's manifest."""
+    manifest["model"] = spec.model.model_dump()
+    if isinstance(spec.model, HFModelSpec) and spec.model.given is not None:
+        manifest["model"]["given"] = spec.model.given.model_dump()  # class, config, weights hash: the object run
+    if isinstance(spec.model, HFModelSpec) and spec.model.user_hooks:
+        manifest["model"]["user_hooks"] = spec.model.user_hooks  # point -> the user's function: no built-in ablation
+    if model_files is not None:
+        manifest["model_files"] = model_files

@@ -19,9 +19,7 @@ import torch
 from orderlab.core import permutations as perms
 from orderlab.core.text import tokenize
 from orderlab.spec.schema import Spec
-
-# After any swept columns. reordering: 0 for the input as written, k for the k-th shown reordering.
-MAP_COLUMNS = ["encoding", "reordering", "layer", "head", "query", "key", "value"]
+from orderlab.vocabulary.columns import MAP_COLUMNS, sort_maps
 
 
 @dataclass(frozen=True)
@@ -106,9 +104,3 @@ class AttentionCapture:
     def frame(self) -> pd.DataFrame:
         """Rows by encoding, layer, reordering, head, query, key."""
         return sort_maps(pd.concat(self.frames, ignore_index=True))[MAP_COLUMNS]
-
-
-def sort_maps(table: pd.DataFrame, leading: list[str] | None = None) -> pd.DataFrame:
-    """Rows by the `leading` columns (a sweep's), encoding, layer, reordering, head, query, key."""
-    order = [*(leading or []), "encoding", "layer", "reordering", "head", "query", "key"]
-    return table.sort_values(order, kind="mergesort", ignore_index=True)

@@ -21,12 +21,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from orderlab.measure.rows import detail_number, earliest, first_layer_column
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.vocabulary.columns import LOWER, UPPER, detail_number, earliest, first_layer_column
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE
 
 LEVEL = 0.95
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
-LOWER, UPPER = "lower", "upper"
 VERDICT_RANK = {NON_FINITE: 2, ORDER_SENSITIVE: 1}  # the worst verdict of any seed is the cell's
 
 # Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/test_seeds.py checks them against the

@@ -10,18 +10,17 @@ every pass to whole row tiles, batching.py), so results do not depend on the chu
 
 A shard (orderlab/plan/shards.py) runs this same loop on its units only: a range of a sentence's permutations
 ends not in summary rows but in a Partial (the running max, exact sum and count, and the round-off), which
-orderlab/results/merge.py folds with the other shards' partials and finishes exactly as `finish_summary` does here.
+orderlab/results/merge.py folds with the other shards' partials and finishes with the `finish_summary` this loop uses
+(measure/summaries.py).
 """
 
 from __future__ import annotations
 
 import ctypes
 import itertools
-import math
 import sys
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -32,62 +31,21 @@ from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
-from orderlab.measure.exactsum import ExactSum
 from orderlab.measure.metric_computations import record_metrics, record_pair
-from orderlab.measure.noise import NoiseCollector, NoiseKey, judge, merge
-from orderlab.measure.rows import COLUMNS, KEY_COLUMNS, Collector, RowCollector
+from orderlab.measure.noise import NoiseCollector, judge, merge
+from orderlab.measure.rows import Collector, RowCollector
+from orderlab.measure.summaries import finish_summary
 from orderlab.measure.verdicts import noise_scale, without_order
-from orderlab.metrics import ATTENTION_FAMILY, noise_families, per_permutation_mean
+from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import ProbePair, Spec
+from orderlab.vocabulary.columns import COLUMNS, KEY_COLUMNS, STATISTICS, SUMMARY_COLUMNS
+from orderlab.vocabulary.digest import Digest, Frames, Partial, Piece, StatKey, Summary, tag
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
-
-SUMMARY_COLUMNS = [*KEY_COLUMNS, "statistic", "value", "verdict"]
-STATISTICS = ("max", "mean")  # what a summary row reduces over the permutations
-
-
-StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row
-Frames = Generator[pd.DataFrame, None, "Digest"]  # tidy frames in the CSV's order, then the run's digest
-
-
-@dataclass
-class Partial:
-    """A shard's share of one sentence under one condition: its running summary and the round-off measured for it."""
-
-    summary: SummaryCollector
-    noise: dict[NoiseKey, float]
-
-
-@dataclass
-class Piece:
-    """What one unit of a shard left: the rows it wrote to metrics.csv, and its max rows or its partial summary."""
-
-    unit: Unit
-    combination: dict[str, SweptValue]  # the swept fields' values of the unit's combination
-    rows: int
-    worst: pd.DataFrame | None = None  # a whole unit (probes, position probe): its max rows, tagged
-    partial: Partial | None = None  # a range of permutations: the summary to fold with the other shards'
-
-
-@dataclass
-class Digest:
-    """What a run keeps besides the rows it streams out: small, whatever the number of permutations."""
-
-    worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
-    attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reorderings)
-    non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
-    pieces: list[Piece] = field(default_factory=list)  # a shard's units in order (in place of `worst`); else empty
-
-    def worst_table(self) -> pd.DataFrame:
-        """The max over permutations per group, layer, head and metric (probes as they are), for `summarize`."""
-        return pd.concat(self.worst, ignore_index=True)
-
-    def attention_table(self) -> pd.DataFrame | None:
-        return pd.concat(self.attention, ignore_index=True) if self.attention else None
 
 
 def tune_allocator() -> None:
@@ -108,19 +66,13 @@ def tune_allocator() -> None:
     libc.mallopt(m_trim_threshold, 512 * 2**20)
 
 
-class SummaryCollector:
-    """RowCollector's `add` and `add_where`, folding each chunk into a running max (and its first
-    permutation) and an exact mean. A mean or rate metric's mean (its summary) is over the orders that change the
-    sentence: never the identity, nor a swap of two copies of one word (docs/metrics.md)."""
+class SummaryCollector(Summary):
+    """RowCollector's `add` and `add_where` for a running Summary: each chunk's values fold into its max (and first
+    permutation) and exact mean."""
 
     def __init__(self, case: str, sentence: str, encoding: str, words: list[str]):
-        self.fixed = {"case": case, "input": sentence, "encoding": encoding}
-        self.words = words
+        super().__init__(case, sentence, encoding, words)
         self.chunk: list[perms.Permutation] = []
-        self.worst: dict[StatKey, tuple[float, perms.Permutation]] = {}  # (layer, head, metric) -> max, where
-        self.first: dict[StatKey, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
-        self.sums: dict[StatKey, ExactSum] = {}
-        self.counts: dict[StatKey, int] = {}
 
     def start(self, chunk: list[perms.Permutation]) -> None:
         self.chunk = chunk
@@ -137,99 +89,7 @@ class SummaryCollector:
 
     def _fold(self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
-        self.first.setdefault(key, chunk[0])
-        self._keep_max(key, float(top), chunk[int(where)])
-        summed = values.double().cpu().numpy()
-        if per_permutation_mean(key[2]):
-            summed = summed[[perms.apply(p, self.words) != self.words for p in chunk]]
-        self.sums.setdefault(key, ExactSum()).add(summed)
-        self.counts[key] = self.counts.get(key, 0) + len(summed)
-
-    def _keep_max(self, key: StatKey, value: float, where: perms.Permutation) -> None:
-        """A later maximum replaces the known one only if larger (or NaN over a number): the first one stays."""
-        known = self.worst.get(key)
-        if known is None or value > known[0] or (math.isnan(value) and not math.isnan(known[0])):
-            self.worst[key] = (value, where)
-
-    def absorb(self, later: SummaryCollector) -> None:
-        """Fold in the summary of the permutations that come after this one's (a later shard's range)."""
-        for key, (value, where) in later.worst.items():
-            self.first.setdefault(key, later.first[key])
-            self._keep_max(key, value, where)
-            self.sums.setdefault(key, ExactSum()).absorb(later.sums[key])
-            self.counts[key] = self.counts.get(key, 0) + later.counts[key]
-
-    def state(self) -> dict[str, Any]:
-        """Plain data, for a shard's partial summary on disk (JSON); `from_state` reads it back."""
-        stats = [
-            {"layer": layer, "head": head, "metric": metric, "max": value, "where": list(where),
-             "first": list(self.first[(layer, head, metric)]), "sum": self.sums[(layer, head, metric)].state(),
-             "count": self.counts[(layer, head, metric)]}
-            for (layer, head, metric), (value, where) in self.worst.items()
-        ]  # fmt: skip
-        return {"case": self.fixed["case"], "input": self.fixed["input"], "encoding": self.fixed["encoding"],
-                "words": self.words, "statistics": stats}  # fmt: skip
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> SummaryCollector:
-        summary = cls(state["case"], state["input"], state["encoding"], state["words"])
-        for stat in state["statistics"]:
-            key = (stat["layer"], stat["head"], stat["metric"])
-            summary.worst[key] = (float(stat["max"]), tuple(stat["where"]))
-            summary.first[key] = tuple(stat["first"])
-            summary.sums[key] = ExactSum.from_state(stat["sum"])
-            summary.counts[key] = stat["count"]
-        return summary
-
-    def frame(self) -> pd.DataFrame:
-        """Two rows per (layer, head, metric): the max with its permutation, and the mean; `count`: the
-        permutations both reduce over (for summaries, not metrics.csv)."""
-        columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
-        columns |= {"statistic": [], "value": [], "count": []}
-        for key, (top, where) in self.worst.items():
-            layer, head, metric = key
-            count = self.counts[key]
-            for statistic, label, permuted, value in (
-                ("max", perms.label(where), " ".join(perms.apply(where, self.words)), top),
-                ("mean", "", "", self.sums[key].mean(count)),
-            ):
-                items = (label, permuted, layer, head, metric, statistic, value, count)
-                for column, item in zip(columns, items, strict=True):
-                    columns[column].append(item)
-        frame = pd.DataFrame(columns)
-        frame["head"] = frame["head"].astype("Int64")
-        return frame.assign(**self.fixed)
-
-    def name_first_where_round_off(self, table: pd.DataFrame) -> None:
-        """A judged max within round-off is 0 for every permutation: name the first one, as per-permutation rows do.
-
-        Otherwise the permutation named would be wherever this CPU's round-off happened to peak.
-        """
-        zero = (table["statistic"] == "max") & (table["value"] == 0)
-        for index in table.index[zero]:
-            row = table.loc[index]
-            first = self.first[(row["layer"], None if pd.isna(row["head"]) else row["head"], row["metric"])]
-            table.loc[index, ["permutation", "permuted"]] = perms.label(first), " ".join(perms.apply(first, self.words))
-
-
-def finish_summary(
-    summary: SummaryCollector, noise: dict[NoiseKey, float], dtype: str
-) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows, each
-    with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
-    a summary is finished, for a whole run and for a merge of shards alike."""
-    table = summary.frame()
-    judged = judge(table, noise, dtype)
-    summary.name_first_where_round_off(table)
-    order = ["layer", "head", "metric", "statistic"]
-    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
-    means = table.loc[table["statistic"] == "mean", "value"].to_numpy()  # frame() writes each max before its mean
-    return rows, table[table["statistic"] == "max"].assign(mean=means), judged
-
-
-def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:
-    """The combination's columns first, then the frame's own."""
-    return frame.assign(**combination)[[*combination, *frame.columns]] if combination else frame
+        self.fold(key, float(top), chunk[int(where)], values.double().cpu().numpy(), chunk)
 
 
 class FanOut:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
-from orderlab.measure.verdicts import NON_FINITE, canonical, round_off_lines, verdicts
+from orderlab.measure.verdicts import canonical, round_off_lines, verdicts
 from orderlab.metrics import METRICS
+from orderlab.vocabulary.digest import NoiseKey
+from orderlab.vocabulary.verdict_words import NON_FINITE
 
-NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary rows key the same way
+if TYPE_CHECKING:
+    import torch  # for types only: `orderlab merge` judges a merged summary through `judge` without torch
 
 
 class NoiseCollector:

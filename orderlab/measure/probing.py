@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import torch
 
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY
 from orderlab.spec.schema import Spec
+from orderlab.vocabulary.columns import COLUMNS, DETAIL_COLUMNS, detail_number
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter

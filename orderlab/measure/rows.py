@@ -1,5 +1,5 @@
-"""Tidy rows: their columns, the collectors a pass's metric values go to (measure/metric_computations.py computes
-them), and the wide summary. Never prints.
+"""Tidy rows: the collectors a pass's metric values go to (measure/metric_computations.py computes them), in the
+columns vocabulary/columns.py names; the wide summary is measure/summaries.py's. Never prints.
 
 orderlab/measure/loop.py's MeasuringLoop drives these parts chunk by chunk, for every model adapter alike
 (orderlab/models).
@@ -10,13 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
 import pandas as pd
 import torch
-
-from orderlab.core.pair_relations import RELATION_COLUMN
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
-from orderlab.metrics import ORIGINAL_RANK, PERMUTATION_PREFERRED, RATE_COUNT, per_permutation_mean, reduction_of
 
 
 class Collector(Protocol):
@@ -25,18 +20,6 @@ class Collector(Protocol):
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None: ...
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None: ...
-
-
-KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
-COLUMNS = [*KEY_COLUMNS, "value", "verdict"]
-# After the value: what a task or probe row is measured against, blank on every other row. Written only by specs
-# that have such rows (a train: block or the decodability probe), so other results keep their columns.
-DETAIL_COLUMNS = ["length", "slot", "chance"]  # sentence length; the probe's slot (per-slot rows); chance accuracy
-
-
-def detail_number(value: float) -> str:
-    """A float of DETAIL_COLUMNS as metrics.csv writes its floats (%.6e): they share a column with blanks."""
-    return f"{value:.6e}"
 
 
 @dataclass(frozen=True)
@@ -85,95 +68,3 @@ class RowCollector:
         for column, value in self.fixed.items():
             frame[column] = value
         return frame
-
-
-def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """Wide view: per (case, subject, metric), each encoding's value as the registry reduces the metric, and its
-    verdict: the worst (largest) value, or for a mean or a rate the largest mean over permutations of any layer and
-    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT; one
-    with a pair that is not a reordering, each pair's relation (RELATION_COLUMN, blank on other rows)."""
-    subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
-    shown = table.assign(subject=subject, value=summary_values(table))
-    relation = [RELATION_COLUMN] if RELATION_COLUMN in table.columns else []
-    if relation:
-        shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
-    index = ["case", "subject", *relation, "metric"]
-    ordered = shown.sort_values("value", kind="mergesort", na_position="last")
-    # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
-    worst = ordered.groupby([*index, "encoding"]).tail(1)
-    wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
-    columns = {name: wide[("value", name)].astype(float) for name in encodings}
-    columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
-    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).astype(object).fillna("")
-    columns |= {first_layer_column(name): firsts[name] for name in encodings}
-    summary = pd.DataFrame(columns).reset_index()
-    rates = worst[worst["metric"].map(reduction_of) == "rate"]
-    if rates.empty:
-        return summary
-    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    summary = summary.join(counts, on=["case", "subject", "metric"])
-    over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
-    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
-    return with_ranks(summary, encodings, index)
-
-
-FIRST_LAYER = "first layer"  # summary.csv's '<encoding> first layer': where order first shows, or NEVER
-NEVER = "never"
-
-
-def first_layer_column(encoding: str) -> str:
-    return f"{encoding} {FIRST_LAYER}"
-
-
-def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
-    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
-    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
-    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
-        rows["metric"].map(reduction_of).isin(["max", "mean"])
-    )
-    sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
-    keys = [*index, "encoding"]
-    first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
-    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
-    return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
-
-
-def earliest(layers: list[str]) -> str:
-    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
-    shown = [int(layer) for layer in layers if layer.isdigit()]
-    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
-
-
-def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:
-    """The summary with, after each acceptance rate, the original's rank among itself and its distinct reorderings:
-    1 + how many the model prefers (rate x count), of count + 1 sentences; unjudged (verdict '')."""
-    rates = summary[summary["metric"] == PERMUTATION_PREFERRED]
-    if rates.empty:
-        return summary
-    ranks = rates.assign(metric=ORIGINAL_RANK)
-    for name in encodings:
-        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
-        ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
-    together = pd.concat([summary, ranks], ignore_index=True)
-    return together.sort_values(index, kind="mergesort", ignore_index=True)
-
-
-def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
-    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
-    rows = []
-    for metric, group in rates.groupby("metric", sort=False):
-        rate = group.groupby("encoding")["value"].mean()
-        count = int(group.groupby("encoding").size().max())
-        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
-                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def summary_values(table: pd.DataFrame) -> pd.Series:
-    """Each row's value as its summary shows it: its `mean` over permutations for a mean or rate metric, else
-    `value` (the worst)."""
-    if "mean" not in table.columns:
-        return table["value"]
-    one_value = table["mean"].isna() & (table["case"] == "probe")  # a probe's one value is its own mean
-    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool) | one_value, table["mean"])

@@ -16,27 +16,29 @@ from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records
 from orderlab.measure.chunking import device_batching
-from orderlab.measure.intervals import over_seeds
-from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece, relation_columns
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, KEY_COLUMNS, MeasuredSweep, summarize
+from orderlab.measure.loop import MeasuringLoop, relation_columns
+from orderlab.measure.rows import MeasuredSweep
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.measure.task_accuracy import (
-    CHANCE,
-    TASK_CASE,
+from orderlab.measure.summaries import summarize_sweep
+from orderlab.measure.task_accuracy import accuracy_rows, training_work
+from orderlab.measure.token_logprobs import token_logprob_rows
+from orderlab.metrics import DECODABILITY_FAMILY
+from orderlab.plan.shards import DECODABILITY, Unit, condition_labels, opened_combinations
+from orderlab.plan.sweep import Configuration, describe, in_row_order, swept_fields
+from orderlab.spec.schema import Spec
+from orderlab.train.adapters import trained_adapters
+from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
+from orderlab.train.train import TrainedStack, train_stack
+from orderlab.vocabulary.columns import (
+    COLUMNS,
+    DETAIL_COLUMNS,
+    KEY_COLUMNS,
+    SUMMARY_COLUMNS,
     TRAINED,
     UNTRAINED,
     WEIGHTS,
-    accuracy_rows,
-    task_summary,
-    training_work,
 )
-from orderlab.measure.token_logprobs import token_logprob_rows
-from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
-from orderlab.plan.shards import DECODABILITY, Unit, opened_combinations
-from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
-from orderlab.spec.schema import Spec
-from orderlab.train.adapters import trained_adapters
-from orderlab.train.train import TrainedStack, train_stack
+from orderlab.vocabulary.digest import Digest, Frames, Piece
 
 
 def axes(spec: Spec) -> list[str]:
@@ -55,7 +57,8 @@ class SweepMeasurement:
 
     Rows are grouped by combination (its columns come first and lead the sort), so each
     combination streams through `loop.MeasuringLoop` on its own and memory stays one chunk's worth.
-    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns.
+    `frames()` yields the rows and returns the Digest of every combination, tagged with its columns; a
+    vocabulary.digest.Measurement, for results/run_writer.py.
     """
 
     def __init__(
@@ -149,6 +152,24 @@ class SweepMeasurement:
             run.pieces += digest.pieces
         return run
 
+    def tables(self, digest: Digest) -> dict[str, pd.DataFrame]:
+        """A whole run's files beside metrics.csv: summary.csv, attention.csv (between words, for the stack and the zoo
+        alike) and token_logprobs.csv, those the spec asks for."""
+        tables = {"summary": summarize_sweep(digest.worst_table(), condition_labels(self.spec), self.axes)}
+        maps = digest.attention_table()
+        if maps is not None:
+            tables["attention"] = maps
+        if self.token_logprobs:
+            tables["token_logprobs"] = pd.concat(self.token_logprobs, ignore_index=True)
+        return tables
+
+    def write_beside(self, folder: Path) -> list[str]:
+        """The trained stacks' checkpoints (git-ignored: a baseline keeps only the CSVs, and `check` trains anew)."""
+        if not self.trained:
+            return []
+        write_checkpoints(folder / CHECKPOINTS, self.trained)
+        return [CHECKPOINTS]
+
     def _in_columns(self, frames: Frames) -> Frames:
         """A loop's frames in this run's columns (DETAIL_COLUMNS blank on its rows); returns what the loop returned."""
         columns = self.columns
@@ -196,34 +217,3 @@ def run_sweep(spec: Spec, options: RunOptions = DEFAULTS) -> MeasuredSweep:
     started = time.perf_counter()
     table = pd.concat(list(SweepMeasurement(spec, options).frames()), ignore_index=True)  # rows only
     return MeasuredSweep(table, options.device, time.perf_counter() - started)
-
-
-def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
-    """`rows.summarize` per combination, then a trained spec's task accuracy per length (task_summary), with the
-    swept columns after `subject`; the position probe's rows left out. Over a seed sweep, per cell the mean over
-    seeds of the per-seed worst value and its t interval."""
-    # Left out: the position probe's rows, and values summarised by another metric (log P per order).
-    shown = table[(table["case"] != "decodability") & (table["metric"].map(reduction_of) != "none")]
-    shown = pd.concat([shown, table[table["case"] == TASK_CASE]])
-    if shown.empty:
-        return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])
-    if not swept:
-        return summarize_with_tasks(shown, encodings)
-    parts = []
-    for values, group in shown.groupby(swept, sort=True):
-        part = summarize_with_tasks(group, encodings)
-        for position, (name, value) in enumerate(zip(swept, values, strict=True), start=2):
-            # pandas-stubs type group keys as Hashable; each is a cell of a swept column
-            part.insert(position, name, value)  # type: ignore[arg-type]
-        parts.append(part)
-    per_combination = pd.concat(parts, ignore_index=True)
-    return over_seeds(per_combination, SEED, encodings, per_seed=(CHANCE,)) if SEED in swept else per_combination
-
-
-def summarize_with_tasks(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """`rows.summarize` of the order metrics, then the task accuracy rows (their CHANCE column blank elsewhere)."""
-    tasks = table["case"] == TASK_CASE
-    parts = [summarize(table[~tasks], encodings)] if (~tasks).any() else []
-    parts += [task_summary(table[tasks], encodings)] if tasks.any() else []
-    summary = pd.concat(parts, ignore_index=True)
-    return summary.fillna({CHANCE: ""}) if CHANCE in summary.columns else summary

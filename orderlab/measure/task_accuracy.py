@@ -1,58 +1,33 @@
 """What a trained spec adds to metrics.csv: the `weights` column (trained beside untrained) and task accuracy rows.
 
-Task accuracy rows are tidy rows (rows.COLUMNS) of case `task`, one per trained encoding and test length, at the
-last layer; their verdict says whether the length was trained on, so that length generalisation reads off a column.
-Of rows.DETAIL_COLUMNS they fill `length` and `chance` (the task's best order-blind accuracy, tasks.py).
+Task accuracy rows are tidy rows (vocabulary/columns.COLUMNS) of case `task`, one per trained encoding and test
+length, at the last layer; their verdict says whether the length was trained on, so that length generalisation reads
+off a column. Of DETAIL_COLUMNS they fill `length` and `chance` (the task's best order-blind accuracy, tasks.py).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from orderlab.measure.rows import COLUMNS, DETAIL_COLUMNS, detail_number
 from orderlab.metrics import TASK_ACCURACY
 from orderlab.spec.schema import Spec
 from orderlab.train.tasks import TaskData
 from orderlab.train.train import TrainedStack, task_accuracy, train_seed
-
-WEIGHTS = "weights"  # the column: which stacks a row measures
-TRAINED, UNTRAINED = "trained", "untrained"
-TASK_CASE = "task"
-TRAINED_LENGTH, UNTRAINED_LENGTH = "trained length", "untrained length"
+from orderlab.vocabulary.columns import (
+    COLUMNS,
+    DETAIL_COLUMNS,
+    TASK_CASE,
+    TRAINED_LENGTH,
+    UNTRAINED_LENGTH,
+    detail_number,
+    task_subject,
+)
 
 
 def training_work(spec: Spec) -> int:
     """Progress units of training one combination: every encoding's steps, each its batch of sentences."""
     assert spec.train is not None
     return len(spec.encodings) * spec.train.steps * spec.train.batch
-
-
-def task_subject(spec: Spec, n: int) -> str:
-    """The `input` of a task accuracy row: which task, how many sentences, how long."""
-    assert spec.train is not None
-    return f"{spec.train.task}: {spec.train.test_sentences} sentences of {n:>3} words"
-
-
-def tested_length(subject: str) -> int:
-    """The sentence length a task accuracy row's `input` (task_subject) names."""
-    return int(subject.rsplit(" of ", 1)[1].split()[0])
-
-
-CHANCE = "chance"  # summary.csv's column on a task row: the length's chance accuracy (as metrics.csv's)
-
-
-def task_summary(rows: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
-    """summary.csv's task rows: per test length, each trained encoding's accuracy, its verdict (trained or untrained
-    length) and the length's CHANCE, so that the answer of a trained spec is read against chance."""
-    keys = ["input", "length", CHANCE]
-    wide = rows.pivot(index=keys, columns="encoding", values=["value", "verdict"])
-    ordered = wide.sort_index(level="length")
-    columns = {name: ordered[("value", name)].astype(float) for name in encodings}
-    columns |= {f"{name} verdict": ordered[("verdict", name)] for name in encodings}
-    table = pd.DataFrame(columns).reset_index().rename(columns={"input": "subject"})
-    return table.assign(case=TASK_CASE, metric=TASK_ACCURACY).drop(columns="length")[
-        ["case", "subject", "metric", *columns, CHANCE]
-    ]
 
 
 def accuracy_rows(spec: Spec, stacks: list[TrainedStack]) -> pd.DataFrame:

@@ -23,23 +23,21 @@ Must not import torch.
 
 from __future__ import annotations
 
-import typing
-
 import numpy as np
 
-from orderlab.metrics import METRICS, Passing
+from orderlab.metrics import METRICS
+from orderlab.vocabulary.verdict_words import (
+    DISTINGUISHABLE,
+    INDISTINGUISHABLE,
+    NON_FINITE,
+    ORDER_SENSITIVE,
+    PASSING_WORDS,
+    eps,
+)
 
 SAFETY = 16
 FLOOR = 16
-ORDER_SENSITIVE = "order-sensitive"
-NON_FINITE = "non-finite"
-# The unit round-off (machine epsilon) of each floating type a run may compute in (numpy has no bfloat16).
-EPSILON = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}
 METRIC_DTYPE = {"bfloat16": "float32", "float16": "float32"}  # the metrics of a 16-bit run are computed in float32
-
-
-def eps(dtype: str) -> float:
-    return EPSILON[dtype]
 
 
 def coarser(a: str, b: str) -> str:
@@ -67,9 +65,6 @@ def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(np.isfinite(noise), line, np.nan)
 
 
-PASSING_WORDS = typing.get_args(Passing)
-
-
 def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf.
     A 0/1 flag gets its own words (its `flag`), and a value not judged by round-off (passing None) none: ''."""
@@ -86,11 +81,6 @@ def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.n
     by_round_off = passing != ""
     finite = np.isfinite(values) & (np.isfinite(lines) | ~by_round_off)
     return np.where(finite, judged, NON_FINITE)
-
-
-# A pair of sentences that is not a reordering (core/pair_relations.py) is told apart or not: never an order verdict.
-DISTINGUISHABLE = "distinguishable"
-INDISTINGUISHABLE: Passing = "indistinguishable"
 
 
 def without_order(verdicts: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ the same figures inline.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import textwrap
@@ -32,7 +33,6 @@ from matplotlib.typing import ColorType
 from orderlab.core.bounds import MAX_PROBE_LENGTH
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
-from orderlab.measure.task_accuracy import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 from orderlab.metrics import (
     POSITION_ACCURACY,
     POSITION_CHANCE,
@@ -49,7 +49,8 @@ from orderlab.results.orders import COLUMNS as ORDERS_COLUMNS
 from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
-from orderlab.results.run_folder import read_attention
+from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, swept_kinds
+from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]
@@ -108,8 +109,7 @@ def has_figures(folder: Path) -> bool:
 def read_results(folder: Path) -> Results:
     """metrics.csv, manifest.json and attention.csv (None if absent) of a results folder, each held to what the
     figures use (columns, kinds, bounds); one line naming the file and column if not."""
-    if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
-        raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
+    manifest = open_run_folder(folder).fields
     header = set(tables.csv_header(folder / "metrics.csv", METRICS) or ())
     corpus = header >= CORPUS_COLUMNS
     if not corpus and not header >= LAYER_COLUMNS:
@@ -117,24 +117,20 @@ def read_results(folder: Path) -> Results:
             f"{folder}: these results have no per-layer metrics or corpus similarities to plot; expected the folder "
             "of `orderlab run`"
         )
-    manifest = read_manifest(folder).fields
-    if manifest.spec is None or manifest.dtype is None:
-        raise FileProblem(folder / MANIFEST, "no `spec` or `dtype`; expected the manifest of `orderlab run`")
     if corpus:
-        path = folder / "metrics.csv"
         kinds = {"words": tables.INDEX, "encoding": tables.TEXT, "metric": tables.TEXT, "value": tables.NUMBER}
-        similarities = tables.require(tables.read_table(path, METRICS), path, kinds, METRICS)
+        similarities = read_metrics(folder, manifest, kinds, METRICS)
         if not similarities["metric"].isin(list(POOLINGS_SHOWN)).any():
-            raise FileProblem(path, f"no {' or '.join(POOLINGS_SHOWN)} rows to plot; expected {METRICS}")
+            raise FileProblem(
+                folder / "metrics.csv", f"no {' or '.join(POOLINGS_SHOWN)} rows to plot; expected {METRICS}"
+            )
         return Results(similarities, manifest, None)
-    swept = {name: tables.TEXT for name in manifest.sweep}
-    path = folder / "metrics.csv"
-    metrics = tables.read_table(path, METRICS)
     kinds = {"case": tables.TEXT, "input": tables.TEXT, "encoding": tables.TEXT, "layer": tables.INDEX}
     kinds |= {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}
-    details = {name: kind for name, kind in DETAIL_KINDS.items() if name in metrics.columns}  # task and probe rows'
-    metrics = tables.require(metrics, path, swept | kinds | details, METRICS)
-    attention = read_attention(folder, manifest, swept) if (folder / "attention.csv").exists() else None
+    details = {name: kind for name, kind in DETAIL_KINDS.items() if name in header}  # task and probe rows'
+    metrics = read_metrics(folder, manifest, kinds | details, METRICS)
+    has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader
+    attention = read_attention(folder, manifest, swept_kinds(manifest)) if has_maps else None
     return Results(metrics, manifest, attention, read_orders(folder))
 
 

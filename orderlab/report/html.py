@@ -27,7 +27,6 @@ from markupsafe import Markup
 from orderlab import __version__
 from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
@@ -37,6 +36,7 @@ from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, Writte
 from orderlab.results.ownership import NESTED_FILES, REPORT_MARK, recorded
 from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 
 if TYPE_CHECKING:
     from orderlab.results.baseline_diff import CsvComparison, SpecCheck

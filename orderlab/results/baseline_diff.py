@@ -21,10 +21,10 @@ from typing import Literal
 from orderlab.core import userfiles
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
-from orderlab.measure.verdicts import ORDER_SENSITIVE, PASSING_WORDS, eps
 from orderlab.results.orders import ORDERS
 from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec.schema import Spec
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, eps
 
 # %.6e keeps 7 significant digits, so rewriting a value moves it by up to 1e-6 of itself.
 CSV_RESOLUTION = 1e-6

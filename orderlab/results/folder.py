@@ -134,16 +134,6 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def write_results(
-    destination: Path, tables: dict[str, pd.DataFrame], manifest: Manifest, settle: Callable[[Path], None] | None = None
-) -> None:
-    """Write each table as <name>.csv plus manifest.json into `destination`, atomically (`settle`: staged_folder's)."""
-    with staged_folder(destination, settle) as folder:
-        for name, frame in tables.items():
-            write_csv(frame, folder / f"{name}.csv")
-        write_manifest(folder, manifest)
-
-
 Returned = TypeVar("Returned")
 
 

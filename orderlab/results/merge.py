@@ -3,7 +3,7 @@
 Shard K's metrics.csv rows are a contiguous stretch of the whole run's (orderlab/plan/shards.py), so they are
 copied as they are, in shard order. A sentence whose permutations a cut split left a partial summary in
 each shard holding part of it: those are folded in order (max with its first permutation, exact sums,
-counts) and finished by loop.finish_summary, the code a whole run finishes its summaries with, so
+counts) and finished by measure/summaries.finish_summary, the code a whole run finishes its summaries with, so
 the summary rows, summary.csv and the verdicts come out as the whole run's. Shards that are missing,
 given twice, of another spec or of another partition are refused before anything is written.
 """
@@ -21,10 +21,7 @@ import pandas as pd
 
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
-from orderlab.measure.attention_maps import sort_maps
-from orderlab.measure.loop import Piece, SummaryCollector, finish_summary, tag
-from orderlab.measure.noise import NoiseKey
-from orderlab.measure.sweep_measure import summarize_sweep
+from orderlab.measure.summaries import finish_summary, summarize_sweep
 from orderlab.results.folder import Manifest, append_csv, staged_folder, write_csv, write_manifest
 from orderlab.results.manifest import read_manifest, verify_hashes
 from orderlab.results.orders import ORDERS, orders_table
@@ -32,6 +29,8 @@ from orderlab.results.outcome import Outcome, RunView
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, ShardPartials, read_partials
 from orderlab.results.paths import child
+from orderlab.vocabulary.columns import sort_maps
+from orderlab.vocabulary.digest import NoiseKey, Piece, Summary, tag
 
 RECORD_LIMIT = 2**20  # characters of one metrics.csv record: orderlab's are one short line
 CHECK_CHUNK_ROWS = 200_000  # rows of the merged metrics.csv held at once while checking it against the summary
@@ -152,7 +151,7 @@ class Pending:
     """A sentence's summary folded from the shards seen so far, and where its next range must start."""
 
     piece: Piece
-    summary: SummaryCollector
+    summary: Summary
     noise: dict[NoiseKey, float]
     next_start: int
 

@@ -1,6 +1,7 @@
 """What a run hands back to the command that asked for it: plain data, and the device check every run starts with.
 
-Shared by the attention-stack path (commands/run.py) and the pretrained path (commands/corpus_run.py).
+Shared by every kind of measurement (a sweep, a corpus): commands/run.py builds it from what results/run_writer.py
+wrote.
 """
 
 from __future__ import annotations

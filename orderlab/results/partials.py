@@ -19,12 +19,11 @@ import pandas as pd
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
-from orderlab.measure.exactsum import EXPONENTS
-from orderlab.measure.loop import Digest, Partial, Piece, SummaryCollector
-from orderlab.measure.noise import NoiseKey
 from orderlab.plan.shards import Unit
 from orderlab.plan.sweep import SweptValue
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
+from orderlab.vocabulary.digest import Digest, NoiseKey, Partial, Piece, Summary
+from orderlab.vocabulary.exactsum import EXPONENTS
 
 FILE = "partials.json"
 FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)
@@ -103,7 +102,7 @@ def _piece(data: PieceData) -> Piece:
     partial = None
     if data.partial is not None:
         noise: dict[NoiseKey, float] = {(layer, head, name): value for layer, head, name, value in data.partial.noise}
-        partial = Partial(SummaryCollector.from_state(data.partial.summary.model_dump()), noise)
+        partial = Partial(Summary.from_state(data.partial.summary.model_dump()), noise)
     worst = None if data.worst is None else data.worst.frame()
     return Piece(Unit(**data.unit.model_dump()), combination, data.rows, worst, partial)
 

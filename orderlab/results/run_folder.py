@@ -17,7 +17,7 @@ import pandas as pd
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.results import tables
-from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
+from orderlab.results.manifest import MANIFEST, ManifestFields, ManifestFile, read_manifest
 
 METRICS = "metrics.csv as `orderlab run` writes it"
 SUMMARY = "summary.csv as `orderlab run` writes it"
@@ -40,15 +40,11 @@ class RunFolder:
 
 def read_run_folder(folder: Path) -> RunFolder:
     """metrics.csv, summary.csv, attention.csv (if any) and manifest.json of a folder `orderlab run` wrote."""
-    if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
-        raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
-    manifest = read_manifest(folder)
-    if manifest.fields.spec is None:
-        raise FileProblem(manifest.path, "no `spec`; expected the manifest of `orderlab run`")
-    swept = {name: tables.TEXT for name in manifest.fields.sweep}
-    metrics_path = folder / "metrics.csv"
-    metrics = tables.require(tables.read_table(metrics_path, METRICS), metrics_path, swept | ROW_KINDS, METRICS)
+    manifest = open_run_folder(folder)
+    assert manifest.fields.spec is not None  # open_run_folder checked it
+    metrics = read_metrics(folder, manifest.fields, ROW_KINDS, METRICS)
     summary = tables.read_table(folder / "summary.csv", SUMMARY)
+    swept = swept_kinds(manifest.fields)
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader, not absent
     attention = read_attention(folder, manifest.fields, swept) if has_maps else None
     tokens_path = folder / "token_logprobs.csv"
@@ -57,6 +53,28 @@ def read_run_folder(folder: Path) -> RunFolder:
         tokens = tables.require(tables.read_table(tokens_path, TOKEN_LOGPROBS), tokens_path, swept | TOKEN_KINDS,
                                 TOKEN_LOGPROBS)  # fmt: skip
     return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document, tokens)
+
+
+def open_run_folder(folder: Path) -> ManifestFile:
+    """The manifest.json of a folder `orderlab run` wrote (it has metrics.csv, and its manifest names the spec and
+    dtype): every reader of a results folder (api.load, the figures, the HTML report) opens it here."""
+    if not (folder / "metrics.csv").is_file() or not (folder / MANIFEST).is_file():
+        raise OrderlabError(f"{folder}: not a results folder; expected metrics.csv and manifest.json (orderlab run)")
+    manifest = read_manifest(folder)
+    if manifest.fields.spec is None or manifest.fields.dtype is None:
+        raise FileProblem(manifest.path, "no `spec` or `dtype`; expected the manifest of `orderlab run`")
+    return manifest
+
+
+def swept_kinds(manifest: ManifestFields) -> dict[str, tables.Kind]:
+    """The swept fields' columns, which lead every row (as text: a sweep's values are the spec's words)."""
+    return {name: tables.TEXT for name in manifest.sweep}
+
+
+def read_metrics(folder: Path, manifest: ManifestFields, kinds: dict[str, tables.Kind], expected: str) -> pd.DataFrame:
+    """metrics.csv held to the swept columns and `kinds` (what its reader uses); one line naming the column if not."""
+    path = folder / "metrics.csv"
+    return tables.require(tables.read_table(path, expected), path, swept_kinds(manifest) | kinds, expected)
 
 
 def read_attention(folder: Path, manifest: ManifestFields, swept: dict[str, tables.Kind]) -> pd.DataFrame:

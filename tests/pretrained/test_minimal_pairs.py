@@ -61,8 +61,9 @@ def test_it_needs_a_causal_lm_and_probes():
 def test_a_preference_gets_no_verdict_unless_it_is_not_finite():
     import numpy as np
 
-    from orderlab.measure.verdicts import NON_FINITE, canonical, verdicts
+    from orderlab.measure.verdicts import canonical, verdicts
     from orderlab.metrics import MINIMAL_PAIR_PREFERRED
+    from orderlab.vocabulary.verdict_words import NON_FINITE
 
     names = np.array([MINIMAL_PAIR_PREFERRED] * 4)
     values = np.array([0.0, 1.0, np.nan, 1.0])

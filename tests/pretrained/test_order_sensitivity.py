@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.families.position_tables import position_table
-from orderlab.measure.verdicts import ORDER_SENSITIVE
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE
 
 SPEC = """
 name: order

@@ -13,7 +13,8 @@ import numpy as np
 from conftest import needs_minilm
 from precision import assert_precisions_agree, judged_run
 
-from orderlab.measure.verdicts import FLOOR, eps
+from orderlab.measure.verdicts import FLOOR
+from orderlab.vocabulary.verdict_words import eps
 
 ROOT = Path(__file__).resolve().parents[2]
 

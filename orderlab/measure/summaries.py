@@ -1,0 +1,165 @@
+"""The summary rows of a run: a sentence's running summary finished against its round-off (metrics.csv's summary
+rows, the max rows summary.csv reduces), and summary.csv's wide view of them, per combination and over seeds.
+
+The one place both are made, for a whole run and for `orderlab merge` of shards alike (results/merge.py), so a
+merged run's summary comes out as the whole run's. Torch-free at import, like `orderlab merge`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from orderlab.core.pair_relations import RELATION_COLUMN
+from orderlab.measure.intervals import over_seeds
+from orderlab.measure.noise import judge
+from orderlab.metrics import (
+    ORIGINAL_RANK,
+    PERMUTATION_PREFERRED,
+    RATE_COUNT,
+    TASK_ACCURACY,
+    per_permutation_mean,
+    reduction_of,
+)
+from orderlab.plan.sweep import SEED
+from orderlab.vocabulary.columns import CHANCE, NEVER, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
+from orderlab.vocabulary.digest import NoiseKey, Summary
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+
+
+def finish_summary(
+    summary: Summary, noise: dict[NoiseKey, float], dtype: str
+) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows, each
+    with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
+    a summary is finished, for a whole run and for a merge of shards alike."""
+    table = summary.frame()
+    judged = judge(table, noise, dtype)
+    summary.name_first_where_round_off(table)
+    order = ["layer", "head", "metric", "statistic"]
+    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    means = table.loc[table["statistic"] == "mean", "value"].to_numpy()  # frame() writes each max before its mean
+    return rows, table[table["statistic"] == "max"].assign(mean=means), judged
+
+
+def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """Wide view: per (case, subject, metric), each encoding's value as the registry reduces the metric, and its
+    verdict: the worst (largest) value, or for a mean or a rate the largest mean over permutations of any layer and
+    head (table's `mean` column), with the worst value's verdict. A table with a rate metric gets RATE_COUNT; one
+    with a pair that is not a reordering, each pair's relation (RELATION_COLUMN, blank on other rows)."""
+    subject = np.where(table["case"] == "probe", table["input"] + " vs " + table["permuted"], table["input"])
+    shown = table.assign(subject=subject, value=summary_values(table))
+    relation = [RELATION_COLUMN] if RELATION_COLUMN in table.columns else []
+    if relation:
+        shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
+    index = ["case", "subject", *relation, "metric"]
+    ordered = shown.sort_values("value", kind="mergesort", na_position="last")
+    # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
+    worst = ordered.groupby([*index, "encoding"]).tail(1)
+    wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
+    columns = {name: wide[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": wide[("verdict", name)] for name in encodings}
+    firsts = first_layers(shown, index).reindex(index=wide.index, columns=encodings).astype(object).fillna("")
+    columns |= {first_layer_column(name): firsts[name] for name in encodings}
+    summary = pd.DataFrame(columns).reset_index()
+    rates = worst[worst["metric"].map(reduction_of) == "rate"]
+    if rates.empty:
+        return summary
+    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
+    summary = summary.join(counts, on=["case", "subject", "metric"])
+    over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
+    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+    return with_ranks(summary, encodings, index)
+
+
+def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
+    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
+        rows["metric"].map(reduction_of).isin(["max", "mean"])
+    )
+    sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
+    keys = [*index, "encoding"]
+    first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
+    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
+
+
+def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:
+    """The summary with, after each acceptance rate, the original's rank among itself and its distinct reorderings:
+    1 + how many the model prefers (rate x count), of count + 1 sentences; unjudged (verdict '')."""
+    rates = summary[summary["metric"] == PERMUTATION_PREFERRED]
+    if rates.empty:
+        return summary
+    ranks = rates.assign(metric=ORIGINAL_RANK)
+    for name in encodings:
+        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
+        ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
+    together = pd.concat([summary, ranks], ignore_index=True)
+    return together.sort_values(index, kind="mergesort", ignore_index=True)
+
+
+def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
+    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
+    rows = []
+    for metric, group in rates.groupby("metric", sort=False):
+        rate = group.groupby("encoding")["value"].mean()
+        count = int(group.groupby("encoding").size().max())
+        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
+                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def summary_values(table: pd.DataFrame) -> pd.Series:
+    """Each row's value as its summary shows it: its `mean` over permutations for a mean or rate metric, else
+    `value` (the worst)."""
+    if "mean" not in table.columns:
+        return table["value"]
+    one_value = table["mean"].isna() & (table["case"] == "probe")  # a probe's one value is its own mean
+    return table["value"].where(~table["metric"].map(per_permutation_mean).astype(bool) | one_value, table["mean"])
+
+
+def summarize_sweep(table: pd.DataFrame, encodings: list[str], swept: list[str]) -> pd.DataFrame:
+    """`summarize` per combination, then a trained spec's task accuracy per length (task_summary), with the
+    swept columns after `subject`; the position probe's rows left out. Over a seed sweep, per cell the mean over
+    seeds of the per-seed worst value and its t interval."""
+    # Left out: the position probe's rows, and values summarised by another metric (log P per order).
+    shown = table[(table["case"] != "decodability") & (table["metric"].map(reduction_of) != "none")]
+    shown = pd.concat([shown, table[table["case"] == TASK_CASE]])
+    if shown.empty:
+        return pd.DataFrame(columns=["case", "subject", *(c for c in swept if c != SEED), "metric", *encodings])
+    if not swept:
+        return summarize_with_tasks(shown, encodings)
+    parts = []
+    for values, group in shown.groupby(swept, sort=True):
+        part = summarize_with_tasks(group, encodings)
+        for position, (name, value) in enumerate(zip(swept, values, strict=True), start=2):
+            # pandas-stubs type group keys as Hashable; each is a cell of a swept column
+            part.insert(position, name, value)  # type: ignore[arg-type]
+        parts.append(part)
+    per_combination = pd.concat(parts, ignore_index=True)
+    return over_seeds(per_combination, SEED, encodings, per_seed=(CHANCE,)) if SEED in swept else per_combination
+
+
+def summarize_with_tasks(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """`summarize` of the order metrics, then the task accuracy rows (their CHANCE column blank elsewhere)."""
+    tasks = table["case"] == TASK_CASE
+    parts = [summarize(table[~tasks], encodings)] if (~tasks).any() else []
+    parts += [task_summary(table[tasks], encodings)] if tasks.any() else []
+    summary = pd.concat(parts, ignore_index=True)
+    return summary.fillna({CHANCE: ""}) if CHANCE in summary.columns else summary
+
+
+def task_summary(rows: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """summary.csv's task rows: per test length, each trained encoding's accuracy, its verdict (trained or untrained
+    length) and the length's CHANCE, so that the answer of a trained spec is read against chance."""
+    keys = ["input", "length", CHANCE]
+    wide = rows.pivot(index=keys, columns="encoding", values=["value", "verdict"])
+    ordered = wide.sort_index(level="length")
+    columns = {name: ordered[("value", name)].astype(float) for name in encodings}
+    columns |= {f"{name} verdict": ordered[("verdict", name)] for name in encodings}
+    table = pd.DataFrame(columns).reset_index().rename(columns={"input": "subject"})
+    return table.assign(case=TASK_CASE, metric=TASK_ACCURACY).drop(columns="length")[
+        ["case", "subject", "metric", *columns, CHANCE]
+    ]

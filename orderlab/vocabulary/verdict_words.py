@@ -1,0 +1,25 @@
+"""The words of a verdict column, and the unit round-off of each floating type they are judged by.
+
+The rule that picks a word (measure/verdicts.py) measures; these words are what every view and the baseline
+comparison read back. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import typing
+
+from orderlab.metrics import Passing
+
+ORDER_SENSITIVE = "order-sensitive"
+NON_FINITE = "non-finite"
+PASSING_WORDS = typing.get_args(Passing)  # "equivariant", "invariant", ...: within the round-off
+# A pair of sentences that is not a reordering (core/pair_relations.py) is told apart or not: never an order verdict.
+DISTINGUISHABLE = "distinguishable"
+INDISTINGUISHABLE: Passing = "indistinguishable"
+
+# The unit round-off (machine epsilon) of each floating type a run may compute in (numpy has no bfloat16).
+EPSILON = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}
+
+
+def eps(dtype: str) -> float:
+    return EPSILON[dtype]
