@@ -15,7 +15,7 @@ import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
 from orderlab.measure.verdicts import ORDER_SENSITIVE
 from orderlab.metrics import METRICS
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from orderlab.metrics import (
 )
 from orderlab.metrics.docs_table import markdown_tables
 from orderlab.plan.estimate import estimate
-from orderlab.plan.load import load_spec
 from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import uses_backend
 
 ROOT = Path(__file__).resolve().parents[1]

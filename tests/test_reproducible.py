@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.commands.baseline import run_fresh
 from orderlab.measure.rows import KEY_COLUMNS
-from orderlab.plan.load import load_spec
 from orderlab.results.baseline_diff import compare_folder, tolerances_for
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))

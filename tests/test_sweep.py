@@ -12,8 +12,8 @@ from orderlab.errors import SpecError
 from orderlab.measure.rows import COLUMNS, KEY_COLUMNS
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.plan.load import load_spec
-from orderlab.plan.sweep import plan
+from orderlab.spec.load import load_spec
+from orderlab.spec.sweep import plan
 
 SWEEP = """
 model: {d_model: 8, n_heads: 2, n_layers: [1, 2, 3], causal: [false, true], residual: [true, false]}

@@ -20,13 +20,13 @@ from orderlab.measure.chunking import device_batching
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import PretrainedAdapter, pretrained_adapters
-from orderlab.plan.load import LoadedSpec
 from orderlab.results.agreeing import KeepAgreeing
 from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, write_results
 from orderlab.results.outcome import Outcome, RunView, run_title
 from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs, HFModelSpec
+from orderlab.spec.load import LoadedSpec
 from orderlab.spec.schema import Spec
 
 

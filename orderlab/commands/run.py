@@ -23,9 +23,8 @@ from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
 from orderlab.measure.task_accuracy import TRAINED, UNTRAINED, WEIGHTS
 from orderlab.metrics import ATTENTION_FAMILY
-from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.limits import validate_limits
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
-from orderlab.plan.sweep import swept_fields
 from orderlab.results.agreeing import KeepAgreeing
 from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest, staged_folder, write_csv, write_csv_chunks, write_manifest
@@ -37,7 +36,9 @@ from orderlab.results.paths import child
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.schema import uses_backend
+from orderlab.spec.sweep import swept_fields
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 
 
@@ -74,7 +75,7 @@ def run(
     `phases`, and the run's progress too."""
     if sum(option is not None for option in (shard, workers, scheduler)) > 1:
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
-    loaded = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
+    loaded = spec if isinstance(spec, LoadedSpec) else validate_limits(load_spec(spec))
     if shard is not None:
         if plot or html:
             raise OrderlabError(

@@ -4,7 +4,7 @@
 (the same passes, the same hook points as `trace`), and stacks each requested point over those rows: row r of every
 tensor is row r of the index frame. Rows of different lengths (inputs of other word or token counts) are padded
 with NaN past their own slots. What the tensors will hold is measured on one pass per input and condition before
-the rest runs, and refused in one line if it does not fit beside the run's own estimate (plan/estimate.py).
+the rest runs, and refused in one line if it does not fit beside the run's own estimate (plan/limits.memory_beside_run).
 Compute only: orderlab.api.activations is its door.
 """
 
@@ -22,10 +22,11 @@ from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.plan.estimate import memory_beside_run, size
-from orderlab.plan.sweep import SweptValue, plan
+from orderlab.plan.amounts import size
+from orderlab.plan.limits import memory_beside_run
 from orderlab.spec.families import CorpusInputs
 from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import SweptValue, plan
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,10 @@ from orderlab.models.hf.interventions import UserHook
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
+from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import rates_file, read_rates
-from orderlab.plan.estimate import estimate, prefix_walk_pays, run_seconds
+from orderlab.plan.estimate import estimate
+from orderlab.plan.prefix_walk import prefix_walk_pays
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
 from orderlab.train.adapters import checkpoint_adapters, probe_inputs_for
 

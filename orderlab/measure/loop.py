@@ -40,8 +40,8 @@ from orderlab.measure.verdicts import noise_scale, without_order
 from orderlab.metrics import ATTENTION_FAMILY, noise_families, per_permutation_mean
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
-from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import ProbePair, Spec
+from orderlab.spec.sweep import SweptValue
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence

@@ -33,8 +33,8 @@ from orderlab.measure.task_accuracy import (
 from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY, reduction_of
 from orderlab.plan.shards import DECODABILITY, Unit, opened_combinations
-from orderlab.plan.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import SEED, Configuration, describe, in_row_order, swept_fields
 from orderlab.train.adapters import trained_adapters
 from orderlab.train.train import TrainedStack, train_stack
 

@@ -41,13 +41,13 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
-from orderlab.plan.sweep import describe
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import read_attention
+from orderlab.spec.sweep import describe
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]

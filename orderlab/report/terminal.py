@@ -38,9 +38,9 @@ from orderlab.measure.rows import FIRST_LAYER, NEVER, first_layer_column
 from orderlab.measure.task_accuracy import CHANCE, TASK_CASE, UNTRAINED_LENGTH
 from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
-from orderlab.plan.sweep import describe
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
 from orderlab.results.outcome import RunView
+from orderlab.spec.sweep import describe
 
 if TYPE_CHECKING:
     from rich.console import ConsoleOptions, RenderableType

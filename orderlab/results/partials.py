@@ -23,8 +23,8 @@ from orderlab.measure.exactsum import EXPONENTS
 from orderlab.measure.loop import Digest, Partial, Piece, SummaryCollector
 from orderlab.measure.noise import NoiseKey
 from orderlab.plan.shards import Unit
-from orderlab.plan.sweep import SweptValue
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
+from orderlab.spec.sweep import SweptValue
 
 FILE = "partials.json"
 FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)

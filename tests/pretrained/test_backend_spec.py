@@ -9,8 +9,8 @@ import pytest
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.plan.load import load_spec
 from orderlab.spec.families import HFModelSpec, PretrainedModelSpec
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import ModelSpec
 
 STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"

@@ -18,9 +18,9 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import CorpusInputs
+from orderlab.spec.load import load_spec
 
 CORPUS = """# tiny corpus
 dog bites man
