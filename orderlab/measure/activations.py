@@ -20,7 +20,7 @@ from orderlab.core import permutations as perms
 from orderlab.core.hook_points import PASS_POINTS, UNBATCHED_POINTS, hook_name, point_of
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
-from orderlab.measure.adapters import Adapter, build_adapters
+from orderlab.measure.adapters import Adapter, build_adapters, run_decisions
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.plan.amounts import size
 from orderlab.plan.limits import memory_beside_run
@@ -76,12 +76,12 @@ def collect_activations(
     if not points:
         raise OrderlabError("points: none asked for; expected hook point names such as '1.output' (orderlab models)")
     maps = any(point_of(point) == "pattern" for point in points)
+    decisions = run_decisions(spec, spec_file, options.device)  # once, for every combination
     groups = []
     for configuration in plan(spec):
         concrete = configuration.spec
-        adapters = build_adapters(
-            concrete, options.device, spec_file, attention_maps=maps, given=options.model, user_hooks=options.hooks
-        )
+        adapters = build_adapters(concrete, options.device, spec_file, attention_maps=maps, decisions=decisions,
+                                  given=options.model, user_hooks=options.hooks)  # fmt: skip
         groups.append(_Group(configuration.columns, adapters, _inputs(concrete, orders)))
     shapes = _shapes(groups, points)
     rows = sum(len(group.adapters) * len(item.orders) for group in groups for item in group.work)

@@ -14,7 +14,7 @@ import torch
 
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
-from orderlab.measure.adapters import build_adapters, compile_records
+from orderlab.measure.adapters import build_adapters, compile_records, run_decisions
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.loop import SUMMARY_COLUMNS, Digest, Frames, MeasuringLoop, Piece, relation_columns
@@ -72,6 +72,8 @@ class SweepMeasurement:
         self.given, self.user_hooks = options.model, options.hooks
         self.axes = axes(spec)
         self.configurations = in_row_order(spec)
+        # How the run computes (shared prefixes, compilation), decided once: adapters follow it, the manifest says it.
+        self.decisions = run_decisions(spec, spec_file, self.device)
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
@@ -121,9 +123,8 @@ class SweepMeasurement:
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
-                adapters = build_adapters(
-                    spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
-                )
+                adapters = build_adapters(spec, self.device, self.spec_file, decisions=self.decisions, given=self.given,
+                                          user_hooks=self.user_hooks)  # fmt: skip
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
                 if spec.token_logprobs and (share is None or share[0].combination in self.opened):
                     with torch.inference_mode():
