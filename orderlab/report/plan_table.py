@@ -3,12 +3,19 @@ combination and one for the whole run, under the line that names the device it w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from orderlab.plan.amounts import duration, size
 from orderlab.plan.cost import Estimate, run_seconds
 from orderlab.plan.estimate import PricedPlan
 
 PLAN_HEADER = ["", "memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size", "attention.csv rows",
                "size"]  # fmt: skip
+
+
+def validated_lines(path: Path, name: str, priced: PricedPlan | None) -> list[str]:
+    """`validate`'s lines for a spec it accepted: `path: ok (name)`, then with --plan its plan, indented."""
+    return [f"{path}: ok ({name})", *(f"  {line}" for line in (plan_lines(priced) if priced else []))]
 
 
 def plan_lines(priced: PricedPlan) -> list[str]:

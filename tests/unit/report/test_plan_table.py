@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orderlab.plan.device import Device, Rate
 from orderlab.plan.estimate import PricedPlan, estimate
-from orderlab.report.plan_table import plan_lines
+from orderlab.report.plan_table import plan_lines, validated_lines
 from orderlab.spec.schema import Spec
 
 SPEC = Spec.model_validate({"model": {"n_layers": [1, 2]}, "inputs": [{"sentence": "the dog bit the man"}]})
@@ -29,3 +29,10 @@ def test_a_card_too_small_for_the_run_is_said_last():
     assert lines(Device("cuda", "a card", 10**4, RATE))[-1].startswith("does not fit: needs ~")
     assert not lines(Device("cuda", "a card", 10**10, RATE))[-1].startswith("does not fit")
     assert not lines(Device("cpu", "a cpu", 10**4, RATE))[-1].startswith("does not fit")  # the host's check is limits'
+
+
+def test_validate_says_ok_and_indents_the_plan_under_it():
+    device = Device("cpu", "a cpu", 10**10, RATE)
+    priced = PricedPlan(device, "float64", Path("rates.json"), estimate(SPEC, "spec.yaml", device))
+    assert validated_lines(Path("s.yaml"), "s", None) == ["s.yaml: ok (s)"]
+    assert validated_lines(Path("s.yaml"), "s", priced) == ["s.yaml: ok (s)", *(f"  {line}" for line in lines(device))]
