@@ -73,7 +73,7 @@ def peak_rss_bytes() -> int:
 def child(spec: Path, out: Path) -> None:
     """The run itself, in this fresh process: `orderlab run`'s code path; prints its wall time and peak RSS."""
     from orderlab.commands.run import write_experiment
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     started = time.perf_counter()
     loaded = load_spec(spec)
@@ -84,7 +84,7 @@ def child(spec: Path, out: Path) -> None:
 
 def measure(row: str, folder: Path) -> dict[str, Any]:
     from orderlab.plan.estimate import estimate, run_seconds
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     spec = folder / f"big_{row}.yaml"
     spec.write_text(spec_text(row))

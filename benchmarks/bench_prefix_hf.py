@@ -28,6 +28,7 @@ from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def zoo_spec(family: str, n: int) -> Spec:
 
 def loop_rate(spec: Spec, share_prefixes: bool) -> float:
     """Sequences/s of one measuring-loop pass over the spec's n! orders (the model built beforehand, not timed)."""
-    adapters = build_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)
+    adapters = build_adapters(spec, CPU, ROOT / "spec.yaml", decisions=Decisions(share_prefixes, compile=False))
     started = time.perf_counter()
     for _ in MeasuringLoop(spec).frames(adapters):
         pass
@@ -57,7 +58,7 @@ def loop_rate(spec: Spec, share_prefixes: bool) -> float:
 
 def forward_rate(spec: Spec, share_prefixes: bool) -> float:
     """Sequences/s of the adapter's passes alone (Sentence.forward chunk by chunk), without the loop's metrics."""
-    adapter = build_adapters(spec, CPU, ROOT / "spec.yaml", share_prefixes=share_prefixes)[0]
+    adapter = build_adapters(spec, CPU, ROOT / "spec.yaml", decisions=Decisions(share_prefixes, compile=False))[0]
     words = spec.sentences[0].sentence.split()
     chunks = [torch.tensor(c) for c in perms.chunks(perms.iterate("all", words), adapter.chunk_size(0, False))]
     sentence = adapter.sentence(words)

@@ -24,8 +24,8 @@ from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import import_transformers
-from orderlab.plan.load import load_spec
 from orderlab.spec.extras import packaged_model_folder
+from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec
 

@@ -22,7 +22,7 @@ import torch
 
 from orderlab.cluster.workers import run_on_dask
 from orderlab.commands.run import write_experiment
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results.json"

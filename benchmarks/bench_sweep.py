@@ -40,6 +40,7 @@ from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes
 from orderlab.models.stack_builder import word_vectors
 from orderlab.plan.chunks import ROW_ALIGNMENT
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,7 +169,7 @@ def runner(dtype: str, n: int, metrics: list[str] = METRICS) -> dict:
 def causal_loop(n: int, share_prefixes: bool) -> float:
     """Sequences/s of the measuring loop over all n! orders through the causal stack, prefixes shared or dense."""
     spec = sweep_spec(n, "float32", causal=True)
-    return loop_rate(spec, build_adapters(spec, CPU, SPEC_FILE, share_prefixes=share_prefixes))
+    return loop_rate(spec, build_adapters(spec, CPU, SPEC_FILE, decisions=Decisions(share_prefixes, False)))
 
 
 def prefix_sharing(n: int, rounds: int) -> dict:
@@ -237,7 +238,7 @@ def profile_runner(n: int, dtype: str = "float32") -> dict:
 def profile_shared(n: int) -> dict:
     """The same for the causal float32 sweep with shared prefixes (its attention is elementwise products and sums)."""
     spec = sweep_spec(n, "float32", causal=True)
-    return profile_loop(spec, build_adapters(spec, CPU, SPEC_FILE, share_prefixes=True))
+    return profile_loop(spec, build_adapters(spec, CPU, SPEC_FILE, decisions=Decisions(True, False)))
 
 
 def profile_loop(spec: Spec, adapters: list) -> dict:

@@ -62,7 +62,7 @@ from orderlab.models.hf.loader import import_transformers
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.device import cpu_flags
 from orderlab.plan.estimate import estimate, run_seconds
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -307,7 +307,7 @@ import torch
 from orderlab.commands.pricing import priced_device
 from orderlab.commands.run import write_experiment
 from orderlab.measure.run_options import RunOptions
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 def hwm():
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024
 loaded = load_spec(Path({path!r}))

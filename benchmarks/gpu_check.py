@@ -93,7 +93,7 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     n, shape = (5, (32, 2, 2)) if dry else (8, (768, 12, 12))
     d_model, heads, layers = shape

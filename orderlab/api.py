@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from orderlab.core.permutations import Rule
     from orderlab.measure.activations import Activations
     from orderlab.measure.run_options import RunOptions
-    from orderlab.plan.load import LoadedSpec
     from orderlab.results.outcome import ShardOutcome
+    from orderlab.spec.load import LoadedSpec
     from orderlab.spec.model_specs import ModelObject
     from orderlab.spec.schema import Spec
 
@@ -103,11 +103,12 @@ def validate(spec: SpecSource, *, base: str | Path | None = None, model: Any = N
 def plan(spec: SpecSource, device: str = "cpu") -> list[str]:
     """What the run will cost on `device` (cpu, cuda or auto), line by line (memory, sequences, time, CSV sizes):
     `orderlab validate --plan --device`."""
-    from orderlab.commands.validate import cost_lines
+    from orderlab.commands.validate import priced
+    from orderlab.report.plan_table import plan_lines
 
     named = check_argument.device(device)
     loaded = _load(spec, None)
-    return cost_lines(loaded.spec, loaded.path, named)
+    return plan_lines(priced(loaded.spec, loaded.path, named))
 
 
 def schema() -> dict[str, Any]:
@@ -408,7 +409,8 @@ def _load(
 ) -> LoadedSpec:
     """A spec file through the one loader; a dict through the same checks, its paths against base or the cwd; the
     user's hooks recorded by their functions' names."""
-    from orderlab.plan.load import load_spec, load_spec_data
+    from orderlab.plan.limits import validate_limits
+    from orderlab.spec.load import load_spec, load_spec_data
 
     names = {point: f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
              for point, fn in (hooks or {}).items()}  # fmt: skip
@@ -416,8 +418,8 @@ def _load(
     if isinstance(source, Path):
         if root is not None:
             raise OrderlabError("base: a spec file's paths are relative to its folder; expected base only with a dict")
-        return load_spec(source, given, names)
-    return load_spec_data(source, Path.cwd() if root is None else root.absolute(), given, names)
+        return validate_limits(load_spec(source, given, names))
+    return validate_limits(load_spec_data(source, Path.cwd() if root is None else root.absolute(), given, names))
 
 
 def _options(device: object, chunk_size: object, force: object, progress: object) -> RunOptions:

@@ -119,13 +119,14 @@ def validate(specs: o.Specs, plan: o.Plan = False, device: o.PlanDevice = o.Devi
     A spec whose run would not fit this machine (memory, a month of compute, CSVs over 2 GB) is a problem too.
     """
     from orderlab.commands.validate import validate as validate_specs
+    from orderlab.report.plan_table import validated_lines
 
     found = validate_specs(specs, plan, device.value)
     for each in found:
         if each.spec is None:
             echo_error(each.error or "")
         else:
-            typer.echo(f"{each.path}: ok ({each.spec.name})" + "".join(f"\n  {line}" for line in each.plan))
+            typer.echo("\n".join(validated_lines(each.path, each.spec.name, each.plan)))
     if any(each.spec is None for each in found):
         raise typer.Exit(2)
 

@@ -14,7 +14,7 @@ import yaml
 import orderlab.measure.noise
 from orderlab.commands.run import write_experiment
 from orderlab.metrics import METRICS
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orderlab.cli import app
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 
 
 def run_whole(cli, spec: Path, out: Path) -> Path:

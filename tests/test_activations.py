@@ -51,7 +51,7 @@ def test_orders_apply_to_every_input_and_match_trace(tmp_path: Path):
     import yaml
 
     from orderlab.measure.trace import trace_layer
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     got = ol.activations(SPEC, points=["2.output", "tokens"], orders="identity")
     assert list(got.index.permutation) == ["0 1 2", "0 1 2 3"] * 2

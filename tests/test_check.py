@@ -14,7 +14,6 @@ from htmlcheck import parse
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.plan.load import load_spec
 from orderlab.report.terminal import STACK_KEY, drift_key
 from orderlab.results.baseline_diff import (
     BaselineError,
@@ -26,6 +25,7 @@ from orderlab.results.baseline_diff import (
     tolerances_for,
 )
 from orderlab.results.junit import Case, junit_xml
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("dog_bites_man", "cat_chased_dog")  # the core's experiments; others may be added beside them

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from orderlab.cli import app
 from orderlab.errors import OrderlabError
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.train.checkpoint import load_checkpoint
 
 TRAINED = """\

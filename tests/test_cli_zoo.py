@@ -13,7 +13,7 @@ from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
 from orderlab.measure.properties import PROPERTIES
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 
 runner = CliRunner()
 TESTS = Path(__file__).parent

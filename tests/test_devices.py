@@ -20,7 +20,7 @@ from orderlab.families.family import ModelShape
 from orderlab.measure.chunking import device_batching, free_memory
 from orderlab.models import devices
 from orderlab.models.devices import CPU
-from orderlab.plan import chunks, estimate
+from orderlab.plan import chunks, cost, estimate, prefix_walk, rates
 from orderlab.plan.device import (
     EFFICIENCY,
     KERNELS_PER_LAYER,
@@ -33,7 +33,8 @@ from orderlab.plan.device import (
     rates_json,
     read_rates,
 )
-from orderlab.plan.load import load_spec
+from orderlab.report.plan_table import plan_lines
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"
@@ -154,12 +155,12 @@ def test_the_plan_prices_a_run_on_a_given_device_and_dtype():
 
     def run_seconds(flops: float) -> float:
         cpu = Device("cpu", "a cpu", 8 * 10**9, {dtype: Rate(flops=flops, call_seconds=1e-6)})
-        return estimate.run_seconds(estimate.estimate(loaded.spec, loaded.path, cpu))
+        return cost.run_seconds(estimate.estimate(loaded.spec, loaded.path, cpu))
 
     slow, fast = run_seconds(1e10), run_seconds(1e12)
-    assert slow > fast > estimate.START_SECONDS
-    conservative = estimate.run_seconds(estimate.estimate(loaded.spec, loaded.path))  # no rate: the built-in ones
-    assert math.isclose(conservative, run_seconds(estimate.FLOPS_PER_SECOND[dtype] / EFFICIENCY["stack", "cpu"]),
+    assert slow > fast > rates.START_SECONDS
+    conservative = cost.run_seconds(estimate.estimate(loaded.spec, loaded.path))  # no rate: the built-in ones
+    assert math.isclose(conservative, run_seconds(rates.FLOPS_PER_SECOND[dtype] / EFFICIENCY["stack", "cpu"]),
                         rel_tol=0.05)  # fmt: skip
 
 
@@ -171,11 +172,11 @@ def test_the_plan_shares_prefixes_on_a_device_only_where_the_walk_pays():
 
     def pays(call_seconds: float, kind: str = "cuda") -> bool:
         device = Device(kind, "a card", 80 * 10**9, {"float32": Rate(flops=1e14, call_seconds=call_seconds)})
-        return estimate.prefix_walk_pays(spec, Path("spec.yaml"), device)
+        return prefix_walk.prefix_walk_pays(spec, Path("spec.yaml"), device)
 
     assert pays(1e-9) and not pays(1e-2)  # free launches: fewer states win; costly ones: one dense batch wins
     assert pays(1e-2, "cpu")  # on the CPU it always runs (the committed baselines were measured so)
-    assert not estimate.prefix_walk_pays(spec, Path("spec.yaml"), Device("cuda", "unmeasured", 10**10))
+    assert not prefix_walk.prefix_walk_pays(spec, Path("spec.yaml"), Device("cuda", "unmeasured", 10**10))
 
 
 # --- the cache of measured rates -----------------------------------------------------------------------
@@ -210,10 +211,10 @@ def test_the_plan_says_when_a_run_does_not_fit_the_cards_free_memory(monkeypatch
 
     loaded = load_spec(EXPERIMENTS / "dog_bites_man.yaml")
     monkeypatch.setattr(pricing, "run_device", card(10**6))
-    small = pricing.plan_report(loaded.spec, loaded.path, CPU)
+    small = plan_lines(pricing.priced_plan(loaded.spec, loaded.path, CPU))
     assert small[0].startswith("priced on cuda a card") and small[-1].startswith("does not fit: needs ~")
     monkeypatch.setattr(pricing, "run_device", card(80 * 10**9))
-    assert not any(line.startswith("does not fit") for line in pricing.plan_report(loaded.spec, loaded.path, CPU))
+    assert pricing.priced_plan(loaded.spec, loaded.path, CPU).fits
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ def invoke(arguments: list[str], width: int) -> str:
 @pytest.fixture(scope="module")
 def trained_outcome(tmp_path_factory):
     from orderlab.commands.run import write_experiment
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     folder = tmp_path_factory.mktemp("trained")
     (folder / "trained_tour.yaml").write_text(TRAINED)

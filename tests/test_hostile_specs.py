@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orderlab.errors import OrderlabError, SpecError, SpecErrors
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 from orderlab.spec.yamlsource import MAX_DEPTH, MAX_EXPANDED_NODES, parse_yaml
 

@@ -15,7 +15,7 @@ import pytest
 from orderlab.cli import app
 from orderlab.core.corpustext import read_corpus
 from orderlab.errors import OrderlabError
-from orderlab.plan import estimate
+from orderlab.plan import limits
 from orderlab.plan.memory import Room
 
 DEADLINE_SECONDS = 20  # validation takes well under a second; the refused work would take hours or all memory
@@ -41,7 +41,7 @@ def memory(monkeypatch):
     """Pretend this machine has `amount` bytes available, so figures in messages do not depend on the host."""
 
     def available(amount: int) -> None:
-        monkeypatch.setattr(estimate, "memory_room", lambda: Room(amount, "this machine has"))
+        monkeypatch.setattr(limits, "memory_room", lambda: Room(amount, "this machine has"))
 
     return available
 

@@ -35,7 +35,7 @@ from orderlab.metrics import (
 from orderlab.metrics.docs_table import markdown_tables
 from orderlab.metrics.registry import row_metric
 from orderlab.plan.estimate import estimate
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import uses_backend
 from orderlab.vocabulary.verdict_words import PASSING_WORDS

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from orderlab.cli import app
-from orderlab.plan import chunks, estimate
-from orderlab.plan.load import load_spec
+from orderlab.plan import chunks, estimate, pretrained_cost
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))
@@ -166,6 +166,7 @@ def test_the_plan_counts_the_token_states_a_shared_prefix_pass_computes(words, c
         + sum(len(depth.word) for depth in trie_depths(orders[start : start + chunk], chunks.ROW_ALIGNMENT))
         for start in range(0, len(orders), chunk)
     )  # each chunk: BOS's row tile, then every depth's distinct prefixes in row tiles
-    counted = estimate._shared_token_states(words, len(orders), chunk, "all")
-    assert estimate._shared_token_states(words, len(orders), chunk, orders.tolist()) == computed  # a list: counted
+    counted = pretrained_cost.shared_token_states(words, len(orders), chunk, "all")
+    listed = pretrained_cost.shared_token_states(words, len(orders), chunk, orders.tolist())
+    assert listed == computed  # a list: counted
     assert computed <= counted * 1.05 and counted <= computed * 1.5

@@ -22,6 +22,7 @@ from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import distinct_prefixes, one_query_attention, shared_prefix_pass, slot_rotations
 from orderlab.plan.chunks import ROW_ALIGNMENT
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.schema import Spec
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5}
@@ -40,7 +41,7 @@ def causal_spec(encodings: list[str], sentence: str = "the cat saw the dog", rul
 
 def measured(spec: Spec, share_prefixes: bool) -> pd.DataFrame:
     """Every row of the measuring loop, with the causal stacks run shared or dense."""
-    adapters = build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=share_prefixes)
+    adapters = build_adapters(spec, CPU, Path("spec.yaml"), decisions=Decisions(share_prefixes, compile=False))
     return pd.concat(list(MeasuringLoop(spec).frames(adapters)), ignore_index=True)
 
 

@@ -23,6 +23,7 @@ from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.kv_prefix import one_token_words
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.chunks import PRETRAINED_CHUNK, ROW_ALIGNMENT, SHARED_PREFIX_CHUNK
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.extras import installed
 from orderlab.spec.schema import Spec
 
@@ -51,7 +52,8 @@ def zoo_spec(
 def sentences(family: str, ablation: str, dtype: str, metrics: tuple[str, ...] = ()):
     """The sentence bound to the shared-prefix adapter and to the dense one of the same model."""
     spec = zoo_spec(family, [ablation], dtype, metrics)
-    shared, dense = (build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=s)[0] for s in (True, False))
+    shared, dense = (build_adapters(spec, CPU, Path("spec.yaml"), decisions=Decisions(s, compile=False))[0]
+                     for s in (True, False))  # fmt: skip
     return shared.sentence(WORDS), dense.sentence(WORDS)
 
 
@@ -194,7 +196,7 @@ def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weig
 def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_dense_one_keeps_its_chunk():
     spec = zoo_spec("gpt2", ["trained"])
     shared = build_adapters(spec, CPU, Path("spec.yaml"))[0]
-    dense = build_adapters(spec, CPU, Path("spec.yaml"), share_prefixes=False)[0]
+    dense = build_adapters(spec, CPU, Path("spec.yaml"), decisions=Decisions(False, compile=False))[0]
     encoder = build_adapters(zoo_spec("bert", ["trained"], metrics=("equivariance",)), CPU, Path("spec.yaml"))[0]
     assert shared.chunk_size(len(WORDS), attention=False) == SHARED_PREFIX_CHUNK  # a small model: the cap
     assert shared.chunk_size(len(WORDS), attention=True) == PRETRAINED_CHUNK  # maps run dense

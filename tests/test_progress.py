@@ -24,10 +24,10 @@ from orderlab.commands import compare as comparing
 from orderlab.commands import properties, trace  # the modules the CLI calls: their phases are patched
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.plan.load import load_spec
 from orderlab.report import figures, html
 from orderlab.report import terminal as report
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "experiments/dog_bites_man.yaml"

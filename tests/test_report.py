@@ -156,8 +156,8 @@ metrics: [equivariance, invariance]
 @pytest.mark.parametrize("spec", ["four_ablations", "four_encodings_over_seeds"])
 def test_a_runs_tables_fit_60_80_and_120_columns_whole(spec, tmp_path):
     from orderlab.commands.run import write_experiment
-    from orderlab.plan.load import load_spec
     from orderlab.report.terminal import VERDICT_LEGEND, run_tables
+    from orderlab.spec.load import load_spec
 
     if spec == "four_ablations" and not installed("transformers"):
         pytest.skip("the hf extra is not installed")

@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.commands.baseline import run_fresh
-from orderlab.plan.load import load_spec
 from orderlab.results.baseline_diff import compare_folder, tolerances_for
+from orderlab.spec.load import load_spec
 from orderlab.vocabulary.columns import KEY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]

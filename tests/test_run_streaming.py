@@ -49,7 +49,7 @@ def test_chunk_size_must_be_positive(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none in this session)")
 def test_cuda_run_matches_cpu_run(tmp_path):
     from orderlab.measure.sweep_measure import run_sweep
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     spec = load_spec(ROOT / "experiments/dog_bites_man.yaml").spec
     cpu, cuda = run_sweep(spec).metrics, run_sweep(spec, RunOptions(torch.device("cuda"))).metrics

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.measure.intervals import Z_975, t_interval, t_quantile
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.train.tasks import TaskData
 
 SEEDED = """\

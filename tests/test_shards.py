@@ -16,8 +16,8 @@ from sharding import assert_same_files, merged, run_shards, run_whole
 
 from orderlab.cli import app
 from orderlab.core import permutations as perms
-from orderlab.plan.load import load_spec
 from orderlab.plan.shards import PERMUTATIONS, partition, work
+from orderlab.spec.load import load_spec
 from orderlab.vocabulary.exactsum import ExactSum
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -98,14 +98,15 @@ def test_progress_reports_every_chunk_up_to_the_total():
 
 def test_nine_word_sentences_need_summary_rows_for_all_permutations(tmp_path):
     from orderlab.errors import SpecError
-    from orderlab.plan.load import load_spec
+    from orderlab.plan.limits import validate_limits
+    from orderlab.spec.load import load_spec
 
     path = tmp_path / "nine.yaml"
     path.write_text("inputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")
     with pytest.raises(SpecError, match=r"362,880 permutations .* expected rows: summary"):
-        load_spec(path)
+        validate_limits(load_spec(path))
     path.write_text("rows: summary\ninputs:\n  - sentence: a b c d e f g h i\n    permutations: all\n")
-    assert load_spec(path).spec.rows == "summary"
+    assert validate_limits(load_spec(path)).spec.rows == "summary"
     path.write_text("rows: summary\ninputs:\n  - sentence: a b c d e f g h i j\n    permutations: all\n")
     with pytest.raises(SpecError, match=r"past the limit of 9!"):
         load_spec(path)

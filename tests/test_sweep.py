@@ -11,8 +11,8 @@ from orderlab.cli import app
 from orderlab.errors import SpecError
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
-from orderlab.plan.load import load_spec
-from orderlab.plan.sweep import plan
+from orderlab.spec.load import load_spec
+from orderlab.spec.sweep import plan
 from orderlab.vocabulary.columns import COLUMNS, KEY_COLUMNS
 
 SWEEP = """

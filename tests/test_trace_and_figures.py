@@ -23,9 +23,9 @@ from orderlab.models import stack_adapter
 from orderlab.models.attention_stack import AttentionStack
 from orderlab.models.devices import CPU
 from orderlab.models.stack_builder import word_vectors
-from orderlab.plan.load import load_spec
 from orderlab.report.figures import drawings, read_results
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from orderlab.cli import app
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.train.train import train_stack
 
 TRAINED = """\

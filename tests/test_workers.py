@@ -144,7 +144,7 @@ def test_more_workers_than_the_machine_holds_are_refused_before_any_process_star
 
 def test_workers_up_to_the_limit_are_accepted(tmp_path):
     from orderlab.cluster.workers import local_worker_limit
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     limit, why = local_worker_limit(load_spec(CAUSAL_PREFIX))
     assert 2 <= limit <= max(2, os.cpu_count() or 1) and "core(s)" in why

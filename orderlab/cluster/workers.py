@@ -35,13 +35,15 @@ import torch
 from orderlab.core.progress import Progress
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.plan.amounts import size
 from orderlab.plan.device import available_memory
-from orderlab.plan.estimate import MEMORY_SHARE, estimate, size
-from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.estimate import estimate
+from orderlab.plan.rates import MEMORY_SHARE
 from orderlab.plan.shards import DECODABILITY, require_shardable, shard_folder_name, work
 from orderlab.results.merge import complete, merge_into, read_shard
 from orderlab.results.outcome import Outcome
 from orderlab.results.ownership import Writer, claim
+from orderlab.spec.load import LoadedSpec, load_spec
 
 RETRIES = 2  # runs of a task that raised, after the first; a dead worker's task is rescheduled by Dask itself
 # What a Dask worker's nanny process holds beside the worker (Python, distributed, tornado), rounded up; the

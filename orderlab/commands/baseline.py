@@ -14,7 +14,7 @@ from orderlab.commands.run import write_experiment
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.limits import validate_limits
 from orderlab.results.agreeing import made_in_python, same_making
 from orderlab.results.baseline_diff import (
     EXACT,
@@ -32,6 +32,7 @@ from orderlab.results.folder import Manifest, staged_folder, write_manifest
 from orderlab.results.manifest import MANIFEST, ManifestFields, ManifestFile, read_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.versions import version_changes, versions
+from orderlab.spec.load import LoadedSpec, load_spec
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def check_spec(
     fresh run's (on the CPU, as baselines are made; progress and notes as `orderlab run` reports them)."""
     started = time.perf_counter()
     try:
-        loaded = load_spec(path)
+        loaded = validate_limits(load_spec(path))
     except OrderlabError as error:
         return SpecCheck(path, path.stem, "error", str(error), seconds=time.perf_counter() - started)
     name = loaded.spec.name

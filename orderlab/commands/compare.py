@@ -27,12 +27,12 @@ from orderlab.measure.intervals import over_seeds
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import axes, run_sweep
 from orderlab.metrics import default_families, family_names, metrics_of
-from orderlab.plan.load import LoadedSpec, load_spec, with_changes
-from orderlab.plan.sweep import SEED, describe, plan, swept_fields
+from orderlab.plan.limits import validate_limits
 from orderlab.results.folder import staged_folder, write_csv, write_manifest
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.versions import versions
+from orderlab.spec.load import LoadedSpec, load_spec, with_changes
 from orderlab.spec.schema import (
     CheckpointModelSpec,
     EncodingChoice,
@@ -42,6 +42,7 @@ from orderlab.spec.schema import (
     spec_kinds,
     uses_backend,
 )
+from orderlab.spec.sweep import SEED, describe, plan, swept_fields
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in default_families()}
@@ -169,7 +170,7 @@ def skip_reason(path: Path) -> str | None:
 def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     """The spec at `path` with its encodings replaced, checked against each encoding's constraints and,
     like any spec, against what this machine can run."""
-    loaded = load_spec(path)
+    loaded = validate_limits(load_spec(path))
     spec = loaded.spec
     if uses_backend(spec):
         raise OrderlabError(
@@ -190,7 +191,7 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
                 raise OrderlabError(f"{path}: encoding {name!r} cannot run on this spec{where}: {error}") from None
     families = [family for family, produced in ROWS_OF_FAMILY.items() if set(produced) & set(rows)]
     update = {"encodings": [EncodingChoice(name=name) for name in encodings], "metrics": families}
-    return with_changes(loaded, update)
+    return validate_limits(with_changes(loaded, update))  # other encodings may not fit where its own do
 
 
 def worst_cells(metrics: pd.DataFrame, spec: Spec, rows: list[str]) -> pd.DataFrame:

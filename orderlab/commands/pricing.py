@@ -14,23 +14,16 @@ import torch
 from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import run_device
 from orderlab.plan.device import Device, key, rates_file, rates_json, read_rates
-from orderlab.plan.estimate import MEMORY_SHARE, estimate, plan_lines, size
+from orderlab.plan.estimate import PricedPlan, estimate
 from orderlab.results.artifact import write_file
 from orderlab.spec.schema import Spec
 
 
-def plan_report(spec: Spec, spec_file: Path, device: torch.device) -> list[str]:
-    """`validate --plan`'s lines: the device priced, the plan's table on it, and on a GPU whether the weights and
-    the largest working set fit the memory free on the card."""
+def priced_plan(spec: Spec, spec_file: Path, device: torch.device) -> PricedPlan:
+    """`validate --plan`'s data: the run's estimates on `device`, priced at its measured rate in the spec's dtype
+    (report/plan_table.py writes it out)."""
     priced = priced_device(device, spec.model.dtype)
-    rate = priced.rates[spec.model.dtype]
-    where = f"{priced.name}: {rate.flops / 1e9:,.0f} GFLOP/s matmul in {spec.model.dtype}, {size(priced.memory)} free"
-    estimates = estimate(spec, spec_file, priced)
-    lines = [f"priced on {where} (measured once, cached in {rates_file()})", *plan_lines(estimates)]
-    on_card = max(e.weights.amount + e.working.amount for e in estimates)  # Python and torch stay on the host
-    if priced.kind != "cpu" and on_card > MEMORY_SHARE * priced.memory:
-        lines.append(f"does not fit: needs ~{size(on_card)} on {priced.name}, which has {size(priced.memory)} free")
-    return lines
+    return PricedPlan(priced, spec.model.dtype, rates_file(), estimate(spec, spec_file, priced))
 
 
 def priced_device(device: torch.device, dtype: str) -> Device:

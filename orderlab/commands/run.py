@@ -24,9 +24,8 @@ from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.metrics import ATTENTION_FAMILY
-from orderlab.plan.load import LoadedSpec, load_spec
+from orderlab.plan.limits import validate_limits
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
-from orderlab.plan.sweep import swept_fields
 from orderlab.results.agreeing import KeepAgreeing
 from orderlab.results.baseline_diff import tolerances_for
 from orderlab.results.folder import Manifest, build_manifest
@@ -37,8 +36,10 @@ from orderlab.results.paths import child
 from orderlab.results.run_writer import ShardOf, write_run
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
+from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import Spec, uses_backend
+from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
 
 
@@ -75,7 +76,7 @@ def run(
     `phases`, and the run's progress too."""
     if sum(option is not None for option in (shard, workers, scheduler)) > 1:
         raise OrderlabError("--shard, --workers and --scheduler: expected at most one of them")
-    loaded = spec if isinstance(spec, LoadedSpec) else load_spec(spec)
+    loaded = spec if isinstance(spec, LoadedSpec) else validate_limits(load_spec(spec))
     if shard is not None:
         if plot or html:
             raise OrderlabError(
@@ -172,7 +173,7 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
         manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
     if uses_backend(spec):
         describe_model(spec, manifest, run.model_files)
-    if sharing := prefix_sharing(spec, loaded.path, device):
+    if sharing := prefix_sharing(spec, run.decisions):
         manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
     if run.compiled:  # ORDERLAB_COMPILE: each compiled stack's compilation time, or why it fell back to eager
         manifest["torch_compile"] = run.compiled

@@ -15,12 +15,13 @@ from orderlab.core.progress import SILENT, Phases
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
-from orderlab.plan.load import load_spec
-from orderlab.plan.sweep import Configuration, plan
+from orderlab.plan.limits import validate_limits
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
+from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec, relative_to_spec, uses_backend
+from orderlab.spec.sweep import Configuration, plan
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def trace_and_write(
 def _trace_and_write(
     spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool, family: str
 ) -> TraceOutcome:
-    spec = load_spec(spec_path).spec
+    spec = validate_limits(load_spec(spec_path)).spec
     configuration = chosen_configuration(plan(spec), family)
     concrete, note = configuration.spec, ""
     if configuration.columns:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orderlab.errors import OrderlabError
-from orderlab.plan.load import load_spec
+from orderlab.plan.limits import validate_limits
+from orderlab.spec.load import load_spec
 from orderlab.spec.schema import Spec
+
+if TYPE_CHECKING:
+    from orderlab.plan.estimate import PricedPlan
 
 
 @dataclass(frozen=True)
@@ -17,7 +22,7 @@ class Validated:
     path: Path
     spec: Spec | None
     error: str | None
-    plan: list[str] = field(default_factory=list)  # with --plan: memory, sequences, time, CSV sizes per combination
+    plan: PricedPlan | None = None  # with --plan: memory, sequences, time, CSV sizes per combination
 
 
 def validate(specs: list[Path], plan: bool = False, device: str = "cpu") -> list[Validated]:
@@ -26,17 +31,17 @@ def validate(specs: list[Path], plan: bool = False, device: str = "cpu") -> list
     found = []
     for path in specs:
         try:
-            loaded = load_spec(path)
+            loaded = validate_limits(load_spec(path))
         except OrderlabError as error:
             found.append(Validated(path, None, str(error)))
         else:
-            found.append(Validated(path, loaded.spec, None, cost_lines(loaded.spec, path, device) if plan else []))
+            found.append(Validated(path, loaded.spec, None, priced(loaded.spec, path, device) if plan else None))
     return found
 
 
-def cost_lines(spec: Spec, path: Path, device: str) -> list[str]:
-    """`validate --plan`'s lines for one spec on `device` (pricing imports torch, so only --plan loads it)."""
-    from orderlab.commands.pricing import plan_report
+def priced(spec: Spec, path: Path, device: str) -> PricedPlan:
+    """`validate --plan`'s data for one spec on `device` (pricing imports torch, so only --plan loads it)."""
+    from orderlab.commands.pricing import priced_plan
     from orderlab.models.devices import resolve_device
 
-    return plan_report(spec, path, resolve_device(device))
+    return priced_plan(spec, path, resolve_device(device))

@@ -2,7 +2,7 @@
 
 They hold on every machine and keep values out of torch and numpy calls that would reject them
 with a traceback (torch.Generator takes seeds below 2**64; shapes overflow int64). What fits
-these bounds but not this machine's memory, time or disk is refused by orderlab/plan/estimate.py.
+these bounds but not this machine's memory, time or disk is refused by orderlab/plan/limits.py.
 Must not import torch.
 """
 

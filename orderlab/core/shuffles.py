@@ -28,7 +28,7 @@ MAX_LISTED = math.factorial(9)
 
 
 @dataclass(frozen=True)
-class Family:
+class ShuffleFamily:
     """A family rule as the spec gives it: its kind, the window or unit size, the draws asked for (None: every
     order) and whether fewer draws are fine where fewer distinct orders exist (`distinct: up_to`)."""
 
@@ -43,7 +43,7 @@ class Family:
         return [range(start, min(start + step, n)) for start in range(0, n, step)]
 
 
-def family(rule: object) -> Family | None:
+def family(rule: object) -> ShuffleFamily | None:
     """The family a rule names ({random: K}, {local: K}, {ngram: N}, validated or as YAML maps it); None for the
     other rules (names and explicit lists)."""
     if isinstance(rule, str | list):
@@ -52,10 +52,10 @@ def family(rule: object) -> Family | None:
     kind: Kind = "local" if fields.get("local") else "ngram" if fields.get("ngram") else "random"
     size = 0 if kind == "random" else int(fields[kind] or 0)
     draws = fields.get("random")
-    return Family(kind, size, None if draws is None else int(draws), fields.get("distinct") == UP_TO)
+    return ShuffleFamily(kind, size, None if draws is None else int(draws), fields.get("distinct") == UP_TO)
 
 
-def slot_orders(f: Family, n: int) -> int:
+def slot_orders(f: ShuffleFamily, n: int) -> int:
     """How many orders of the slots the family allows (its listing's cost, repeated words or not)."""
     sizes = [len(block) for block in f.blocks(n)]
     if f.kind == "random":
@@ -65,7 +65,7 @@ def slot_orders(f: Family, n: int) -> int:
     return math.factorial(len(sizes))
 
 
-def available(f: Family, words: Sequence[str]) -> int:
+def available(f: ShuffleFamily, words: Sequence[str]) -> int:
     """Distinct sentences the family can give, the original included: exact for local windows (their contents never
     mix) and for units of one length; with a shorter last unit, counted by listing where that is affordable, else the
     sentences that keep it last (a lower bound, exact but for sentences of repeated units)."""
@@ -80,7 +80,7 @@ def available(f: Family, words: Sequence[str]) -> int:
     return _listed_sentences(tuple(words), f.size)
 
 
-def target(f: Family, words: Sequence[str]) -> int:
+def target(f: ShuffleFamily, words: Sequence[str]) -> int:
     """How many orders other than the original the family gives: its draws (fewer where fewer exist, with up_to),
     or every other sentence."""
     others = available(f, words) - 1
@@ -89,7 +89,7 @@ def target(f: Family, words: Sequence[str]) -> int:
     return min(f.draws, others) if f.up_to else f.draws
 
 
-def problem(f: Family, words: Sequence[str]) -> str | None:
+def problem(f: ShuffleFamily, words: Sequence[str]) -> str | None:
     """Why the family cannot be applied to the sentence (a message for the user), or None."""
     n = len(words)
     name = f"{{{f.kind}: {f.size}}}" if f.kind != "random" else "random"
@@ -106,7 +106,7 @@ def problem(f: Family, words: Sequence[str]) -> str | None:
     return None
 
 
-def orders(f: Family, words: Sequence[str], seed: int) -> Iterator[tuple[int, ...]]:
+def orders(f: ShuffleFamily, words: Sequence[str], seed: int) -> Iterator[tuple[int, ...]]:
     """The family's orders of the sentence: every distinct other sentence in slot order, or `target` seeded draws."""
     n = len(words)
     seen = {tuple(words)}
@@ -121,7 +121,7 @@ def orders(f: Family, words: Sequence[str], seed: int) -> Iterator[tuple[int, ..
             yield p
 
 
-def _listed(f: Family, n: int) -> Iterator[tuple[int, ...]]:
+def _listed(f: ShuffleFamily, n: int) -> Iterator[tuple[int, ...]]:
     blocks = f.blocks(n)
     if f.kind == "local":
         for parts in itertools.product(*(itertools.permutations(block) for block in blocks)):
@@ -131,7 +131,7 @@ def _listed(f: Family, n: int) -> Iterator[tuple[int, ...]]:
             yield tuple(slot for block in arrangement for slot in block)
 
 
-def _drawn(f: Family, n: int, seed: int) -> Iterator[tuple[int, ...]]:
+def _drawn(f: ShuffleFamily, n: int, seed: int) -> Iterator[tuple[int, ...]]:
     """Endless seeded draws, uniform over the family's slot orders; the caller keeps the new sentences."""
     import numpy as np  # lazy: validation counts orders without numpy
 
@@ -157,5 +157,5 @@ def _arrangements(items: Sequence[object]) -> int:
 def _listed_sentences(words: tuple[str, ...], size: int) -> int:
     """Distinct sentences of an n-gram shuffle with a shorter last unit, by listing them (at most MAX_LISTED): two
     arrangements can then give one sentence ("a a | a" and "a | a a")."""
-    f = Family("ngram", size, None, False)
+    f = ShuffleFamily("ngram", size, None, False)
     return len({tuple(words[i] for i in p) for p in _listed(f, len(words))})

@@ -93,7 +93,7 @@ ConfigFlag = Annotated[bool, Strict()]
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What sizes a model's weights and passes (plan/estimate.py), whatever its family calls each number."""
+    """What sizes a model's weights and passes (plan/pretrained_cost.py), whatever its family calls each number."""
 
     d_model: int
     n_layers: int

@@ -4,7 +4,7 @@
 (the same passes, the same hook points as `trace`), and stacks each requested point over those rows: row r of every
 tensor is row r of the index frame. Rows of different lengths (inputs of other word or token counts) are padded
 with NaN past their own slots. What the tensors will hold is measured on one pass per input and condition before
-the rest runs, and refused in one line if it does not fit beside the run's own estimate (plan/estimate.py).
+the rest runs, and refused in one line if it does not fit beside the run's own estimate (plan/limits.memory_beside_run).
 Compute only: orderlab.api.activations is its door.
 """
 
@@ -20,12 +20,13 @@ from orderlab.core import permutations as perms
 from orderlab.core.hook_points import PASS_POINTS, UNBATCHED_POINTS, hook_name, point_of
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
-from orderlab.measure.adapters import Adapter, build_adapters
+from orderlab.measure.adapters import Adapter, build_adapters, run_decisions
 from orderlab.measure.run_options import DEFAULTS, RunOptions
-from orderlab.plan.estimate import memory_beside_run, size
-from orderlab.plan.sweep import SweptValue, plan
+from orderlab.plan.amounts import size
+from orderlab.plan.limits import memory_beside_run
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import SweptValue, plan
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,12 @@ def collect_activations(
     if not points:
         raise OrderlabError("points: none asked for; expected hook point names such as '1.output' (orderlab models)")
     maps = any(point_of(point) == "pattern" for point in points)
+    decisions = run_decisions(spec, spec_file, options.device)  # once, for every combination
     groups = []
     for configuration in plan(spec):
         concrete = configuration.spec
-        adapters = build_adapters(
-            concrete, options.device, spec_file, attention_maps=maps, given=options.model, user_hooks=options.hooks
-        )
+        adapters = build_adapters(concrete, options.device, spec_file, attention_maps=maps, decisions=decisions,
+                                  given=options.model, user_hooks=options.hooks)  # fmt: skip
         groups.append(_Group(configuration.columns, adapters, _inputs(concrete, orders)))
     shapes = _shapes(groups, points)
     rows = sum(len(group.adapters) * len(item.orders) for group in groups for item in group.work)

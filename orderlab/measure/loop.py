@@ -39,8 +39,8 @@ from orderlab.measure.verdicts import noise_scale, without_order
 from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
-from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import ProbePair, Spec
+from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.columns import COLUMNS, KEY_COLUMNS, STATISTICS, SUMMARY_COLUMNS
 from orderlab.vocabulary.digest import Digest, Frames, Partial, Piece, StatKey, Summary, tag
 

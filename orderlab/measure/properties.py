@@ -43,7 +43,7 @@ MAX_SLOTS = 1024  # 2N = 2048: CoPE's (h, 2N, 2N) intermediates stay near 1 GB
 
 
 @dataclass(frozen=True)
-class Measurement:
+class PropertyFigure:
     encoding: str
     property: str
     figure: float  # the measured number behind the verdict (NaN when it could not be measured)
@@ -113,7 +113,7 @@ def ratio(numerator: float, denominator: float) -> float:
     return 0.0 if numerator == 0 else math.inf
 
 
-def measure_encoding(name: str, context: EncodingContext) -> list[Measurement]:
+def measure_encoding(name: str, context: EncodingContext) -> list[PropertyFigure]:
     """The six measurements for one encoding in `context` (N = context.max_len)."""
     n, content = context.max_len, probe_content(context)
     encoding = build(name, context)
@@ -125,7 +125,7 @@ def measure_encoding(name: str, context: EncodingContext) -> list[Measurement]:
     found = []
 
     def add(prop: str, figure: float, limit: float, passed: bool, note: str = "") -> None:
-        found.append(Measurement(name, prop, float(figure), float(limit), bool(passed), note))
+        found.append(PropertyFigure(name, prop, float(figure), float(limit), bool(passed), note))
 
     largest = float(norms.max())
     closest = float(distances[offset > 0].min())

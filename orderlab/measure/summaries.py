@@ -21,7 +21,7 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
-from orderlab.plan.sweep import SEED
+from orderlab.spec.sweep import SEED
 from orderlab.vocabulary.columns import CHANCE, NEVER, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
 from orderlab.vocabulary.digest import NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS

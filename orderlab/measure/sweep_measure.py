@@ -14,7 +14,7 @@ import torch
 
 from orderlab.core.progress import Progress
 from orderlab.measure import probing
-from orderlab.measure.adapters import build_adapters, compile_records
+from orderlab.measure.adapters import build_adapters, compile_records, run_decisions
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.loop import MeasuringLoop, relation_columns
 from orderlab.measure.rows import MeasuredSweep
@@ -24,8 +24,8 @@ from orderlab.measure.task_accuracy import accuracy_rows, training_work
 from orderlab.measure.token_logprobs import token_logprob_rows
 from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.plan.shards import DECODABILITY, Unit, condition_labels, opened_combinations
-from orderlab.plan.sweep import Configuration, describe, in_row_order, swept_fields
 from orderlab.spec.schema import Spec
+from orderlab.spec.sweep import Configuration, describe, in_row_order, swept_fields
 from orderlab.train.adapters import trained_adapters
 from orderlab.train.checkpoint import CHECKPOINTS, write_checkpoints
 from orderlab.train.train import TrainedStack, train_stack
@@ -75,6 +75,8 @@ class SweepMeasurement:
         self.given, self.user_hooks = options.model, options.hooks
         self.axes = axes(spec)
         self.configurations = in_row_order(spec)
+        # How the run computes (shared prefixes, compilation), decided once: adapters follow it, the manifest says it.
+        self.decisions = run_decisions(spec, spec_file, self.device)
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
@@ -124,9 +126,8 @@ class SweepMeasurement:
             else:
                 kind = spec.model.kind
                 self._note("building the stacks" if kind == "stack" else f"loading the {kind} model", where)
-                adapters = build_adapters(
-                    spec, self.device, self.spec_file, given=self.given, user_hooks=self.user_hooks
-                )
+                adapters = build_adapters(spec, self.device, self.spec_file, decisions=self.decisions, given=self.given,
+                                          user_hooks=self.user_hooks)  # fmt: skip
                 self.model_files = self.model_files or getattr(adapters[0], "model_files", None)
                 if spec.token_logprobs and (share is None or share[0].combination in self.opened):
                     with torch.inference_mode():

@@ -13,8 +13,8 @@ import pandas as pd
 
 from orderlab.core.text import tokenize
 from orderlab.measure.adapters import Adapter
-from orderlab.plan.sweep import SweptValue
 from orderlab.spec.schema import Spec, written_sentences
+from orderlab.spec.sweep import SweptValue
 
 COLUMNS = ["encoding", "sentence", "token_index", "token", "word_index", "logprob"]
 

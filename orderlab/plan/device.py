@@ -4,7 +4,7 @@ A device's speed is measured once per device and dtype (models/devices.measure_r
 small op's round trip, about a second) and cached in the user's cache folder (`rates_file`), which is read back as
 input from a stranger: a regular file, bounded in size, its keys and numbers typed and bounded; a cache that is not
 is ignored and measured again. Without a measured rate the plan falls back on the conservative CPU rates in
-plan/estimate.py, as `validate` does (it never imports torch).
+plan/rates.py, as `validate` does (it never imports torch).
 
 A pass's time is its FLOPs at the share of the matmul rate that such passes reach (EFFICIENCY), plus one round trip
 per kernel it launches (KERNELS_PER_LAYER a layer): on a GPU small passes are bound by their launches, which is what

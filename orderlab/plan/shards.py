@@ -20,9 +20,9 @@ from orderlab.core import permutations as perms
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.metrics import DECODABILITY_FAMILY
-from orderlab.plan.sweep import in_row_order
 from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.schema import ModelSpec, Spec
+from orderlab.spec.sweep import in_row_order
 
 DECODABILITY, PERMUTATIONS, PROBES = "decodability", "permutations", "probes"
 MAX_SHARDS = 100_000  # past this a shard count is more likely a typo than a cluster

@@ -41,7 +41,6 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
-from orderlab.plan.sweep import describe
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
@@ -50,6 +49,7 @@ from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, swept_kinds
+from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0

@@ -34,9 +34,9 @@ from rich.text import Text
 from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
-from orderlab.plan.sweep import describe
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
 from orderlab.results.outcome import RunView
+from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import (
     CHANCE,
     FIRST_LAYER,

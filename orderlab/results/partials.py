@@ -20,8 +20,8 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
 from orderlab.plan.shards import Unit
-from orderlab.plan.sweep import SweptValue
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
+from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.digest import Digest, NoiseKey, Partial, Piece, Summary
 from orderlab.vocabulary.exactsum import EXPONENTS
 

@@ -1,1 +1,1 @@
-"""The spec layer, torch-free so `orderlab validate` answers fast: models, loading, sweeps, estimates, names."""
+"""The spec layer, torch-free so `orderlab validate` answers fast: models, loading, sweeps, names."""

@@ -169,7 +169,7 @@ class HFModelSpec(_BackendModel):
         "e.g. 128256 to size a Llama-3-shaped model. Default: the spec's words and 4 specials.",
     )
 
-    # Set from Python only (plan/load.py), never from a file; left out of model_dump (commands/run.describe_model adds
+    # Set from Python only (spec/load.py), never from a file; left out of model_dump (commands/run.describe_model adds
     # them to manifest.json when set): a model object (orderlab.api.run(spec, model=...)), and the user's functions at
     # hook points (run(spec, hooks={"2.output": fn})), by name.
     given: SkipJsonSchema[ModelObject | None] = Field(None, exclude=True)

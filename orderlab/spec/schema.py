@@ -1,4 +1,4 @@
-"""The experiment spec: the pydantic models of the YAML file (plan/load.py's `load_spec` is the one loader).
+"""The experiment spec: the pydantic models of the YAML file (spec/load.py's `load_spec` is the one loader).
 
 Every problem in a spec surfaces as one SpecError `file:line: field.path: what, expected what`.
 Structure is checked here by pydantic; relations between fields (d_model vs n_heads, vectors vs words,
@@ -68,7 +68,7 @@ class ModelSpec(StrictModel):
     """The attention stack: every knob that changes what it can know about order.
 
     Every field but `dtype` and `weights` may also be a list: the run sweeps over the product of all lists
-    (see orderlab/plan/sweep.py), and each output row names its combination.
+    (see orderlab/spec/sweep.py), and each output row names its combination.
     """
 
     kind: Literal["stack"] = Field("stack", description="stack: the synthetic attention stack (the default).")

@@ -18,8 +18,6 @@ from safetensors.torch import load, save_file
 from orderlab.core.userfiles import FileProblem, read_file
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.models.attention_stack import LayerWeights
-from orderlab.plan.load import trained_encoding
-from orderlab.plan.sweep import Configuration
 from orderlab.spec.checkpoint_meta import (
     EXPECTED,
     LAYER_TENSORS,
@@ -30,7 +28,9 @@ from orderlab.spec.checkpoint_meta import (
     read_checkpoint,
     some,
 )
+from orderlab.spec.load import trained_encoding
 from orderlab.spec.schema import EncodingChoice, Spec
+from orderlab.spec.sweep import Configuration
 from orderlab.train.train import TRAIN_DTYPE, TrainedStack, draw_tables
 
 CHECKPOINTS = "checkpoints"  # the folder inside results/<name>/

@@ -22,7 +22,7 @@ import pandas as pd
 from orderlab.core import permutations as perms
 from orderlab.metrics import per_permutation_mean
 from orderlab.plan.shards import Unit
-from orderlab.plan.sweep import SweptValue
+from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.exactsum import ExactSum
 
 StatKey = tuple[int, int | None, str]  # (layer, head or None, metric) of a summary row

@@ -9,7 +9,7 @@ import pytest
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.plan.load import load_spec
+from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import ModelSpec
 

@@ -18,8 +18,9 @@ from orderlab.core.corpustext import read_corpus
 from orderlab.measure import corpus
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
-from orderlab.plan.load import load_spec
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
 
 CORPUS = """# tiny corpus
@@ -173,7 +174,7 @@ def seeded_corpus_adapters(tmp_path: Path, family: str):
         "position_embeddings: [trained, zero]}\ninputs: {file: c.txt, shuffles: 4, seed: 3}\n"
     )
     loaded = load_spec(tmp_path / "z.yaml")
-    adapters = build_adapters(loaded.spec, CPU, loaded.path, share_prefixes=False)
+    adapters = build_adapters(loaded.spec, CPU, loaded.path, decisions=Decisions(False, compile=False))
     return adapters, corpus.plan(read_corpus(tmp_path / "c.txt"), CorpusInputs(file="c.txt", shuffles=4, seed=3))
 
 

@@ -13,10 +13,10 @@ import torch
 
 from orderlab.cli import app
 from orderlab.families import FAMILIES
-from orderlab.plan import estimate
-from orderlab.plan.load import load_spec
+from orderlab.plan import estimate, limits
 from orderlab.plan.memory import Room
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 
@@ -103,7 +103,7 @@ def weights_bytes(spec: Path) -> float:
 
 
 def test_a_gpt2_estimate_grows_with_width_squared_times_depth(tmp_path, monkeypatch):
-    monkeypatch.setattr(estimate, "memory_room", lambda: Room(10**13, "this machine has"))
+    monkeypatch.setattr(limits, "memory_room", lambda: Room(10**13, "this machine has"))
     tables = {"vocab_size": 64, "n_positions": 64}  # small, so that the layers' n_embd^2 * n_layer shows
     small = weights_bytes(gpt2_spec(tmp_path, 256, 2, **tables))
     wider = weights_bytes(gpt2_spec(tmp_path, 512, 2, **tables))
@@ -114,20 +114,20 @@ def test_a_gpt2_estimate_grows_with_width_squared_times_depth(tmp_path, monkeypa
 def test_the_issues_gpt2_estimate_is_within_a_sane_factor_of_what_the_run_holds(tmp_path, monkeypatch):
     """n_embd 2048, 20 layers: 1.1e9 parameters, held in float32 and in the float64 twin (12.6 GB seen, still
     growing); the estimate once read BERT's key names only and said 535 MB."""
-    monkeypatch.setattr(estimate, "memory_room", lambda: Room(10**13, "this machine has"))
+    monkeypatch.setattr(limits, "memory_room", lambda: Room(10**13, "this machine has"))
     spec = gpt2_spec(tmp_path, 2048, 20)
     held = built_parameters("gpt2", {"n_embd": 2048, "n_layer": 20, "n_head": 16}) * (4 + 8)
     assert 1 <= weights_bytes(spec) / held <= 1.5
 
 
 def test_validate_refuses_the_issues_gpt2_on_a_machine_it_does_not_fit(cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(estimate, "memory_room", lambda: Room(16 * 10**9, "this machine has"))
+    monkeypatch.setattr(limits, "memory_room", lambda: Room(16 * 10**9, "this machine has"))
     spec = gpt2_spec(tmp_path, 2048, 20)
     result = cli.invoke(app, ["validate", "--plan", str(spec)])
     assert result.exit_code == 2, result.output
     assert re.search(r"model: model gpt2_2048_20 needs ~1\d\.\d GB of memory \(model weights: 1\d\.\d GB\)",
                      result.output), result.output  # fmt: skip
-    monkeypatch.setattr(estimate, "memory_room", lambda: Room(64 * 10**9, "this machine has"))
+    monkeypatch.setattr(limits, "memory_room", lambda: Room(64 * 10**9, "this machine has"))
     result = cli.invoke(app, ["validate", "--plan", str(spec)])
     assert result.exit_code == 0, result.output
     peak = re.split(r"\s{2,}", result.output.splitlines()[-1].strip())[2]

@@ -138,7 +138,7 @@ def test_a_spec_that_contradicts_the_object_is_refused_by_field():
 
 def test_a_spec_file_cannot_claim_a_model_object(tmp_path: Path):
     from orderlab.errors import SpecError
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     path = tmp_path / "claims.yaml"
     path.write_text(

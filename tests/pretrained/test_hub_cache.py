@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 REVISION = "0123456789abcdef0123456789abcdef01234567"

@@ -157,7 +157,7 @@ def test_a_config_describing_a_big_model_is_refused_before_the_model_is_built(wr
     """A folder whose config.json describes a BERT of 300 M parameters (1.2 GB in float32) beside a tiny model's
     weights was refused only after transformers had built and initialised the whole model; the files' headers
     against the model built on the meta device refuse it for the cost of the imports."""
-    from orderlab.plan.estimate import available_memory
+    from orderlab.plan.device import available_memory
 
     if available_memory() < 6 * 10**9:
         pytest.skip("the plan refuses a 300 M parameter model on this machine before any folder check")

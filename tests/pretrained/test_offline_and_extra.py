@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
-from orderlab.plan.load import load_spec
 from orderlab.spec.extras import MissingExtraError
+from orderlab.spec.load import load_spec
 
 MINILM_SPEC = """
 model: {kind: pretrained, name: minilm}

@@ -46,7 +46,7 @@ def test_minilm_writes_rows_for_every_metric_in_summary_mode_at_any_chunk_size(c
 def test_the_estimate_counts_the_rows_a_pretrained_run_writes(cli, write_spec, tmp_path):
     needs_minilm()
     from orderlab.plan import estimate
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     for rows in ("summary", "per_permutation"):
         spec = write_spec(SPEC.replace("rows: summary", f"rows: {rows}").replace("minilm_all", f"minilm_{rows}"))

@@ -62,7 +62,7 @@ def test_a_hook_moves_the_numbers_and_the_twin_runs_it_too(tmp_path):
     import orderlab.api as ol
     from orderlab.measure.adapters import build_adapters
     from orderlab.models.devices import CPU
-    from orderlab.plan.load import load_spec
+    from orderlab.spec.load import load_spec
 
     plain, hooked = ol.run(spec()), ol.run(spec(), hooks={"1.output": doubled})
     layer2 = [frame[frame.layer == 2]["value"].to_list() for frame in (plain.metrics, hooked.metrics)]

@@ -18,8 +18,8 @@ from orderlab.measure.sweep_measure import run_sweep
 from orderlab.metrics import LOGPROB_CHANGE, PERMUTATION_PREFERRED
 from orderlab.models.devices import CPU
 from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transformers
-from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
+from orderlab.spec.load import load_spec
 from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS
 
 pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from orderlab.plan import estimate
+from orderlab.plan import estimate, pretrained_cost
 from orderlab.spec.schema import Spec
 
 
@@ -27,14 +27,14 @@ def forward_seconds(spec: Spec) -> float:
 @pytest.mark.parametrize(("metrics", "depths"), [(["lm_logprob"], 6), (["minimal_pairs"], 6),
                                                  (["lm_logprob", "invariance"], 7)])  # fmt: skip
 def test_an_lm_only_walk_runs_one_depth_fewer(metrics, depths):
-    assert estimate.walked_depths(causal_spec(metrics), 7) == depths
+    assert pretrained_cost.walked_depths(causal_spec(metrics), 7) == depths
 
 
 def test_an_lm_only_run_is_priced_without_its_last_words_pass(monkeypatch):
     spec = causal_spec(["lm_logprob"])
     early = forward_seconds(spec)
-    monkeypatch.setattr(estimate, "reads_states", lambda *_: True)  # as a run that reads states walks
+    monkeypatch.setattr(pretrained_cost, "reads_states", lambda *_: True)  # as a run that reads states walks
     full = forward_seconds(spec)
-    states = [estimate._shared_token_states(7, math.factorial(7) + 1, 1024, "all", depths) for depths in (6, 7)]
+    states = [pretrained_cost.shared_token_states(7, math.factorial(7) + 1, 1024, "all", depths) for depths in (6, 7)]
     assert early < full
     assert states[0] < 0.75 * states[1]  # the deepest depth holds the most prefixes: 7! of 7! + ... + 7

@@ -1,8 +1,10 @@
-"""`load_spec`, the one loader: YAML file -> validated, size-checked Spec. Torch-free, so `validate` is fast.
+"""`load_spec`, the one loader: YAML file -> validated Spec. Torch-free, so `validate` is fast.
 
 Every problem surfaces as a SpecError `file:line: field.path: what, expected what`, all of a stage's in one
 listing (SpecErrors): structure from pydantic (messages.py), then relations between fields (relations.py) for
-every sweep combination (sweep.py), then what the run would cost on this machine (estimate.py).
+every sweep combination (sweep.py). Loading checks the spec's contract only; what its run would cost on this
+machine is the plan's question, above this layer: the commands that run or validate a spec pass the loaded spec to
+plan/limits.validate_limits, which refuses what cannot fit, naming the field by the document kept here.
 """
 
 from __future__ import annotations
@@ -13,19 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orderlab.core.registry import did_you_mean
 from orderlab.core.userfiles import FileProblem, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.errors import OrderlabError, SpecError, as_one
-from orderlab.plan.estimate import validate_limits
-from orderlab.plan.sweep import validate_sweep
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
 from orderlab.spec.messages import all_errors
 from orderlab.spec.model_specs import HFModelSpec, ModelObject, family_of
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
+from orderlab.spec.sweep import validate_sweep
 from orderlab.spec.yamlsource import LocatedDocument, parse_yaml, read_yaml
 
 
@@ -87,8 +88,7 @@ def validated(
     if user_hooks:
         spec = with_user_hooks(spec, dict(user_hooks), document)
     validate_sweep(spec, document, validate_relations)
-    validate_limits(spec, document)
-    return LoadedSpec(spec=spec, path=document.origin, sha256=document.sha256)
+    return LoadedSpec(spec=spec, path=document.origin, sha256=document.sha256, document=document)
 
 
 def from_checkpoint(spec: Spec, model: CheckpointModelSpec, doc: LocatedDocument) -> Spec:
@@ -174,15 +174,15 @@ def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingCh
 class LoadedSpec(BaseModel):
     """A validated spec with where it came from (for manifests and baselines)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     spec: Spec
     path: Path
     sha256: str
+    document: LocatedDocument = Field(exclude=True, repr=False)  # the YAML's lines: later checks name them too
 
 
 def with_changes(loaded: LoadedSpec, update: dict[str, object]) -> LoadedSpec:
-    """The loaded spec with fields replaced (compare swaps its encodings in), its cost estimated anew: a spec
-    that fits with its own encodings may not with others. Errors still name the spec's file and fields."""
-    spec = loaded.spec.model_copy(update=update)
-    validate_limits(spec, read_yaml(loaded.path))
-    return loaded.model_copy(update={"spec": spec})
+    """The loaded spec with fields replaced (compare swaps its encodings in); errors about it still name the spec's
+    file and fields. Its cost is not checked here: a spec that fits with its own encodings may not with others, so
+    the caller checks the changed spec's limits (plan/limits.validate_limits)."""
+    return loaded.model_copy(update={"spec": loaded.spec.model_copy(update=update)})

@@ -1,0 +1,66 @@
+"""What an estimate is made of: a Cost names the spec field that drives it, so a refusal says what to change; an
+Estimate is one sweep combination's memory, sequences, time and output. Both cost models (stack_cost.py,
+pretrained_cost.py) fill them; limits.py refuses by them; report/plan_table.py shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orderlab.metrics import Model
+from orderlab.plan.device import Device
+from orderlab.plan.rates import BASE_BYTES, START_SECONDS
+from orderlab.spec.sweep import SweptValue
+
+if TYPE_CHECKING:
+    from orderlab.spec.yamlsource import FieldPath
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One figure of an estimate and the spec field that drives it, so that a refusal names what to change."""
+
+    amount: float  # bytes or seconds
+    what: str  # e.g. "weights"
+    field: FieldPath  # e.g. ("model", "d_model")
+    subject: str  # how the message starts: the field's value, e.g. "1,000,000,000" or "300 words"
+    expected: str  # e.g. "a smaller d_model"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one sweep combination (or a pretrained-model spec) costs: memory, sequences, time, output."""
+
+    columns: dict[str, SweptValue]  # the combination's swept fields, e.g. {"n_layers": 2}; {} when nothing is swept
+    name: str  # how a plan names it: the combination, "" without a sweep, or the pretrained model
+    weights: Cost  # bytes held for the whole run
+    working: Cost  # bytes of the largest working set beside the weights (a chunk, the probe, the maps)
+    chunk_bytes: float  # one chunk's activations at the longest sentence
+    sequences: int  # forward passes, every encoding included
+    seconds: list[Cost]  # parts that add up, START_SECONDS aside
+    metrics_rows: float  # expected: a random rule's draws decide how many keep the last word (prefix_invariance)
+    least_rows: float  # however the draws fall
+    metrics_bytes: Cost
+    attention_rows: float
+    attention_bytes: Cost
+
+    @property
+    def peak_bytes(self) -> float:
+        return BASE_BYTES + self.weights.amount + self.working.amount
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(cost.amount for cost in self.seconds)
+
+
+def run_seconds(estimates: list[Estimate]) -> float:
+    """The whole run: start-up once, then every combination."""
+    return START_SECONDS + sum(item.total_seconds for item in estimates)
+
+
+def forward_seconds(device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float
+                    ) -> float:  # fmt: skip
+    """Forward passes at the device's measured rate for `dtype`, else at the conservative built-in `rate`."""
+    priced = device.forward_seconds(model, dtype, flops, calls, layers)
+    return flops / rate if priced is None else priced

@@ -1,0 +1,49 @@
+"""The choices a run makes about how it computes, each made once, when its measurement is set up, and recorded.
+
+Whether a causal model's passes walk shared prefixes and whether the stack's dense passes are compiled change how
+a run computes, never what it measures; the measuring adapters follow the record, and manifest.json reports it
+rather than deciding again (the two once disagreed: the manifest re-priced a sweep as a whole, the adapters each
+combination). A run decides for all its combinations at once, since the manifest describes the run as one.
+A later choice of this kind (escalating rows a precision cannot resolve to a finer one, priced at its worst case
+by the cost models) belongs here as another field, so that the manifest reads it the same way. Torch-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orderlab.errors import OrderlabError
+from orderlab.plan.cost import run_seconds
+from orderlab.plan.device import Device
+from orderlab.plan.estimate import estimate
+from orderlab.plan.prefix_walk import prefix_walk_pays
+from orderlab.spec.schema import Spec
+
+COMPILE_SETTINGS = ("auto", "always", "never")  # ORDERLAB_COMPILE's values
+COMPILE_AFTER_SECONDS = 300.0  # estimated (at rates.py's conservative rates); compiling took 10-60 s here
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """How a run computes, decided before its first pass."""
+
+    share_prefixes: bool  # causal passes share prefixes where the model and encoding allow it; else dense
+    compile: bool  # the stack's dense passes go through torch.compile
+
+
+def decide(spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str) -> Decisions:
+    """The run's decisions: prefixes shared where the walk pays on `device` (None: the CPU, where it always runs,
+    so its committed baselines stay as they were measured), compilation as `compile_setting` asks."""
+    share = device is None or prefix_walk_pays(spec, spec_file, device)
+    return Decisions(share_prefixes=share, compile=compile_pays(spec, compile_setting))
+
+
+def compile_pays(spec: Spec, setting: str) -> bool:
+    """Whether dense passes go through torch.compile: `setting` always or never, or auto: when the run is estimated
+    to take longer than COMPILE_AFTER_SECONDS, so that the compilation (5-60 s) pays for itself."""
+    if setting not in COMPILE_SETTINGS:
+        raise OrderlabError(f"ORDERLAB_COMPILE={setting!r}; expected one of {', '.join(COMPILE_SETTINGS)}")
+    if setting != "auto":
+        return setting == "always"
+    return run_seconds(estimate(spec, Path("spec.yaml"))) > COMPILE_AFTER_SECONDS

@@ -1,0 +1,57 @@
+"""`orderlab validate --plan`'s text: the plan's data (plan/estimate.PricedPlan) as aligned lines, one per sweep
+combination and one for the whole run, under the line that names the device it was priced on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orderlab.plan.amounts import duration, size
+from orderlab.plan.cost import Estimate, run_seconds
+from orderlab.plan.estimate import PricedPlan
+
+PLAN_HEADER = ["", "memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size", "attention.csv rows",
+               "size"]  # fmt: skip
+
+
+def validated_lines(path: Path, name: str, priced: PricedPlan | None) -> list[str]:
+    """`validate`'s lines for a spec it accepted: `path: ok (name)`, then with --plan its plan, indented."""
+    return [f"{path}: ok ({name})", *(f"  {line}" for line in (plan_lines(priced) if priced else []))]
+
+
+def plan_lines(priced: PricedPlan) -> list[str]:
+    """`validate --plan`'s lines for one spec: the device priced, the plan's table on it, and on a GPU whether the
+    weights and the largest working set fit the memory free on the card."""
+    device, dtype, free = priced.device, priced.dtype, size(priced.device.memory)
+    where = f"{device.name}: {device.rates[dtype].flops / 1e9:,.0f} GFLOP/s matmul in {dtype}, {free} free"
+    lines = [f"priced on {where} (measured once, cached in {priced.rates_file})", *plan_table(priced.estimates)]
+    if not priced.fits:
+        lines.append(f"does not fit: needs ~{size(priced.on_card)} on {device.name}, which has {free} free")
+    return lines
+
+
+def plan_table(estimates: list[Estimate]) -> list[str]:
+    """One aligned line per sweep combination (none without a sweep), then the whole run."""
+    lines = [_plan_row(e.name, e.chunk_bytes, e.peak_bytes, e.sequences, e.total_seconds, e.metrics_rows,
+                       e.metrics_bytes.amount, e.attention_rows, e.attention_bytes.amount)
+             for e in estimates if e.columns]  # fmt: skip
+    lines.append(_plan_row(
+        "whole run", max(e.chunk_bytes for e in estimates), max(e.peak_bytes for e in estimates),
+        sum(e.sequences for e in estimates), run_seconds(estimates), sum(e.metrics_rows for e in estimates),
+        sum(e.metrics_bytes.amount for e in estimates), sum(e.attention_rows for e in estimates),
+        sum(e.attention_bytes.amount for e in estimates),
+    ))  # fmt: skip
+    return _aligned([PLAN_HEADER, *lines])
+
+
+def _plan_row(name: str, chunk: float, peak: float, sequences: int, seconds: float, rows: float, row_bytes: float,
+              maps: float, map_bytes: float) -> list[str]:  # fmt: skip
+    attention = [f"{maps:,.0f}", size(map_bytes)] if maps else ["-", "-"]  # no attention.csv
+    return [name, size(chunk), size(peak), f"{sequences:,}", f"~{duration(seconds)}", f"{rows:,.0f}",
+            size(row_bytes), *attention]  # fmt: skip
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell: the first to the left, numbers to the right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths,
+            strict=True))).rstrip() for row in rows]  # fmt: skip
