@@ -30,7 +30,8 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
-from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
+from orderlab.report.shown import share_text
+from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
 from orderlab.results import artifact
 from orderlab.results.cells import restore_cell
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest

@@ -34,12 +34,13 @@ from rich.text import Text
 from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.measure.intervals import LOWER, UPPER
-from orderlab.measure.rows import FIRST_LAYER, NEVER, first_layer_column
+from orderlab.measure.rows import FIRST_LAYER, first_layer_column
 from orderlab.measure.task_accuracy import CHANCE, TASK_CASE, UNTRAINED_LENGTH
-from orderlab.measure.verdicts import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
+from orderlab.measure.verdicts import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.plan.sweep import describe
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
+from orderlab.report.shown import first_layer_text, share_of, share_text, verdict_text
 from orderlab.results.outcome import RunView
 
 if TYPE_CHECKING:
@@ -98,15 +99,13 @@ class Console(rich_console.Console):
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
+STYLES = {NON_FINITE: "bold red", ORDER_SENSITIVE: "red"}  # a passing word: green
 
 
 def verdict_cell(value: float, verdict: str) -> Text:
-    """'≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in bold red if non-finite."""
-    if verdict == NON_FINITE:
-        return Text(f"{value} !", style="bold red")
-    if verdict == ORDER_SENSITIVE:
-        return Text(f"{value:.1e} ✗", style="red")
-    return Text("≈0 ✓", style="green")
+    """verdict_text's cell: '≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in
+    bold red if non-finite."""
+    return Text(verdict_text(value, verdict), style=STYLES.get(verdict, "green"))
 
 
 def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
@@ -143,16 +142,11 @@ def rank_cell(row: pd.Series, name: str) -> Text:
     return Text(f"{int(rank)} of {int(count) + 1}")
 
 
-def share_text(rate: float, count: int | None = None) -> str:
-    """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count."""
-    return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
-
-
 def pair_cell(value: float, verdict: str) -> Text:
     """A pair of different words' cell, unmarked by order: '9.8e-02 ≠' told apart, '≈0 =' not, 'nan !'."""
-    if verdict == DISTINGUISHABLE:
-        return Text(f"{value:.1e} ≠")
-    return verdict_cell(value, verdict) if verdict == NON_FINITE else Text("≈0 =")
+    if verdict == NON_FINITE:
+        return verdict_cell(value, verdict)
+    return Text(verdict_text(value, DISTINGUISHABLE if verdict == DISTINGUISHABLE else INDISTINGUISHABLE))
 
 
 def without_order(row: pd.Series) -> bool:
@@ -163,13 +157,14 @@ def without_order(row: pd.Series) -> bool:
 
 def encoding_cell(row: pd.Series, name: str) -> Text:
     """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
-    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell)."""
-    if without_order(row):
-        return pair_cell(row[name], row[f"{name} verdict"])
+    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell). A rate or rank
+    is one before a pair's relation is looked at: a minimal pair's answer is a rate, never '≈0 ='."""
     if reduction_of(str(row["metric"])) == "rank":
         return rank_cell(row, name)
     if reduction_of(str(row["metric"])) == "rate":
         return rate_cell(row, name)
+    if without_order(row):
+        return pair_cell(row[name], row[f"{name} verdict"])
     if f"{name} {LOWER}" in row.index:
         return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
     return verdict_cell(row[name], row[f"{name} verdict"])
@@ -204,7 +199,7 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
     label = metric_column_width(summary)
     widths = encoding_widths(summary, encodings)
     firsts = any(first_layer_column(name) in summary.columns for name in encodings)
-    with_firsts = {name: wide + len(NEVER) + 1 for name, wide in widths.items()}  # each its share of `first layer`
+    with_firsts = {name: wide + len("99") + 1 for name, wide in widths.items()}  # each its share of `first layer`
     room = width - label - 1 - 3  # the table's left border; the first-layer column's padding and border
     # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
     firsts = firsts and all(wide <= room for wide in with_firsts.values())
@@ -237,7 +232,7 @@ def summary_table(
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
     firsts = firsts if shown_firsts else []
     if firsts:
-        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input), per encoding in column order"
+        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input, - = at none), per encoding in column order"
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", min_width=metric_column_width(summary) - COLUMN_CHROME)  # an input's heading wraps
     for name in encodings:
@@ -254,7 +249,7 @@ def summary_table(
         relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
         table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
-            first = ["/".join(str(row[column]) for column in firsts)] if firsts else []
+            first = ["/".join(first_layer_text(row[column]) for column in firsts)] if firsts else []
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
     return table
 
@@ -288,10 +283,17 @@ def reductions_note(summary: pd.DataFrame) -> str:
     means = [name for name in shown if reduction_of(name) == "mean"]
     rates = [name for name in shown if reduction_of(name) == "rate"]
     notes = [f"{', '.join(means)}: mean over the distinct reorderings"] if means else []
-    notes += [f"{', '.join(rates)}: share of the distinct reorderings at 1 (how many of how many)"] if rates else []
+    for probes in (False, True):  # a minimal pair's answer is a share of probe pairs, not of reorderings
+        over = [name for name in rates if _rate_over_probes(summary, name) == probes]
+        notes += [f"{', '.join(over)}: share of the {share_of(probes)} at 1 (how many of how many)"] if over else []
     ranks = [name for name in shown if reduction_of(name) == "rank"]
     notes += [f"{', '.join(ranks)}: the original's rank by log P among itself and its reorderings"] if ranks else []
     return "".join(f"; {note}" for note in notes)
+
+
+def _rate_over_probes(summary: pd.DataFrame, metric: str) -> bool:
+    """Whether a rate's rows are probe pairs' (a minimal pair's answer) rather than a sentence's reorderings."""
+    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes"]).all())
 
 
 def stderr_console() -> Console:
