@@ -108,15 +108,32 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     rates = worst[worst["metric"].map(reduction_of) == "rate"]
     if rates.empty:
         return summary
-    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
+    summary = unjudged_rates(summary, encodings)
+    # A probe's answer is one value (no permutations to count): a run of probes alone has no `count` column.
+    counted = rates if "count" in rates.columns else rates.assign(count=np.nan)
+    counts = counted.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
     summary = summary.join(counts, on=["case", "subject", "metric"])
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
     summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+    firsts = [first_layer_column(name) for name in encodings]
+    summary[firsts] = summary[firsts].fillna("")
     return with_ranks(summary, encodings, index)
 
 
-FIRST_LAYER = "first layer"  # summary.csv's '<encoding> first layer': where order first shows, or NEVER
-NEVER = "never"
+def unjudged_rates(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """A rate's verdict cells blank but non-finite: a share of answers is the finding itself (0.27 of the reorderings
+    preferred), and the one answer that reached its max (`preferred`) would misname it."""
+    rates = summary["metric"].map(reduction_of) == "rate"
+    for name in encodings:
+        column = f"{name} verdict"
+        summary[column] = summary[column].where(~rates | (summary[column] == NON_FINITE), "")
+    return summary
+
+
+# summary.csv's '<encoding> first layer': the first layer (a whole number, 0 = the input) at which the row is
+# order-sensitive; empty where no layer is (the verdict column says whether it was judged: 'invariant' at every layer,
+# or a metric not judged by order). One type in every summary, whatever the family or sweep: docs/outputs.md.
+FIRST_LAYER = "first layer"
 
 
 def first_layer_column(encoding: str) -> str:
@@ -124,22 +141,22 @@ def first_layer_column(encoding: str) -> str:
 
 
 def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
-    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
-    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive as
+    text ('2'); blank where none is, or for a metric not judged by order (a rate, a rank, unjudged values)."""
     judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
         rows["metric"].map(reduction_of).isin(["max", "mean"])
     )
     sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
     keys = [*index, "encoding"]
     first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
-    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    shown = first.map(lambda layer: "" if pd.isna(layer) else str(int(layer)))
     return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
 
 
 def earliest(layers: list[str]) -> str:
-    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
+    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), blank if none does."""
     shown = [int(layer) for layer in layers if layer.isdigit()]
-    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
+    return str(min(shown)) if shown else ""
 
 
 def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:

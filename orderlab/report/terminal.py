@@ -199,7 +199,8 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
     label = metric_column_width(summary)
     widths = encoding_widths(summary, encodings)
     firsts = any(first_layer_column(name) in summary.columns for name in encodings)
-    with_firsts = {name: wide + len("99") + 1 for name, wide in widths.items()}  # each its share of `first layer`
+    # Each its share of `first layer`: a layer and its '/', and at least the heading's 'first' with one encoding.
+    with_firsts = {name: wide + len(FIRST_LAYER.split()[0]) + 1 for name, wide in widths.items()}
     room = width - label - 1 - 3  # the table's left border; the first-layer column's padding and border
     # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
     firsts = firsts and all(wide <= room for wide in with_firsts.values())
@@ -256,7 +257,10 @@ def summary_table(
 
 def pairs_note(summary: pd.DataFrame) -> str:
     """What a caption adds when a pair of different words is shown: its marks, and why it has no token_shift."""
-    if RELATION_COLUMN not in summary.columns or not any(without_order(row) for _, row in summary.iterrows()):
+    pairs = (
+        without_order(row) and reduction_of(str(row["metric"])) not in ("rate", "rank") for _, row in summary.iterrows()
+    )
+    if RELATION_COLUMN not in summary.columns or not any(pairs):
         return ""
     return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
 

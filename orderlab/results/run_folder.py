@@ -15,6 +15,7 @@ import pandas as pd
 
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
+from orderlab.measure.rows import FIRST_LAYER
 from orderlab.results import tables
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
 
@@ -24,6 +25,7 @@ ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its man
 TOKEN_LOGPROBS = "token_logprobs.csv as `orderlab run` writes it (token_logprobs: true)"
 TOKEN_KINDS = {"encoding": tables.TEXT, "sentence": tables.TEXT, "token_index": tables.INDEX, "token": tables.TEXT,
                "logprob": tables.NUMBER}  # fmt: skip
+FIRST_LAYER_KIND = tables.integer(tables.INDEX_LIMIT, blank=True)
 ROW_KINDS = {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}  # every run's metrics.csv
 
 
@@ -47,7 +49,10 @@ def read_run_folder(folder: Path) -> RunFolder:
     swept = {name: tables.TEXT for name in manifest.fields.sweep}
     metrics_path = folder / "metrics.csv"
     metrics = tables.require(tables.read_table(metrics_path, METRICS), metrics_path, swept | ROW_KINDS, METRICS)
-    summary = tables.read_table(folder / "summary.csv", SUMMARY)
+    summary_path = folder / "summary.csv"
+    summary = tables.read_table(summary_path, SUMMARY)
+    firsts = {str(name): FIRST_LAYER_KIND for name in summary.columns if str(name).endswith(f" {FIRST_LAYER}")}
+    summary = tables.require(summary, summary_path, firsts, SUMMARY)  # one type: a whole layer, or <NA>
     has_maps = (folder / "attention.csv").exists()
     attention = read_attention(folder, manifest.fields, swept) if has_maps else None
     tokens_path = folder / "token_logprobs.csv"
