@@ -27,10 +27,11 @@ from markupsafe import Markup
 from orderlab import __version__
 from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.measure.rows import FIRST_LAYER
+from orderlab.measure.verdicts import NON_FINITE
 from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
-from orderlab.report.shown import share_text
+from orderlab.report.shown import MARKS, first_layer_text, share_text, tone, verdict_text
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
 from orderlab.results import artifact
 from orderlab.results.cells import restore_cell
@@ -47,8 +48,8 @@ ROWS_SHOWN = 1000  # rows of one table in the page; the CSV beside it holds them
 DRIFT_LINES_SHOWN = 20 * DRIFT_ROWS_SHOWN  # drifted cells per CSV in a drift report
 FIGURE_SOURCES = ("metrics.csv", "attention.csv")  # drawn, not listed: thousands of rows each
 SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None, "Format": None, "Type": None}  # no RDF block
-CSS_OF_WORD = {word: "ok" for word in (*PASSING_WORDS, "pass")} | {ORDER_SENSITIVE: "bad", "fail": "bad"}
-CSS_OF_WORD |= {NON_FINITE: "nonfinite", "above chance": "strong"}
+CSS_OF_WORD = {word: tone(word) for word in MARKS if tone(word)}  # a verdict's colour, as on the console
+CSS_OF_WORD |= {"pass": "ok", "fail": "bad", "above chance": "strong"}
 CSS_OF_STATUS = {"clean": "ok", "unchanged": "ok", "created": "info", "updated": "info"}  # else failed: "bad"
 
 
@@ -150,7 +151,8 @@ def _read_table(path: Path) -> HtmlTable:
             rows.append([_rate_cell(row.get(name, ""), row.get(RATE_COUNT)) if verdict_of[name] else
                          _cell(row.get(name, ""), None) for name in shown])  # fmt: skip
             continue
-        rows.append([_cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])
+        rows.append([_first_layer_cell(row.get(name, "")) if name.endswith(f" {FIRST_LAYER}") else
+                     _cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])  # fmt: skip
     verdicts = any(cell.css in ("ok", "bad", "nonfinite") for row in rows for cell in row)
     return HtmlTable(path.name, shown, rows, len(lines), verdicts)
 
@@ -167,15 +169,17 @@ def _cell(text: str, verdict: str | None) -> Cell:
         shown = text if number is None or text.lstrip("-").isdigit() else f"{number:.4g}"
         return Cell(shown, text if number is None else repr(number), CSS_OF_WORD.get(text, ""))
     css = CSS_OF_WORD.get(verdict, "")
-    if verdict == NON_FINITE:
-        shown = f"{text} !"
-    elif verdict == ORDER_SENSITIVE:
-        shown = f"{number:.1e} ✗"
-    elif css == "ok" and number == 0:
-        shown = "≈0 ✓"
-    else:
-        shown = text if number is None else f"{number:.4g} ({verdict})"
+    if verdict in MARKS:  # as the terminal marks it (report/shown.py)
+        shown = verdict_text(float("nan") if number is None else number, verdict)
+    else:  # a word without a mark ('above chance', an unjudged value's '')
+        shown = text if number is None else f"{number:.4g}" + (f" ({verdict})" if verdict else "")
     return Cell(shown, repr(number) if number is not None else text, css)
+
+
+def _first_layer_cell(text: str) -> Cell:
+    """A first layer as the terminal shows it: '2', or '-' at no layer."""
+    shown = first_layer_text(text)
+    return Cell(shown, text.zfill(6) if text.isdigit() else "")
 
 
 def _rate_cell(text: str, count: str | None) -> Cell:

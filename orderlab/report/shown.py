@@ -14,20 +14,27 @@ from orderlab.measure.verdicts import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FI
 
 
 class Mark(NamedTuple):
-    """A verdict word's mark, how its value is shown beside it, and what the legend says of it."""
+    """A verdict word's mark, how its value is shown beside it, and its tone (the terminal's colour, the HTML's CSS
+    class: ok, bad, nonfinite, or '' for none)."""
 
     glyph: str
     value_shown: bool  # False: the value is round-off, written as 0 and shown '≈0'
-    meaning: str
+    tone: str
 
 
 MARKS: dict[str, Mark] = {
-    **{word: Mark("✓", False, "within the run's measured round-off (shown ≈0)") for word in PASSING_WORDS},
-    ORDER_SENSITIVE: Mark("✗", True, "order-sensitive"),
-    NON_FINITE: Mark("!", True, "NaN or inf"),
-    DISTINGUISHABLE: Mark("≠", True, "a pair of different words told apart"),
+    **{word: Mark("✓", False, "ok") for word in PASSING_WORDS},  # within the run's measured round-off
+    ORDER_SENSITIVE: Mark("✗", True, "bad"),
+    NON_FINITE: Mark("!", True, "nonfinite"),
+    DISTINGUISHABLE: Mark("≠", True, ""),  # a pair of different words told apart (no order verdict)
 }
-MARKS[INDISTINGUISHABLE] = Mark("=", False, "a pair of different words not told apart")
+MARKS[INDISTINGUISHABLE] = Mark("=", False, "")  # ... not told apart: a pair's passing word, unmarked by order
+
+
+def tone(verdict: str) -> str:
+    """A verdict's tone (Mark.tone); '' for a word without a mark."""
+    mark = MARKS.get(verdict)
+    return "" if mark is None else mark.tone
 
 
 def verdict_text(value: float, verdict: str) -> str:
@@ -55,7 +62,10 @@ def share_of(probes: bool) -> str:
 
 def first_layer_text(layer: object) -> str:
     """summary.csv's first-layer cell as every view shows it: the layer as a whole number ('2'), or '-' where no layer
-    is order-sensitive or none is judged (the cell is empty in summary.csv)."""
-    if layer is None or (isinstance(layer, float) and math.isnan(layer)) or str(layer) in ("", "<NA>"):
+    is order-sensitive or none is judged (the cell is empty in summary.csv; 'never' in results written before)."""
+    if layer is None or (isinstance(layer, float) and math.isnan(layer)) or str(layer) in ("", "<NA>", "never"):
         return "-"
-    return str(int(float(str(layer))))
+    try:
+        return str(int(float(str(layer))))
+    except (ValueError, OverflowError):  # a hand-edited cell: shown as it is
+        return str(layer)

@@ -40,7 +40,7 @@ from orderlab.measure.verdicts import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FI
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.plan.sweep import describe
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
-from orderlab.report.shown import first_layer_text, share_of, share_text, verdict_text
+from orderlab.report.shown import first_layer_text, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
 
 if TYPE_CHECKING:
@@ -99,13 +99,13 @@ class Console(rich_console.Console):
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
-STYLES = {NON_FINITE: "bold red", ORDER_SENSITIVE: "red"}  # a passing word: green
+STYLES = {"ok": "green", "bad": "red", "nonfinite": "bold red", "": ""}  # by a verdict's tone (report/shown.py)
 
 
 def verdict_cell(value: float, verdict: str) -> Text:
     """verdict_text's cell: '≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in
     bold red if non-finite."""
-    return Text(verdict_text(value, verdict), style=STYLES.get(verdict, "green"))
+    return Text(verdict_text(value, verdict), style=STYLES[tone(verdict)])
 
 
 def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
