@@ -17,11 +17,13 @@ import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
 import matplotlib
+import pandas as pd
 from markupsafe import Markup
 
 from orderlab import __version__
@@ -142,6 +144,12 @@ def _read_table(path: Path) -> HtmlTable:
         ] or [[]]
     except csv.Error as error:
         raise FileProblem(path, f"not valid CSV ({error}); expected a CSV an orderlab command writes") from None
+    return table_cells(path.name, header, lines)
+
+
+def table_cells(name: str, header: list[str], lines: list[list[str]]) -> HtmlTable:
+    """A table's text cells as the page shows them: the one way a summary row reads in HTML (the report's pages and
+    a notebook's Result alike)."""
     verdict_of = {name: _verdict_column(name, header) for name in header}
     shown = [name for name in header if name not in verdict_of.values()]
     rows = []
@@ -154,7 +162,28 @@ def _read_table(path: Path) -> HtmlTable:
         rows.append([_first_layer_cell(row.get(name, "")) if name.endswith(f" {FIRST_LAYER}") else
                      _cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])  # fmt: skip
     verdicts = any(cell.css in ("ok", "bad", "nonfinite") for row in rows for cell in row)
-    return HtmlTable(path.name, shown, rows, len(lines), verdicts)
+    return HtmlTable(name, shown, rows, len(lines), verdicts)
+
+
+NOTEBOOK_COLOURS = {"ok": "green", "bad": "#c00", "nonfinite": "#c00", "strong": ""}  # the page's CSS, inline
+
+
+def frame_html(frame: pd.DataFrame, name: str = "summary.csv") -> str:
+    """A frame read from an orderlab CSV as an HTML table for a notebook (`Result._repr_html_`): its cells exactly as
+    the report's page shows them (table_cells), coloured inline (a notebook has not the page's CSS)."""
+    header = [str(column) for column in frame.columns]
+    lines = [["" if pd.isna(cell) else str(cell) for cell in row] for row in frame.itertuples(index=False)]
+    table = table_cells(name, header, lines[:ROWS_SHOWN])
+    head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
+    body = "".join("<tr>" + "".join(_notebook_cell(cell) for cell in row) + "</tr>" for row in table.rows)
+    more = f"<p>and {len(lines) - ROWS_SHOWN:,} more rows</p>" if len(lines) > ROWS_SHOWN else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _notebook_cell(cell: Cell) -> str:
+    colour = NOTEBOOK_COLOURS.get(cell.css, "")
+    style = f' style="color: {colour}; white-space: nowrap"' if colour else ""
+    return f"<td{style}>{escape(cell.text)}</td>"
 
 
 def _verdict_column(name: str, header: list[str]) -> str | None:
