@@ -445,43 +445,45 @@ class Phases:
 def comparison_tables(
     table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], width: int
 ) -> list[Table]:
-    """comparison_table with as many encodings per table as fit `width` (each measured by its widest cell)."""
+    """One table that fits `width`: each input a heading, its metrics and layers beneath, an encoding a column; where
+    the encodings side by side would not fit, stacked instead (a row per encoding, the `condition` column), so that a
+    table is never cut into parts that each repeat every row."""
+    label = metric_column_width(table)
+    layer = column_width("layer", [str(value) for value in table["layer"]])
     widths = encoding_widths(table, encodings)
-    fixed = COMPARE_INPUT_WIDTH + column_width("metric", list(table["metric"])) + column_width("layer", ["999"]) + 1
-    groups = fitting_groups(widths, width - fixed)
-    return [
-        comparison_table(table, group, title if index == 0 else "", dtypes, caption=index == len(groups) - 1)
-        for index, group in enumerate(groups)
-    ]
-
-
-COMPARE_INPUT_WIDTH = 30 + COLUMN_CHROME  # the input column wraps past 30 characters
+    side_by_side = label + layer + sum(widths.values()) + 1 <= width
+    return [comparison_table(table, encodings, title, dtypes, stacked=not side_by_side)]
 
 
 def comparison_table(
-    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], caption: bool = True
+    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], stacked: bool = False
 ) -> Table:
-    """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
+    """Rows: spec input (a heading) x metric x layer; columns: encodings, or with `stacked` a row per encoding
+    (`condition`, `value`); cells: worst value over permutations and heads."""
     notes = (
         f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
         f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}"
     )
-    out = Table(title=title or None, caption=notes if caption else None, title_justify="left")
-    out.add_column("input", max_width=COMPARE_INPUT_WIDTH - COLUMN_CHROME)
-    out.add_column("metric", no_wrap=True)
-    out.add_column("layer", justify="right")
-    for name in encodings:
+    out = Table(title=title or None, caption=notes, title_justify="left")
+    out.add_column("metric", min_width=metric_column_width(table) - COLUMN_CHROME)  # an input's heading wraps
+    out.add_column("layer", justify="right", no_wrap=True)
+    for name in ["condition", "value"] if stacked else encodings:
         out.add_column(name, justify="right", no_wrap=True)
     several = table["spec"].nunique() > 1
     previous, previous_metric = None, None
     for _, row in table.iterrows():
         subject = (f"{row['spec']}: " if several else "") + row["input"]
-        if previous is not None and subject != previous:
-            out.add_section()
-        new_metric = subject != previous or row["metric"] != previous_metric
-        cells = [encoding_cell(row, name) for name in encodings]
-        shown = Text(subject if subject != previous else "")
-        out.add_row(shown, row["metric"] if new_metric else "", str(row["layer"]), *cells)
+        if subject != previous:
+            if previous is not None:
+                out.add_section()
+            out.add_row(Text(subject, style="bold"))
+        metric = "  " + row["metric"] if subject != previous or row["metric"] != previous_metric else ""
+        if stacked:
+            for index, name in enumerate(encodings):
+                shown = (metric, str(row["layer"])) if index == 0 else ("", "")
+                out.add_row(*shown, name, encoding_cell(row, name))
+        else:
+            out.add_row(metric, str(row["layer"]), *(encoding_cell(row, name) for name in encodings))
         previous, previous_metric = subject, row["metric"]
     return out
 
