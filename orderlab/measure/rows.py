@@ -115,8 +115,7 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     summary = summary.join(counts, on=["case", "subject", "metric"])
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
     summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
-    firsts = [first_layer_column(name) for name in encodings]
-    summary[firsts] = summary[firsts].fillna("")
+    summary = summary.fillna({first_layer_column(name): "" for name in encodings})  # the probes' rows: none
     return with_ranks(summary, encodings, index)
 
 
