@@ -83,7 +83,8 @@ def child(spec: Path, out: Path) -> None:
 
 
 def measure(row: str, folder: Path) -> dict[str, Any]:
-    from orderlab.plan.estimate import estimate, run_seconds
+    from orderlab.plan.cost import run_seconds
+    from orderlab.plan.estimate import estimate
     from orderlab.spec.load import load_spec
 
     spec = folder / f"big_{row}.yaml"

@@ -60,8 +60,9 @@ from orderlab.measure.run_options import RunOptions
 from orderlab.models.devices import resolve_device
 from orderlab.models.hf.loader import import_transformers
 from orderlab.models.prefix_trie import trie_depths
+from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import cpu_flags
-from orderlab.plan.estimate import estimate, run_seconds
+from orderlab.plan.estimate import estimate
 from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -79,12 +79,15 @@ class Result:
     token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
 
     def _repr_html_(self) -> str:
-        """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame."""
+        """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame; the table's
+        cells read as the terminal's and the HTML report's do (verdict marks, rates with their counts)."""
+        from orderlab.report.html import frame_html
+
         counts = ", ".join(f"{verdict}: {count}" for verdict, count in sorted(self.verdicts.items())) or "none"
         where = "kept in memory only" if self.folder is None else f"written to {self.folder}"
         return (
             f"<div><strong>{_html.escape(self.name)}</strong>: {len(self.metrics):,} metric rows, "
-            f"{_html.escape(where)}<br>verdicts: {_html.escape(counts)}</div>{self.summary.to_html(index=False)}"
+            f"{_html.escape(where)}<br>verdicts: {_html.escape(counts)}</div>{frame_html(self.summary)}"
         )
 
     def __repr__(self) -> str:

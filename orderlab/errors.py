@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class OrderlabError(Exception):
     """A problem with the user's input (spec, arguments, files), reported as one line."""
@@ -26,7 +28,7 @@ class SpecErrors(SpecError):
         self.problems = _distinct(problems)
         first = self.problems[0]
         super().__init__(first.detail, file=first.file, line=first.line, field=first.field)
-        self.args = ("\n".join(str(problem) for problem in self.problems),)
+        self.args = ("\n".join(listing(self.problems)),)
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -39,6 +41,45 @@ def _distinct(problems: list[SpecError]) -> list[SpecError]:
         for one in problem.problems if isinstance(problem, SpecErrors) else [problem]:
             seen.setdefault(str(one), one)
     return list(seen.values())
+
+
+LINES_SHOWN = 20  # a listing longer than this ends in "... and N more problems"
+INDEXED = re.compile(r"^(?P<base>.*)\[(?P<index>\d+)\]$")  # a field's last list index: vectors.cats[7]
+
+
+def listing(problems: list[SpecError], limit: int = LINES_SHOWN) -> list[str]:
+    """The lines of a listing: problems that differ only in a list's index (three vectors of 16 NaNs) grouped into
+    one line naming the indices and their count, at most `limit` lines, then how many more problems there are."""
+    groups: dict[tuple[str, str, str], list[tuple[SpecError, int | None]]] = {}
+    for problem in problems:
+        found = INDEXED.match(problem.field)
+        base, index = (found["base"], int(found["index"])) if found else (problem.field, None)
+        groups.setdefault((problem.file, base, problem.detail), []).append((problem, index))
+    lines = [_grouped_line(base, members) for (_, base, _), members in groups.items()]
+    if len(lines) <= limit:
+        return lines
+    left_out = sum(len(members) for members in list(groups.values())[limit - 1 :])
+    return [*lines[: limit - 1], f"... and {left_out:,} more problems"]
+
+
+def _grouped_line(base: str, members: list[tuple[SpecError, int | None]]) -> str:
+    first = members[0][0]
+    indices = [index for _, index in members if index is not None]
+    if len(members) == 1 or len(indices) != len(members):
+        return str(first)
+    field = f"{base}[{_ranges(indices)}]"
+    return str(SpecError(f"{first.detail} ({len(members)} entries)", file=first.file, line=first.line, field=field))
+
+
+def _ranges(indices: list[int]) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3, 7'."""
+    spans: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if spans and index == spans[-1][1] + 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    return ", ".join(str(low) if low == high else f"{low}-{high}" for low, high in spans)
 
 
 def as_one(problems: list[SpecError]) -> SpecError:

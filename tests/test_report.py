@@ -121,6 +121,7 @@ def test_lm_scores_are_written_in_full_and_the_rate_is_over_the_distinct_reorder
     preferred = int((moved["logprob_delta"] > 0).sum())
     assert summary.loc["permutation_preferred", RATE_COUNT] == 59
     assert summary.loc["permutation_preferred", "seeded"] == pytest.approx(preferred / 59)
+    assert pd.isna(summary.loc["permutation_preferred", "seeded verdict"])  # a share is no one answer's 'preferred'
     assert summary.loc["original_rank", "seeded"] == 1 + preferred  # ranked by log P among the 60 sentences
     assert f"{preferred / 59:.2f} ({preferred}/59)" in result.output and f"{1 + preferred} of 60" in result.output
     assert "logprob_delta" not in result.output.split("wrote")[0]  # per-row values: in metrics.csv, not the summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orderlab.cli import app
-from orderlab.vocabulary.columns import NEVER, earliest, first_layer_column
+from orderlab.vocabulary.columns import earliest, first_layer_column
 
 STACK = """name: answers
 model: {d_model: 16, n_heads: 2, n_layers: 2, dtype: float64}
@@ -25,23 +25,23 @@ train: {task: first_word, train_lengths: [3, 4], test_lengths: [3, 5], vocabular
 
 
 def test_the_summary_names_the_first_layer_where_order_shows(cli, write_spec, tmp_path):
-    """No encoding: never; sinusoidal adds position to the input, so layer 0; RoPE rotates q and k, so layer 1."""
+    """No encoding: blank (no layer); sinusoidal adds position to the input, so layer 0; RoPE rotates q and k: 1."""
     result = cli.invoke(app, ["run", str(write_spec(STACK)), "--out", str(tmp_path)], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     summary = pd.read_csv(tmp_path / "answers" / "summary.csv", keep_default_na=False, dtype=str)
     equivariance = summary.set_index("metric").loc["equivariance"]
     firsts = [equivariance[first_layer_column(name)] for name in ("none", "sinusoidal", "rope")]
-    assert firsts == [NEVER, "0", "1"]
+    assert firsts == ["", "0", "1"]
     rows = pd.read_csv(tmp_path / "answers" / "metrics.csv")
     for name in ("sinusoidal", "rope"):  # the first layer is the least layer of an order-sensitive row
         shown = rows[(rows.metric == "equivariance") & (rows.encoding == name) & (rows.verdict == "order-sensitive")]
         assert str(shown["layer"].min()) == equivariance[first_layer_column(name)]
-    assert "never/0/1" in result.output
+    assert "-/0/1" in result.output
     assert "first layer: where order first shows" in " ".join(result.output.split())
 
 
 def test_over_seeds_the_first_layer_is_the_earliest_any_seed_shows():
-    assert earliest(["2", "1", NEVER]) == "1" and earliest([NEVER, NEVER]) == NEVER and earliest(["", ""]) == ""
+    assert earliest(["2", "1", ""]) == "1" and earliest(["", ""]) == ""
 
 
 def test_a_trained_spec_prints_and_writes_its_task_accuracy_against_chance(cli, write_spec, tmp_path):

@@ -263,8 +263,8 @@ def test_a_causal_lm_s_rate_and_mean_measured_at_its_last_layer_are_bars_on_line
     rows = pd.read_csv(folder / "metrics.csv")
     moved = rows["permuted"] != "the dog bites the man"  # the rate is over the reorderings, never the identity
     flags = rows[(rows["metric"] == "permutation_preferred") & (rows["encoding"] == "seeded") & moved]["value"]
-    for title in ("logprob_change (mean over permutations, layer 2)", "permutation_preferred (rate over permutations, "
-                  "layer 2)"):  # fmt: skip
+    for title in ("logprob_change (mean over permutations, layer 2)", "permutation_preferred (rate over distinct "
+                  "reorderings, layer 2)"):  # fmt: skip
         ax = panels[title]
         assert ax.get_yscale() == "linear" and not ax.get_lines()  # a bar per ablation, no lone dot on a layer axis
         assert [tick.get_text() for tick in ax.get_xticklabels()] == ["seeded", "zero"]
@@ -303,7 +303,7 @@ def test_lm_scores_measured_at_one_layer_are_bars_and_a_rate_stays_within_0_1():
     panels = {ax.get_title().split("\n")[0].split(" (")[0]: ax for ax in figure.axes if ax.get_visible()}
     rate = panels["permutation_preferred"]
     assert len(rate.patches) == 6 and not rate.get_lines()  # a bar per family x ablation, no lone dots
-    assert "rate over permutations, layer" in rate.get_title() and rate.get_ylim() == (0, 1.1)
+    assert "rate over distinct reorderings, layer" in rate.get_title() and rate.get_ylim() == (0, 1.1)
     assert all(0 <= bar.get_height() <= 1 for bar in rate.patches)
 
 

@@ -4,8 +4,10 @@ code; returned as data. What each spec found goes to `on_spec` as it is found, s
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 from orderlab.commands.baseline import check_spec, plan
@@ -28,6 +30,21 @@ class CheckResult:
     """Every spec's check, in the order checked."""
 
     outcomes: list[SpecCheck]
+
+    def __repr__(self) -> str:
+        """One line: the exit code and how many specs ended in each status, never the drift itself."""
+        statuses = Counter(outcome.status for outcome in self.outcomes)
+        counts = ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items()))
+        return f"CheckResult(exit_code={self.exit_code}, specs={len(self.outcomes)} ({counts}))"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: one line per spec, its status and summary."""
+        rows = "".join(
+            f"<tr><td>{escape(outcome.name)}</td><td>{escape(outcome.status)}</td><td>{escape(outcome.summary)}</td></tr>"
+            for outcome in self.outcomes
+        )
+        head = "<tr><th>spec</th><th>status</th><th>summary</th></tr>"
+        return f"<div>{escape(repr(self))}</div><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
 
     @property
     def exit_code(self) -> int:

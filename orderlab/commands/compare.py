@@ -229,6 +229,9 @@ def side_by_side(
     else:
         table = table.drop(columns=SEED)
     rank = {"spec": {n: i for i, n in enumerate(spec_order)}, "metric": {m: i for i, m in enumerate(rows)}}
+    # A layer is a whole number in the terminal and in compare.csv alike (a pivot or a concat of frames made it float:
+    # '0.0' on screen, '0.000000e+00' in the CSV).
+    table = table.astype({"layer": "int64"})
     return table.sort_values(
         GROUP_COLUMNS, key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind="mergesort", ignore_index=True
     )

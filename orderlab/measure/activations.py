@@ -11,6 +11,7 @@ Compute only: orderlab.api.activations is its door.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -43,6 +44,29 @@ class Activations:
     @property
     def points(self) -> list[str]:
         return list(self.tensors)
+
+    def __repr__(self) -> str:
+        """One line: the rows and each point's shape, never the tensors (a small case printed 13,000 characters)."""
+        shown = ", ".join(f"{name!r}: {shape}" for name, shape in self._shapes()[:POINTS_SHOWN])
+        more = f", ... and {len(self.tensors) - POINTS_SHOWN} more" if len(self.tensors) > POINTS_SHOWN else ""
+        return f"Activations(rows={len(self.index):,}, points={{{shown}{more}}})"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the points' shapes, and the first rows of the index."""
+        points = "".join(f"<tr><td>{escape(name)}</td><td>{escape(shape)}</td></tr>" for name, shape in self._shapes())
+        return (
+            f"<div><strong>Activations</strong>: {len(self.index):,} rows, {len(self.tensors)} hook points</div>"
+            f"<table><thead><tr><th>point</th><th>shape</th></tr></thead><tbody>{points}</tbody></table>"
+            f"{self.index.head(INDEX_ROWS_SHOWN).to_html(index=False)}"
+        )
+
+    def _shapes(self) -> list[tuple[str, str]]:
+        """(point, '(rows, slots, d) float32') per point."""
+        return [(name, f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}") for name, t in self.tensors.items()]
+
+
+POINTS_SHOWN = 8  # hook points named in the one-line repr
+INDEX_ROWS_SHOWN = 10  # rows of the index in a notebook's view
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from orderlab.metrics import (
     reduction_of,
 )
 from orderlab.spec.sweep import SEED
-from orderlab.vocabulary.columns import CHANCE, NEVER, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
+from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
 from orderlab.vocabulary.digest import NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
 
@@ -65,23 +65,37 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     rates = worst[worst["metric"].map(reduction_of) == "rate"]
     if rates.empty:
         return summary
-    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
+    summary = unjudged_rates(summary, encodings)
+    # A probe's answer is one value (no permutations to count): a run of probes alone has no `count` column.
+    counted = rates if "count" in rates.columns else rates.assign(count=np.nan)
+    counts = counted.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
     summary = summary.join(counts, on=["case", "subject", "metric"])
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
     summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+    summary = summary.fillna({first_layer_column(name): "" for name in encodings})  # the probes' rows: none
     return with_ranks(summary, encodings, index)
 
 
+def unjudged_rates(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """A rate's verdict cells blank but non-finite: a share of answers is the finding itself (0.27 of the reorderings
+    preferred), and the one answer that reached its max (`preferred`) would misname it."""
+    rates = summary["metric"].map(reduction_of) == "rate"
+    for name in encodings:
+        column = f"{name} verdict"
+        summary[column] = summary[column].where(~rates | (summary[column] == NON_FINITE), "")
+    return summary
+
+
 def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
-    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
-    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive as
+    text ('2'); blank where none is, or for a metric not judged by order (a rate, a rank, unjudged values)."""
     judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
         rows["metric"].map(reduction_of).isin(["max", "mean"])
     )
     sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
     keys = [*index, "encoding"]
     first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
-    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    shown = first.map(lambda layer: "" if pd.isna(layer) else str(int(layer)))
     return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
 
 

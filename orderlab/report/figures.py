@@ -11,6 +11,7 @@ the same figures inline.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
+from orderlab.report.shown import share_of, share_text
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
@@ -329,7 +331,9 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
             means = [(label, _mean_by_layer(group)) for label, _, _, group in lines]
             layers = sorted(frame.loc[frame["metric"] == metric, "layer"].unique())
             if len(layers) == 1:  # measured at one layer (an LM's scores of its output): bars, not a dot a line
-                _mean_bars(ax, metric, means, [e for _, e, _, _ in lines], int(layers[0]))
+                counts = [_share_count(group) for _, _, _, group in lines]
+                probes = bool((frame.loc[frame["metric"] == metric, "case"] == "probe").all())
+                _mean_bars(ax, metric, means, [e for _, e, _, _ in lines], int(layers[0]), counts, probes)
                 continue
             _draw_lines(ax, means, styles, dodge=DODGE)
             _mean_axes(ax, metric, layers)
@@ -359,16 +363,19 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
     # again below the last row.
     figure.legend(handles, labels, loc="outside upper center", title=_wrapped(figure, title), title_fontsize="large",
                   frameon=False, **legend)  # fmt: skip
-    figure.legend(handles, labels, loc="outside lower center", **legend)
+    if labels:  # bars alone name their lines under each bar: no empty box below
+        figure.legend(handles, labels, loc="outside lower center", **legend)
     return figure
 
 
 def _mean_by_layer(rows: pd.DataFrame) -> pd.Series:
-    """A line's mean over permutations per layer, averaged over its inputs (`rows: summary` writes the means); as
-    the summary's, over the orders that change the sentence."""
+    """A line's mean over permutations per layer, averaged over its subjects (`rows: summary` writes the means); as
+    the summary's, over the orders that change the sentence. A probe pair is its own subject (its sentence and its
+    counterpart), so a minimal pair's bar is summary.csv's 'all N probes' rate, not a mean of per-sentence means."""
     means = rows["statistic"] == "mean" if "statistic" in rows.columns else rows["permuted"] != rows["input"]
     rows = rows[means]
-    return rows.groupby(["layer", "input"])["value"].mean().groupby("layer").mean()
+    subject = rows["input"].where(rows["case"] != "probe", rows["input"] + " vs " + rows["permuted"])
+    return rows.groupby([rows["layer"], subject])["value"].mean().groupby("layer").mean()
 
 
 def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
@@ -384,16 +391,40 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_ylabel("share of reorderings at 1" if rate else f"mean {metric}")
 
 
-def _mean_bars(ax: Axes, metric: str, means: list[tuple[str, pd.Series]], colours: list[int], layer: int) -> None:
-    """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1)."""
+def _share_count(rows: pd.DataFrame) -> int | None:
+    """How many answers a rate's bar counts, where its height is their share (one sentence's reorderings, or probe
+    pairs of one answer each): the count the terminal and summary.csv show beside the rate; None for a mean over
+    sentences of unequal counts (no one count) or a metric that is not a rate."""
+    if not (rows["metric"].map(reduction_of) == "rate").all():
+        return None
+    counted = rows[rows["statistic"] == "mean"] if "statistic" in rows.columns else rows
+    counted = counted[(counted["permuted"] != counted["input"]) | (counted["case"] == "probe")]
+    if "statistic" in rows.columns or ((counted["case"] != "probe").any() and counted["input"].nunique() > 1):
+        return None
+    return len(counted)
+
+
+def _mean_bars(
+    ax: Axes,
+    metric: str,
+    means: list[tuple[str, pd.Series]],
+    colours: list[int],
+    layer: int,
+    counts: list[int | None],
+    probes: bool,
+) -> None:
+    """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1, with
+    its count as share_text writes it: '0.25 (1/4)')."""
     palette, rate = _colours(), reduction_of(metric) == "rate"
     values = [float(series.iloc[0]) for _, series in means]
     bars = ax.bar(range(len(means)), values, color=[palette[c % len(palette)] for c in colours])
-    ax.bar_label(bars, [f"{value:.2f}" if rate else f"{value:.2e}" for value in values], fontsize="small")
+    labels = [share_text(value, count) if rate else f"{value:.2e}" for value, count in zip(values, counts, strict=True)]
+    ax.bar_label(bars, labels, fontsize="small")
     ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
     ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)
-    ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over permutations, layer {layer})")
-    ax.set_ylabel("share of permutations at 1" if rate else f"mean {metric}")
+    over = share_of(probes) if rate else "permutations"
+    ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over {over}, layer {layer})")
+    ax.set_ylabel(f"share of {over} at 1" if rate else f"mean {metric}")
 
 
 def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
@@ -401,9 +432,8 @@ def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
     decade over one to two decades, evenly spaced values under one decade, each labelled."""
     low, high = max(min(values, default=1.0), FLOOR), max(values, default=1.0)
     if high <= 0 or high / low >= 100:
-        # Powers of ten as plain text: the default labels are mathtext, which user_text() switches off, so they
-        # would read "$\mathdefault{10^{-16}}$".
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: _power_of_ten(value)))
+        ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         return
     if high / low >= 10:
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -413,9 +443,18 @@ def _readable_log_ticks(ax: Axes, values: list[float]) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _power_of_ten(value: float) -> str:
-    """1e-16, 1e-2, 1, 1e3: a decade tick's label without mathtext."""
-    return f"{value:.0e}".replace("e+00", "").replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(value: float, _position: object = None) -> str:
+    """A decade's tick as plain text, '10⁻¹⁶': matplotlib's own labels are mathtext ('$\\mathdefault{10^{-16}}$'),
+    which user_text turns off so that a user's `$x$` stays as typed; '' for a tick between decades."""
+    if not value > 0:
+        return ""
+    exponent = round(math.log10(value))
+    if not math.isclose(value, 10.0**exponent, rel_tol=1e-9):
+        return ""
+    return "1" if exponent == 0 else "10" + str(exponent).translate(SUPERSCRIPTS)
 
 
 def _legend_columns(figure: Figure, labels: list[str]) -> int:

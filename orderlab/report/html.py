@@ -17,11 +17,13 @@ import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
 import matplotlib
+import pandas as pd
 from markupsafe import Markup
 
 from orderlab import __version__
@@ -29,14 +31,16 @@ from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
 from orderlab.metrics import RATE_COUNT, reduction_of
 from orderlab.report import figures as plots
-from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines, share_text
+from orderlab.report.shown import MARKS, first_layer_text, share_text, tone, verdict_text
+from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
 from orderlab.results import artifact
 from orderlab.results.cells import restore_cell
 from orderlab.results.manifest import MANIFEST, ManifestFile, SpecRecord, WrittenBy, read_manifest
 from orderlab.results.ownership import NESTED_FILES, REPORT_MARK, recorded
 from orderlab.results.tables import CSV_LIMIT
 from orderlab.spec.yamlsource import MAX_SPEC_BYTES
-from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.vocabulary.columns import FIRST_LAYER
+from orderlab.vocabulary.verdict_words import NON_FINITE
 
 if TYPE_CHECKING:
     from orderlab.results.baseline_diff import CsvComparison, SpecCheck
@@ -46,8 +50,8 @@ ROWS_SHOWN = 1000  # rows of one table in the page; the CSV beside it holds them
 DRIFT_LINES_SHOWN = 20 * DRIFT_ROWS_SHOWN  # drifted cells per CSV in a drift report
 FIGURE_SOURCES = ("metrics.csv", "attention.csv")  # drawn, not listed: thousands of rows each
 SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None, "Format": None, "Type": None}  # no RDF block
-CSS_OF_WORD = {word: "ok" for word in (*PASSING_WORDS, "pass")} | {ORDER_SENSITIVE: "bad", "fail": "bad"}
-CSS_OF_WORD |= {NON_FINITE: "nonfinite", "above chance": "strong"}
+CSS_OF_WORD = {word: tone(word) for word in MARKS if tone(word)}  # a verdict's colour, as on the console
+CSS_OF_WORD |= {"pass": "ok", "fail": "bad", "above chance": "strong"}
 CSS_OF_STATUS = {"clean": "ok", "unchanged": "ok", "created": "info", "updated": "info"}  # else failed: "bad"
 
 
@@ -140,6 +144,12 @@ def _read_table(path: Path) -> HtmlTable:
         ] or [[]]
     except csv.Error as error:
         raise FileProblem(path, f"not valid CSV ({error}); expected a CSV an orderlab command writes") from None
+    return table_cells(path.name, header, lines)
+
+
+def table_cells(name: str, header: list[str], lines: list[list[str]]) -> HtmlTable:
+    """A table's text cells as the page shows them: the one way a summary row reads in HTML (the report's pages and
+    a notebook's Result alike)."""
     verdict_of = {name: _verdict_column(name, header) for name in header}
     shown = [name for name in header if name not in verdict_of.values()]
     rows = []
@@ -149,9 +159,31 @@ def _read_table(path: Path) -> HtmlTable:
             rows.append([_rate_cell(row.get(name, ""), row.get(RATE_COUNT)) if verdict_of[name] else
                          _cell(row.get(name, ""), None) for name in shown])  # fmt: skip
             continue
-        rows.append([_cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])
+        rows.append([_first_layer_cell(row.get(name, "")) if name.endswith(f" {FIRST_LAYER}") else
+                     _cell(row.get(name, ""), row.get(verdict_of[name] or "")) for name in shown])  # fmt: skip
     verdicts = any(cell.css in ("ok", "bad", "nonfinite") for row in rows for cell in row)
-    return HtmlTable(path.name, shown, rows, len(lines), verdicts)
+    return HtmlTable(name, shown, rows, len(lines), verdicts)
+
+
+NOTEBOOK_COLOURS = {"ok": "green", "bad": "#c00", "nonfinite": "#c00", "strong": ""}  # the page's CSS, inline
+
+
+def frame_html(frame: pd.DataFrame, name: str = "summary.csv") -> str:
+    """A frame read from an orderlab CSV as an HTML table for a notebook (`Result._repr_html_`): its cells exactly as
+    the report's page shows them (table_cells), coloured inline (a notebook has not the page's CSS)."""
+    header = [str(column) for column in frame.columns]
+    lines = [["" if pd.isna(cell) else str(cell) for cell in row] for row in frame.itertuples(index=False)]
+    table = table_cells(name, header, lines[:ROWS_SHOWN])
+    head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
+    body = "".join("<tr>" + "".join(_notebook_cell(cell) for cell in row) + "</tr>" for row in table.rows)
+    more = f"<p>and {len(lines) - ROWS_SHOWN:,} more rows</p>" if len(lines) > ROWS_SHOWN else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _notebook_cell(cell: Cell) -> str:
+    colour = NOTEBOOK_COLOURS.get(cell.css, "")
+    style = f' style="color: {colour}; white-space: nowrap"' if colour else ""
+    return f"<td{style}>{escape(cell.text)}</td>"
 
 
 def _verdict_column(name: str, header: list[str]) -> str | None:
@@ -166,15 +198,17 @@ def _cell(text: str, verdict: str | None) -> Cell:
         shown = text if number is None or text.lstrip("-").isdigit() else f"{number:.4g}"
         return Cell(shown, text if number is None else repr(number), CSS_OF_WORD.get(text, ""))
     css = CSS_OF_WORD.get(verdict, "")
-    if verdict == NON_FINITE:
-        shown = f"{text} !"
-    elif verdict == ORDER_SENSITIVE:
-        shown = f"{number:.1e} ✗"
-    elif css == "ok" and number == 0:
-        shown = "≈0 ✓"
-    else:
-        shown = text if number is None else f"{number:.4g} ({verdict})"
+    if verdict in MARKS:  # as the terminal marks it (report/shown.py)
+        shown = verdict_text(float("nan") if number is None else number, verdict)
+    else:  # a word without a mark ('above chance', an unjudged value's '')
+        shown = text if number is None else f"{number:.4g}" + (f" ({verdict})" if verdict else "")
     return Cell(shown, repr(number) if number is not None else text, css)
+
+
+def _first_layer_cell(text: str) -> Cell:
+    """A first layer as the terminal shows it: '2', or '-' at no layer."""
+    shown = first_layer_text(text)
+    return Cell(shown, text.zfill(6) if text.isdigit() else "")
 
 
 def _rate_cell(text: str, count: str | None) -> Cell:

@@ -35,19 +35,19 @@ from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
+from orderlab.report.shown import first_layer_text, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import (
     CHANCE,
     FIRST_LAYER,
     LOWER,
-    NEVER,
     TASK_CASE,
     UNTRAINED_LENGTH,
     UPPER,
     first_layer_column,
 )
-from orderlab.vocabulary.verdict_words import DISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
+from orderlab.vocabulary.verdict_words import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
 
 if TYPE_CHECKING:
     from rich.console import ConsoleOptions, RenderableType
@@ -105,15 +105,13 @@ class Console(rich_console.Console):
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
+STYLES = {"ok": "green", "bad": "red", "nonfinite": "bold red", "": ""}  # by a verdict's tone (report/shown.py)
 
 
 def verdict_cell(value: float, verdict: str) -> Text:
-    """'≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in bold red if non-finite."""
-    if verdict == NON_FINITE:
-        return Text(f"{value} !", style="bold red")
-    if verdict == ORDER_SENSITIVE:
-        return Text(f"{value:.1e} ✗", style="red")
-    return Text("≈0 ✓", style="green")
+    """verdict_text's cell: '≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in
+    bold red if non-finite."""
+    return Text(verdict_text(value, verdict), style=STYLES[tone(verdict)])
 
 
 def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text:
@@ -150,16 +148,11 @@ def rank_cell(row: pd.Series, name: str) -> Text:
     return Text(f"{int(rank)} of {int(count) + 1}")
 
 
-def share_text(rate: float, count: int | None = None) -> str:
-    """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count."""
-    return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
-
-
 def pair_cell(value: float, verdict: str) -> Text:
     """A pair of different words' cell, unmarked by order: '9.8e-02 ≠' told apart, '≈0 =' not, 'nan !'."""
-    if verdict == DISTINGUISHABLE:
-        return Text(f"{value:.1e} ≠")
-    return verdict_cell(value, verdict) if verdict == NON_FINITE else Text("≈0 =")
+    if verdict == NON_FINITE:
+        return verdict_cell(value, verdict)
+    return Text(verdict_text(value, DISTINGUISHABLE if verdict == DISTINGUISHABLE else INDISTINGUISHABLE))
 
 
 def without_order(row: pd.Series) -> bool:
@@ -170,13 +163,14 @@ def without_order(row: pd.Series) -> bool:
 
 def encoding_cell(row: pd.Series, name: str) -> Text:
     """One encoding's cell of a wide row, as the registry reduces its metric (a rate: rate_cell); with an interval
-    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell)."""
-    if without_order(row):
-        return pair_cell(row[name], row[f"{name} verdict"])
+    when the row is a mean over seeds; a pair of different words' without an order mark (pair_cell). A rate or rank
+    is one before a pair's relation is looked at: a minimal pair's answer is a rate, never '≈0 ='."""
     if reduction_of(str(row["metric"])) == "rank":
         return rank_cell(row, name)
     if reduction_of(str(row["metric"])) == "rate":
         return rate_cell(row, name)
+    if without_order(row):
+        return pair_cell(row[name], row[f"{name} verdict"])
     if f"{name} {LOWER}" in row.index:
         return interval_cell(row[name], row[f"{name} {LOWER}"], row[f"{name} {UPPER}"], row[f"{name} verdict"])
     return verdict_cell(row[name], row[f"{name} verdict"])
@@ -214,7 +208,8 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
     label = metric_column_width(summary)
     widths = encoding_widths(summary, encodings)
     firsts = any(first_layer_column(name) in summary.columns for name in encodings)
-    with_firsts = {name: wide + len(NEVER) + 1 for name, wide in widths.items()}  # each its share of `first layer`
+    # Each its share of `first layer`: a layer and its '/', and at least the heading's 'first' with one encoding.
+    with_firsts = {name: wide + len(FIRST_LAYER.split()[0]) + 1 for name, wide in widths.items()}
     room = width - label - 1 - 3  # the table's left border; the first-layer column's padding and border
     # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
     firsts = firsts and all(wide <= room for wide in with_firsts.values())
@@ -247,7 +242,7 @@ def summary_table(
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
     firsts = firsts if shown_firsts else []
     if firsts:
-        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input), per encoding in column order"
+        notes += f"; {FIRST_LAYER}: where order first shows (0 = the input, - = at none), per encoding in column order"
     table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
     table.add_column("metric", min_width=metric_column_width(summary) - COLUMN_CHROME)  # an input's heading wraps
     for name in encodings:
@@ -264,14 +259,17 @@ def summary_table(
         relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
         table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
-            first = ["/".join(str(row[column]) for column in firsts)] if firsts else []
+            first = ["/".join(first_layer_text(row[column]) for column in firsts)] if firsts else []
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
     return table
 
 
 def pairs_note(summary: pd.DataFrame) -> str:
     """What a caption adds when a pair of different words is shown: its marks, and why it has no token_shift."""
-    if RELATION_COLUMN not in summary.columns or not any(without_order(row) for _, row in summary.iterrows()):
+    pairs = (
+        without_order(row) and reduction_of(str(row["metric"])) not in ("rate", "rank") for _, row in summary.iterrows()
+    )
+    if RELATION_COLUMN not in summary.columns or not any(pairs):
         return ""
     return f"; a pair of different words: ≠ told apart, = not (no order verdict); {NO_WORD_MATCH}"
 
@@ -298,10 +296,17 @@ def reductions_note(summary: pd.DataFrame) -> str:
     means = [name for name in shown if reduction_of(name) == "mean"]
     rates = [name for name in shown if reduction_of(name) == "rate"]
     notes = [f"{', '.join(means)}: mean over the distinct reorderings"] if means else []
-    notes += [f"{', '.join(rates)}: share of the distinct reorderings at 1 (how many of how many)"] if rates else []
+    for probes in (False, True):  # a minimal pair's answer is a share of probe pairs, not of reorderings
+        over = [name for name in rates if _rate_over_probes(summary, name) == probes]
+        notes += [f"{', '.join(over)}: share of the {share_of(probes)} at 1 (how many of how many)"] if over else []
     ranks = [name for name in shown if reduction_of(name) == "rank"]
     notes += [f"{', '.join(ranks)}: the original's rank by log P among itself and its reorderings"] if ranks else []
     return "".join(f"; {note}" for note in notes)
+
+
+def _rate_over_probes(summary: pd.DataFrame, metric: str) -> bool:
+    """Whether a rate's rows are probe pairs' (a minimal pair's answer) rather than a sentence's reorderings."""
+    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes"]).all())
 
 
 def stderr_console() -> Console:
@@ -449,43 +454,45 @@ class PhaseBars:
 def comparison_tables(
     table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], width: int
 ) -> list[Table]:
-    """comparison_table with as many encodings per table as fit `width` (each measured by its widest cell)."""
+    """One table that fits `width`: each input a heading, its metrics and layers beneath, an encoding a column; where
+    the encodings side by side would not fit, stacked instead (a row per encoding, the `condition` column), so that a
+    table is never cut into parts that each repeat every row."""
+    label = metric_column_width(table)
+    layer = column_width("layer", [str(value) for value in table["layer"]])
     widths = encoding_widths(table, encodings)
-    fixed = COMPARE_INPUT_WIDTH + column_width("metric", list(table["metric"])) + column_width("layer", ["999"]) + 1
-    groups = fitting_groups(widths, width - fixed)
-    return [
-        comparison_table(table, group, title if index == 0 else "", dtypes, caption=index == len(groups) - 1)
-        for index, group in enumerate(groups)
-    ]
-
-
-COMPARE_INPUT_WIDTH = 30 + COLUMN_CHROME  # the input column wraps past 30 characters
+    side_by_side = label + layer + sum(widths.values()) + 1 <= width
+    return [comparison_table(table, encodings, title, dtypes, stacked=not side_by_side)]
 
 
 def comparison_table(
-    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], caption: bool = True
+    table: pd.DataFrame, encodings: list[str], title: str, dtypes: list[str], stacked: bool = False
 ) -> Table:
-    """Rows: spec input x metric x layer; columns: encodings; cells: worst value over permutations and heads."""
+    """Rows: spec input (a heading) x metric x layer; columns: encodings, or with `stacked` a row per encoding
+    (`condition`, `value`); cells: worst value over permutations and heads."""
     notes = (
         f"worst case over permutations and heads ({', '.join(sorted(set(dtypes)))})"
         f"{over_seeds_note(table, encodings)}; {VERDICT_LEGEND}"
     )
-    out = Table(title=title or None, caption=notes if caption else None, title_justify="left")
-    out.add_column("input", max_width=COMPARE_INPUT_WIDTH - COLUMN_CHROME)
-    out.add_column("metric", no_wrap=True)
-    out.add_column("layer", justify="right")
-    for name in encodings:
+    out = Table(title=title or None, caption=notes, title_justify="left")
+    out.add_column("metric", min_width=metric_column_width(table) - COLUMN_CHROME)  # an input's heading wraps
+    out.add_column("layer", justify="right", no_wrap=True)
+    for name in ["condition", "value"] if stacked else encodings:
         out.add_column(name, justify="right", no_wrap=True)
     several = table["spec"].nunique() > 1
     previous, previous_metric = None, None
     for _, row in table.iterrows():
         subject = (f"{row['spec']}: " if several else "") + row["input"]
-        if previous is not None and subject != previous:
-            out.add_section()
-        new_metric = subject != previous or row["metric"] != previous_metric
-        cells = [encoding_cell(row, name) for name in encodings]
-        shown = Text(subject if subject != previous else "")
-        out.add_row(shown, row["metric"] if new_metric else "", str(row["layer"]), *cells)
+        if subject != previous:
+            if previous is not None:
+                out.add_section()
+            out.add_row(Text(subject, style="bold"))
+        metric = "  " + row["metric"] if subject != previous or row["metric"] != previous_metric else ""
+        if stacked:
+            for index, name in enumerate(encodings):
+                shown = (metric, str(row["layer"])) if index == 0 else ("", "")
+                out.add_row(*shown, name, encoding_cell(row, name))
+        else:
+            out.add_row(metric, str(row["layer"]), *(encoding_cell(row, name) for name in encodings))
         previous, previous_metric = subject, row["metric"]
     return out
 

@@ -7,6 +7,7 @@ wrote.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,17 @@ class ShardOutcome:
     units: list[Unit]
     non_finite: int  # of the rows written whole; the merge counts those of the summaries it finishes
     shard: tuple[int, int]  # (K, N)
+
+    def __repr__(self) -> str:
+        """One line: the units are counted, not listed (a shard may hold thousands)."""
+        k, n = self.shard
+        return (
+            f"ShardOutcome(shard={k}/{n}, folder={str(self.folder)!r}, rows={self.rows:,}, units={len(self.units):,}, "
+            f"non_finite={self.non_finite:,})"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<div>{escape(repr(self))}</div>"
 
 
 def run_title(spec: Spec) -> str:

@@ -18,6 +18,7 @@ from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 from orderlab.results import tables
 from orderlab.results.manifest import MANIFEST, ManifestFields, ManifestFile, read_manifest
+from orderlab.vocabulary.columns import FIRST_LAYER
 
 METRICS = "metrics.csv as `orderlab run` writes it"
 SUMMARY = "summary.csv as `orderlab run` writes it"
@@ -25,6 +26,7 @@ ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its man
 TOKEN_LOGPROBS = "token_logprobs.csv as `orderlab run` writes it (token_logprobs: true)"
 TOKEN_KINDS = {"encoding": tables.TEXT, "sentence": tables.TEXT, "token_index": tables.INDEX, "token": tables.TEXT,
                "logprob": tables.NUMBER}  # fmt: skip
+FIRST_LAYER_KIND = tables.integer(tables.INDEX_LIMIT, blank=True)
 ROW_KINDS = {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}  # every run's metrics.csv
 
 
@@ -43,7 +45,10 @@ def read_run_folder(folder: Path) -> RunFolder:
     manifest = open_run_folder(folder)
     assert manifest.fields.spec is not None  # open_run_folder checked it
     metrics = read_metrics(folder, manifest.fields, ROW_KINDS, METRICS)
-    summary = tables.read_table(folder / "summary.csv", SUMMARY)
+    summary_path = folder / "summary.csv"
+    summary = tables.read_table(summary_path, SUMMARY)
+    firsts = {str(name): FIRST_LAYER_KIND for name in summary.columns if str(name).endswith(f" {FIRST_LAYER}")}
+    summary = tables.require(summary, summary_path, firsts, SUMMARY)  # one type: a whole layer, or <NA>
     swept = swept_kinds(manifest.fields)
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader, not absent
     attention = read_attention(folder, manifest.fields, swept) if has_maps else None

@@ -22,8 +22,10 @@ def detail_number(value: float) -> str:
     return f"{value:.6e}"
 
 
-FIRST_LAYER = "first layer"  # summary.csv's '<encoding> first layer': where order first shows, or NEVER
-NEVER = "never"
+# summary.csv's '<encoding> first layer': the first layer (a whole number, 0 = the input) at which the row is
+# order-sensitive; empty where no layer is (the verdict column says whether it was judged: 'invariant' at every layer,
+# or a metric not judged by order). One type in every summary, whatever the family or sweep: docs/outputs.md.
+FIRST_LAYER = "first layer"
 
 
 def first_layer_column(encoding: str) -> str:
@@ -31,9 +33,9 @@ def first_layer_column(encoding: str) -> str:
 
 
 def earliest(layers: list[str]) -> str:
-    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
+    """The earliest of several first layers (a seed sweep's cell: where any seed shows order), blank if none does."""
     shown = [int(layer) for layer in layers if layer.isdigit()]
-    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
+    return str(min(shown)) if shown else ""
 
 
 LOWER, UPPER = "lower", "upper"  # a seed sweep's '<encoding> lower' / '<encoding> upper': its t interval
