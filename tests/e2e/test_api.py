@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from command_line import python
 from typer.testing import CliRunner
 
 import orderlab.api as ol
@@ -171,8 +172,6 @@ def test_a_single_path_or_name_is_one_item_never_its_characters(monkeypatch):
 
 def test_transformers_import_leaves_no_tqdm_warning_in_a_notebook():
     """A Jupyter kernel without ipywidgets: tqdm.auto warns 'IProgress not found' when transformers imports it."""
-    import subprocess
-    import sys
 
     pytest.importorskip("transformers")
     code = (
@@ -186,5 +185,5 @@ def test_transformers_import_leaves_no_tqdm_warning_in_a_notebook():
         "    import_transformers(); from transformers import AutoModel; import tqdm.auto\n"
         "assert not caught, [str(w.message) for w in caught]\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = python("-c", code, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from command_line import python
 
 from orderlab.cli import app
 from orderlab.measure.rows import KEY_COLUMNS
@@ -94,7 +93,6 @@ def test_help_and_validate_do_not_import_torch_or_pandas():
         "try:\n    app(['validate', 'experiments/dog_bites_man.yaml'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=EXPERIMENTS.parent, check=True
-    )
+    out = python("-c", code)
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from command_line import invoke
 from typer.testing import CliRunner
 
-from orderlab.cli import app
 from orderlab.encodings import ENCODINGS
 from orderlab.measure.properties import PROPERTIES
 from orderlab.measure.sweep_measure import run_sweep
@@ -36,10 +36,6 @@ def small_spec(tmp_path: Path) -> Path:
     path = tmp_path / "small.yaml"
     path.write_text(SMALL_SPEC)
     return path
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 # --- encodings ------------------------------------------------------------------------------------

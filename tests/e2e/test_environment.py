@@ -3,12 +3,10 @@ spec's escape sequences, an address-space or cgroup memory limit, and a model wh
 
 from __future__ import annotations
 
-import os
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
+import command_line
 import pytest
 from typer.testing import CliRunner
 
@@ -40,10 +38,7 @@ def python_orderlab(*args: str | Path, env: dict[str, str] | None = None, limit:
         if limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "orderlab", *map(str, args)], capture_output=True, text=True,
-                          encoding="utf-8", errors="replace", env=environment, preexec_fn=limited, timeout=600,
-                          check=False)  # fmt: skip
+    return command_line.python_orderlab(*args, env=env, preexec_fn=limited, encoding="utf-8", errors="replace")
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from command_line import python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,6 +15,7 @@ import sys
 sys.modules["fcntl"] = None  # `import fcntl` now raises ImportError, as where the module does not exist
 import importlib, pkgutil, warnings
 warnings.simplefilter("ignore")  # filelock says it has only a soft lock here; the import is what is tested
+from command_line import python
 import orderlab
 failed = []
 for module in pkgutil.walk_packages(orderlab.__path__, "orderlab."):
@@ -33,9 +34,7 @@ print("validate:", result.exit_code, result.output.strip())
 
 def test_every_module_imports_and_validate_answers_without_fcntl():
     spec = ROOT / "experiments/dog_bites_man.yaml"
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_FCNTL, str(spec)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    done = python("-c", WITHOUT_FCNTL, spec, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "failed: []" in done.stdout, done.stdout
     assert f"validate: 0 {spec}: ok (dog_bites_man)" in done.stdout, done.stdout

@@ -14,15 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from command_line import python_orderlab
 from typer.testing import CliRunner
 
 from orderlab.cli import app
@@ -122,11 +120,7 @@ def test_other_cpu_kernels_pass_check_against_this_machines_baseline(spec: str, 
     """
     path = ROOT / "experiments" / f"{spec}.yaml"
     check(path, tmp_path, "--update")
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": kernels}
-    other = subprocess.run(
-        [sys.executable, "-m", "orderlab", "check", str(path), "--results", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    other = python_orderlab("check", path, "--results", tmp_path, env={"ATEN_CPU_CAPABILITY": kernels}, timeout=300)
     assert other.returncode == 0, other.stdout + other.stderr
 
 

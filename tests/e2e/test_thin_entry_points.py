@@ -4,13 +4,11 @@ shows no Python types and one usage style; a bad option value is one line at any
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import typer
+from command_line import python_orderlab
 from typer.testing import CliRunner
 
 from orderlab.cli import app
@@ -73,10 +71,7 @@ def test_help_shows_no_python_types_and_one_usage_style(command: str | None):
     [["run", "--device", "tpu", "x.yaml"], ["run"], ["trace", "x.yaml", "--decimals", "40"], ["check", "--rtol", "a"]],
 )
 def test_a_bad_option_value_is_one_line_at_any_width(columns: str, arguments: list[str]):
-    environment = {**os.environ, "COLUMNS": columns, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "orderlab", *arguments], capture_output=True, text=True, env=environment, timeout=60
-    )
+    done = python_orderlab(*arguments, env={"COLUMNS": columns}, timeout=60)
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.splitlines()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
 
 import pytest
 import torch
+from command_line import python
 from typer.testing import CliRunner
 
 from orderlab.cli import app
@@ -100,5 +100,6 @@ def test_validate_and_help_import_neither_torch_nor_transformers(write_spec):
         "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
         "print(sorted(m for m in ('torch', 'transformers', 'pandas') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    out = python("-c", code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from command_line import python_orderlab
+from sharding import assert_same_files
 from stalling import snapshot, start_stalled
 
 from orderlab.cli import app
@@ -52,12 +53,6 @@ def needs_dask() -> None:
 def run(cli, *arguments: str) -> None:
     result = cli.invoke(app, ["run", *arguments, "-q"])
     assert result.exit_code == 0, result.output
-
-
-def assert_same_files(folder: Path, whole: Path) -> None:
-    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in whole.iterdir())
-    for path in whole.iterdir():
-        assert (folder / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 def test_without_the_dist_extra_workers_is_one_line_and_writes_nothing(cli, tmp_path, monkeypatch):
@@ -159,12 +154,11 @@ def test_an_error_inside_a_worker_is_the_same_one_line_as_in_process(tmp_path):
         'name: plugged\nmodel: {d_model: 16, n_heads: 4, n_layers: 2}\nencodings: [none, "plugin_encodings:'
         'RaisesAtRunTime"]\ninputs:\n  - sentence: the dog bites man\n    permutations: all\n'
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugins, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    outcomes = []
-    for extra in (["--workers", "2"], []):
-        command = [sys.executable, "-m", "orderlab", "run", "plugged.yaml", "--out", "out", "-q", *extra]
-        outcomes.append(subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300))
-    on_workers, here = outcomes
+    on_workers, here = (
+        python_orderlab("run", "plugged.yaml", "--out", "out", "-q", *extra, cwd=tmp_path, env={"PYTHONPATH": plugins},
+                        timeout=300)
+        for extra in (["--workers", "2"], [])
+    )  # fmt: skip
     assert on_workers.returncode == here.returncode == 2, on_workers.stderr
     line = "error: encoding 'plugin_encodings:RaisesAtRunTime' raised RuntimeError in attention_bias(q, k): only three"
     assert on_workers.stderr == here.stderr == f"{line} slots\n"

@@ -10,14 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from command_line import invoke
 
-from orderlab.cli import app
 from orderlab.encodings import EncodingContext, build_encoding
 from orderlab.encodings.plugin_guard import CheckedEncoding
 from orderlab.encodings.rope import Rotary
-
-runner = CliRunner()
 
 SPEC = """\
 name: plugged
@@ -62,10 +59,6 @@ def write_spec(folder: Path, encoding: str, dtype: str = "float64") -> Path:
     path = folder / "plugged.yaml"
     path.write_text(SPEC.format(encoding=encoding, dtype=dtype))
     return path
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(arg) for arg in args], env={"COLUMNS": "200"})
 
 
 def assert_one_line(result, encoding: str, message: str) -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from command_line import invoke
 
-from orderlab.cli import app
 from orderlab.families import FAMILIES
 from orderlab.families.listing import markdown_table
 from orderlab.spec.extras import installed
@@ -55,10 +54,6 @@ def plugins(tmp_path, monkeypatch):
     monkeypatch.setattr(FAMILIES, "discovered", False)
     importlib.invalidate_caches()
     return tmp_path
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 def test_a_plugged_in_family_is_validated_run_listed_and_tabulated(plugins):

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from command_line import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from orderlab.cli import app
 from orderlab.measure.intervals import Z_975, t_interval, t_quantile
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.plan.load import load_spec
@@ -42,10 +41,6 @@ inputs:
 metrics: [equivariance]
 train: {task: first_word, train_lengths: [3, 3], vocabulary: 4, steps: 5, batch: 8}
 """
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 def spec_file(tmp_path: Path, text: str, seeds: str, name: str = "spec.yaml") -> Path:

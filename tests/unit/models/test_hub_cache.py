@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
+from command_line import invoke
 
-from orderlab.cli import app
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 
@@ -47,10 +46,6 @@ def spec_naming(tmp_path: Path, name: str, extra: str = "") -> Path:
     spec.write_text(f"name: cached\nmodel: {{kind: hf, name: {name}{extra}}}\n"
                     "inputs: [{sentence: dog bites man, permutations: all}]\nmetrics: [equivariance]\n")  # fmt: skip
     return spec
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from command_line import python
 
 from orderlab.cli import app
 from orderlab.spec.extras import installed
@@ -167,9 +166,7 @@ def test_a_config_describing_a_big_model_is_refused_before_the_model_is_built(wr
     spec = write_spec("name: folder\nmodel: {kind: hf, family: bert, path: model}\n"
                       "inputs: [{sentence: dog bites man, permutations: reverse}]\n"
                       "metrics: [equivariance]\n")  # fmt: skip
-    child = subprocess.run([sys.executable, "-c", CHILD, "run", str(spec), "--out", str(tmp_path / "out"), "-q"],
-                           capture_output=True, text=True, timeout=600, check=False,
-                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})  # fmt: skip
+    child = python("-c", CHILD, "run", spec, "--out", tmp_path / "out", "-q")
     assert "exit 2 peak" in child.stdout, child.stdout + child.stderr
     assert "checked before building the model" in child.stderr and child.stderr.count("\n") == 1, child.stderr
     peak = int(child.stdout.split()[-1])

@@ -5,10 +5,9 @@ test_report.py, corpus mode in tests/unit/measure/test_corpus_mode.py."""
 from __future__ import annotations
 
 import pytest
+from command_line import invoke
 from terminaltext import assert_nothing_cropped, render
-from typer.testing import CliRunner
 
-from orderlab.cli import app
 from orderlab.report.fitting import Column, fitted_tables, fitting_groups
 
 WIDTHS = (60, 80, 120)
@@ -26,8 +25,8 @@ metrics: [equivariance, decodability]
 """
 
 
-def invoke(arguments: list[str], width: int) -> str:
-    result = CliRunner().invoke(app, arguments, env={"COLUMNS": str(width)})
+def printed(arguments: list[str], width: int) -> str:
+    result = invoke(*arguments, width=width)
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -58,7 +57,7 @@ def test_a_trained_specs_task_and_probe_tables_fit_whole(trained_outcome, width)
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_properties_fit_whole(tmp_path, width):
-    text = invoke(["properties", "--max-len", "16", "--d-model", "8", "--n-heads", "2", "--out", str(tmp_path)], width)
+    text = printed(["properties", "--max-len", "16", "--d-model", "8", "--n-heads", "2", "--out", str(tmp_path)], width)
     assert_nothing_cropped(text, width)
     for name in ALL_ENCODINGS:
         assert f" {name} " in text, (width, name)
@@ -70,7 +69,7 @@ def test_properties_fit_whole(tmp_path, width):
 def test_the_model_families_listing_fits_and_keeps_names_whole(width):
     from orderlab.families import FAMILIES
 
-    text = invoke(["models"], width)
+    text = printed(["models"], width)
     assert_nothing_cropped(text, width)
     assert text.count("position_embeddings (ablations):") == len(list(FAMILIES.values()))  # the field name never broken
     for family in FAMILIES.values():
@@ -85,7 +84,7 @@ def test_a_trace_fits_with_every_header_and_key_whole(tmp_path, width):
     sentence = "the quick brown fox jumps over the lazy dog again"
     spec.write_text(f"name: long\nmodel: {{d_model: 16, n_heads: 2, n_layers: 1}}\nencodings: [sinusoidal]\n"
                     f"inputs: [{{sentence: {sentence}, permutations: swaps}}]\n")  # fmt: skip
-    text = invoke(["trace", str(spec), "--out", str(tmp_path / "out")], width)
+    text = printed(["trace", str(spec), "--out", str(tmp_path / "out")], width)
     assert_nothing_cropped(text, width)
     for header in ("token vector", "+ position", "layer input x", "LayerNorm(x)", "weights @ V", "layer output"):
         assert header in text, (width, header)

@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from command_line import assert_refused, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
-from orderlab.cli import app
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "results"
@@ -48,19 +46,6 @@ metrics: [equivariance, invariance, attention, pair_distance]
 NAME, COUNT = "tiny_shards", 3
 
 
-def orderlab(*args: str | Path):
-    return CliRunner().invoke(app, [str(arg) for arg in args])
-
-
-def assert_refused(result, *fragments: str) -> str:
-    """Exit 2 with exactly one line, an error naming every fragment; the line."""
-    assert result.exit_code == 2, result.output
-    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
-    for fragment in fragments:
-        assert fragment in result.output, result.output
-    return result.output
-
-
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under root (relative path -> bytes): what must not change."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -72,9 +57,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     base = tmp_path_factory.mktemp("tiny")
     spec = base / "tiny.yaml"
     spec.write_text(SPEC)
-    assert orderlab("run", spec, "--out", base / "whole", "-q").exit_code == 0
+    assert invoke("run", spec, "--out", base / "whole", "-q").exit_code == 0
     for index in range(1, COUNT + 1):
-        result = orderlab("run", spec, "--out", base / "shards", "--shard", f"{index}/{COUNT}", "-q")
+        result = invoke("run", spec, "--out", base / "shards", "--shard", f"{index}/{COUNT}", "-q")
         assert result.exit_code == 0, result.output
     return base / "whole" / NAME, [base / "shards" / f"{NAME}.shard-{k}-of-{COUNT}" for k in range(1, COUNT + 1)]
 
@@ -104,7 +89,7 @@ def rehash(shard: Path) -> None:
 
 def test_the_tiny_shards_merge_into_the_whole_runs_bytes(runs, tmp_path: Path):
     whole, shards = runs
-    result = orderlab("merge", *shards, "--out", tmp_path)
+    result = invoke("merge", *shards, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     for name in ("metrics.csv", "summary.csv", "attention.csv"):
         assert (tmp_path / NAME / name).read_bytes() == (whole / name).read_bytes()
@@ -122,7 +107,7 @@ def test_a_shard_manifest_naming_a_folder_outside_out_is_refused_and_nothing_is_
     out.mkdir(parents=True)
     (out / "notes.txt").write_text(SENTINEL)
     before = tree(tmp_path)
-    assert_refused(orderlab("merge", *shards, "--out", out), "manifest.json: spec.name: ")
+    assert_refused(invoke("merge", *shards, "--out", out), "manifest.json: spec.name: ")
     assert tree(tmp_path) == before
     assert not Path("/tmp/orderlab-escaped").exists()
 
@@ -147,7 +132,7 @@ def test_a_shard_manifest_claiming_absurd_numbers_is_refused_without_allocating(
     shards = copies(runs[1], tmp_path / "given")
     for shard in shards:
         edit_json(shard / "manifest.json", lambda m: m["shard"].update({field: value}))
-    result, peak = with_peak_memory(lambda: orderlab("merge", *shards, "--out", tmp_path / "out"))
+    result, peak = with_peak_memory(lambda: invoke("merge", *shards, "--out", tmp_path / "out"))
     assert_refused(result, f"shard.{field}")
     assert peak < 50 * 2**20
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -158,7 +143,7 @@ def test_partials_claiming_a_trillion_permutations_merge_into_one_line_not_memor
     for shard in shards:
         edit_json(shard / "partials.json", lambda p: [piece["unit"].update(total=10**12) for piece in p["pieces"]])
         rehash(shard)
-    result, peak = with_peak_memory(lambda: orderlab("merge", *shards, "--out", tmp_path / "out"))
+    result, peak = with_peak_memory(lambda: invoke("merge", *shards, "--out", tmp_path / "out"))
     assert_refused(result, "of 1000000000000; expected all of them")
     assert peak < 200 * 2**20
 
@@ -179,7 +164,7 @@ def edit_a_value(shard: Path) -> None:
 def test_an_edited_shard_metrics_csv_is_refused_by_its_hash(runs, tmp_path):
     shards = copies(runs[1], tmp_path / "given")
     edit_a_value(shards[1])
-    line = assert_refused(orderlab("merge", *shards, "--out", tmp_path / "out"), "metrics.csv: sha256 ")
+    line = assert_refused(invoke("merge", *shards, "--out", tmp_path / "out"), "metrics.csv: sha256 ")
     assert "differs from the" in line and NAME + ".shard-2-of-3" in line
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
@@ -189,7 +174,7 @@ def test_an_edited_shard_with_its_hash_rewritten_still_cannot_disagree_with_its_
     edit_a_value(shards[1])
     rehash(shards[1])
     assert_refused(
-        orderlab("merge", *shards, "--out", tmp_path / "out"),
+        invoke("merge", *shards, "--out", tmp_path / "out"),
         "merged metrics.csv and summary disagree at ",
         "the rows reach 9.999999e+02",
     )
@@ -199,7 +184,7 @@ def test_an_edited_shard_with_its_hash_rewritten_still_cannot_disagree_with_its_
 def test_a_shard_without_recorded_hashes_is_refused(runs, tmp_path):
     shards = copies(runs[1], tmp_path / "given")
     edit_json(shards[0] / "manifest.json", lambda m: m["shard"].pop("sha256"))
-    assert_refused(orderlab("merge", *shards, "--out", tmp_path / "out"), "shard.sha256: records no sha256")
+    assert_refused(invoke("merge", *shards, "--out", tmp_path / "out"), "shard.sha256: records no sha256")
 
 
 # --- case 8: --shard with a 5000-digit number ---------------------------------------------------------------
@@ -207,7 +192,7 @@ def test_a_shard_without_recorded_hashes_is_refused(runs, tmp_path):
 
 @pytest.mark.parametrize("shard", ["9" * 5000 + "/1", "1/" + "9" * 5000, "1/" + "0" * 5000 + "2"])
 def test_a_5000_digit_shard_option_is_one_line(tmp_path, shard):
-    result = orderlab("run", ROOT / "experiments" / "dog_bites_man.yaml", "--out", tmp_path, "--shard", shard)
+    result = invoke("run", ROOT / "experiments" / "dog_bites_man.yaml", "--out", tmp_path, "--shard", shard)
     assert_refused(result, "--shard: ", f"({len(shard):,} characters) is not K/N")
     assert not any(tmp_path.iterdir())
 
@@ -234,7 +219,7 @@ def test_a_manifest_naming_another_file_as_its_spec_never_puts_it_into_the_repor
         secret.write_text(secret.read_text() + "changed since\n")
     edit_json(folder / "manifest.json", lambda m: m["spec"].update(path=str(secret), sha256=sha))
     out = tmp_path / "report.html"
-    result = orderlab("report", folder, "--out", out)
+    result = invoke("report", folder, "--out", out)
     assert result.exit_code == 0, result.output
     page = out.read_text()
     assert MARKER not in page
@@ -246,7 +231,7 @@ def test_a_manifest_naming_a_fifo_as_its_spec_neither_hangs_nor_leaks(tmp_path):
     os.mkfifo(fifo)
     folder = results_copy(tmp_path)
     edit_json(folder / "manifest.json", lambda m: m["spec"].update(path=str(fifo)))
-    result = orderlab("report", folder, "--out", tmp_path / "report.html")
+    result = invoke("report", folder, "--out", tmp_path / "report.html")
     assert result.exit_code == 0, result.output
     assert "left out" in (tmp_path / "report.html").read_text()
 
@@ -255,7 +240,7 @@ def test_the_spec_whose_sha256_is_recorded_is_still_shown(tmp_path):
     folder = results_copy(tmp_path)
     spec = ROOT / "experiments" / "dog_bites_man.yaml"
     edit_json(folder / "manifest.json", lambda m: m["spec"].update(path=str(spec)))
-    result = orderlab("report", folder, "--out", tmp_path / "report.html")
+    result = invoke("report", folder, "--out", tmp_path / "report.html")
     assert result.exit_code == 0, result.output
     assert "sha256 as recorded" in (tmp_path / "report.html").read_text()
 
@@ -288,14 +273,14 @@ def foreign_folder(tmp_path: Path, file: str, text: str | None) -> Path:
 @pytest.mark.parametrize(("file", "text", "message"), FOREIGN)
 def test_report_over_a_folder_with_a_foreign_file_is_one_line_naming_file_and_column(tmp_path, file, text, message):
     folder = foreign_folder(tmp_path, file, text)
-    assert_refused(orderlab("report", folder, "--out", tmp_path / "report.html"), message)
+    assert_refused(invoke("report", folder, "--out", tmp_path / "report.html"), message)
     assert not (tmp_path / "report.html").exists()
 
 
 @pytest.mark.parametrize(("file", "text", "message"), FOREIGN)
 def test_plot_over_a_folder_with_a_foreign_file_is_one_line_and_draws_nothing(tmp_path, file, text, message):
     folder = foreign_folder(tmp_path, file, text)
-    assert_refused(orderlab("plot", folder), message)
+    assert_refused(invoke("plot", folder), message)
     assert not (folder / "figures").exists()
 
 
@@ -304,14 +289,14 @@ def test_report_over_a_folder_with_a_fifo_for_a_file_is_one_line_not_a_hang(tmp_
     folder = results_copy(tmp_path)
     (folder / file).unlink()
     os.mkfifo(folder / file)
-    assert_refused(orderlab("report", folder, "--out", tmp_path / "report.html"), file, "not a regular file")
+    assert_refused(invoke("report", folder, "--out", tmp_path / "report.html"), file, "not a regular file")
 
 
 def test_check_against_a_baseline_csv_that_is_a_fifo_is_one_line_not_a_hang(tmp_path):
     folder = results_copy(tmp_path, "worked_example")
     (folder / "summary.csv").unlink()
     os.mkfifo(folder / "summary.csv")
-    result = orderlab("check", ROOT / "experiments" / "worked_example.yaml", "--results", tmp_path / "results")
+    result = invoke("check", ROOT / "experiments" / "worked_example.yaml", "--results", tmp_path / "results")
     assert result.exit_code == 2, result.output
     assert "summary.csv: not a regular file" in result.output and "Traceback" not in result.output
 
@@ -397,7 +382,7 @@ def test_fuzzed_manifests_and_shard_sets_merge_well_or_are_one_line_and_write_on
                 with contextlib.suppress(KeyError, TypeError, AttributeError):  # unless the manifest is broken too
                     rehash(shards[index])
         before = tree(root)
-        result = orderlab("merge", *[shards[i] for i in chosen], "--out", root / "out")
+        result = invoke("merge", *[shards[i] for i in chosen], "--out", root / "out")
         assert result.exit_code in (0, 2), result.output
         assert "Traceback" not in result.output
         assert not Path("/tmp/orderlab-fuzz-escaped").exists()

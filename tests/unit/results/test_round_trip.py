@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from command_line import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import orderlab.api as ol
-from orderlab.cli import app
 from orderlab.results import tables
 from orderlab.results.folder import write_csv
-
-
-def orderlab(*args: str | Path):
-    return CliRunner().invoke(app, [str(arg) for arg in args])
 
 
 def spec_for(folder: Path, sentence: str, name: str = "typed") -> Path:
@@ -39,17 +34,17 @@ def spec_for(folder: Path, sentence: str, name: str = "typed") -> Path:
 def assert_round_trip(folder: Path, sentence: str) -> None:
     """run, then check, load, report and plot of that run: each succeeds and load gives the sentence back."""
     spec, out = spec_for(folder, sentence), folder / "out"
-    run = orderlab("run", spec, "--out", out, "-q")
+    run = invoke("run", spec, "--out", out, "-q")
     assert run.exit_code == 0, run.output
     assert "\x1b" not in run.output and "\x9b" not in run.output  # the terminal got text, no escape sequence
-    checked = orderlab("check", spec, "--out", out)
+    checked = invoke("check", spec, "--out", out)
     assert checked.exit_code == 0, checked.output
     loaded = ol.load(out / "typed")
     assert set(loaded.metrics["input"]) == {sentence}
     assert set(loaded.summary["subject"]) == {sentence}
-    report = orderlab("report", out / "typed", "--out", folder / "report.html")
+    report = invoke("report", out / "typed", "--out", folder / "report.html")
     assert report.exit_code == 0, report.output
-    plot = orderlab("plot", out / "typed", "--format", "png")
+    plot = invoke("plot", out / "typed", "--format", "png")
     assert plot.exit_code == 0, plot.output
 
 
@@ -89,7 +84,7 @@ def test_a_sentence_ending_in_a_carriage_return_is_quoted_and_reads_back(tmp_pat
 def test_figures_draw_mathtext_as_typed(tmp_path: Path):
     """matplotlib parses `$...$` as mathtext: an unknown command crashed run --plot, plot and report."""
     sentence = "$\\badcommand{x}$ bites $man"
-    result = orderlab("run", spec_for(tmp_path, sentence), "--out", tmp_path / "out", "-q", "--plot")
+    result = invoke("run", spec_for(tmp_path, sentence), "--out", tmp_path / "out", "-q", "--plot")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "typed" / "figures" / "attention_none_layer1.png").is_file()
     assert_round_trip(tmp_path, sentence)
