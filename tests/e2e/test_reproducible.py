@@ -5,8 +5,9 @@
   tolerances, the same verdicts. Values within a run's round-off are written as 0, so they do not churn.
 Bytes are never compared across thread counts or CPU kernels: those differ in the last bits by design of the BLAS.
 
-Each shipped spec runs once here, whole, against its committed baseline at another thread count; its bytes are
-compared over two runs of it shortened (fewer training steps, fewer corpus lines): the same code paths, in seconds.
+Each shipped spec runs once here, whole, against its committed baseline at another thread count: this is `make test`'s
+`orderlab check` (it runs no other); its bytes are compared over two runs of it shortened (fewer training steps, fewer
+corpus lines): the same code paths, in seconds.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from command_line import python_orderlab
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.commands.baseline import run_fresh
+from orderlab.commands.baseline import plan, run_fresh
 from orderlab.measure.rows import KEY_COLUMNS
 from orderlab.plan.load import load_spec
 from orderlab.results.baseline_diff import compare_folder, tolerances_for
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "experiments").glob("*.yaml"))
+SHIPPED = plan([], ROOT / "experiments")  # the spec files `orderlab check` checks
 
 # Wide enough that torch splits the work between threads (tensors past its 32,768-element grain).
 WIDE_SPEC = """
@@ -89,12 +90,13 @@ def test_shipped_spec_shortened_gives_identical_csvs_on_two_runs(spec: Path, tmp
 @pytest.mark.parametrize("spec", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_spec_at_another_thread_count_passes_check_against_its_baseline(spec: Path, threads, monkeypatch):
     """The committed baseline records the thread count it was made at; the spec runs here at another one, as
-    `orderlab check` runs it. Its manifest is the committed one but for that count: running it leaves git clean."""
-    folder = ROOT / "results" / spec.stem
-    committed = json.loads((folder / "manifest.json").read_text())
-    threads(2 if committed["torch_threads"] == 1 else 1)
+    `orderlab check` runs it and compared as check compares it (a spec without a baseline fails, as in check). Its
+    manifest is the committed one but for that count: running it leaves git clean."""
     monkeypatch.chdir(ROOT)  # the spec's path as `orderlab run experiments/NAME.yaml` records it
     loaded = load_spec(Path("experiments") / spec.name)
+    folder = ROOT / "results" / loaded.spec.name  # where `orderlab check` finds the spec's baseline
+    committed = json.loads((folder / "manifest.json").read_text())
+    threads(2 if committed["torch_threads"] == 1 else 1)
     fresh = run_fresh(loaded)
     comparisons, unmatched = compare_folder(folder, fresh.files, tolerances_for(loaded.spec))
     assert not unmatched and not [c.describe() for c in comparisons if c.drifted]
