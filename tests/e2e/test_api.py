@@ -170,6 +170,7 @@ def test_a_single_path_or_name_is_one_item_never_its_characters(monkeypatch):
     assert set(table["metric"]) == {"equivariance"} and set(table["spec"]) == {"dog_bites_man"}
 
 
+@pytest.mark.slow
 def test_transformers_import_leaves_no_tqdm_warning_in_a_notebook():
     """A Jupyter kernel without ipywidgets: tqdm.auto warns 'IProgress not found' when transformers imports it."""
 

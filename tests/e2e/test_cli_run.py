@@ -30,6 +30,7 @@ def flagship(tmp_path_factory):
     return result, out / "dog_bites_man"
 
 
+@pytest.mark.slow
 def test_flagship_prints_the_table_and_writes_the_folder(flagship):
     result, folder = flagship
     assert sorted(p.name for p in folder.iterdir()) == ["attention.csv", "manifest.json", "metrics.csv", "summary.csv"]
@@ -40,6 +41,7 @@ def test_flagship_prints_the_table_and_writes_the_folder(flagship):
     assert {"torch", "python", "orderlab", "numpy"} <= set(manifest["versions"])
 
 
+@pytest.mark.slow
 def test_flagship_measures_no_encoding_as_equivariant_and_the_others_not(flagship):
     table = pd.read_csv(flagship[1] / "metrics.csv")
     for metric in ("equivariance", "invariance_mean", "attention_equivariance", "pair_cosine", "pair_l2"):
@@ -50,6 +52,7 @@ def test_flagship_measures_no_encoding_as_equivariant_and_the_others_not(flagshi
     assert set(none_rows[none_rows.metric == "equivariance"].verdict) == {"equivariant"}
 
 
+@pytest.mark.slow
 def test_metrics_csv_is_tidy_sorted_and_fixed_format(flagship):
     folder = flagship[1]
     table = pd.read_csv(folder / "metrics.csv", keep_default_na=False)
@@ -87,6 +90,7 @@ def test_schema_is_json_schema_with_descriptions(cli):
     assert all("description" in field for field in schema["properties"].values())
 
 
+@pytest.mark.slow
 def test_help_and_validate_do_not_import_torch_or_pandas():
     code = (
         "import sys; from orderlab.cli import app\n"

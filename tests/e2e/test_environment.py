@@ -42,6 +42,7 @@ def python_orderlab(*args: str | Path, env: dict[str, str] | None = None, limit:
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+@pytest.mark.slow
 def test_a_stdout_that_cannot_encode_the_marks_gets_ascii_marks(tmp_path: Path, encoding: str):
     """≈, ✓ and ✗ crashed `run` and `trace` after their CSVs were written (exit 1, the code for NaN) under
     PYTHONIOENCODING=ascii; they become ~, + and x, and the table keeps its width."""
@@ -86,6 +87,7 @@ metrics: [equivariance]
 """
 
 
+@pytest.mark.slow
 def test_an_address_space_limit_is_read_by_the_plan(tmp_path: Path):
     """Under `ulimit -v` validate accepted a run (2.1 GB of float64 weights) that then died in a torch allocation:
     memory was sized from /proc/meminfo alone."""

@@ -10,6 +10,8 @@ import pytest
 
 from orderlab.spec.extras import installed
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "docs" / "your_model.ipynb"
 

@@ -82,12 +82,14 @@ def shortened(spec: Path, folder: Path, steps: int = 8, lines: int = 3) -> Path:
 
 
 @pytest.mark.parametrize("spec", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_shipped_spec_shortened_gives_identical_csvs_on_two_runs(spec: Path, tmp_path: Path):
     loaded = load_spec(shortened(spec, tmp_path))
     assert run_fresh(loaded).texts == run_fresh(loaded).texts
 
 
 @pytest.mark.parametrize("spec", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_shipped_spec_at_another_thread_count_passes_check_against_its_baseline(spec: Path, threads, monkeypatch):
     """The committed baseline records the thread count it was made at; the spec runs here at another one, as
     `orderlab check` runs it and compared as check compares it (a spec without a baseline fails, as in check). Its
@@ -104,6 +106,7 @@ def test_shipped_spec_at_another_thread_count_passes_check_against_its_baseline(
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.slow
 def test_wide_spec_at_two_threads_passes_check_against_one_thread(tmp_path: Path, dtype: str, threads):
     spec = wide_spec(tmp_path, dtype)
     threads(1)
@@ -114,6 +117,7 @@ def test_wide_spec_at_two_threads_passes_check_against_one_thread(tmp_path: Path
 
 @pytest.mark.parametrize("kernels", ["default", "avx2"])
 @pytest.mark.parametrize("spec", ["cat_chased_dog", "causal_prefix"])
+@pytest.mark.slow
 def test_other_cpu_kernels_pass_check_against_this_machines_baseline(spec: str, kernels: str, tmp_path: Path):
     """ATEN_CPU_CAPABILITY makes torch use the vector kernels of another CPU generation.
 
@@ -134,6 +138,7 @@ def test_metrics_rows_are_sorted_by_the_key_columns(tmp_path: Path):
     assert keys == sorted(keys)
 
 
+@pytest.mark.slow
 def test_two_cli_runs_write_byte_identical_csvs(tmp_path: Path):
     spec = str(ROOT / "experiments" / "dog_bites_man.yaml")
     runner = CliRunner()

@@ -70,6 +70,7 @@ def test_help_shows_no_python_types_and_one_usage_style(command: str | None):
     "arguments",
     [["run", "--device", "tpu", "x.yaml"], ["run"], ["trace", "x.yaml", "--decimals", "40"], ["check", "--rtol", "a"]],
 )
+@pytest.mark.slow
 def test_a_bad_option_value_is_one_line_at_any_width(columns: str, arguments: list[str]):
     done = python_orderlab(*arguments, env={"COLUMNS": columns}, timeout=60)
     assert done.returncode == 2

@@ -15,6 +15,8 @@ from orderlab.errors import SpecError
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import MissingExtraError
 
+pytestmark = pytest.mark.slow
+
 MINILM_SPEC = """
 model: {kind: pretrained, name: minilm}
 inputs: [{sentence: dog bites man, permutations: reverse}]

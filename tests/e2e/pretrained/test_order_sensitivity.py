@@ -17,6 +17,8 @@ from orderlab.cli import app
 from orderlab.families.position_tables import position_table
 from orderlab.measure.verdicts import ORDER_SENSITIVE
 
+pytestmark = pytest.mark.slow
+
 SPEC = """
 name: order
 model: {kind: pretrained, name: minilm, position_embeddings: [trained, zero]}

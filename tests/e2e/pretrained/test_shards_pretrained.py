@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from minilm import needs_minilm
 from sharding import assert_same_files, merged, run_shards, run_whole
+
+pytestmark = pytest.mark.slow
 
 SPEC = """
 name: minilm_shards

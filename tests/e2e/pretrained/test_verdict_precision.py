@@ -10,10 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from minilm import needs_minilm
 from precision import assert_precisions_agree, judged_run
 
 from orderlab.measure.verdicts import FLOOR, eps
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]
 

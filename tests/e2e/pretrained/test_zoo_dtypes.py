@@ -14,6 +14,8 @@ from precision import Judged, judged_run
 
 from orderlab.core import permutations as perms
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ["zoo_equivariance", "zoo_causal", "minilm_dog_bites_man"]
 

@@ -69,6 +69,7 @@ def test_shard_and_workers_together_are_refused(cli, tmp_path):
     assert result.exit_code == 2 and result.output.startswith("error: --shard, --workers and --scheduler")
 
 
+@pytest.mark.slow
 def test_two_local_workers_write_the_files_of_a_single_run(cli, tmp_path):
     needs_dask()
     run(cli, str(CAUSAL_PREFIX), "--out", str(tmp_path / "whole"))
@@ -77,6 +78,7 @@ def test_two_local_workers_write_the_files_of_a_single_run(cli, tmp_path):
     assert sorted(p.name for p in (tmp_path / "dask").iterdir()) == ["causal_prefix"]  # no shard folders left
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_mid_task_is_replaced_and_its_shard_run_again(cli, write_spec, tmp_path, monkeypatch):
     needs_dask()
     (tmp_path / "dying_encoding.py").write_text(DYING_MODULE)
@@ -89,6 +91,7 @@ def test_a_worker_that_dies_mid_task_is_replaced_and_its_shard_run_again(cli, wr
     assert_same_files(tmp_path / "dask" / "dies_once", tmp_path / "whole" / "dies_once")
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_workers_measure_leaves_no_folder_and_no_shards(tmp_path):
     needs_dask()
     process = start_stalled(tmp_path, ["run", "stalled.yaml", "--out", "results", "--workers", "2"])
@@ -106,6 +109,7 @@ def live_children(pid: int) -> list[int]:
     return [child.pid for child in psutil.Process(pid).children(recursive=True) if child.is_running()]
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_local_cluster_within_seconds_and_leaves_nothing(tmp_path):
     needs_dask()
     psutil = pytest.importorskip("psutil")
@@ -127,6 +131,7 @@ def test_sigterm_stops_a_local_cluster_within_seconds_and_leaves_nothing(tmp_pat
     assert snapshot(tmp_path / "results") == {"sentinel.txt": b"mine"}  # no results, no staging folder, no lock
 
 
+@pytest.mark.slow
 def test_more_workers_than_the_machine_holds_are_refused_before_any_process_starts(cli, tmp_path):
     needs_dask()
     result = cli.invoke(app, ["run", str(CAUSAL_PREFIX), "--out", str(tmp_path), "--workers", "100000"])
@@ -145,6 +150,7 @@ def test_workers_up_to_the_limit_are_accepted(tmp_path):
     assert 2 <= limit <= max(2, os.cpu_count() or 1) and "core(s)" in why
 
 
+@pytest.mark.slow
 def test_an_error_inside_a_worker_is_the_same_one_line_as_in_process(tmp_path):
     """A plug-in encoding that raises only at run time (in the worker's forward pass): one line, exit 2, no Dask
     log or traceback, no retry, nothing written; the line is the one a run without workers prints."""

@@ -15,7 +15,10 @@ from orderlab.families import FAMILIES
 from orderlab.families.listing import markdown_table
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 
 # A BERT under another name, written as a user would: its own file, orderlab's pieces.
 PLUGIN = """

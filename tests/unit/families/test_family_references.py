@@ -16,7 +16,10 @@ from orderlab.families.position_tables import position_table
 from orderlab.models.hf.loader import PretrainedBackend, Seeded
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 WORDS = ("the", "dog", "bites", "a", "man")
 SEED = 5
 TABLES = {  # family -> its learned absolute table, by the end of its module name

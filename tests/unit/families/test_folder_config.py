@@ -18,7 +18,10 @@ from orderlab.plan.load import load_spec
 from orderlab.plan.memory import Room
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 
 # Each family's config, in its own key names and in the aliases its config class accepts, with a small vocabulary so
 # that the layers weigh in. Every shape number differs from the class's default, so a key read wrongly shows.

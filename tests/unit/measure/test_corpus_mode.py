@@ -22,6 +22,8 @@ from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 from orderlab.spec.families import CorpusInputs
 
+pytestmark = pytest.mark.slow
+
 CORPUS = """# tiny corpus
 dog bites man
 The teacher praised the student.

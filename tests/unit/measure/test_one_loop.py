@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from minilm import needs_minilm
 
 from orderlab.cli import app
+
+pytestmark = pytest.mark.slow
 
 SPEC = """
 name: minilm_all

@@ -10,7 +10,10 @@ import pytest
 
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]"),
+]
 
 SPEC = {
     "name": "tokens",

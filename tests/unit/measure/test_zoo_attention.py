@@ -15,7 +15,10 @@ from orderlab.errors import OrderlabError
 from orderlab.models.hf.loader import PretrainedBackend, Seeded
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 SENTENCE = "the dog bit the man"
 KEYS = ["family", "encoding", "reordering", "layer", "head", "query"]
 

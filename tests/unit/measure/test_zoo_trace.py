@@ -15,7 +15,10 @@ from orderlab.families import FAMILIES
 from orderlab.models.hf.loader import PretrainedBackend, Seeded
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 ZOO_CAUSAL = Path(__file__).resolve().parents[3] / "experiments" / "zoo_causal.yaml"
 WORDS = "the dog bit the man".split()
 

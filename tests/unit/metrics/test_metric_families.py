@@ -9,6 +9,8 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.metrics import LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY, family_names, metrics_of
 
+pytestmark = pytest.mark.slow
+
 MINILM = "model: {kind: pretrained, name: minilm, position_embeddings: [trained]}\n"
 CAUSAL_LM = "model: {kind: hf, family: gpt2, d_model: 16, n_heads: 2, n_layers: 1, position_embeddings: [trained]}\n"
 SPEC = """

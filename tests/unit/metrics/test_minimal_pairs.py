@@ -7,7 +7,10 @@ import pytest
 
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]"),
+]
 
 PAIRS = [["the dog bites", "the dog bite"], ["dogs bite man", "dogs bites man"], ["the man bites", "man the bites"]]
 SPEC = {

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 
+pytestmark = pytest.mark.slow
+
 
 def tokens_with_lengths(lengths: list[int]) -> WordTokens:
     """[CLS]=100, word w's k-th sub-token = 10 * w + k, [SEP]=101."""

@@ -15,7 +15,10 @@ from command_line import invoke
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 WORDS = ("dog", "bites", "man")
 

@@ -27,6 +27,7 @@ from orderlab.spec.extras import installed
 from orderlab.spec.schema import Spec
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
     pytest.mark.usefixtures("one_thread"),  # the equalities hold at any thread count
 ]

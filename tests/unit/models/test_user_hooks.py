@@ -7,7 +7,10 @@ import pytest
 
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]"),
+]
 
 FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5", "deberta", "gpt_neox", "opt", "qwen2", "roberta", "distilbert"]
 POINTS = ["1.input", "1.output", "2.input", "2.output"]

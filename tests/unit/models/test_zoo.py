@@ -22,7 +22,10 @@ from orderlab.models.hf.loader import PretrainedBackend, Seeded, import_transfor
 from orderlab.plan.load import load_spec
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
 WORDS = ("dog", "bites", "man", "the")
 
 

@@ -48,6 +48,7 @@ def flagship(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_report_is_one_self_contained_page_within_the_size_bound(flagship: Path):
     text = flagship.read_text(encoding="utf-8")
     page = parse(text)
@@ -56,6 +57,7 @@ def test_report_is_one_self_contained_page_within_the_size_bound(flagship: Path)
     assert page.tags["svg"] == 1 + 3 * 2  # metrics by layer, then every head of 3 encodings x 2 layers
 
 
+@pytest.mark.slow
 def test_report_shows_verdict_colours_figures_spec_and_manifest(flagship: Path):
     text = flagship.read_text(encoding="utf-8")
     assert '<td class="ok" data-sort="0.0">≈0 ✓</td>' in text  # none: equivariant within round-off
@@ -215,6 +217,7 @@ needs_chromium = pytest.mark.skipif(
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_chromium_console_lines_are_caught(tmp_path: Path):
     page = tmp_path / "broken.html"
     page.write_text(
@@ -225,6 +228,7 @@ def test_chromium_console_lines_are_caught(tmp_path: Path):
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium_without_console_errors(flagship: Path, tmp_path: Path):
     screenshot, console = render(flagship, tmp_path)
     assert screenshot.startswith(b"\x89PNG\r\n\x1a\n") and len(screenshot) > 20_000  # drawn, not a blank page
@@ -297,6 +301,7 @@ def layout_pages(flagship: Path, tmp_path_factory: pytest.TempPathFactory) -> li
 
 @needs_chromium
 @pytest.mark.parametrize("width", [700, 1400])
+@pytest.mark.slow
 def test_report_layout_holds_at_narrow_and_wide_windows(layout_pages: list[Path], width: int, tmp_path: Path):
     for page in layout_pages:
         found = laid_out(page, width, tmp_path)

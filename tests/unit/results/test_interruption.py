@@ -35,6 +35,7 @@ def previous_results(out: Path, name: str) -> dict[str, bytes]:
     [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
     ids=["SIGINT", "SIGTERM"],
 )
+@pytest.mark.slow
 def test_signal_mid_run_leaves_previous_results_byte_identical_and_no_staging(
     tmp_path: Path, command: list[str], signum: int, exit_code: int, message: str
 ):

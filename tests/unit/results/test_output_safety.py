@@ -271,6 +271,7 @@ def test_an_over_long_out_is_one_line(tmp_path: Path):
 # --- one writer at a time ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_turned_away_and_the_first_writes_its_folder_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
