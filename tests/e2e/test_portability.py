@@ -18,7 +18,6 @@ import sys
 sys.modules["fcntl"] = None  # `import fcntl` now raises ImportError, as where the module does not exist
 import importlib, pkgutil, warnings
 warnings.simplefilter("ignore")  # filelock says it has only a soft lock here; the import is what is tested
-from command_line import python
 import orderlab
 failed = []
 for module in pkgutil.walk_packages(orderlab.__path__, "orderlab."):
