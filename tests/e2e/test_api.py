@@ -99,6 +99,7 @@ def tiny(tmp_path: Path) -> Path:
     return spec
 
 
+@pytest.mark.slow
 def test_every_command_is_a_function_on_the_cli_path(tiny: Path, tmp_path: Path):
     from matplotlib.figure import Figure
 

@@ -37,6 +37,7 @@ def write(tmp_path: Path, dtype: str, causal: bool = False) -> Path:
 
 
 @pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.slow
 def test_run_check_compare_report_and_the_api_in_16_bits(dtype, cli, tmp_path):
     spec = write(tmp_path, dtype)
     out = tmp_path / "results"

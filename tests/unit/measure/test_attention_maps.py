@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from orderlab.cli import app
 
@@ -61,6 +62,7 @@ def test_a_rule_that_moves_no_word_shows_the_reversal(cli, tmp_path):
     np.testing.assert_allclose(reversed_, original[:, ::-1][:, :, ::-1], rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_chosen_reorderings_are_shown_whether_or_not_the_rule_measures_them(cli, tmp_path):
     chosen = "attention_maps: {permutations: [[1, 0, 2, 3, 4], [4, 3, 2, 1, 0]]}\n"
     folder, shown = run(cli, tmp_path, "swaps", chosen, "--plot")  # swaps gives the first, not the reversal

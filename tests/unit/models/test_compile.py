@@ -19,6 +19,7 @@ def small_inputs() -> torch.Tensor:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's compiler imports deprecated torch.jit parts
+@pytest.mark.slow
 def test_compiled_pass_equals_the_eager_pass_within_round_off():
     """The whole compiled path (graph capture of the blocks and encoding hooks, dynamic batch sizes). The
     backend here skips inductor's C++ build (a minute on a loaded 2-core machine); benchmarks/bench_sweep.py

@@ -109,6 +109,7 @@ def test_estimated_rows_and_sizes_match_a_run(cli, tmp_path, case):
         assert 0.8 <= size / written.stat().st_size <= 1.3, (name, size, written.stat().st_size)
 
 
+@pytest.mark.slow
 def test_attention_csv_holds_each_sentence_once_and_still_plots(cli, tmp_path):
     words = [f"word{i}" for i in range(24)]
     path = tmp_path / "long.yaml"

@@ -70,6 +70,7 @@ def assert_wall_time(output: str, wall: float, pauses: int) -> None:
     assert pauses * PAUSE <= printed_seconds(output) <= wall + 0.05, (output, wall)
 
 
+@pytest.mark.slow
 def test_run_times_measuring_figures_and_report_and_prints_their_sum_as_its_time(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "plot_results", paused(figures.plot_results))
     monkeypatch.setattr(html, "write_report", paused(html.write_report))
@@ -104,6 +105,7 @@ def test_check_draws_each_spec_and_closes_with_its_wall_time(monkeypatch):
         ("compare", comparing, "compare", "comparing encodings"),
     ],
 )
+@pytest.mark.slow
 def test_each_command_draws_its_phase_and_prints_its_wall_time(tmp_path, monkeypatch, command, module, name, label):
     monkeypatch.setattr(module, name, paused(getattr(module, name)))
     shutil.copytree(ROOT / "results/dog_bites_man", tmp_path / "run", ignore=shutil.ignore_patterns("figures"))

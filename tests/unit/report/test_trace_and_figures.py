@@ -170,6 +170,7 @@ def test_trace_cli_refuses_bad_choices_in_one_line(tmp_path, args, message):
     assert message in result.output
 
 
+@pytest.mark.slow
 def test_run_with_plot_writes_non_empty_figures(tmp_path):
     spec = tmp_path / "figs.yaml"
     spec.write_text(
@@ -312,6 +313,7 @@ LAYER_FIGURES = [("dog_bites_man", "metrics"), ("zoo_causal", "metrics"), ("caus
 
 
 @pytest.mark.parametrize(("name", "kind"), LAYER_FIGURES)
+@pytest.mark.slow
 def test_layer_axes_are_whole_layers_and_every_title_lies_within_the_figure(name, kind):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -329,6 +331,7 @@ def test_layer_axes_are_whole_layers_and_every_title_lies_within_the_figure(name
             assert box.x0 >= 0 and box.x1 <= figure.bbox.width, ax.get_title()  # zoo_causal's bar title ran off
 
 
+@pytest.mark.slow
 def test_every_log_panel_shows_at_least_two_labelled_ticks():
     figure = drawn("dog_bites_man", "metrics")
     for ax in figure.axes:

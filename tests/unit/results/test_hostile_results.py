@@ -209,6 +209,7 @@ def results_copy(tmp_path: Path, name: str = "dog_bites_man") -> Path:
 
 
 @pytest.mark.parametrize("recorded", ["its own sha256", "another sha256"])
+@pytest.mark.slow
 def test_a_manifest_naming_another_file_as_its_spec_never_puts_it_into_the_report(tmp_path, recorded):
     secret = tmp_path / "secret.txt"
     secret.write_text(f"root:x:0:0:{MARKER}:/root:/bin/bash\n")
@@ -226,6 +227,7 @@ def test_a_manifest_naming_another_file_as_its_spec_never_puts_it_into_the_repor
     assert "left out: no readable file there has the sha256 the manifest records" in page
 
 
+@pytest.mark.slow
 def test_a_manifest_naming_a_fifo_as_its_spec_neither_hangs_nor_leaks(tmp_path):
     fifo = tmp_path / "spec.yaml"
     os.mkfifo(fifo)
@@ -236,6 +238,7 @@ def test_a_manifest_naming_a_fifo_as_its_spec_neither_hangs_nor_leaks(tmp_path):
     assert "left out" in (tmp_path / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_the_spec_whose_sha256_is_recorded_is_still_shown(tmp_path):
     folder = results_copy(tmp_path)
     spec = ROOT / "experiments" / "dog_bites_man.yaml"

@@ -127,6 +127,7 @@ def test_successful_run_replaces_the_folder_whole_and_leaves_no_temporary_files(
     ]
 
 
+@pytest.mark.slow
 def test_an_interrupted_report_write_leaves_the_previous_file_and_no_staging_file(project: Path, monkeypatch):
     from orderlab.results import artifact
 

@@ -202,6 +202,7 @@ def test_a_folder_without_a_manifest_is_a_users_even_where_its_files_have_orderl
     assert snapshot(out) == before and (folder / name).read_text() == SENTINEL
 
 
+@pytest.mark.slow
 def test_trace_keeps_its_earlier_traces_and_plot_redraws_its_own_figures(tmp_path: Path, out: Path):
     spec = spec_named(tmp_path, "mine")
     assert invoke("trace", spec, "--out", out).exit_code == 0
@@ -420,6 +421,7 @@ def test_a_lock_left_by_a_killed_orderlab_carries_its_token_and_is_taken_over(tm
     assert sorted(p.name for p in out.iterdir()) == ["mine", "notes.txt"]
 
 
+@pytest.mark.slow
 def test_plot_leaves_a_users_figures_old_and_the_next_run_reports_it(tmp_path: Path, out: Path):
     spec = spec_named(tmp_path, "mine")
     assert invoke("run", spec, "--out", out, "-q", "--plot").exit_code == 0
@@ -432,6 +434,7 @@ def test_plot_leaves_a_users_figures_old_and_the_next_run_reports_it(tmp_path: P
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_plot_refuses_a_users_figures_lock_and_leaves_it(tmp_path: Path, out: Path):
     assert invoke("run", spec_named(tmp_path, "mine"), "--out", out, "-q", "--plot").exit_code == 0
     (out / "mine" / ".figures.lock").write_text(SENTINEL)
@@ -440,6 +443,7 @@ def test_plot_refuses_a_users_figures_lock_and_leaves_it(tmp_path: Path, out: Pa
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_scratch_that_carries_orderlabs_token_is_orderlabs_to_replace(tmp_path: Path, out: Path):
     spec = spec_named(tmp_path, "mine")
     assert invoke("run", spec, "--out", out, "-q", "--plot").exit_code == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from command_line import invoke
 from hypothesis import HealthCheck, given, settings
@@ -71,6 +72,7 @@ def sentences(draw: st.DrawFn) -> str:
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sentence=sentences())
+@pytest.mark.slow
 def test_any_sentence_reads_back_through_check_report_load_and_plot(tmp_path_factory, sentence: str):
     assert_round_trip(tmp_path_factory.mktemp("typed"), sentence)
 

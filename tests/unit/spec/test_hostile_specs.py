@@ -131,6 +131,7 @@ def value_mutations(draw):
 
 @FUZZ
 @given(data=value_mutations())
+@pytest.mark.slow
 def test_value_mutations_of_shipped_specs_load_or_fail_in_one_line(folder: Path, data):
     assert_loads_or_fails_in_one_line(folder, yaml.safe_dump(data, allow_unicode=True))
 
