@@ -9,6 +9,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+# The packaged MiniLM's fixtures (tests/minilm.py), for the pretrained tests wherever their layer puts them.
+pytest_plugins = ["minilm"]
+
 # Under pytest-xdist (`make test` runs `pytest -n auto`) each worker takes its share of torch's threads: tiny
 # matmuls in one worker otherwise wait on OpenMP threads that the other workers hold (on a busy 2-core machine,
 # test_verdicts.py took 8x the CPU time at 2 threads as at 1). Numbers do not depend on the thread count beyond

@@ -1,5 +1,6 @@
 """Running a spec whole and in shards through the CLI, merging the shards, and comparing folders byte for byte:
-shared by the shard tests of the stack (test_shards.py) and of pretrained models (pretrained/)."""
+shared by the shard tests of the stack (unit/plan/test_shards.py) and of pretrained models
+(e2e/pretrained/test_shards_pretrained.py)."""
 
 from __future__ import annotations
 

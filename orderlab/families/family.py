@@ -8,7 +8,7 @@ reads these objects to validate a spec, and a family imports torch and transform
 
 A checkpoint's config.json is read here, torch- and transformers-free (validate must answer fast), by each
 family's own key names and defaults, as transformers' config class of that family reads them
-(tests/pretrained/test_folder_config.py holds the two together).
+(tests/unit/families/test_folder_config.py holds the two together).
 """
 
 from __future__ import annotations

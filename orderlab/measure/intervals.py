@@ -28,8 +28,8 @@ LEVEL = 0.95
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
 VERDICT_RANK = {NON_FINITE: 2, ORDER_SENSITIVE: 1}  # the worst verdict of any seed is the cell's
 
-# Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/test_seeds.py checks them against the
-# t density); past 30, the Cornish-Fisher expansion about the normal quantile Z_975 is closer than 1e-6.
+# Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/unit/measure/test_seeds.py checks them
+# against the t density); past 30, the Cornish-Fisher expansion about the normal quantile Z_975 is closer than 1e-6.
 T_975 = (
     12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
     2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,

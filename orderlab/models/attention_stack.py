@@ -184,7 +184,7 @@ class AttentionStack:
 
         attention_maps=False lets attention run as torch's fused scaled_dot_product_attention,
         which never forms the (B, h, n, n) weights; the hidden states then agree with the explicit
-        path to round-off (tests/test_stack_fused.py), not bit for bit. `hooks`, a dict, receives every
+        path to round-off (tests/unit/models/test_stack_fused.py), not bit for bit. `hooks`, a dict, receives every
         intermediate of this pass under the names of `hook_name` (explicit attention only), so that tools
         such as `trace` and `properties` read them instead of recomputing attention.
         """

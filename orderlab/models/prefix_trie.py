@@ -158,7 +158,8 @@ def one_query_attention(
     stack: AttentionStack, qkv: torch.Tensor, cache: torch.Tensor, t: int, rotation: Rotation
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention of the token at slot t of U prefixes over slots 0..t: its projections qkv (U, 3d) -> the heads (U, d),
-    before the output projection, and weights (U, h, t + 1), the dense attention's row t (tests/test_prefix_sharing.py).
+    before the output projection, and weights (U, h, t + 1), the dense attention's row t
+    (tests/unit/models/test_prefix_sharing.py).
     Writes the token's rotated key and value into slot t of cache (U, n, 2d), whose slots 0..t-1 hold its prefix's.
 
     One query per prefix: its scores and weighted sum are elementwise products summed over the head's dimensions and

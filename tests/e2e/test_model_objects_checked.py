@@ -7,7 +7,10 @@ import pytest
 
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
+pytestmark = [
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]"),
+    pytest.mark.slow,
+]
 
 SPEC = {"name": "given", "inputs": [{"sentence": "dog bites man", "permutations": "all"}], "metrics": ["equivariance"]}
 

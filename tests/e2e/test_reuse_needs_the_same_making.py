@@ -13,7 +13,10 @@ from typer.testing import CliRunner
 from orderlab.cli import app
 from orderlab.spec.extras import installed
 
-pytestmark = pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]")
+pytestmark = [
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra [hf]"),
+    pytest.mark.slow,
+]
 
 SPEC = {
     "name": "hooked",

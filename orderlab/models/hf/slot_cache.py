@@ -5,7 +5,7 @@ one slot longer tensor at every depth, and a walk of n + 1 one-token calls alloc
 length, so that peak memory grows with the number of chunks (docs/performance.md, "What was tried"). Here each
 layer's keys and values live in buffers of n + 1 slots: a token is written into its slot, and a reorder gathers
 the filled slots once into a new buffer of the same size. Attention reads the filled slots as a view: the same
-numbers as the concatenated cache's, bit for bit (tests/test_prefix_sharing_hf.py).
+numbers as the concatenated cache's, bit for bit (tests/unit/models/test_prefix_sharing_hf.py).
 
 Built on transformers' exported Cache and DynamicLayer (4.56 and later); with an older transformers the model's own
 DynamicCache serves (None).
