@@ -1,8 +1,7 @@
 """The `orderlab` command: parse arguments, call the command's function in commands/, hand its result to report/,
 map errors to exit codes.
 
-Holds no science and no orchestration: orderlab.api calls the same functions. Heavy imports (torch, pandas) happen
-inside the commands, so `orderlab --help` and `orderlab validate` answer without loading them.
+No science, no orchestration (orderlab.api calls the same functions); heavy imports happen inside the commands.
 """
 
 from __future__ import annotations

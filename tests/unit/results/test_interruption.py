@@ -12,7 +12,7 @@ from stalling import snapshot, start_stalled
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.commands import run as experiment
+from orderlab.results import run_writer as experiment
 from orderlab.measure import loop as streaming
 from orderlab.results import folder as results
 from orderlab.results.paths import NEW
@@ -123,6 +123,7 @@ def test_successful_run_replaces_the_folder_whole_and_leaves_no_temporary_files(
         "attention.csv",
         "manifest.json",
         "metrics.csv",
+        "orders.csv",
         "summary.csv",
     ]
 
