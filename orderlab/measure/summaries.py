@@ -115,13 +115,16 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
 
 def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
-    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
+    the probe count (BLiMP's accuracy); no verdict but non-finite, where a probe's answer was. Empty without such
+    probes."""
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
         rate = group.groupby("encoding")["value"].mean()
         count = int(group.groupby("encoding").size().max())
-        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
-                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
+        shares = {name: float(rate.get(name, np.nan)) for name in encodings}
+        marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
+        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric, **shares, **marks,
+                     RATE_COUNT: count})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -80,7 +80,16 @@ def logprob_change(c: Reorderings, layer: int, pooling: str | None) -> torch.Ten
 )  # fmt: skip
 def permutation_preferred(c: Reorderings, layer: int, pooling: str | None) -> torch.Tensor:
     permuted, original = logprobs(c)
-    return (permuted > original).to(permuted.dtype)
+    return preferred(permuted, original)
+
+
+def preferred(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """1 where log P `first` > `second`, else 0; NaN where either is not finite: a NaN comparison is False, and a
+    non-finite log-probability must make the answer non-finite, never a confident 0 in a rate."""
+    import torch
+
+    answer = (first > second).to(first.dtype)
+    return torch.where(torch.isfinite(first) & torch.isfinite(second), answer, torch.nan)
 
 
 metric(

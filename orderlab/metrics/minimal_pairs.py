@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from orderlab.metrics.lm_logprob import preferred
 from orderlab.metrics.registry import PRETRAINED, family, row_metric
 
 if TYPE_CHECKING:
@@ -27,4 +28,4 @@ MINIMAL_PAIR_PREFERRED: Final = "minimal_pair_preferred"
 )  # fmt: skip
 def minimal_pair_preferred(p: ProbePasses, layer: int, pooling: str | None) -> torch.Tensor:
     assert p.a.logprob is not None and p.b.logprob is not None
-    return (p.a.logprob > p.b.logprob).to(p.a.logprob.dtype)
+    return preferred(p.a.logprob, p.b.logprob)
