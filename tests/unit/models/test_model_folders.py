@@ -174,7 +174,8 @@ def test_a_config_describing_a_big_model_is_refused_before_the_model_is_built(wr
     assert "checked before building the model" in child.stderr and child.stderr.count("\n") == 1, child.stderr
     peak = int(child.stdout.split()[-1])
     model_bytes = 300 * 10**6 * 4
-    assert peak < model_bytes, f"peak RSS {peak / 1e9:.2f} GB: the model was built"
+    imports = 0.3 * model_bytes  # torch and transformers imported, a refusal's work: ~0.4-1.2 GB peak seen here
+    assert peak < model_bytes + imports, f"peak RSS {peak / 1e9:.2f} GB: the model was built"
 
 
 def test_weights_of_another_shape_are_refused(cli, write_spec, tmp_path, folder):
