@@ -18,6 +18,7 @@ from orderlab.core.progress import SILENT, Phases
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
+from orderlab.measure.escalation import reach_note, resolution_record
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement, summarize_sweep
@@ -152,10 +153,13 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
         if run.token_logprobs:
             tables["token_logprobs"] = pd.concat(run.token_logprobs, ignore_index=True)
         manifest = run_manifest(loaded, run, options.device, rows, maps is not None)
+        if resolution := resolution_record(spec.resolution, digest.reach):
+            manifest["resolution"] = resolution
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, tables["summary"], digest=worst)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, tables["summary"], digest=worst,
+                   precision_note=reach_note(spec.model.dtype, spec.resolution, digest.reach))  # fmt: skip
     files = [
         "metrics.csv",
         *(f"{name}.csv" for name in tables),

@@ -21,12 +21,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from orderlab.measure.rows import earliest, first_layer_column
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, UNRESOLVED
 
 LEVEL = 0.95
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
 LOWER, UPPER = "lower", "upper"
-VERDICT_RANK = {NON_FINITE: 2, ORDER_SENSITIVE: 1}  # the worst verdict of any seed is the cell's
+VERDICT_RANK = {NON_FINITE: 3, ORDER_SENSITIVE: 2, UNRESOLVED: 1}  # the worst verdict of any seed is the cell's
 
 # Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/test_seeds.py checks them against the
 # t density); past 30, the Cornish-Fisher expansion about the normal quantile Z_975 is closer than 1e-6.

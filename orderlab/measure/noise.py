@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.measure.verdicts import NON_FINITE, canonical, round_off_lines, verdicts
+from orderlab.measure.verdicts import DEFAULT_RESOLUTION, NON_FINITE, TIE, canonical, round_off_lines, verdicts
 from orderlab.metrics import METRICS
 
 NoiseKey = tuple[int, int | None, str]  # (layer, head or None, metric): summary rows key the same way
@@ -29,6 +29,10 @@ class NoiseCollector:
     def __init__(self, scale: float = 1.0) -> None:
         self.figures: dict[NoiseKey, float] = {}
         self.scale = scale
+        self.margin = math.nan  # a causal LM's log P(X) round-off (scaled): what a 0/1 answer's margin is judged by
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None:
+        """Round-off has no ties: its identity comparison is a figure, not an answer."""
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         self.keep((layer, head, metric), (values.double() * self.scale).cpu().tolist())
@@ -51,10 +55,14 @@ def merge(*collectors: NoiseCollector) -> dict[NoiseKey, float]:
     return merged.figures
 
 
-def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
+TIED = "tied"  # a collector's column (RowCollector): the row is a 0/1 answer whose margin lies within its round-off
+
+
+def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str, resolution: float = DEFAULT_RESOLUTION) -> int:
     """Set each row's verdict from its measured round-off and zero the values within it; return the non-finite count.
 
-    table: tidy rows with layer, head, metric and value columns, all measured under one noise map.
+    table: tidy rows with layer, head, metric and value columns, all measured under one noise map; a TIED column,
+    where present, marks the ties (and is dropped). resolution: the widest line within which a value may pass.
     """
     heads = [None if pd.isna(head) else int(head) for head in table["head"]]
     keys = zip(table["layer"].astype(int), heads, table["metric"], strict=True)
@@ -62,7 +70,11 @@ def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
     # occurrences of a word carries the per-token round-off of the metric that matches words.
     sources = {name: METRICS.get(name).noise_source for name in table["metric"].unique()}
     figures = np.array([noise.get((layer, head, sources[m]), math.nan) for layer, head, m in keys])
-    judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), round_off_lines(figures, dtype))
+    lines = round_off_lines(figures, dtype)
+    judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), lines, resolution)
+    if TIED in table.columns:
+        tied = table.pop(TIED).to_numpy(dtype=bool)
+        judged = np.where(tied & (judged != NON_FINITE), TIE, judged)
     table["verdict"] = judged
     table["value"] = canonical(table["value"].to_numpy(), judged)
     return int((judged == NON_FINITE).sum())

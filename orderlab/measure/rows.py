@@ -15,8 +15,16 @@ import pandas as pd
 import torch
 
 from orderlab.core.pair_relations import RELATION_COLUMN
-from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
-from orderlab.metrics import ORIGINAL_RANK, PERMUTATION_PREFERRED, RATE_COUNT, per_permutation_mean, reduction_of
+from orderlab.measure.noise import TIED
+from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
+from orderlab.metrics import (
+    ORIGINAL_RANK,
+    PERMUTATION_PREFERRED,
+    RATE_COUNT,
+    RATE_TIES,
+    per_permutation_mean,
+    reduction_of,
+)
 
 
 class Collector(Protocol):
@@ -25,6 +33,8 @@ class Collector(Protocol):
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None: ...
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None: ...
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None: ...
 
 
 KEY_COLUMNS = ["case", "input", "encoding", "permutation", "permuted", "layer", "head", "metric"]
@@ -53,12 +63,24 @@ class RowCollector:
         self.fixed = {"case": case, "input": sentence, "encoding": encoding}
         self.permutations, self.permuted = permutations, permuted
         self.columns: dict[str, list[object]] = {
-            c: [] for c in ("permutation", "permuted", "layer", "head", "metric", "value")
+            c: [] for c in ("permutation", "permuted", "layer", "head", "metric", "value", TIED)
         }
+        self.tied: list[bool] | None = None
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None:
+        """tied (B,): which permutations' 0/1 answers (a rate metric's rows) lie within their round-off."""
+        self.tied = None if tied is None else [bool(t) for t in tied.cpu().tolist()]
+
+    def _ties(self, metric: str, chosen: list[bool] | None = None) -> list[object]:
+        count = len(self.permutations) if chosen is None else sum(chosen)
+        if self.tied is None or reduction_of(metric) != "rate":
+            return [False] * count
+        return [t for t, k in zip(self.tied, [True] * len(self.tied) if chosen is None else chosen, strict=True) if k]
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         """values: (B,), one per permutation."""
         count = len(self.permutations)
+        self.columns[TIED] += self._ties(metric)
         self.columns["permutation"] += self.permutations
         self.columns["permuted"] += self.permuted
         self.columns["layer"] += [layer] * count
@@ -70,6 +92,7 @@ class RowCollector:
         """Rows only for the permutations where keep (B,) is True; values: (B,)."""
         chosen = keep.cpu().tolist()
         count = sum(chosen)
+        self.columns[TIED] += self._ties(metric, chosen)
         self.columns["permutation"] += [p for p, k in zip(self.permutations, chosen, strict=True) if k]
         self.columns["permuted"] += [p for p, k in zip(self.permuted, chosen, strict=True) if k]
         self.columns["layer"] += [layer] * count
@@ -80,6 +103,8 @@ class RowCollector:
     def frame(self) -> pd.DataFrame:
         frame = pd.DataFrame(self.columns)
         frame["head"] = frame["head"].astype("Int64")
+        if not frame[TIED].any():
+            frame = frame.drop(columns=TIED)  # judge (noise.py) reads and drops the column where there are ties
         for column, value in self.fixed.items():
             frame[column] = value
         return frame
@@ -96,7 +121,10 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if relation:
         shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
     index = ["case", "subject", *relation, "metric"]
-    ordered = shown.sort_values("value", kind="mergesort", na_position="last")
+    # An unresolved row (a value within a line wider than the resolution) ranks above every passing row and below
+    # every order-sensitive or non-finite one, whatever its value: it is neither answer.
+    rank = np.select([shown["verdict"] == UNRESOLVED, shown["verdict"].isin([ORDER_SENSITIVE, NON_FINITE])], [1, 2], 0)
+    ordered = shown.assign(rank=rank).sort_values(["rank", "value"], kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
     worst = ordered.groupby([*index, "encoding"]).tail(1)
     wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
@@ -109,9 +137,12 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if rates.empty:
         return summary
     counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    summary = summary.join(counts, on=["case", "subject", "metric"])
+    tied = rates.get(RATE_TIES, pd.Series(np.nan, index=rates.index))
+    tied = tied.where(rates["case"] != "probe", (rates["verdict"] == TIE).astype(float))  # a probe: its own answer
+    ties = tied.groupby([rates[key] for key in ("case", "subject", "metric")]).max().rename(RATE_TIES)
+    summary = summary.join(counts, on=["case", "subject", "metric"]).join(ties, on=["case", "subject", "metric"])
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
-    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64", RATE_TIES: "Int64"})
     return with_ranks(summary, encodings, index)
 
 
@@ -125,21 +156,30 @@ def first_layer_column(encoding: str) -> str:
 
 def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
     """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive, or
-    NEVER; blank for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
-    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
+    NEVER; UNRESOLVED where none is but some layer's value is unresolved (never would count it as passing); blank
+    for a metric not judged by order (a rate, a rank, a pair of different words, unjudged values)."""
+    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE, UNRESOLVED]) & (
         rows["metric"].map(reduction_of).isin(["max", "mean"])
     )
     sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
     keys = [*index, "encoding"]
-    first = sensitive[judged].groupby([rows.loc[judged, key] for key in keys]).min()
-    shown = first.map(lambda layer: NEVER if pd.isna(layer) else str(int(layer)))
+    groups = [rows.loc[judged, key] for key in keys]
+    first = sensitive[judged].groupby(groups).min()
+    unresolved = (rows.loc[judged, "verdict"] == UNRESOLVED).groupby(groups).any()
+    shown = pd.Series(
+        [str(int(layer)) if not pd.isna(layer) else UNRESOLVED if open_ else NEVER
+         for layer, open_ in zip(first, unresolved.reindex(first.index), strict=True)],
+        index=first.index, dtype=object,
+    )  # fmt: skip
     return shown.unstack("encoding").fillna("") if len(shown) else pd.DataFrame()
 
 
 def earliest(layers: list[str]) -> str:
     """The earliest of several first layers (a seed sweep's cell: where any seed shows order), NEVER if none does."""
     shown = [int(layer) for layer in layers if layer.isdigit()]
-    return str(min(shown)) if shown else (NEVER if NEVER in layers else "")
+    if shown:
+        return str(min(shown))
+    return UNRESOLVED if UNRESOLVED in layers else NEVER if NEVER in layers else ""
 
 
 def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) -> pd.DataFrame:
@@ -158,13 +198,18 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
 
 def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
-    the probe count (BLiMP's accuracy); no verdict. Empty without such probes."""
+    the probe count (BLiMP's accuracy) over the probes it decides (a tie, a margin within round-off, is left out and
+    counted in RATE_TIES); no verdict. Empty without such probes."""
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
-        rate = group.groupby("encoding")["value"].mean()
-        count = int(group.groupby("encoding").size().max())
-        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric,
-                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count})  # fmt: skip
+        decided = group[group["verdict"] != TIE]
+        rate = decided.groupby("encoding")["value"].mean()
+        count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
+        tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
+        probes = int(group.groupby("encoding").size().max())
+        rows.append({"case": "probes", "subject": f"all {probes} probes", "metric": metric,
+                     **{name: float(rate.get(name, np.nan)) for name in encodings}, RATE_COUNT: count,
+                     RATE_TIES: tied})  # fmt: skip
     return pd.DataFrame(rows)
 
 

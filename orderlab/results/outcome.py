@@ -28,6 +28,7 @@ class RunView:
     summary: pd.DataFrame  # summary.csv
     digest: pd.DataFrame | None = None  # max rows and position-probe rows, for the decodability table
     corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
+    precision_note: str = ""  # what each condition resolved, and what was re-measured in a finer precision
 
 
 @dataclass(frozen=True)
