@@ -393,12 +393,20 @@ class MeasuringLoop:
 
     @torch.inference_mode()
     def measure_probe(
-        self, adapter: Adapter, twin: Adapter, probe: ProbePair, reach: Reach, dtype: str | None = None
+        self,
+        adapter: Adapter,
+        twin: Adapter,
+        probe: ProbePair,
+        reach: Reach,
+        dtype: str | None = None,
+        tie_round_off: float = math.nan,
     ) -> tuple[pd.DataFrame, int]:
         """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass; for a
         pair of different words, whether they are told apart; a preference within both sides' round-off, a tie), and
         how many came out non-finite. Measured again in the twin's precision where the round-off is too coarse for
-        the resolution (escalation.py); dtype: the precision of `adapter`, the run's unless escalated."""
+        the resolution (escalation.py); dtype: the precision of `adapter`, the run's unless escalated. A tie is judged
+        by the run's own round-off even then (tie_round_off): its model's weights are the run's, and a margin within
+        the run's precision is what may flip against another precision's model."""
         spec, (a, b), escalated, dtype = self.spec, probe.pair, dtype is not None, dtype or self.dtype
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
         out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter)) for w in (words_a, words_b))
@@ -415,13 +423,15 @@ class MeasuringLoop:
             finer, finer_twin = self.finer_pair(twin)
             reach.remeasured += 1
             reach.remeasured_in = dtype_name(finer.dtype)
-            return self.measure_probe(finer, finer_twin, probe, reach, dtype_name(finer.dtype))
+            margin_round_off = max(side.margin for side in sides)
+            return self.measure_probe(finer, finer_twin, probe, reach, dtype_name(finer.dtype), margin_round_off)
         reach.widen(noise, dtype)
         rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
         if out_a.logprob is not None and out_b.logprob is not None:
             margin, size = out_a.logprob - out_b.logprob, torch.maximum(out_a.logprob.abs(), out_b.logprob.abs())
-            round_off = max(side.margin for side in sides)
-            rows.mark_ties(torch.from_numpy(ties(margin.double().cpu().numpy(), round_off, size.cpu().numpy(), dtype)))
+            round_off = float(np.fmax(tie_round_off, max(side.margin for side in sides)))  # fmax: NaN never wins
+            tied = ties(margin.double().cpu().numpy(), round_off, size.cpu().numpy(), self.dtype)
+            rows.mark_ties(torch.from_numpy(tied))
         record_pair(spec, rows, adapter, out_a, out_b, matching)
         table = rows.frame()
         non_finite = judge(table, noise, dtype, spec.resolution)
@@ -458,6 +468,7 @@ class MeasuringLoop:
             bound = adapter.sentence(words)
             reference, head = self.first_pass(adapter, bound, first)
             round_off = self.measure_noise(adapter, twin, words, reference)
+            margin_round_off = round_off.margin  # ties are judged by the run's own precision (measure_probe)
             escalated = self.escalates(round_off.figures, dtype)
             if escalated:  # too coarse for the resolution: every order of this input in the twin's precision
                 adapter, twin = self.finer_pair(twin)
@@ -478,7 +489,7 @@ class MeasuringLoop:
                 reordered = [" ".join(perms.apply(p, words)) for p in chunk]
                 rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
                 collector = FanOut(rows, summary)
-            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head, round_off.margin, dtype)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head, margin_round_off)
             head = None  # the first chunk's pass, measured: not held while the others run
             reach.remeasured += len(chunk) if escalated else 0
             if capture:
@@ -531,11 +542,10 @@ class MeasuringLoop:
         collector: Collector,
         output: Pass | None = None,
         margin_round_off: float = math.nan,
-        dtype: str | None = None,
     ) -> Pass:
         """One chunk of reorderings of the bound sentence through the model (unless its pass is given); its metrics
         go to the collector, with the ties of its 0/1 answers: log P(PX) - log P(X) within margin_round_off (log P(X)'s
-        measured round-off, in `dtype`, the run's unless escalated)."""
+        round-off measured in the run's own precision)."""
         words, device = bound.words, adapter.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
         matching = slots  # without repeated words, occurrence matching is the permutation itself
@@ -548,7 +558,7 @@ class MeasuringLoop:
         if output.logprob is not None and reference.logprob is not None:
             margin = (output.logprob - reference.logprob).double().cpu().numpy()
             size = np.full(margin.shape, float(reference.logprob[0].abs()))
-            collector.mark_ties(torch.from_numpy(ties(margin, margin_round_off, size, dtype or self.dtype)))
+            collector.mark_ties(torch.from_numpy(ties(margin, margin_round_off, size, self.dtype)))
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output
 

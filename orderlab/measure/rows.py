@@ -136,7 +136,8 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     rates = worst[worst["metric"].map(reduction_of) == "rate"]
     if rates.empty:
         return summary
-    counts = rates.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
+    counts = rates.get("count", pd.Series(np.nan, index=rates.index))  # probes alone have no permutations counted
+    counts = counts.groupby([rates[key] for key in ("case", "subject", "metric")]).max().rename(RATE_COUNT)
     tied = rates.get(RATE_TIES, pd.Series(np.nan, index=rates.index))
     tied = tied.where(rates["case"] != "probe", (rates["verdict"] == TIE).astype(float))  # a probe: its own answer
     ties = tied.groupby([rates[key] for key in ("case", "subject", "metric")]).max().rename(RATE_TIES)

@@ -58,6 +58,7 @@ from orderlab.plan.sweep import SweptValue, describe, plan
 from orderlab.plan.token_count import subword_counter
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.families import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.fields import LOW_PRECISION
 from orderlab.spec.schema import DecodabilitySpec, ModelSpec, relative_to_spec, uses_backend
 
 if TYPE_CHECKING:
@@ -292,6 +293,27 @@ class _Tally:
         self.least_rows += rows if least is None else least
 
 
+# The widest round-off lines float32 runs measure, with room (docs/metrics.md: 2e-5 at most on the shipped specs): a
+# float32 run is priced to escalate only where its resolution is finer than this. 16-bit lines reach 1e-2 and more.
+FLOAT32_LINES = 1e-4
+
+
+def escalation_seconds(spec: Spec, passes: list[Cost]) -> Cost | None:
+    """The worst case of escalation (measure/escalation.py): every input and probe measured again, in the twin's finer
+    precision (16-bit: float32; float32: float64), at that precision's rate; None where a run does not escalate (a
+    float64 run, `escalate: false`, a float32 run whose resolution is above its lines). passes: the costs of the run's
+    own forward passes over inputs and probes."""
+    dtype = spec.model.dtype
+    low = dtype in LOW_PRECISION
+    if not spec.escalate or dtype == "float64" or (not low and spec.resolution >= FLOAT32_LINES):
+        return None
+    finer = "float32" if low else "float64"
+    slower = FLOPS_PER_SECOND[dtype] / FLOPS_PER_SECOND[finer]
+    seconds = slower * sum(cost.amount for cost in passes)
+    return Cost(seconds, f"re-measuring in {finer} (at most)", ("escalate",), f"escalate: true ({dtype})",
+                "escalate: false, or a resolution above this run's round-off")  # fmt: skip
+
+
 def _stack(spec: Spec, columns: dict[str, SweptValue], device: Device) -> Estimate:
     """The estimate of one concrete spec (every model field one value) on `device`."""
     m, encodings = spec.stack, len(spec.encodings)
@@ -300,6 +322,8 @@ def _stack(spec: Spec, columns: dict[str, SweptValue], device: Device) -> Estima
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
     _add_inputs(spec, tally, device)
     _add_probes(spec, tally, device)
+    if escalation := escalation_seconds(spec, tally.seconds[1:]):
+        tally.seconds.append(escalation)
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
         tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), probe_row_bytes(probe))
@@ -835,6 +859,8 @@ def _pretrained(
         Cost(load, "loading the model", ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
+    if escalation := escalation_seconds(spec, seconds[1:]):
+        seconds.append(escalation)
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",

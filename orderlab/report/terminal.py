@@ -217,10 +217,9 @@ def summary_tables(
     # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
     firsts = firsts and all(wide <= room for wide in with_firsts.values())
     groups = fitting_groups(with_firsts, room) if firsts else fitting_groups(widths, width - label - 1)
+    note = precision_note
     return [
-        summary_table(
-            summary, group, title if index == 0 else "", dtype, index == len(groups) - 1, firsts, precision_note
-        )  # fmt: skip
+        summary_table(summary, group, title if index == 0 else "", dtype, index == len(groups) - 1, firsts, note)
         for index, group in enumerate(groups)
     ]
 

@@ -25,6 +25,7 @@ from orderlab.measure.noise import NoiseKey
 from orderlab.plan.shards import Unit
 from orderlab.plan.sweep import SweptValue
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
+from orderlab.spec.fields import RESOLUTION
 
 FILE = "partials.json"
 FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)
@@ -94,6 +95,8 @@ def _piece_data(piece: Piece) -> dict[str, Any]:
         "partial": None if partial is None else {
             "summary": partial.summary.state(),
             "noise": [[layer, head, metric, value] for (layer, head, metric), value in partial.noise.items()],
+            "dtype": partial.dtype,
+            "resolution": partial.resolution,
         },
     }  # fmt: skip
 
@@ -103,7 +106,8 @@ def _piece(data: PieceData) -> Piece:
     partial = None
     if data.partial is not None:
         noise: dict[NoiseKey, float] = {(layer, head, name): value for layer, head, name, value in data.partial.noise}
-        partial = Partial(SummaryCollector.from_state(data.partial.summary.model_dump()), noise)
+        summary = SummaryCollector.from_state(data.partial.summary.model_dump())
+        partial = Partial(summary, noise, data.partial.dtype, data.partial.resolution)
     worst = None if data.worst is None else data.worst.frame()
     return Piece(Unit(**data.unit.model_dump()), combination, data.rows, worst, partial)
 
@@ -196,6 +200,7 @@ class StatisticData(_MayHoldNaN):
     first: Slots
     sum: SumData
     count: Count
+    ties: Count = 0
 
 
 class SummaryData(FileModel):
@@ -217,6 +222,8 @@ class SummaryData(FileModel):
 class PartialData(_MayHoldNaN):
     summary: SummaryData
     noise: list[tuple[Small, Small | None, SafeName, float]] = Field(max_length=MAX_ENTRIES)
+    dtype: Literal["float32", "float64"] | None = None  # judged in: the run's, or the twin's where escalated
+    resolution: float = Field(RESOLUTION, gt=0, le=1)
 
 
 class PieceData(FileModel):
