@@ -249,7 +249,8 @@ def summary_table(
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     notes += pairs_note(summary) + (f"; {precision_note}" if precision_note else "")
-    if any((summary.get(f"{name} verdict") == UNRESOLVED).any() for name in encodings):
+    verdicts = [f"{name} verdict" for name in encodings if f"{name} verdict" in summary.columns]
+    if summary[verdicts].eq(UNRESOLVED).any(axis=None):
         notes += f"; ? = {UNRESOLVED}: within a round-off line wider than the resolution (value as measured)"
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
     firsts = firsts if shown_firsts else []
