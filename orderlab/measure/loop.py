@@ -463,7 +463,8 @@ class MeasuringLoop:
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         chunks = perms.chunks(stream, size)
         first = next(chunks, [])
-        dtype, reach = self.dtype, digest.reach_of(label)
+        dtype: str = self.dtype
+        reach = digest.reach_of(label)
         with torch.inference_mode():
             bound = adapter.sentence(words)
             reference, head = self.first_pass(adapter, bound, first)

@@ -250,7 +250,7 @@ def summary_table(
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     notes += pairs_note(summary) + (f"; {precision_note}" if precision_note else "")
     verdicts = [f"{name} verdict" for name in encodings if f"{name} verdict" in summary.columns]
-    if summary[verdicts].eq(UNRESOLVED).any(axis=None):
+    if (summary[verdicts] == UNRESOLVED).to_numpy().any():
         notes += f"; ? = {UNRESOLVED}: within a round-off line wider than the resolution (value as measured)"
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
     firsts = firsts if shown_firsts else []
