@@ -15,6 +15,7 @@ Plain data in, plain data out: rendering is report/terminal.py's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ import pandas as pd
 
 from orderlab.measure.rows import earliest, first_layer_column
 from orderlab.measure.verdicts import NON_FINITE, ORDER_SENSITIVE, UNRESOLVED
+from orderlab.metrics import RATE_COUNT, RATE_TIES
 
 LEVEL = 0.95
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
@@ -75,13 +77,21 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str]) -> pd.DataFr
     and the worst verdict."""
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in wide.columns]
     own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts}
-    keys = [column for column in wide.columns if column != seed and column not in own]
+    shown = [column for column in wide.columns if column != seed and column not in own]
+    # A rate's decided answers and its ties differ by seed (a margin within round-off under one seed's weights only).
+    per_seed: dict[str, Callable[..., npt.NDArray[np.float64]]] = {RATE_COUNT: np.fmax.reduce, RATE_TIES: np.nansum}
+    keys = [column for column in shown if column not in per_seed]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     counts = np.bincount(cell)
     seeds = int(counts[0])
     assert (counts == seeds).all(), "every cell of a seed sweep is measured under every seed"
     order = np.argsort(cell, kind="stable")  # each cell's rows together, its seeds in their order
-    table = wide.iloc[order[::seeds]][keys].reset_index(drop=True)
+    table = wide.iloc[order[::seeds]][shown].reset_index(drop=True)
+    for column, reduce in per_seed.items():  # the most answers a seed decided; the ties of all seeds
+        if column in table.columns:
+            answers = wide[column].astype(float).to_numpy()[order].reshape(-1, seeds)
+            summed = np.where(np.isnan(answers).all(axis=1), np.nan, reduce(answers, axis=1))
+            table[column] = pd.Series(summed).astype("Int64")
     means: dict[str, npt.NDArray[np.float64]] = {}
     bounds: dict[str, pd.arrays.FloatingArray] = {}
     verdicts: dict[str, list[object]] = {}
