@@ -41,8 +41,8 @@ def judged_run(spec_text: str, dtype: str, folder: Path, monkeypatch) -> Judged:
     seen: list[tuple[np.ndarray, ...]] = []
     judge_rows = orderlab.measure.noise.verdicts
 
-    def recording(metrics, values, lines):
-        decided = judge_rows(metrics, values, lines)
+    def recording(metrics, values, lines, *resolution):
+        decided = judge_rows(metrics, values, lines, *resolution)
         seen.append((np.asarray(metrics), np.asarray(values, dtype=float), np.asarray(lines, dtype=float), decided))
         return decided
 

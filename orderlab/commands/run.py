@@ -20,6 +20,7 @@ from orderlab.measure.adapters import prefix_sharing
 from orderlab.measure.attention_maps import shown_maps
 from orderlab.measure.corpus_lm import LM_SUMMARY
 from orderlab.measure.corpus_measure import CorpusMeasurement
+from orderlab.measure.escalation import reach_note, resolution_record
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement
@@ -41,6 +42,7 @@ from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import Spec, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
+from orderlab.vocabulary.digest import Digest
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     if isinstance(spec.inputs, CorpusInputs):  # corpus mode: shuffles of many sentences, in batched passes
         corpus = CorpusMeasurement(spec, loaded.path, options)
 
-        def corpus_facts(rows: int, _tables: dict[str, pd.DataFrame]) -> Manifest:
+        def corpus_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:
             return corpus_manifest(loaded, corpus, options.device, rows)
 
         written = write_run(folder, corpus, corpus_facts, settle=agreeing)
@@ -151,13 +153,17 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     tune_allocator()
     run = SweepMeasurement(spec, options, loaded.path)
 
-    def facts(rows: int, tables: dict[str, pd.DataFrame]) -> Manifest:
-        return run_manifest(loaded, run, options.device, rows, "attention" in tables)
+    def facts(rows: int, tables: dict[str, pd.DataFrame], digest: Digest) -> Manifest:
+        manifest = run_manifest(loaded, run, options.device, rows, "attention" in tables)
+        if resolution := resolution_record(spec.resolution, digest.reach):
+            manifest["resolution"] = resolution
+        return manifest
 
     written = write_run(folder, run, facts, settle=agreeing)
     worst = written.digest.worst_table()
     labels = condition_labels(spec)
-    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, written.tables["summary"], digest=worst)
+    view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, written.tables["summary"], digest=worst,
+                   precision_note=reach_note(spec.model.dtype, spec.resolution, written.digest.reach))  # fmt: skip
     return Outcome(folder, written.rows, written.files, view, written.digest.non_finite, agreeing.kept)
 
 
@@ -198,7 +204,7 @@ def write_shard(
         facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
         maps = ATTENTION_FAMILY in spec.metrics
 
-        def shard_facts(rows: int, _tables: dict[str, pd.DataFrame]) -> Manifest:
+        def shard_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:
             return run_manifest(loaded, run, options.device, rows, maps)
 
         written = write_run(folder, run, shard_facts, shard=ShardOf(index, count, units, facts))

@@ -15,18 +15,20 @@ Plain data in, plain data out: rendering is report/terminal.py's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from orderlab.metrics import RATE_COUNT, RATE_TIES
 from orderlab.vocabulary.columns import LOWER, UPPER, detail_number, earliest, first_layer_column
-from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, UNRESOLVED
 
 LEVEL = 0.95
 # Columns beside each encoding's mean: '<encoding> lower' and '<encoding> upper'.
-VERDICT_RANK = {NON_FINITE: 2, ORDER_SENSITIVE: 1}  # the worst verdict of any seed is the cell's
+VERDICT_RANK = {NON_FINITE: 3, ORDER_SENSITIVE: 2, UNRESOLVED: 1}  # the worst verdict of any seed is the cell's
 
 # Student's t quantile t(0.975, df) for df = 1..30, to 6 decimals (tests/unit/measure/test_seeds.py checks them
 # against the t density); past 30, the Cornish-Fisher expansion about the normal quantile Z_975 is closer than 1e-6.
@@ -84,13 +86,21 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str], per_seed: tu
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in wide.columns]
     averaged = [column for column in per_seed if column in wide.columns]
     own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts, *averaged}
-    keys = [column for column in wide.columns if column != seed and column not in own]
+    shown = [column for column in wide.columns if column != seed and column not in own]
+    # A rate's decided answers and its ties differ by seed (a margin within round-off under one seed's weights only).
+    counted: dict[str, Callable[..., npt.NDArray[np.float64]]] = {RATE_COUNT: np.fmax.reduce, RATE_TIES: np.nansum}
+    keys = [column for column in shown if column not in counted]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     counts = np.bincount(cell)
     seeds = int(counts[0])
     assert (counts == seeds).all(), "every cell of a seed sweep is measured under every seed"
     order = np.argsort(cell, kind="stable")  # each cell's rows together, its seeds in their order
-    table = wide.iloc[order[::seeds]][keys].reset_index(drop=True)
+    table = wide.iloc[order[::seeds]][shown].reset_index(drop=True)
+    for column, reduce in counted.items():  # the most answers a seed decided; the ties of all seeds
+        if column in table.columns:
+            answers = wide[column].astype(float).to_numpy()[order].reshape(-1, seeds)
+            summed = np.where(np.isnan(answers).all(axis=1), np.nan, reduce(answers, axis=1))
+            table[column] = pd.Series(summed).astype("Int64")
     means: dict[str, npt.NDArray[np.float64]] = {}
     bounds: dict[str, pd.arrays.FloatingArray] = {}
     verdicts: dict[str, list[object]] = {}
@@ -109,5 +119,5 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str], per_seed: tu
         verdicts[column] = [_mean_of_numbers(row) for row in values]
     ordered = {f"{name} {side}": bounds[f"{name} {side}"] for side in (LOWER, UPPER) for name in encodings}
     merged = pd.concat([table, pd.DataFrame(means | ordered | verdicts)], axis=1)
-    leading = [column for column in wide.columns if column in keys or column in averaged]  # a key's place kept
+    leading = [column for column in wide.columns if column in shown or column in averaged]  # a key's place kept
     return merged[leading + [column for column in merged.columns if column not in leading]]

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
 import sys
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -31,18 +33,19 @@ from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
+from orderlab.measure.escalation import escalates, widest_lines
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, judge, merge
 from orderlab.measure.rows import Collector, RowCollector
 from orderlab.measure.summaries import finish_summary
-from orderlab.measure.verdicts import noise_scale, without_order
+from orderlab.measure.verdicts import noise_scale, ties, without_order
 from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.models.precision import dtype_name
 from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.spec.schema import ProbePair, Spec
 from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.columns import COLUMNS, KEY_COLUMNS, STATISTICS, SUMMARY_COLUMNS
-from orderlab.vocabulary.digest import Digest, Frames, Partial, Piece, StatKey, Summary, tag
+from orderlab.vocabulary.digest import Digest, Frames, NoiseKey, Partial, Piece, Reach, StatKey, Summary, tag
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -73,23 +76,31 @@ class SummaryCollector(Summary):
     def __init__(self, case: str, sentence: str, encoding: str, words: list[str]):
         super().__init__(case, sentence, encoding, words)
         self.chunk: list[perms.Permutation] = []
+        self.tied: np.ndarray | None = None  # the current chunk's ties (mark_ties)
 
     def start(self, chunk: list[perms.Permutation]) -> None:
-        self.chunk = chunk
+        self.chunk, self.tied = chunk, None
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None:
+        """tied (B,): which permutations of the current chunk answer a rate metric within their round-off."""
+        self.tied = None if tied is None else tied.cpu().numpy().astype(bool)
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         """values: (B,), one per permutation of the current chunk."""
-        self._fold((layer, head, metric), values, self.chunk)
+        self._fold((layer, head, metric), values, self.chunk, self.tied)
 
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
         """Fold only the permutations where keep (B,) is True; values: (B,)."""
-        chosen = [p for p, k in zip(self.chunk, keep.cpu().tolist(), strict=True) if k]
+        mask = keep.cpu().numpy().astype(bool)
+        chosen = [p for p, k in zip(self.chunk, mask, strict=True) if k]
         if chosen:
-            self._fold((layer, None, metric), values[keep], chosen)
+            self._fold((layer, None, metric), values[keep], chosen, None if self.tied is None else self.tied[mask])
 
-    def _fold(self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation]) -> None:
+    def _fold(
+        self, key: StatKey, values: torch.Tensor, chunk: list[perms.Permutation], tied: np.ndarray | None
+    ) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
-        self.fold(key, float(top), chunk[int(where)], values.double().cpu().numpy(), chunk)
+        self.fold(key, float(top), chunk[int(where)], values.double().cpu().numpy(), chunk, tied)
 
 
 class FanOut:
@@ -105,6 +116,10 @@ class FanOut:
     def add_where(self, keep: torch.Tensor, metric: str, layer: int, values: torch.Tensor) -> None:
         for collector in self.collectors:
             collector.add_where(keep, metric, layer, values)
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None:
+        for collector in self.collectors:
+            collector.mark_ties(tied)
 
 
 class MeasuringLoop:
@@ -139,6 +154,16 @@ class MeasuringLoop:
             self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
         # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
         self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
+        self.finer: dict[str, tuple[Adapter, Adapter]] = {}  # per condition: its twin and the twin's own twin
+
+    def finer_pair(self, twin: Adapter) -> tuple[Adapter, Adapter]:
+        """A condition's twin as the model measured, with its own twin for its round-off (built once per condition)."""
+        if twin.label not in self.finer:
+            self.finer[twin.label] = (twin, twin.twin())
+        return self.finer[twin.label]
+
+    def escalates(self, noise: dict[NoiseKey, float], dtype: str) -> bool:
+        return escalates(noise, dtype, self.spec.resolution, self.spec.escalate)
 
     def frames(self, adapters: list[Adapter]) -> Frames:
         spec, digest, done = self.spec, Digest(), 0
@@ -167,7 +192,7 @@ class MeasuringLoop:
         probe_unit = self.units.get((PROBES, "", "")) if self.units is not None else None
         for adapter, twin in pairs if self.units is None or probe_unit else []:
             for probe in spec.probes:
-                table, non_finite = self.measure_probe(adapter, twin, probe)
+                table, non_finite = self.measure_probe(adapter, twin, probe, digest.reach_of(adapter.label))
                 digest.non_finite += non_finite
                 probes.append(table)
                 advance(1)
@@ -210,25 +235,54 @@ class MeasuringLoop:
         noise = self.noise_collector(adapter, twin, words)
         model_slots = sentence.attention_slots(identity) if self.attention_maps else None
         record_metrics(self.noise_spec, noise, adapter, other, reference, identity, identity, words, model_slots)
+        if reference.logprob is not None and other.logprob is not None:
+            noise.margin = float((reference.logprob - other.logprob).abs().max().double()) * noise.scale
         return noise
 
     @torch.inference_mode()
-    def measure_probe(self, adapter: Adapter, twin: Adapter, probe: ProbePair) -> tuple[pd.DataFrame, int]:
+    def measure_probe(
+        self,
+        adapter: Adapter,
+        twin: Adapter,
+        probe: ProbePair,
+        reach: Reach,
+        dtype: str | None = None,
+        tie_round_off: float = math.nan,
+    ) -> tuple[pd.DataFrame, int]:
         """A probe's rows with verdicts (pair metrics of a and b, judged by the round-off of each side's pass; for a
-        pair of different words, whether they are told apart), and how many came out non-finite."""
-        spec, (a, b) = self.spec, probe.pair
+        pair of different words, whether they are told apart; a preference within both sides' round-off, a tie), and
+        how many came out non-finite. Measured again in the twin's precision where the round-off is too coarse for
+        the resolution (escalation.py); dtype: the precision of `adapter`, the run's unless escalated. A tie is judged
+        by the run's own round-off even then (tie_round_off): its model's weights are the run's, and a margin within
+        the run's precision is what may flip against another precision's model."""
+        spec, (a, b), escalated, dtype = self.spec, probe.pair, dtype is not None, dtype or self.dtype
         words_a, words_b = tokenize(a, spec.embeddings.lowercase), tokenize(b, spec.embeddings.lowercase)
         out_a, out_b = (adapter.sentence(w).forward(identity(w, adapter)) for w in (words_a, words_b))
         matching = occurrence_matching(words_a, words_b)
-        rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
-        record_pair(spec, rows, adapter, out_a, out_b, matching)
         sides = []
         for out, words in ((out_a, words_a), (out_b, words_b)):
             other = twin.sentence(words).forward(identity(words, twin)).cast(adapter.dtype)
             sides.append(self.noise_collector(adapter, twin, words))
             record_pair(self.noise_spec, sides[-1], adapter, other, out, list(range(len(words))))
+            if out.logprob is not None and other.logprob is not None:
+                sides[-1].margin = float((out.logprob - other.logprob).abs().max().double()) * sides[-1].scale
+        noise = merge(*sides)
+        if not escalated and self.escalates(noise, dtype):  # once: the twin's verdicts stand, resolved or not
+            finer, finer_twin = self.finer_pair(twin)
+            reach.remeasured += 1
+            reach.remeasured_in = dtype_name(finer.dtype)
+            margin_round_off = max(side.margin for side in sides)
+            return self.measure_probe(finer, finer_twin, probe, reach, dtype_name(finer.dtype), margin_round_off)
+        reach.widen(widest_lines(noise, dtype), dtype)
+        rows = RowCollector("probe", a, adapter.label, [perms.label(matching) if matching else ""], [b])
+        if out_a.logprob is not None and out_b.logprob is not None:
+            margin, size = out_a.logprob - out_b.logprob, torch.maximum(out_a.logprob.abs(), out_b.logprob.abs())
+            round_off = float(np.fmax(tie_round_off, max(side.margin for side in sides)))  # fmax: NaN never wins
+            tied = ties(margin.double().cpu().numpy(), round_off, size.cpu().numpy(), self.dtype)
+            rows.mark_ties(torch.from_numpy(tied))
+        record_pair(spec, rows, adapter, out_a, out_b, matching)
         table = rows.frame()
-        non_finite = judge(table, merge(*sides), self.dtype)
+        non_finite = judge(table, noise, dtype, spec.resolution)
         if not probe.reorders:
             table["verdict"] = without_order(table["verdict"].to_numpy())
         if has_relations(spec):
@@ -257,10 +311,22 @@ class MeasuringLoop:
         size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
         chunks = perms.chunks(stream, size)
         first = next(chunks, [])
+        dtype: str = self.dtype
+        reach = digest.reach_of(label)
         with torch.inference_mode():
             bound = adapter.sentence(words)
             reference, head = self.first_pass(adapter, bound, first)
-            noise = self.measure_noise(adapter, twin, words, reference).figures
+            round_off = self.measure_noise(adapter, twin, words, reference)
+            margin_round_off = round_off.margin  # ties are judged by the run's own precision (measure_probe)
+            escalated = self.escalates(round_off.figures, dtype)
+            if escalated:  # too coarse for the resolution: every order of this input in the twin's precision
+                adapter, twin = self.finer_pair(twin)
+                dtype = reach.remeasured_in = dtype_name(adapter.dtype)
+                bound = adapter.sentence(words)
+                reference, head = self.first_pass(adapter, bound, first)
+                round_off = self.measure_noise(adapter, twin, words, reference)
+            noise = round_off.figures
+        reach.widen(widest_lines(noise, dtype), dtype)
         if capture:
             capture.keep_original(label, reference.patterns(), bound.word_maps)
         summary = SummaryCollector("permutation", sentence, label, words)
@@ -272,14 +338,15 @@ class MeasuringLoop:
                 reordered = [" ".join(perms.apply(p, words)) for p in chunk]
                 rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
                 collector = FanOut(rows, summary)
-            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head)
+            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head, margin_round_off)
             head = None  # the first chunk's pass, measured: not held while the others run
+            reach.remeasured += len(chunk) if escalated else 0
             if capture:
                 capture.keep_shown(label, chunk, output.patterns(), bound.word_maps)
             advance(len(chunk))
             if self.per_permutation:
                 table = rows.frame()
-                digest.non_finite += judge(table, noise, self.dtype)
+                digest.non_finite += judge(table, noise, dtype, spec.resolution)
                 rows_written += len(table)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
         # Shown reorderings this pass never reached (not in the rule, or in a later shard's range): the same
@@ -290,9 +357,10 @@ class MeasuringLoop:
                 shown = bound.forward(orders, pattern_points(adapter.n_layers)).patterns()
                 capture.keep_shown(label, missing, shown, bound.word_maps)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
-            digest.pieces.append(Piece(unit, self.combination, rows_written, partial=Partial(summary, noise)))
+            partial = Partial(summary, noise, dtype, spec.resolution)
+            digest.pieces.append(Piece(unit, self.combination, rows_written, partial=partial))
             return
-        summary_rows, worst, judged = finish_summary(summary, noise, self.dtype)
+        summary_rows, worst, judged = finish_summary(summary, noise, dtype, spec.resolution)
         digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already
         digest.worst.append(worst)
         if not self.per_permutation:
@@ -322,9 +390,11 @@ class MeasuringLoop:
         chunk: list[perms.Permutation],
         collector: Collector,
         output: Pass | None = None,
+        margin_round_off: float = math.nan,
     ) -> Pass:
         """One chunk of reorderings of the bound sentence through the model (unless its pass is given); its metrics
-        go to the collector."""
+        go to the collector, with the ties of its 0/1 answers: log P(PX) - log P(X) within margin_round_off (log P(X)'s
+        round-off measured in the run's own precision)."""
         words, device = bound.words, adapter.device
         slots = torch.tensor(chunk, dtype=torch.long, device=device)  # (B, n)
         matching = slots  # without repeated words, occurrence matching is the permutation itself
@@ -334,6 +404,10 @@ class MeasuringLoop:
         if output is None:
             output = bound.forward(slots, self.maps(adapter))  # hidden: (B, n, d) each
         model_slots = bound.attention_slots(slots) if self.attention_maps else None
+        if output.logprob is not None and reference.logprob is not None:
+            margin = (output.logprob - reference.logprob).double().cpu().numpy()
+            size = np.full(margin.shape, float(reference.logprob[0].abs()))
+            collector.mark_ties(torch.from_numpy(ties(margin, margin_round_off, size, self.dtype)))
         record_metrics(self.spec, collector, adapter, reference, output, slots, matching, words, model_slots)
         return output
 

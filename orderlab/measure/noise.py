@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from orderlab.measure.verdicts import canonical, round_off_lines, verdicts
+from orderlab.measure.verdicts import DEFAULT_RESOLUTION, canonical, round_off_lines, verdicts
 from orderlab.metrics import METRICS
 from orderlab.vocabulary.digest import NoiseKey
-from orderlab.vocabulary.verdict_words import NON_FINITE
+from orderlab.vocabulary.verdict_words import NON_FINITE, TIE
 
 if TYPE_CHECKING:
     import torch  # for types only: `orderlab merge` judges a merged summary through `judge` without torch
@@ -32,6 +32,10 @@ class NoiseCollector:
     def __init__(self, scale: float = 1.0) -> None:
         self.figures: dict[NoiseKey, float] = {}
         self.scale = scale
+        self.margin = math.nan  # a causal LM's log P(X) round-off (scaled): what a 0/1 answer's margin is judged by
+
+    def mark_ties(self, tied: torch.Tensor | None) -> None:
+        """Round-off has no ties: its identity comparison is a figure, not an answer."""
 
     def add(self, metric: str, layer: int, values: torch.Tensor, head: int | None = None) -> None:
         self.keep((layer, head, metric), (values.double() * self.scale).cpu().tolist())
@@ -54,10 +58,14 @@ def merge(*collectors: NoiseCollector) -> dict[NoiseKey, float]:
     return merged.figures
 
 
-def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
+TIED = "tied"  # a collector's column (RowCollector): the row is a 0/1 answer whose margin lies within its round-off
+
+
+def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str, resolution: float = DEFAULT_RESOLUTION) -> int:
     """Set each row's verdict from its measured round-off and zero the values within it; return the non-finite count.
 
-    table: tidy rows with layer, head, metric and value columns, all measured under one noise map.
+    table: tidy rows with layer, head, metric and value columns, all measured under one noise map; a TIED column,
+    where present, marks the ties (and is dropped). resolution: the widest line within which a value may pass.
     """
     heads = [None if pd.isna(head) else int(head) for head in table["head"]]
     keys = zip(table["layer"].astype(int), heads, table["metric"], strict=True)
@@ -65,7 +73,11 @@ def judge(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> int:
     # occurrences of a word carries the per-token round-off of the metric that matches words.
     sources = {name: METRICS.get(name).noise_source for name in table["metric"].unique()}
     figures = np.array([noise.get((layer, head, sources[m]), math.nan) for layer, head, m in keys])
-    judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), round_off_lines(figures, dtype))
+    lines = round_off_lines(figures, dtype)
+    judged = verdicts(table["metric"].to_numpy(), table["value"].to_numpy(), lines, resolution)
+    if TIED in table.columns:
+        tied = table.pop(TIED).to_numpy(dtype=bool)
+        judged = np.where(tied & (judged != NON_FINITE), TIE, judged)
     table["verdict"] = judged
     table["value"] = canonical(table["value"].to_numpy(), judged)
     return int((judged == NON_FINITE).sum())

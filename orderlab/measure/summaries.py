@@ -17,24 +17,26 @@ from orderlab.metrics import (
     ORIGINAL_RANK,
     PERMUTATION_PREFERRED,
     RATE_COUNT,
+    RATE_TIES,
     TASK_ACCURACY,
     per_permutation_mean,
     reduction_of,
 )
+from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
 from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
 from orderlab.vocabulary.digest import NoiseKey, Summary
-from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
 
 def finish_summary(
-    summary: Summary, noise: dict[NoiseKey, float], dtype: str
+    summary: Summary, noise: dict[NoiseKey, float], dtype: str, resolution: float = RESOLUTION
 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """A sentence's summary judged against its round-off: (its rows, sorted for metrics.csv; its max rows, each
     with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
     a summary is finished, for a whole run and for a merge of shards alike."""
     table = summary.frame()
-    judged = judge(table, noise, dtype)
+    judged = judge(table, noise, dtype, resolution)
     summary.name_first_where_round_off(table)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
@@ -53,7 +55,10 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     if relation:
         shown[RELATION_COLUMN] = shown[RELATION_COLUMN].fillna("")
     index = ["case", "subject", *relation, "metric"]
-    ordered = shown.sort_values("value", kind="mergesort", na_position="last")
+    # An unresolved row (a value within a line wider than the resolution) ranks above every passing row and below
+    # every order-sensitive or non-finite one, whatever its value: it is neither answer.
+    rank = np.select([shown["verdict"] == UNRESOLVED, shown["verdict"].isin([ORDER_SENSITIVE, NON_FINITE])], [1, 2], 0)
+    ordered = shown.assign(rank=rank).sort_values(["rank", "value"], kind="mergesort", na_position="last")
     # tail(1), not last(): last() skips NaN column by column and would pair a finite value with a NaN row's verdict.
     worst = ordered.groupby([*index, "encoding"]).tail(1)
     wide = worst.pivot(index=index, columns="encoding", values=["value", "verdict"])
@@ -69,9 +74,15 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     # A probe's answer is one value (no permutations to count): a run of probes alone has no `count` column.
     counted = rates if "count" in rates.columns else rates.assign(count=np.nan)
     counts = counted.groupby(["case", "subject", "metric"])["count"].max().rename(RATE_COUNT)
-    summary = summary.join(counts, on=["case", "subject", "metric"])
+    # A rate's answers within round-off (ties) are out of its rate and count; a probe's tie is its own answer.
+    tied = counted.get(RATE_TIES, pd.Series(np.nan, index=counted.index))
+    counted = counted.assign(
+        **{RATE_TIES: tied.where(rates["case"] != "probe", (rates["verdict"] == TIE).astype(float))}
+    )
+    ties = counted.groupby(["case", "subject", "metric"])[RATE_TIES].max()
+    summary = summary.join(counts, on=["case", "subject", "metric"]).join(ties, on=["case", "subject", "metric"])
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
-    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64"})
+    summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64", RATE_TIES: "Int64"})
     summary = summary.fillna({first_layer_column(name): "" for name in encodings})  # the probes' rows: none
     return with_ranks(summary, encodings, index)
 
@@ -88,8 +99,9 @@ def unjudged_rates(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
 
 def first_layers(rows: pd.DataFrame, index: list[str]) -> pd.DataFrame:
     """Per summary row (index) and encoding, the first layer (0 = the input) at which a value is order-sensitive as
-    text ('2'); blank where none is, or for a metric not judged by order (a rate, a rank, unjudged values)."""
-    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE]) & (
+    text ('2'); blank where none is (the verdict column then says invariant, or unresolved where some layer's line
+    was wider than the resolution), or for a metric not judged by order (a rate, a rank, unjudged values)."""
+    judged = rows["verdict"].isin([*PASSING_WORDS, ORDER_SENSITIVE, NON_FINITE, UNRESOLVED]) & (
         rows["metric"].map(reduction_of).isin(["max", "mean"])
     )
     sensitive = rows["layer"].where(rows["verdict"] == ORDER_SENSITIVE).astype(float)
@@ -115,16 +127,19 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
 
 def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
-    the probe count (BLiMP's accuracy); no verdict but non-finite, where a probe's answer was. Empty without such
-    probes."""
+    the probe count (BLiMP's accuracy) over the probes it decides (a tie, a margin within round-off, is left out and
+    counted in RATE_TIES); no verdict but non-finite, where a probe's answer was. Empty without such probes."""
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
-        rate = group.groupby("encoding")["value"].mean()
-        count = int(group.groupby("encoding").size().max())
+        decided = group[group["verdict"] != TIE]
+        rate = decided.groupby("encoding")["value"].mean()
+        count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
+        tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
+        probes = int(group.groupby("encoding").size().max())
         shares = {name: float(rate.get(name, np.nan)) for name in encodings}
         marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
-        rows.append({"case": "probes", "subject": f"all {count} probes", "metric": metric, **shares, **marks,
-                     RATE_COUNT: count})  # fmt: skip
+        rows.append({"case": "probes", "subject": f"all {probes} probes", "metric": metric, **shares, **marks,
+                     RATE_COUNT: count, RATE_TIES: tied})  # fmt: skip
     return pd.DataFrame(rows)
 
 

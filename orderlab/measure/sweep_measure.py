@@ -150,6 +150,8 @@ class SweepMeasurement:
             run.worst += digest.worst
             run.attention += digest.attention
             run.non_finite += digest.non_finite
+            for label, reach in digest.reach.items():
+                run.reach_of(label).absorb(reach)
             run.pieces += digest.pieces
         return run
 

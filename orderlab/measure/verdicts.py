@@ -18,6 +18,12 @@ round-off comes from the final arithmetic, not from the pass: eps of the dtype t
 computed in, float32 for a 16-bit run). Values within the line are
 written as 0: the digits were the machine's round-off, not a property of the model, and differ
 between CPUs. A non-finite value is never a verdict. Definitions and evidence: docs/metrics.md.
+
+Round-off is not resolution: a line wider than the resolution the run promises (the spec's `resolution`, relative,
+DEFAULT_RESOLUTION unless set) would call an effect below it invariant that the precision cannot see (bfloat16's
+line is often 0.1). A value within such a line is UNRESOLVED: kept as measured, neither passing nor order-sensitive
+(the loop re-measures such rows in the twin's precision first, where the spec allows: measure/escalation.py). A 0/1
+answer whose margin lies within its round-off is a TIE, left out of its rate.
 Must not import torch.
 """
 
@@ -26,17 +32,21 @@ from __future__ import annotations
 import numpy as np
 
 from orderlab.metrics import METRICS
+from orderlab.spec.fields import RESOLUTION
 from orderlab.vocabulary.verdict_words import (
     DISTINGUISHABLE,
     INDISTINGUISHABLE,
     NON_FINITE,
     ORDER_SENSITIVE,
     PASSING_WORDS,
+    TIE,
+    UNRESOLVED,
     eps,
 )
 
 SAFETY = 16
 FLOOR = 16
+DEFAULT_RESOLUTION = RESOLUTION  # relative: the coarsest effect a run promises to tell from round-off (spec/fields.py)
 METRIC_DTYPE = {"bfloat16": "float32", "float16": "float32"}  # the metrics of a 16-bit run are computed in float32
 
 
@@ -65,13 +75,22 @@ def round_off_lines(noise: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(np.isfinite(noise), line, np.nan)
 
 
-def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """Per row: the passing word within the line, order-sensitive above it, non-finite if value or line is NaN/inf.
-    A 0/1 flag gets its own words (its `flag`), and a value not judged by round-off (passing None) none: ''."""
+def resolves(lines: np.ndarray, resolution: float) -> np.ndarray:
+    """Whether a round-off line lets a value within it be called passing: the line is no wider than the resolution."""
+    return np.asarray(lines, dtype=np.float64) <= resolution
+
+
+def verdicts(
+    metrics: np.ndarray, values: np.ndarray, lines: np.ndarray, resolution: float = DEFAULT_RESOLUTION
+) -> np.ndarray:
+    """Per row: the passing word within the line (UNRESOLVED where the line is wider than `resolution`),
+    order-sensitive above it, non-finite if value or line is NaN/inf. A 0/1 flag gets its own words (its `flag`),
+    and a value not judged by round-off (passing None) none: ''."""
     values, lines = np.asarray(values, dtype=np.float64), np.asarray(lines, dtype=np.float64)
     records = {name: METRICS.get(name) for name in set(metrics)}
     passing = np.array([records[m].passing or "" for m in metrics], dtype=object)  # "indistinguishable", ...
-    judged = np.where(values <= lines, passing, ORDER_SENSITIVE)
+    within = np.where(resolves(lines, resolution), passing, UNRESOLVED)
+    judged = np.where(values <= lines, within, ORDER_SENSITIVE)
     for name, record in records.items():
         rows = metrics == name
         if record.flag is not None:
@@ -85,12 +104,23 @@ def verdicts(metrics: np.ndarray, values: np.ndarray, lines: np.ndarray) -> np.n
 
 def without_order(verdicts: np.ndarray) -> np.ndarray:
     """A pair of different words' verdicts: indistinguishable within the round-off, distinguishable above it; a row
-    with no verdict (a metric not judged by round-off, such as a minimal pair's preference) keeps none."""
+    with no verdict (a metric not judged by round-off, such as a minimal pair's preference), an unresolved row and a
+    tie keep theirs."""
     verdicts = np.asarray(verdicts, dtype=object)
     judged = np.where(verdicts == ORDER_SENSITIVE, DISTINGUISHABLE, INDISTINGUISHABLE)
-    return np.where((verdicts == NON_FINITE) | (verdicts == ""), verdicts, judged)
+    return np.where(np.isin(verdicts, [NON_FINITE, "", UNRESOLVED, TIE]), verdicts, judged)
 
 
 def canonical(values: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
     """Values judged round-off become 0, so results do not churn with the CPU; all others stay as measured."""
     return np.where(np.isin(verdicts, PASSING_WORDS), 0.0, np.asarray(values, dtype=np.float64))
+
+
+def ties(margins: np.ndarray, noise: float, sizes: np.ndarray, dtype: str) -> np.ndarray:
+    """Whether each 0/1 answer's margin (a difference of two log-probabilities) lies within its round-off: SAFETY x
+    the measured round-off of one side, at least FLOOR x eps x the size of the values compared (eps of the dtype
+    the metrics are computed in). A non-finite margin or round-off is no tie (it reads non-finite)."""
+    margins, sizes = np.abs(np.asarray(margins, dtype=np.float64)), np.abs(np.asarray(sizes, dtype=np.float64))
+    line = np.maximum(SAFETY * noise, FLOOR * eps(metric_dtype(dtype)) * sizes)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(margins <= line, dtype=bool)

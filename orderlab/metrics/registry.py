@@ -27,6 +27,9 @@ Passing = Literal["equivariant", "invariant", "indistinguishable"]
 # whose summary another metric gives).
 Reduction = Literal["max", "mean", "rate", "rank", "corpus", "none"]
 RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how many permutations it is over
+# summary.csv's column beside RATE_COUNT: on a rate's row, how many 0/1 answers were ties (a margin within round-off),
+# left out of the rate and its count
+RATE_TIES: Final = "ties"
 # A sentence vector: the mean, element-wise max, first or last of the states over a sentence, or an encoder's [CLS].
 Pooling = Literal["mean", "max", "first", "last", "cls"]
 # What a loop computation compares: f(X) against a chunk of f(PX) (metrics/inputs.Reorderings), or a probe's two

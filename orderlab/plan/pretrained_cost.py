@@ -35,6 +35,7 @@ from orderlab.metrics import (
 from orderlab.plan.chunks import PRETRAINED_CHUNK, orders_per_pass, pass_values, shared_prefix_values, tiles
 from orderlab.plan.cost import Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
+from orderlab.plan.escalation_cost import escalation_seconds
 from orderlab.plan.rates import (
     CORPUS_ROW_FIXED_BYTES,
     MODEL_BUILD_SECONDS,
@@ -249,6 +250,8 @@ def pretrained_estimate(
         Cost(load, "loading the model", ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
+    if escalation := escalation_seconds(spec, seconds[1:]):
+        seconds.append(escalation)
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",

@@ -30,6 +30,7 @@ from orderlab.metrics import (
 from orderlab.plan.chunks import ROW_ALIGNMENT, orders_per_pass, sequence_values
 from orderlab.plan.cost import Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
+from orderlab.plan.escalation_cost import escalation_seconds
 from orderlab.plan.rates import (
     ATTENTION_ROW_MEMORY_BYTES,
     FLOPS_PER_SECOND,
@@ -90,6 +91,8 @@ def stack_estimate(spec: Spec, columns: dict[str, SweptValue], device: Device) -
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
     _add_inputs(spec, tally, device)
     _add_probes(spec, tally, device)
+    if escalation := escalation_seconds(spec, tally.seconds[1:]):
+        tally.seconds.append(escalation)
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability
         tally.add_rows(encodings * probe_rows_per_layer(probe.length) * (m.n_layers + 1), probe_row_bytes(probe))

@@ -16,12 +16,14 @@ from orderlab.vocabulary.verdict_words import (
     NON_FINITE,
     ORDER_SENSITIVE,
     PASSING_WORDS,
+    TIE,
+    UNRESOLVED,
 )
 
 
 class Mark(NamedTuple):
     """A verdict word's mark, how its value is shown beside it, and its tone (the terminal's colour, the HTML's CSS
-    class: ok, bad, nonfinite, or '' for none)."""
+    class: ok, bad, nonfinite, open, or '' for none)."""
 
     glyph: str
     value_shown: bool  # False: the value is round-off, written as 0 and shown '≈0'
@@ -33,6 +35,8 @@ MARKS: dict[str, Mark] = {
     ORDER_SENSITIVE: Mark("✗", True, "bad"),
     NON_FINITE: Mark("!", True, "nonfinite"),
     DISTINGUISHABLE: Mark("≠", True, ""),  # a pair of different words told apart (no order verdict)
+    UNRESOLVED: Mark("?", True, "open"),  # within a round-off line wider than the resolution: kept as measured
+    TIE: Mark("~", True, ""),  # a 0/1 answer whose margin lies within its round-off: neither answer
 }
 MARKS[INDISTINGUISHABLE] = Mark("=", False, "")  # ... not told apart: a pair's passing word, unmarked by order
 

@@ -33,7 +33,7 @@ from rich.text import Text
 
 from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
-from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, metric_names, reduction_of
+from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, RATE_TIES, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
 from orderlab.report.shown import first_layer_text, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
@@ -47,7 +47,13 @@ from orderlab.vocabulary.columns import (
     UPPER,
     first_layer_column,
 )
-from orderlab.vocabulary.verdict_words import DISTINGUISHABLE, INDISTINGUISHABLE, NON_FINITE, ORDER_SENSITIVE
+from orderlab.vocabulary.verdict_words import (
+    DISTINGUISHABLE,
+    INDISTINGUISHABLE,
+    NON_FINITE,
+    ORDER_SENSITIVE,
+    UNRESOLVED,
+)
 
 if TYPE_CHECKING:
     from rich.console import ConsoleOptions, RenderableType
@@ -105,12 +111,18 @@ class Console(rich_console.Console):
 
 # Caption of every table of verdicts: what the marks mean (the rule: orderlab/measure/verdicts.py, docs/metrics.md).
 VERDICT_LEGEND = "✓ = within the run's measured round-off (shown ≈0), ✗ = order-sensitive, ! = NaN or inf"
-STYLES = {"ok": "green", "bad": "red", "nonfinite": "bold red", "": ""}  # by a verdict's tone (report/shown.py)
+STYLES = {
+    "ok": "green",
+    "bad": "red",
+    "nonfinite": "bold red",
+    "open": "yellow",
+    "": "",
+}  # by a verdict's tone (report/shown.py)
 
 
 def verdict_cell(value: float, verdict: str) -> Text:
-    """verdict_text's cell: '≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, 'nan !' in
-    bold red if non-finite."""
+    """verdict_text's cell: '≈0 ✓' in green within round-off, '6.9e-02 ✗' in red when order-sensitive, '6.9e-02 ?' in
+    yellow when unresolved (within a round-off line wider than the resolution), 'nan !' in bold red if non-finite."""
     return Text(verdict_text(value, verdict), style=STYLES[tone(verdict)])
 
 
@@ -124,17 +136,19 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
 
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
-    permutations; over seeds '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
+    permutations it decides, and '2 ties' after it where answers were left out as ties; over seeds
+    '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
     rate, verdict = row[name], row[f"{name} verdict"]
     if verdict == NON_FINITE or pd.isna(rate):
         return verdict_cell(rate, NON_FINITE)
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count = row.get(RATE_COUNT)
+    count, tied = row.get(RATE_COUNT), row.get(RATE_TIES)
+    ties = "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
-        return Text(share_text(rate))
-    return Text(share_text(rate, int(count)))
+        return Text(share_text(rate) + ties)
+    return Text(share_text(rate, int(count)) + ties)
 
 
 def rank_cell(row: pd.Series, name: str) -> Text:
@@ -194,7 +208,7 @@ def run_tables(view: RunView, width: int) -> list[Table]:
         return shown + lm
     summary = sweep_subjects(view.summary, view.swept)
     tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
-    tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width)
+    tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width, view.precision_note)
     if tasks.any():
         tables += task_tables(summary[tasks], view.encodings, width)
     if view.digest is not None:
@@ -202,9 +216,12 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     return tables
 
 
-def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int) -> list[Table]:
+def summary_tables(
+    summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, width: int, precision_note: str = ""
+) -> list[Table]:
     """Rows: metrics under a heading per input; columns: encodings, as many per table as fit `width` (each measured
-    by its widest cell), so that no cell, metric name or caption is cropped."""
+    by its widest cell), so that no cell, metric name or caption is cropped. precision_note: what each condition
+    resolved (escalation.reach_note), in the caption."""
     label = metric_column_width(summary)
     widths = encoding_widths(summary, encodings)
     firsts = any(first_layer_column(name) in summary.columns for name in encodings)
@@ -214,8 +231,9 @@ def summary_tables(summary: pd.DataFrame, encodings: list[str], title: str, dtyp
     # The first layer as a column where one encoding and its share fit; else summary.csv alone holds it.
     firsts = firsts and all(wide <= room for wide in with_firsts.values())
     groups = fitting_groups(with_firsts, room) if firsts else fitting_groups(widths, width - label - 1)
+    note = precision_note
     return [
-        summary_table(summary, group, title if index == 0 else "", dtype, index == len(groups) - 1, firsts)
+        summary_table(summary, group, title if index == 0 else "", dtype, index == len(groups) - 1, firsts, note)
         for index, group in enumerate(groups)
     ]
 
@@ -232,13 +250,22 @@ def metric_column_width(summary: pd.DataFrame) -> int:
 
 
 def summary_table(
-    summary: pd.DataFrame, encodings: list[str], title: str, dtype: str, caption: bool = True, shown_firsts: bool = True
+    summary: pd.DataFrame,
+    encodings: list[str],
+    title: str,
+    dtype: str,
+    caption: bool = True,
+    shown_firsts: bool = True,
+    precision_note: str = "",
 ) -> Table:
     """Cells: the worst value over permutations, layers and heads, with its verdict (over a seed sweep: its mean
     over seeds and interval); a mean or rate metric's mean over permutations instead (reductions_note)."""
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
-    notes += pairs_note(summary)
+    notes += pairs_note(summary) + (f"; {precision_note}" if precision_note else "")
+    verdicts = [f"{name} verdict" for name in encodings if f"{name} verdict" in summary.columns]
+    if (summary[verdicts] == UNRESOLVED).to_numpy().any():
+        notes += f"; ? = {UNRESOLVED}: within a round-off line wider than the resolution (value as measured)"
     firsts = [first_layer_column(name) for name in encodings if first_layer_column(name) in summary.columns]
     firsts = firsts if shown_firsts else []
     if firsts:

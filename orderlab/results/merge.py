@@ -230,7 +230,10 @@ class Assembly:
                 f"{unit.sentence!r} under {unit.condition}: the shards hold permutations "
                 f"0..{pending.next_start - 1} of {unit.total}; expected all of them"
             )
-        rows, worst, judged = finish_summary(pending.summary, pending.noise, self.dtype)
+        partial = pending.piece.partial
+        assert partial is not None
+        dtype = partial.dtype or self.dtype  # the twin's where the shards escalated this input (all alike)
+        rows, worst, judged = finish_summary(pending.summary, pending.noise, dtype, partial.resolution)
         self.worst.append(tag(worst, combination))
         if not self.per_permutation:
             rows = tag(rows, combination)

@@ -31,6 +31,7 @@ class RunView:
     digest: pd.DataFrame | None = None  # max rows and position-probe rows, for the decodability table
     corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
     corpus_lm: pd.DataFrame | None = None  # corpus mode with lm_logprob: lm_summary.csv (measure/corpus_lm.py)
+    precision_note: str = ""  # what each condition resolved, and what was re-measured in a finer precision
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
 from orderlab.plan.shards import Unit
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
+from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.digest import Digest, NoiseKey, Partial, Piece, Summary
 from orderlab.vocabulary.exactsum import EXPONENTS
@@ -93,6 +94,8 @@ def _piece_data(piece: Piece) -> dict[str, Any]:
         "partial": None if partial is None else {
             "summary": partial.summary.state(),
             "noise": [[layer, head, metric, value] for (layer, head, metric), value in partial.noise.items()],
+            "dtype": partial.dtype,
+            "resolution": partial.resolution,
         },
     }  # fmt: skip
 
@@ -102,7 +105,8 @@ def _piece(data: PieceData) -> Piece:
     partial = None
     if data.partial is not None:
         noise: dict[NoiseKey, float] = {(layer, head, name): value for layer, head, name, value in data.partial.noise}
-        partial = Partial(Summary.from_state(data.partial.summary.model_dump()), noise)
+        summary = Summary.from_state(data.partial.summary.model_dump())
+        partial = Partial(summary, noise, data.partial.dtype, data.partial.resolution)
     worst = None if data.worst is None else data.worst.frame()
     return Piece(Unit(**data.unit.model_dump()), combination, data.rows, worst, partial)
 
@@ -195,6 +199,7 @@ class StatisticData(_MayHoldNaN):
     first: Slots
     sum: SumData
     count: Count
+    ties: Count = 0
 
 
 class SummaryData(FileModel):
@@ -216,6 +221,8 @@ class SummaryData(FileModel):
 class PartialData(_MayHoldNaN):
     summary: SummaryData
     noise: list[tuple[Small, Small | None, SafeName, float]] = Field(max_length=MAX_ENTRIES)
+    dtype: Literal["float32", "float64"] | None = None  # judged in: the run's, or the twin's where escalated
+    resolution: float = Field(RESOLUTION, gt=0, le=1)
 
 
 class PieceData(FileModel):

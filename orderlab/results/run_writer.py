@@ -48,13 +48,14 @@ class ShardOf:
 def write_run(
     folder: Path,
     measurement: Measurement,
-    manifest: Callable[[int, dict[str, pd.DataFrame]], Manifest],
+    manifest: Callable[[int, dict[str, pd.DataFrame], Digest], Manifest],
     *,
     settle: Callable[[Path], None] | None = None,
     shard: ShardOf | None = None,
 ) -> Written:
     """Measure into `folder` atomically; a shard's folder gets partials.json and `shard` in its manifest (K, N, its
-    units with their ranges, the sha256 of the files merge reads) instead of the derived tables. settle:
+    units with their ranges, the sha256 of the files merge reads) instead of the derived tables. manifest: the run's
+    record from its row count, derived tables and digest. settle:
     staged_folder's (a whole run keeps the CSVs that agree with the previous ones)."""
     with staged_folder(folder, settle) as staging:
         rows, digest = write_csv_chunks(measurement.frames(), staging / METRICS)
@@ -62,7 +63,7 @@ def write_run(
         tables = measurement.tables(digest) if shard is None else {}
         if shard is None and (orders := orders_table(staging / METRICS)) is not None:
             tables[ORDERS] = orders  # each order's displacement, from metrics.csv as merged shards make it too
-        record = manifest(rows, tables)
+        record = manifest(rows, tables, digest)
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         if shard is not None:

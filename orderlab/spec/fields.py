@@ -24,6 +24,9 @@ FloatType = Literal["float32", "float64"]  # a trained checkpoint's stack (train
 ComputeType = Literal["bfloat16", "float16", "float32", "float64"]
 LOW_PRECISION = ("bfloat16", "float16")  # 16-bit floats: their passes are measured in float32 (models/precision.py)
 MatmulPrecision = Literal["highest", "tf32"]
+# The spec's `resolution`, unless set: the widest round-off line (relative) within which a value may still read
+# invariant or equivariant (measure/verdicts.py); a wider line leaves the value unresolved.
+RESOLUTION = 1e-2
 DTYPE_HELP = (
     "Floating-point type of the forward passes (bfloat16 | float16 | float32 | float64); the round-off line is "
     "measured for it (docs/metrics.md: what each resolves). float16 where the device runs its ops."

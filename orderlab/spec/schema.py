@@ -26,6 +26,7 @@ from orderlab.metrics import METRIC_FAMILIES, default_families, family_names
 from orderlab.spec.fields import (
     DTYPE_HELP,
     MATMUL_PRECISION_HELP,
+    RESOLUTION,
     ComputeType,
     FfnMultiple,
     LayerCount,
@@ -430,6 +431,22 @@ class Spec(StrictModel):
             "metrics.csv holds one row per permutation x layer x head x metric (per_permutation), or per "
             "layer x head x metric the max over permutations (with the permutation that attains it) and the "
             "mean, reduced while the sweep streams (summary; needed past 8! = 40,320 permutations)."
+        ),
+    )
+    resolution: float = Field(
+        RESOLUTION,
+        gt=0,
+        le=1,
+        description=(
+            "The smallest relative effect the verdicts promise to tell from round-off: a value within a round-off line "
+            "wider than this reads `unresolved` (kept as measured), never invariant or equivariant."
+        ),
+    )
+    escalate: bool = Field(
+        True,
+        description=(
+            "Re-measure in the twin's finer precision (16-bit: float32; float32: float64) each input and condition "
+            "whose round-off lines are wider than `resolution`, so that its verdicts are the finer precision's."
         ),
     )
     decodability: DecodabilitySpec = Field(

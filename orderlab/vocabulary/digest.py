@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from orderlab.core import permutations as perms
-from orderlab.metrics import per_permutation_mean
+from orderlab.metrics import RATE_TIES, per_permutation_mean, reduction_of
 from orderlab.plan.shards import Unit
+from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.exactsum import ExactSum
 
@@ -42,16 +43,28 @@ class Summary:
         self.first: dict[StatKey, perms.Permutation] = {}  # (layer, head, metric) -> its first permutation
         self.sums: dict[StatKey, ExactSum] = {}
         self.counts: dict[StatKey, int] = {}
+        self.ties: dict[StatKey, int] = {}  # a rate's 0/1 answers within their round-off: out of its mean and count
 
     def fold(
-        self, key: StatKey, top: float, where: perms.Permutation, values: np.ndarray, chunk: list[perms.Permutation]
+        self,
+        key: StatKey,
+        top: float,
+        where: perms.Permutation,
+        values: np.ndarray,
+        chunk: list[perms.Permutation],
+        tied: np.ndarray | None = None,
     ) -> None:
-        """A chunk's values (float64, one per permutation of `chunk`), whose first maximum `top` is at `where`."""
+        """A chunk's values (float64, one per permutation of `chunk`), whose first maximum `top` is at `where`; tied
+        (bool, one per permutation): a rate's 0/1 answers within their round-off, left out of its mean and count."""
         self.first.setdefault(key, chunk[0])
         self._keep_max(key, top, where)
         summed = values
         if per_permutation_mean(key[2]):
-            summed = summed[[perms.apply(p, self.words) != self.words for p in chunk]]
+            changed = np.array([perms.apply(p, self.words) != self.words for p in chunk], dtype=bool)
+            if tied is not None and reduction_of(key[2]) == "rate":
+                self.ties[key] = self.ties.get(key, 0) + int((tied & changed).sum())
+                changed &= ~tied
+            summed = summed[changed]
         self.sums.setdefault(key, ExactSum()).add(summed)
         self.counts[key] = self.counts.get(key, 0) + len(summed)
 
@@ -68,13 +81,14 @@ class Summary:
             self._keep_max(key, value, where)
             self.sums.setdefault(key, ExactSum()).absorb(later.sums[key])
             self.counts[key] = self.counts.get(key, 0) + later.counts[key]
+            self.ties[key] = self.ties.get(key, 0) + later.ties.get(key, 0)
 
     def state(self) -> dict[str, Any]:
         """Plain data, for a shard's partial summary on disk (JSON); `from_state` reads it back."""
         stats = [
             {"layer": layer, "head": head, "metric": metric, "max": value, "where": list(where),
              "first": list(self.first[(layer, head, metric)]), "sum": self.sums[(layer, head, metric)].state(),
-             "count": self.counts[(layer, head, metric)]}
+             "count": self.counts[(layer, head, metric)], "ties": self.ties.get((layer, head, metric), 0)}
             for (layer, head, metric), (value, where) in self.worst.items()
         ]  # fmt: skip
         return {"case": self.fixed["case"], "input": self.fixed["input"], "encoding": self.fixed["encoding"],
@@ -89,21 +103,22 @@ class Summary:
             summary.first[key] = tuple(stat["first"])
             summary.sums[key] = ExactSum.from_state(stat["sum"])
             summary.counts[key] = stat["count"]
+            summary.ties[key] = stat.get("ties", 0)
         return summary
 
     def frame(self) -> pd.DataFrame:
         """Two rows per (layer, head, metric): the max with its permutation, and the mean; `count`: the
-        permutations both reduce over (for summaries, not metrics.csv)."""
+        permutations both reduce over, `ties`: a rate's answers left out as ties (for summaries, not metrics.csv)."""
         columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
-        columns |= {"statistic": [], "value": [], "count": []}
+        columns |= {"statistic": [], "value": [], "count": [], RATE_TIES: []}
         for key, (top, where) in self.worst.items():
             layer, head, metric = key
-            count = self.counts[key]
+            count, tied = self.counts[key], self.ties.get(key, 0)
             for statistic, label, permuted, value in (
                 ("max", perms.label(where), " ".join(perms.apply(where, self.words)), top),
                 ("mean", "", "", self.sums[key].mean(count)),
             ):
-                items = (label, permuted, layer, head, metric, statistic, value, count)
+                items = (label, permuted, layer, head, metric, statistic, value, count, tied)
                 for column, item in zip(columns, items, strict=True):
                     columns[column].append(item)
         frame = pd.DataFrame(columns)
@@ -128,6 +143,41 @@ class Partial:
 
     summary: Summary
     noise: dict[NoiseKey, float]
+    dtype: str | None = None  # the precision its verdicts are judged in: the run's, or its twin's where escalated
+    resolution: float = RESOLUTION
+
+
+@dataclass
+class Reach:
+    """What one condition's verdicts resolved, over its inputs: the widest round-off line (and its layer) and the
+    precision it was judged in, and how many orders (or probes) were measured again in the twin's precision
+    (measure/escalation.py decides and reports it)."""
+
+    line: float = 0.0
+    layer: int = 0
+    dtype: str = ""
+    remeasured: int = 0
+    remeasured_in: str = ""
+
+    def widen(self, lines: Mapping[int, float], dtype: str) -> None:
+        """Take in an input's widest judged line per layer (in `dtype`, the precision its verdicts were judged in)."""
+        for layer, line in lines.items():
+            if line > self.line:
+                self.line, self.layer = line, layer
+        self.dtype = dtype if not self.dtype or self.dtype == dtype else "mixed"
+
+    def absorb(self, other: Reach) -> None:
+        if other.line > self.line:
+            self.line, self.layer = other.line, other.layer
+        if other.dtype:
+            self.dtype = other.dtype if not self.dtype or self.dtype == other.dtype else "mixed"
+        self.remeasured += other.remeasured
+        self.remeasured_in = self.remeasured_in or other.remeasured_in
+
+    def record(self) -> dict[str, object]:
+        """manifest.json's entry for the condition."""
+        return {"widest_line": self.line, "at_layer": self.layer, "judged_in": self.dtype,
+                "remeasured": self.remeasured, "remeasured_in": self.remeasured_in or None}  # fmt: skip
 
 
 @dataclass
@@ -148,6 +198,7 @@ class Digest:
     worst: list[pd.DataFrame] = field(default_factory=list)  # per group, layer, head, metric: the max rows
     attention: list[pd.DataFrame] = field(default_factory=list)  # attention.csv's rows (the shown reorderings)
     non_finite: int = 0  # rows whose value (or round-off) came out NaN or inf
+    reach: dict[str, Reach] = field(default_factory=dict)  # per condition: the resolution reached, what was re-measured
     pieces: list[Piece] = field(default_factory=list)  # a shard's units in order (in place of `worst`); else empty
 
     def worst_table(self) -> pd.DataFrame:
@@ -156,6 +207,9 @@ class Digest:
 
     def attention_table(self) -> pd.DataFrame | None:
         return pd.concat(self.attention, ignore_index=True) if self.attention else None
+
+    def reach_of(self, label: str) -> Reach:
+        return self.reach.setdefault(label, Reach())
 
 
 def tag(frame: pd.DataFrame, combination: Mapping[str, SweptValue]) -> pd.DataFrame:

@@ -12,6 +12,8 @@ from orderlab.metrics import Passing
 
 ORDER_SENSITIVE = "order-sensitive"
 NON_FINITE = "non-finite"
+UNRESOLVED = "unresolved"  # within a round-off line wider than the resolution: neither passing nor order-sensitive
+TIE = "tie"  # a 0/1 answer whose margin lies within its round-off: neither answer, left out of its rate
 PASSING_WORDS = typing.get_args(Passing)  # "equivariant", "invariant", ...: within the round-off
 # A pair of sentences that is not a reordering (core/pair_relations.py) is told apart or not: never an order verdict.
 DISTINGUISHABLE = "distinguishable"

@@ -13,8 +13,8 @@ from precision import judged_run
 
 import orderlab.api as ol
 from orderlab.cli import app
-from orderlab.measure.verdicts import FLOOR, noise_scale, round_off_lines
-from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, eps
+from orderlab.measure.verdicts import DEFAULT_RESOLUTION, FLOOR, noise_scale, round_off_lines
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, eps
 
 SPEC = """
 name: low
@@ -66,8 +66,9 @@ def test_run_check_compare_report_and_the_api_in_16_bits(dtype, cli, tmp_path):
 @pytest.mark.parametrize("causal", [False, True])
 def test_16_bit_verdicts_agree_with_float32_wherever_16_bits_resolve(dtype, causal, tmp_path, monkeypatch):
     """The stack in 16 bits is the float32 stack's weights rounded: every effect float32 sees above twice the 16-bit
-    line is order-sensitive in 16 bits, and nothing round-off in float32 is order-sensitive in 16 bits."""
-    text = write(tmp_path, dtype, causal).read_text()
+    line is order-sensitive in 16 bits, and nothing round-off in float32 is order-sensitive in 16 bits; a value within
+    a 16-bit line wider than the resolution is never called passing (the 16-bit run's own verdicts: no escalation)."""
+    text = write(tmp_path, dtype, causal).read_text() + "\nescalate: false\n"
     single = judged_run(text, "float32", tmp_path, monkeypatch)
     low = judged_run(text, dtype, tmp_path, monkeypatch)
     assert (low.metrics == single.metrics).all()
@@ -75,6 +76,8 @@ def test_16_bit_verdicts_agree_with_float32_wherever_16_bits_resolve(dtype, caus
     resolvable = single.values > 2 * low.lines
     assert resolvable.sum() > 10 and low.sensitive[resolvable].all()
     assert (low.lines > single.lines).mean() > 0.9  # 16 bits resolve less: their lines sit higher
+    coarse = low.lines > DEFAULT_RESOLUTION
+    assert coarse.any() and not np.isin(low.verdicts[coarse], PASSING_WORDS).any()
 
 
 def test_16_bit_lines_come_from_the_measured_noise_over_a_float32_floor():

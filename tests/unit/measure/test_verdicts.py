@@ -13,8 +13,8 @@ from precision import assert_precisions_agree, judged_run
 
 from orderlab.cli import app
 from orderlab.measure.noise import NoiseCollector
-from orderlab.measure.verdicts import FLOOR, canonical, noise_scale, round_off_lines, verdicts
-from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, eps
+from orderlab.measure.verdicts import DEFAULT_RESOLUTION, FLOOR, canonical, noise_scale, round_off_lines, verdicts
+from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, UNRESOLVED, eps
 
 # Every stack feature that changes the round-off: depth, causal masks, repeated words, all encoding kinds.
 STACKS = """
@@ -43,7 +43,9 @@ def test_verdict_rule_on_any_values():
         finite = np.isfinite(values)
         assert (judged[~finite] == NON_FINITE).all()
         assert (judged[finite & (values > lines)] == ORDER_SENSITIVE).all()
-        assert (judged[finite & (values <= lines)] == "equivariant").all()
+        resolved = lines <= DEFAULT_RESOLUTION  # a wider line cannot call a value within it equivariant
+        assert (judged[finite & (values <= lines) & resolved] == "equivariant").all()
+        assert (judged[finite & (values <= lines) & ~resolved] == UNRESOLVED).all()
         written = canonical(values, judged)
         assert (written[judged == "equivariant"] == 0).all()
         kept = judged != "equivariant"

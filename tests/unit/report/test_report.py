@@ -114,7 +114,8 @@ def test_lm_scores_are_written_in_full_and_the_rate_is_over_the_distinct_reorder
     assert wide["logprob_delta"].to_numpy() == pytest.approx(written, abs=1e-5)
     assert (wide["permutation_preferred"] == (wide["logprob_delta"] > 0)).all()
     flags = rows[rows["metric"] == "permutation_preferred"]
-    assert set(flags["verdict"]) <= {"preferred", "not preferred"}  # a flag is never 'invariant'
+    assert set(flags["verdict"]) <= {"preferred", "not preferred", "tie"}  # a flag is never 'invariant'
+    assert flags.loc[flags["permutation"] == "0 1 2 3 4", "verdict"].tolist() == ["tie"]  # X against itself
     assert set(rows.loc[rows["metric"].isin(["logprob", "logprob_reference", "logprob_delta"]), "verdict"]) == {""}
     summary = pd.read_csv(tmp_path / "lm" / "summary.csv").set_index("metric")
     moved = wide.drop(index="0 1 2 3 4")  # the identity is never in the rate's denominator

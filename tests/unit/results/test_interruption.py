@@ -12,9 +12,9 @@ from stalling import snapshot, start_stalled
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from orderlab.results import run_writer as experiment
 from orderlab.measure import loop as streaming
 from orderlab.results import folder as results
+from orderlab.results import run_writer as experiment
 from orderlab.results.paths import NEW
 
 

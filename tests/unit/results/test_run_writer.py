@@ -46,7 +46,7 @@ class Stub:
 def test_a_whole_run_streams_its_rows_then_derives_its_tables_and_manifest(tmp_path):
     folder = tmp_path / "run"
     with claim(folder, Writer("run", "stub")):
-        written = write_run(folder, Stub(), lambda rows, tables: {"rows": rows, "tables": sorted(tables)})
+        written = write_run(folder, Stub(), lambda rows, tables, _digest: {"rows": rows, "tables": sorted(tables)})
     write_csv(pd.concat(FRAMES, ignore_index=True), tmp_path / "whole.csv")
     assert (folder / "metrics.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
     assert (written.rows, written.digest.non_finite) == (3, 1)
@@ -59,5 +59,5 @@ def test_a_whole_run_streams_its_rows_then_derives_its_tables_and_manifest(tmp_p
 def test_a_failed_measurement_writes_nothing(tmp_path):
     folder = tmp_path / "run"
     with claim(folder, Writer("run", "stub")), pytest.raises(RuntimeError, match="failed"):
-        write_run(folder, Stub(fail=True), lambda rows, tables: {})
+        write_run(folder, Stub(fail=True), lambda rows, tables, _digest: {})
     assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,112 @@
+"""Resolution, escalation and ties (issue 39): what a verdict may say where round-off is coarse."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orderlab.errors import OrderlabError
+from orderlab.measure.escalation import escalates, reach_note, resolution_record, widest_lines
+from orderlab.measure.summaries import first_layers, summarize
+from orderlab.measure.verdicts import DEFAULT_RESOLUTION, canonical, ties, verdicts, without_order
+from orderlab.metrics import RATE_COUNT, RATE_TIES
+from orderlab.spec.load import load_spec_data
+from orderlab.vocabulary.columns import earliest, first_layer_column
+from orderlab.vocabulary.digest import Reach
+from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
+
+
+def test_a_value_within_a_line_wider_than_the_resolution_is_unresolved_and_kept():
+    metrics = np.array(["prefix_invariance"] * 3)
+    values = np.array([0.085, 0.0, 0.2])
+    lines = np.array([0.12, 0.12, 0.12])  # bfloat16's line: wider than the default resolution
+    judged = verdicts(metrics, values, lines)
+    assert list(judged) == [UNRESOLVED, UNRESOLVED, ORDER_SENSITIVE]
+    assert list(canonical(values, judged)) == [0.085, 0.0, 0.2]  # not written as 0
+    assert list(verdicts(metrics, values, lines, resolution=0.5)) == ["invariant", "invariant", ORDER_SENSITIVE]
+    assert without_order(judged)[0] == UNRESOLVED  # a pair of different words: neither told apart nor not
+
+
+@given(st.floats(0, 1), st.floats(1e-8, 1), st.floats(1e-6, 1))
+def test_a_passing_word_only_within_a_line_no_wider_than_the_resolution(value, line, resolution):
+    judged = verdicts(np.array(["equivariance"]), np.array([value]), np.array([line]), resolution)[0]
+    assert (judged in PASSING_WORDS) == (value <= line <= resolution)
+    assert (judged == UNRESOLVED) == (value <= line and line > resolution)
+    assert (judged == ORDER_SENSITIVE) == (value > line)
+
+
+def test_a_margin_within_its_round_off_is_a_tie():
+    margins = np.array([0.0, 1e-3, 0.5, math.nan])
+    tied = ties(margins, 1e-4, np.full(4, 30.0), "float32")  # 16 x 1e-4 = 1.6e-3 > 16 x eps x 30
+    assert list(tied) == [True, True, False, False]
+    assert not ties(np.array([1e-3]), math.nan, np.array([30.0]), "float32")[0]  # no measured round-off: no tie
+
+
+def test_first_layer_is_empty_where_no_layer_is_order_sensitive_and_the_verdict_says_unresolved():
+    rows = pd.DataFrame({
+        "case": "permutation", "subject": "s", "metric": "prefix_invariance", "encoding": ["a"] * 3 + ["b"] * 3,
+        "layer": [0, 1, 2] * 2, "verdict": ["invariant", UNRESOLVED, UNRESOLVED, "invariant", UNRESOLVED,
+                                             ORDER_SENSITIVE],
+    })  # fmt: skip
+    firsts = first_layers(rows, ["case", "subject", "metric"])
+    assert firsts.loc[("permutation", "s", "prefix_invariance"), "a"] == ""  # one type: a whole layer or empty
+    assert firsts.loc[("permutation", "s", "prefix_invariance"), "b"] == "2"
+    assert earliest(["", "3"]) == "3" and earliest(["", ""]) == ""
+    worst = rows.assign(input="s", permuted="s", head=pd.array([None] * 6, dtype="Int64"), value=0.05)
+    summary = summarize(worst.drop(columns="subject"), ["a", "b"])
+    assert summary.loc[0, "a verdict"] == UNRESOLVED and summary.loc[0, first_layer_column("a")] == ""
+    assert summary.loc[0, "b verdict"] == ORDER_SENSITIVE and summary.loc[0, first_layer_column("b")] == "2"
+
+
+def test_the_summary_shows_an_order_sensitive_row_over_a_larger_unresolved_one():
+    worst = pd.DataFrame({
+        "case": "permutation", "input": "s", "permuted": "s", "encoding": "a", "metric": "prefix_invariance",
+        "layer": [1, 2, 3], "head": pd.array([None] * 3, dtype="Int64"), "value": [0.0, 0.08, 0.05],
+        "verdict": ["invariant", UNRESOLVED, ORDER_SENSITIVE],
+    })  # fmt: skip
+    summary = summarize(worst, ["a"])
+    assert summary.loc[0, "a verdict"] == ORDER_SENSITIVE and summary.loc[0, "a"] == 0.05
+    unresolved = summarize(worst.iloc[:2], ["a"])
+    assert unresolved.loc[0, "a verdict"] == UNRESOLVED and unresolved.loc[0, "a"] == 0.08
+
+
+def test_a_rate_leaves_ties_out_and_counts_them():
+    worst = pd.DataFrame({
+        "case": "probe", "input": ["a", "c", "e"], "permuted": ["b", "d", "f"], "encoding": "x",
+        "metric": "minimal_pair_preferred", "layer": 2, "head": pd.array([None] * 3, dtype="Int64"),
+        "value": [1.0, 0.0, 1.0], "verdict": ["", "", TIE],
+    })  # fmt: skip
+    summary = summarize(worst, ["x"])
+    over = summary[summary["case"] == "probes"].iloc[0]
+    assert over["x"] == 0.5 and over[RATE_COUNT] == 2 and over[RATE_TIES] == 1
+    assert summary.loc[summary["subject"] == "e vs f", RATE_TIES].iloc[0] == 1
+
+
+def test_escalation_asks_for_a_finer_twin_only_where_the_line_is_too_wide():
+    coarse = {(3, None, "prefix_invariance"): 0.01}  # 16 x 0.01 = 0.16
+    fine = {(3, None, "prefix_invariance"): 1e-6}
+    assert widest_lines(coarse, "bfloat16") == {3: pytest.approx(0.16)}
+    assert escalates(coarse, "bfloat16", DEFAULT_RESOLUTION, True)
+    assert not escalates(coarse, "bfloat16", DEFAULT_RESOLUTION, False)  # the spec opts out
+    assert not escalates(coarse, "float64", DEFAULT_RESOLUTION, True)  # nothing finer to ask
+    assert not escalates(fine, "float32", DEFAULT_RESOLUTION, True)
+    assert not escalates({(3, None, "logprob"): 1.0}, "float32", DEFAULT_RESOLUTION, True)  # not judged by round-off
+    reach = Reach()
+    reach.widen(widest_lines(coarse, "bfloat16"), "bfloat16")
+    assert "effects above 1.6e-01 resolved (bfloat16, widest line at layer 3)" in reach_note(
+        "bfloat16", 1e-2, {"zero": reach}
+    )
+    assert resolution_record(1e-2, {"zero": Reach(1e-5, 3, "float32")}) is None  # nothing to say
+
+
+def test_the_resolution_is_a_spec_field_between_0_and_1(tmp_path):
+    spec = {"name": "r", "inputs": [{"sentence": "the dog bit the man", "permutations": "all"}]}
+    assert load_spec_data(spec, tmp_path).spec.resolution == DEFAULT_RESOLUTION == 1e-2
+    assert load_spec_data(spec | {"resolution": 1e-3, "escalate": False}, tmp_path).spec.escalate is False
+    with pytest.raises(OrderlabError, match="resolution"):
+        load_spec_data(spec | {"resolution": 0}, tmp_path)
