@@ -91,32 +91,37 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str], per_seed: tu
     counted: dict[str, Callable[..., npt.NDArray[np.float64]]] = {RATE_COUNT: np.fmax.reduce, RATE_TIES: np.nansum}
     keys = [column for column in shown if column not in counted]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
-    counts = np.bincount(cell)
-    seeds = int(counts[0])
-    assert (counts == seeds).all(), "every cell of a seed sweep is measured under every seed"
     order = np.argsort(cell, kind="stable")  # each cell's rows together, its seeds in their order
-    table = wide.iloc[order[::seeds]][shown].reset_index(drop=True)
+    # A cell may hold fewer seeds than the sweep: a metric whose rows follow each seed's draws (prefix_invariance, on
+    # the drawn orders that keep the last word) exists under some seeds only. Its figures are over the seeds it has.
+    cells = np.split(order, np.flatnonzero(np.diff(cell[order])) + 1)
+    table = wide.iloc[[rows[0] for rows in cells]][shown].reset_index(drop=True)
+
+    def per_cell(column: str, dtype: Any = object) -> list[npt.NDArray[Any]]:
+        values = wide[column].to_numpy(dtype=dtype)
+        return [values[rows] for rows in cells]
+
     for column, reduce in counted.items():  # the most answers a seed decided; the ties of all seeds
         if column in table.columns:
-            answers = wide[column].astype(float).to_numpy()[order].reshape(-1, seeds)
-            summed = np.where(np.isnan(answers).all(axis=1), np.nan, reduce(answers, axis=1))
-            table[column] = pd.Series(summed).astype("Int64")
+            answers = per_cell(column, np.float64)
+            table[column] = pd.Series([np.nan if np.isnan(row).all() else reduce(row) for row in answers]).astype(
+                "Int64"
+            )
     means: dict[str, npt.NDArray[np.float64]] = {}
     bounds: dict[str, pd.arrays.FloatingArray] = {}
     verdicts: dict[str, list[object]] = {}
     for name in encodings:
-        samples = wide[name].to_numpy(dtype=np.float64)[order].reshape(-1, seeds)
-        means[name] = samples.mean(axis=1)
-        for side, values in zip((LOWER, UPPER), t_interval(samples), strict=True):
-            bounds[f"{name} {side}"] = pd.array(values, dtype="Float64")  # NaN -> pd.NA: no interval, not a number
-        marks = wide[f"{name} verdict"].to_numpy(dtype=object)[order].reshape(-1, seeds)
+        samples = per_cell(name, np.float64)
+        means[name] = np.array([row.mean() for row in samples])
+        intervals = [t_interval(row[None, :]) for row in samples]
+        for side, index in ((LOWER, 0), (UPPER, 1)):  # NaN -> pd.NA: no interval, not a number
+            bounds[f"{name} {side}"] = pd.array([bound[index][0] for bound in intervals], dtype="Float64")
+        marks = per_cell(f"{name} verdict")
         verdicts[f"{name} verdict"] = [max(row, key=lambda mark: VERDICT_RANK.get(mark, 0)) for row in marks]
     for column in firsts:  # the earliest layer at which any seed shows order
-        layers = wide[column].to_numpy(dtype=object)[order].reshape(-1, seeds)
-        verdicts[column] = [earliest([str(layer) for layer in row]) for row in layers]
+        verdicts[column] = [earliest([str(layer) for layer in row]) for row in per_cell(column)]
     for column in averaged:
-        values = wide[column].to_numpy(dtype=object)[order].reshape(-1, seeds)
-        verdicts[column] = [_mean_of_numbers(row) for row in values]
+        verdicts[column] = [_mean_of_numbers(row) for row in per_cell(column)]
     ordered = {f"{name} {side}": bounds[f"{name} {side}"] for side in (LOWER, UPPER) for name in encodings}
     merged = pd.concat([table, pd.DataFrame(means | ordered | verdicts)], axis=1)
     leading = [column for column in wide.columns if column in shown or column in averaged]  # a key's place kept

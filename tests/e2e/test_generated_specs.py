@@ -111,6 +111,11 @@ def specs(draw) -> dict:
                "encodings": ["none"], "inputs": [{"sentence": "word1 word2 word3", "permutations": "prefixes"}],
                "metrics": ["prefix_invariance"], "train": {"task": "next_token", "train_lengths": [3, 3],
                "vocabulary": 16, "steps": 2, "batch": 4, "test_sentences": 8}})  # an AssertionError before  # fmt: skip
+@example(spec={"name": "drawn", "model": {"kind": "hf", "family": "gpt2", "d_model": 16, "n_heads": 2, "n_layers": 1},
+               "inputs": [{"sentence": "dog man", "permutations": "reverse"},
+                          {"sentence": "dog dog bites dog", "permutations": {"random": 1}}],
+               "metrics": ["prefix_invariance", "equivariance"], "seed": [0, 1]}
+         if HF_FAMILIES else {"name": "drawn"})  # a cell measured under one seed only: an AssertionError  # fmt: skip
 def test_a_spec_validate_accepts_runs_and_one_it_refuses_is_a_listing(spec, tmp_path_factory):
     folder = tmp_path_factory.mktemp("drawn")
     path = folder / "drawn.yaml"

@@ -14,7 +14,7 @@ from command_line import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orderlab.measure.intervals import Z_975, t_interval, t_quantile
+from orderlab.measure.intervals import Z_975, over_seeds, t_interval, t_quantile
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.spec.load import load_spec
 from orderlab.train.tasks import TaskData
@@ -263,3 +263,18 @@ def test_compare_of_a_trained_spec_keeps_trained_and_untrained_apart(tmp_path):
         row = table[(table.input == f"word1 word2 word3 [weights={weights}]") & (table.layer == 1)].iloc[0]
         assert row.sinusoidal == pytest.approx(group[group.layer == 1].value.max(), rel=1e-6)
     assert (table["none verdict"] == "equivariant").all()  # trained or not, no encoding keeps the symmetry
+
+
+def test_a_cell_measured_under_some_seeds_only_is_summarised_over_the_seeds_it_has():
+    """prefix_invariance writes rows only for drawn orders that keep the last word, so under a `random:` rule a cell
+    may exist for one seed of two: it was an AssertionError; now its mean is over the seeds it has, with no interval
+    from one seed, and the full cells keep theirs."""
+    wide = pd.DataFrame({
+        "case": ["permutation"] * 3, "subject": ["a b c"] * 3, "seed": [0, 1, 0],
+        "metric": ["equivariance", "equivariance", "prefix_invariance"],
+        "none": [0.25, 0.75, 0.5], "none verdict": ["order-sensitive", "invariant", "order-sensitive"],
+    })  # fmt: skip
+    table = over_seeds(wide, "seed", ["none"]).set_index("metric")
+    assert table.loc["equivariance", "none"] == 0.5 and not pd.isna(table.loc["equivariance", "none upper"])
+    assert table.loc["prefix_invariance", "none"] == 0.5 and pd.isna(table.loc["prefix_invariance", "none lower"])
+    assert list(table["none verdict"]) == ["order-sensitive", "order-sensitive"]
