@@ -213,7 +213,7 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     if "permutation" in errors.columns and has_displacement(errors, results.orders):
         assert results.orders is not None
         figure = metric_by_displacement(errors, results.orders, swept, name)
-        drawn.append(Drawing("metrics_by_displacement", "metrics", "", figure))
+        drawn.append(Drawing("metrics_by_displacement", "displacement", "", figure))
     accuracy = metrics[metrics["metric"] == TASK_ACCURACY]
     if not accuracy.empty:
         figure = task_accuracy(_with_lengths(folder, accuracy), [c for c in swept if c != WEIGHTS], name)

@@ -73,7 +73,7 @@ class HtmlTable:
 
 @dataclass(frozen=True)
 class InlineFigure:
-    kind: str  # metrics, decodability, task, attention
+    kind: str  # metrics, displacement, decodability, task, corpus, attention
     label: str
     svg: Markup
 

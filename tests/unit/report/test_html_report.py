@@ -54,7 +54,7 @@ def test_report_is_one_self_contained_page_within_the_size_bound(flagship: Path)
     page = parse(text)
     assert len(text.encode()) < SIZE_BOUND
     assert page.tags.get("link", 0) == 0 and page.tags["script"] == 1  # the one inline script; no stylesheet link
-    assert page.tags["svg"] == 1 + 3 * 2  # metrics by layer, then every head of 3 encodings x 2 layers
+    assert page.tags["svg"] == 2 + 3 * 2  # metrics by layer and by displacement, every head of 3 encodings x 2 layers
 
 
 @pytest.mark.slow
@@ -74,7 +74,7 @@ def test_report_shows_verdict_colours_figures_spec_and_manifest(flagship: Path):
     ("folder", "tables", "figures"),
     [
         ("minilm_corpus", ["sentences.csv", "summary.csv"], 1),  # corpus mode: similarity by sentence length
-        ("minilm_dog_bites_man", ["summary.csv"], 1),  # pretrained: metrics by layer, no attention.csv
+        ("minilm_dog_bites_man", ["summary.csv"], 2),  # pretrained: metrics by layer and by displacement, no attention
         ("properties", ["properties.csv"], 0),  # written by `orderlab properties`
         ("residual_position", ["summary.csv"], 2),  # a sweep with the position probe: its decodability curve
     ],
@@ -193,7 +193,7 @@ def test_plot_writes_every_figure_in_the_format_asked(tmp_path: Path, file_forma
     result = runner.invoke(app, ["plot", str(folder), "--format", file_format])
     assert result.exit_code == 0, result.output
     names = sorted(path.name for path in (folder / "figures").iterdir() if path.name != "manifest.json")
-    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_layer"]
+    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_displacement", "metrics_by_layer"]
     assert names == [f"{stem}.{file_format}" for stem in stems]
     assert all((folder / "figures" / name).read_bytes().startswith(magic) for name in names)
 

@@ -220,10 +220,10 @@ def figure_files(folder: Path) -> dict[str, bytes]:
 def test_plot_in_one_format_keeps_the_figures_of_the_others(tmp_path):
     folder = tmp_path / "worked_example"
     shutil.copytree(ROOT / "results" / "worked_example", folder)
-    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_layer"]
+    stems = ["attention_none_layer1", "attention_sinusoidal_layer1", "metrics_by_displacement", "metrics_by_layer"]
     first = CliRunner().invoke(app, ["plot", str(folder), "--format", "png,svg"])
     assert first.exit_code == 0, first.output
-    assert first.output.count("wrote") == 6
+    assert first.output.count("wrote") == 8
     pictures = figure_files(folder)
     assert sorted(pictures) == sorted(f"{stem}.{kind}" for stem in stems for kind in ("png", "svg"))
     again = CliRunner().invoke(app, ["plot", str(folder), "--format", "pdf"])
