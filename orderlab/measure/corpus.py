@@ -110,6 +110,14 @@ def similarities(work: Plan, pooled: dict[str, torch.Tensor]) -> dict[str, np.nd
 
 def shuffle_rows(work: Plan, similarity: dict[str, np.ndarray], label: str) -> pd.DataFrame:
     """Tidy rows, one per (sentence, shuffle, pooling)."""
+    keep, base = shuffle_frame(work, label)
+    frames = [base.assign(metric=POOLINGS[how], value=values[keep]) for how, values in similarity.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def shuffle_frame(work: Plan, label: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """Which of the plan's passes are shuffles, and a row per shuffle (sentence, words, condition, shuffle, its
+    order) that each metric's rows extend with their values."""
     keep = work.shuffle > 0
     owner, shuffle = work.owner[keep], work.shuffle[keep]
     base = pd.DataFrame({
@@ -119,8 +127,7 @@ def shuffle_rows(work: Plan, similarity: dict[str, np.ndarray], label: str) -> p
         "shuffle": shuffle,
         "permutation": [perms.label(work.permutations[o][s - 1]) for o, s in zip(owner, shuffle, strict=True)],
     })  # fmt: skip
-    frames = [base.assign(metric=POOLINGS[how], value=values[keep]) for how, values in similarity.items()]
-    return pd.concat(frames, ignore_index=True)
+    return keep, base
 
 
 def sentence_rows(shuffles: pd.DataFrame, work: Plan, threshold: float) -> pd.DataFrame:

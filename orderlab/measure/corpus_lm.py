@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from orderlab.core import permutations as perms
 from orderlab.core.progress import Progress
-from orderlab.measure.corpus import LENGTH_GROUPS, Plan, length_group
+from orderlab.measure.corpus import LENGTH_GROUPS, Plan, length_group, shuffle_frame
 from orderlab.metrics import LOGPROB, LOGPROB_DELTA
 
 if TYPE_CHECKING:
@@ -55,16 +54,8 @@ def predicted_tokens(adapter: PretrainedAdapter, work: Plan) -> list[int]:
 
 def shuffle_rows(work: Plan, scores: np.ndarray, label: str) -> pd.DataFrame:
     """metrics.csv rows, as corpus.shuffle_rows writes them: per shuffle its log P and its change from the line's."""
-    keep = work.shuffle > 0
-    owner, shuffle = work.owner[keep], work.shuffle[keep]
-    original = scores[np.flatnonzero(work.shuffle == 0)][owner]
-    base = pd.DataFrame({
-        "sentence_id": [work.lines[o].line for o in owner],
-        "words": [len(work.lines[o].words) for o in owner],
-        "encoding": label,
-        "shuffle": shuffle,
-        "permutation": [perms.label(work.permutations[o][s - 1]) for o, s in zip(owner, shuffle, strict=True)],
-    })  # fmt: skip
+    keep, base = shuffle_frame(work, label)
+    original = scores[np.flatnonzero(work.shuffle == 0)][work.owner[keep]]
     values = {LOGPROB: scores[keep], LOGPROB_DELTA: scores[keep] - original}
     return pd.concat([base.assign(metric=name, value=v) for name, v in values.items()], ignore_index=True)
 

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 from rich import box
@@ -667,13 +667,19 @@ def plain_text(renderable: RenderableType, width: int = 160) -> str:
     return text.getvalue()
 
 
-def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float, width: int) -> list[Table]:
-    """Rows: sentence-length groups; columns: position ablations; cells: mean / median similarity, share above."""
+def _length_rows(summary: pd.DataFrame) -> tuple[list[tuple[Any, pd.DataFrame]], list[Column]]:
+    """A corpus summary's sentence-length groups, and the key columns naming them: words, and sentences (n)."""
     groups = list(summary.groupby("length", sort=False))
     keys = [
         Column("words", [str(length) for length, _ in groups], justify="left"),
         Column("n", [str(rows["sentences"].iloc[0]) for _, rows in groups]),  # sentences
     ]
+    return groups, keys
+
+
+def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, threshold: float, width: int) -> list[Table]:
+    """Rows: sentence-length groups; columns: position ablations; cells: mean / median similarity, share above."""
+    groups, keys = _length_rows(summary)
     values = []
     for name in encodings:
         shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
@@ -693,11 +699,7 @@ def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, thres
 def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:
     """A causal LM over a corpus: rows: sentence-length groups; columns: position ablations; cells: the share of
     lines whose original the model prefers to all its shuffles, and perplexity of originals / shuffles."""
-    groups = list(summary.groupby("length", sort=False))
-    keys = [
-        Column("words", [str(length) for length, _ in groups], justify="left"),
-        Column("n", [str(rows["sentences"].iloc[0]) for _, rows in groups]),  # sentences
-    ]
+    groups, keys = _length_rows(summary)
     values = []
     for name in encodings:
         shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
