@@ -411,7 +411,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the figures go into")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[6, 7, 8], help="sentence lengths in words")
-    parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
+    parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=None,
+                        help="default: every family (--quick: gpt2 and bert)")  # fmt: skip
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -422,7 +423,8 @@ def main() -> None:
         sys.exit(2)
     SHAPE.update(zip(("d_model", "n_heads", "n_layers"), map(int, args.shape.split(",")), strict=True))
     lengths, rounds = ((7,), 1) if args.quick else (tuple(args.lengths), args.rounds)
-    families, orders = (("gpt2", "bert") if args.quick else tuple(args.families)), args.orders
+    families = tuple(args.families or (("gpt2", "bert") if args.quick else FAMILIES))
+    orders = args.orders
     tune_allocator()  # as `orderlab run` does, before anything: every side runs under the same allocator
     figures: dict[str, Any] = {
         "model": f"seeded zoo models, {SHAPE['n_layers']} layers, d_model {SHAPE['d_model']}, {SHAPE['n_heads']} "

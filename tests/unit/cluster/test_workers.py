@@ -124,7 +124,9 @@ def test_sigterm_stops_a_local_cluster_within_seconds_and_leaves_nothing(tmp_pat
     took = time.monotonic() - sent
     (tmp_path / "release").touch()
     assert process.returncode == 143, stderr
-    assert took < 5, f"SIGTERM took {took:.1f} s to stop the run"
+    # A stalled worker never finishes: a run that waited for it would meet communicate's timeout. The bound tells a
+    # prompt stop from one that sits out the cluster's graceful-close timeouts, with room for a loaded machine.
+    assert took < 20, f"SIGTERM took {took:.1f} s to stop the run"
     assert stderr.decode().strip().splitlines()[-1] == "terminated: no results were written"
     _, alive = psutil.wait_procs(children, timeout=5)
     assert not alive, f"worker processes left running: {alive}"
