@@ -32,6 +32,7 @@ from rich.table import Table as Table  # re-exported (as is Console): the CLI re
 from rich.text import Text
 
 from orderlab.core import progress as work
+from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, RATE_TIES, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
@@ -284,7 +285,8 @@ def summary_table(
         if table.row_count:
             table.add_section()
         relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
-        table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
+        grouped = {PHENOMENON_COLUMN: "phenomenon ", UID_COLUMN: "UID "}.get(str(subject[0]), "")  # BLiMP groups
+        table.add_row(Text(f"{grouped}{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
             first = ["/".join(first_layer_text(row[column]) for column in firsts)] if firsts else []
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
@@ -333,7 +335,7 @@ def reductions_note(summary: pd.DataFrame) -> str:
 
 def _rate_over_probes(summary: pd.DataFrame, metric: str) -> bool:
     """Whether a rate's rows are probe pairs' (a minimal pair's answer) rather than a sentence's reorderings."""
-    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes"]).all())
+    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes", *PAIR_GROUP_COLUMNS]).all())
 
 
 def stderr_console() -> Console:

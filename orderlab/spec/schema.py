@@ -20,7 +20,7 @@ from orderlab.core.pair_relations import RELATIONS, REORDERING
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
-from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
+from orderlab.core.userfiles import NAME_LIMIT, SafeName, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import METRIC_FAMILIES, default_families, family_names
 from orderlab.spec.fields import (
@@ -235,6 +235,11 @@ class ProbePair(StrictModel):
         ),
         json_schema_extra={"enum": list[JsonValue](RELATIONS.names())},
     )
+    phenomenon: SafeName | None = Field(
+        None, description="The pair's phenomenon (BLiMP's linguistics_term): summary.csv's accuracy per phenomenon."
+    )
+    uid: SafeName | None = Field(None, description="The pair's paradigm (BLiMP's UID): accuracy per UID.")
+    field: SafeName | None = Field(None, description="The pair's field of linguistics (BLiMP's field), as read.")
 
     @field_validator("relation")
     @classmethod
@@ -416,7 +421,8 @@ class Spec(StrictModel):
         default_factory=list,
         description=(
             "Sentence pairs whose pooled representations are compared: [a, b], b a reordering of a's words, or "
-            "{pair: [a, b], relation: different_words} for b of other words (no order verdict)."
+            "{pair: [a, b], relation: different_words} for b of other words (no order verdict), or {file: PATH}: "
+            "a BLiMP-format JSONL file of minimal pairs, relative to the spec file (spec/probe_file.py)."
         ),
     )
     metrics: list[Metric] = Field(default_factory=default_families, description="Which metrics to compute.")
