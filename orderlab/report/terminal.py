@@ -135,6 +135,11 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
     return verdict_cell(mean, verdict)
 
 
+def ties_text(tied: float | None) -> str:
+    """' 2 ties' after a share whose answers within round-off were left out; '' where none (or no count) was."""
+    return "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
+
+
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
     permutations it decides, and '2 ties' after it where answers were left out as ties; over seeds
@@ -145,8 +150,7 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count, tied = row.get(RATE_COUNT), row.get(RATE_TIES)
-    ties = "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
+    count, ties = row.get(RATE_COUNT), ties_text(row.get(RATE_TIES))
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
         return Text(share_text(rate) + ties)
     return Text(share_text(rate, int(count)) + ties)
@@ -698,6 +702,12 @@ def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, thres
     return fitted_tables(title, caption, keys, values, width, sections=sections)
 
 
+def share_cell(rate: float, preferred: int, sentences: int, tied: int) -> str:
+    """'67% (2/3)' over the lines decided, with '1 tie' after it where lines were left out as ties."""
+    shown = "-" if pd.isna(rate) else f"{rate:.0%}"
+    return f"{shown} ({preferred}/{sentences - tied}){ties_text(tied)}"
+
+
 def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:
     """A causal LM over a corpus: rows: sentence-length groups; columns: position ablations; cells: the share of
     lines whose original the model prefers to all its shuffles, and perplexity of originals / shuffles."""
@@ -706,14 +716,14 @@ def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, wi
     for name in encodings:
         shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
         cells: list[Text | str] = [
-            f"{row['original_preferred_rate']:.0%} ({row['original_preferred']}/{row['sentences']})\n"
+            f"{share_cell(row['original_preferred_rate'], row['original_preferred'], row['sentences'], row['ties'])}\n"
             f"ppl {row['perplexity_original']:.4g} / {row['perplexity_shuffled']:.4g}"
             for row in shown
         ]
         values.append(Column(name, cells))
     caption = (
-        "share of lines whose original the LM scores at least as high as every shuffle (count), and perplexity of "
-        "the originals / of the shuffles; lm_sentences.csv has every line"
+        "share of lines whose original the LM scores at least as high as every shuffle (count; a tie, within "
+        "round-off, left out), and perplexity of the originals / of the shuffles; lm_sentences.csv has every line"
     )
     sections = [at for at, (length, _) in enumerate(groups) if length == "all"]
     return fitted_tables(title, caption, keys, values, width, sections=sections)
