@@ -1,6 +1,6 @@
 """probes: {file: PATH}, a BLiMP-format JSONL file of minimal pairs: accuracy per phenomenon and per UID, their
 unweighted means and the mean over pairs, equal to a direct computation of each sentence's log P with the same
-seeded transformers model."""
+seeded transformers model; and the shipped sample file is what docs/spec.md says it is."""
 
 from __future__ import annotations
 
@@ -33,14 +33,16 @@ def test_per_phenomenon_accuracy_is_the_direct_computation(tmp_path: Path):
     import orderlab.api as ol
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
 
-    pairs = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    lines = SAMPLE.read_text().splitlines()[::2]  # half the shipped sample: 3 phenomena, 5 UIDs, half the passes
+    (tmp_path / "pairs.jsonl").write_text("\n".join(lines) + "\n")
+    pairs = [json.loads(line) for line in lines]
     words = tuple(sorted({w for p in pairs for s in (p["sentence_good"], p["sentence_bad"]) for w in s.split()}))
     backend = PretrainedBackend(Seeded(16, 2, 1, words, 3), family="gpt2")
     model, tokenizer = backend.model.double(), backend.tokenizer
     spec = {"name": "blimp", "model": {"kind": "hf", "dtype": "float64", "position_embeddings": "trained"},
-            "inputs": [{"sentence": "These cats sleep.", "permutations": "identity"}],
-            "probes": {"file": str(SAMPLE)}, "metrics": ["minimal_pairs"]}  # fmt: skip
-    summary = ol.run(spec, tmp_path, model=model, tokenizer=tokenizer, progress=False).summary
+            "inputs": [{"sentence": pairs[0]["sentence_good"], "permutations": "identity"}],
+            "probes": {"file": str(tmp_path / "pairs.jsonl")}, "metrics": ["minimal_pairs"]}  # fmt: skip
+    summary = ol.run(spec, tmp_path / "out", model=model, tokenizer=tokenizer, progress=False).summary
     right = {id(p): log_p(model, tokenizer, p["sentence_good"]) > log_p(model, tokenizer, p["sentence_bad"])
              for p in pairs}  # fmt: skip
     seen = set()
@@ -60,3 +62,10 @@ def test_per_phenomenon_accuracy_is_the_direct_computation(tmp_path: Path):
     overall = summary.set_index("subject").loc[f"all {len(pairs)} probes"]
     assert overall["given"] == pytest.approx(sum(right.values()) / len(pairs)) and overall["ties"] == 0
     assert len(seen) > 1  # the groups differ, so a rate taken from the wrong pairs would show
+
+
+def test_the_shipped_sample_holds_twelve_pairs_over_three_phenomena_and_six_uids():
+    from orderlab.core.minimal_pair_file import read_minimal_pairs
+
+    pairs = read_minimal_pairs(SAMPLE)
+    assert len(pairs) == 12 and len({p.phenomenon for p in pairs}) == 3 and len({p.uid for p in pairs}) == 6
