@@ -211,7 +211,7 @@ def run_tables(view: RunView, width: int) -> list[Table]:
                                                             view.corpus_threshold, width)  # fmt: skip
         lm = [] if view.corpus_lm is None else corpus_lm_tables(view.corpus_lm, view.encodings, view.title, width)
         return shown + lm
-    summary = sweep_subjects(view.summary, view.swept)
+    summary = by_group_only(sweep_subjects(view.summary, view.swept))
     tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
     tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width, view.precision_note)
     if tasks.any():
@@ -219,6 +219,14 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     if view.digest is not None:
         tables += decodability_tables(view.digest, view.encodings, view.swept, width)
     return tables
+
+
+def by_group_only(summary: pd.DataFrame) -> pd.DataFrame:
+    """Where minimal pairs come by phenomenon (a BLiMP-format file: thousands of pairs), the table shows the groups'
+    rows and leaves each pair's to summary.csv."""
+    if "case" not in summary.columns or not summary["case"].isin(PAIR_GROUP_COLUMNS).any():
+        return summary
+    return summary[summary["case"] != "probe"]
 
 
 def summary_tables(
@@ -268,6 +276,8 @@ def summary_table(
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     notes += pairs_note(summary) + (f"; {precision_note}" if precision_note else "")
+    if summary["case"].isin(PAIR_GROUP_COLUMNS).any():
+        notes += "; each minimal pair's row: summary.csv"
     verdicts = [f"{name} verdict" for name in encodings if f"{name} verdict" in summary.columns]
     if (summary[verdicts] == UNRESOLVED).to_numpy().any():
         notes += f"; ? = {UNRESOLVED}: within a round-off line wider than the resolution (value as measured)"

@@ -34,3 +34,18 @@ def test_pairs_without_groups_give_the_one_row_over_all_of_them():
     rows = pd.DataFrame({"case": "probe", "encoding": ["e", "e"], "metric": "minimal_pair_preferred",
                          "value": [1.0, 0.0], "verdict": ""})  # fmt: skip
     assert probe_rates(rows, ["e"])["subject"].tolist() == ["all 2 probes"]
+
+
+def test_the_terminal_shows_the_groups_and_leaves_each_pair_to_summary_csv():
+    from orderlab.report.terminal import by_group_only, plain_text, summary_tables
+
+    rows = pd.DataFrame({"case": "probe", "encoding": "e", "metric": "minimal_pair_preferred", "value": [1.0, 0.0],
+                         "verdict": "", "phenomenon": ["a", "b"], "uid": ["a1", "b1"]})  # fmt: skip
+    pair = {"case": "probe", "subject": "dogs bark vs dogs barks", "metric": "minimal_pair_preferred", "e": 1.0,
+            "e verdict": ""}  # fmt: skip
+    summary = pd.concat([pd.DataFrame([pair]), probe_rates(rows, ["e"])], ignore_index=True)
+    (table,) = summary_tables(by_group_only(summary), ["e"], "pairs", "float64", 80)
+    text = " ".join(plain_text(table, 80).split())  # the caption wraps
+    assert "phenomenon a" in text and "UID b1" in text and "mean over 2 phenomena" in text
+    assert "dogs bark vs" not in text and "each minimal pair's row: summary.csv" in text
+    assert by_group_only(summary[summary["case"] == "probe"]).equals(summary[summary["case"] == "probe"])
