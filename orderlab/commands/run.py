@@ -39,7 +39,7 @@ from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
-from orderlab.spec.schema import Spec, uses_backend
+from orderlab.spec.schema import Spec, input_parses, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
 from orderlab.vocabulary.digest import Digest
@@ -159,7 +159,7 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
             manifest["resolution"] = resolution
         return manifest
 
-    written = write_run(folder, run, facts, settle=agreeing)
+    written = write_run(folder, run, facts, settle=agreeing, parses=input_parses(spec))
     worst = written.digest.worst_table()
     labels = condition_labels(spec)
     view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, written.tables["summary"], digest=worst,
@@ -201,7 +201,8 @@ def write_shard(
         tune_allocator()
         units = partition(spec, count)[index - 1]
         run = SweepMeasurement(spec, options, loaded.path, units=units)
-        facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
+        facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation,
+                         input_parses(spec))  # fmt: skip
         maps = ATTENTION_FAMILY in spec.metrics
 
         def shard_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:

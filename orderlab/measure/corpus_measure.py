@@ -92,7 +92,10 @@ def run_corpus(
                 scores = corpus_lm.score(adapter, work, inputs.batch_size, lm_step)
                 frames.append(corpus_lm.shuffle_rows(work, scores, adapter.label))
                 tokens = corpus_lm.predicted_tokens(adapter, work)
-                lm_sentences.append(corpus_lm.sentence_rows(work, scores, tokens, adapter.label))
+                round_off = corpus_lm.round_offs(adapter, adapter.twin(), work)
+                lm_sentences.append(
+                    corpus_lm.sentence_rows(work, scores, tokens, adapter.label, round_off, spec.model.dtype)
+                )
     metrics = pd.concat(frames, ignore_index=True)
     metrics = metrics.sort_values(["sentence_id", "encoding", "shuffle", "metric"], kind="mergesort", ignore_index=True)
     tables = {"metrics": metrics}

@@ -29,6 +29,7 @@ import torch
 
 from orderlab.core import permutations as perms
 from orderlab.core.hook_points import pattern_points
+from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
@@ -201,10 +202,10 @@ class MeasuringLoop:
             if not self.per_permutation:
                 both = [worst.assign(statistic=s) for s in STATISTICS]
                 table = pd.concat(both, ignore_index=True).sort_values([*KEY_COLUMNS, "statistic"], kind="mergesort")
-                table = table[SUMMARY_COLUMNS + relation_columns(spec)]
+                table = table[SUMMARY_COLUMNS + probe_columns(spec)]
             else:
                 table = worst.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")
-                table = table[COLUMNS + relation_columns(spec)]
+                table = table[COLUMNS + probe_columns(spec)]
             yield self.tagged(table)
             if probe_unit is None:
                 digest.worst.append(worst)
@@ -287,6 +288,8 @@ class MeasuringLoop:
             table["verdict"] = without_order(table["verdict"].to_numpy())
         if has_relations(spec):
             table[RELATION_COLUMN] = probe.relation
+        if has_groups(spec):
+            table[PHENOMENON_COLUMN], table[UID_COLUMN] = probe.phenomenon or "", probe.uid or ""
         return table, non_finite
 
     def sweep_sentence(
@@ -417,8 +420,15 @@ def has_relations(spec: Spec) -> bool:
     return any(not probe.reorders for probe in spec.probes)
 
 
-def relation_columns(spec: Spec) -> list[str]:
-    return [RELATION_COLUMN] if has_relations(spec) else []
+def has_groups(spec: Spec) -> bool:
+    """Whether a probe pair names its phenomenon (a BLiMP-format file's), so that metrics.csv says each pair's."""
+    return any(probe.phenomenon is not None for probe in spec.probes)
+
+
+def probe_columns(spec: Spec) -> list[str]:
+    """The columns a spec's probes add to metrics.csv: each pair's relation, then its phenomenon and UID, each only
+    where some pair has one, so that other results keep their columns."""
+    return [RELATION_COLUMN] * has_relations(spec) + list(PAIR_GROUP_COLUMNS) * has_groups(spec)
 
 
 def identity(words: list[str], adapter: Adapter) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.noise import judge
@@ -128,19 +129,42 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
 def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     """Per rate metric of probes (a minimal pair's preference), one row over all of them: each condition's rate with
     the probe count (BLiMP's accuracy) over the probes it decides (a tie, a margin within round-off, is left out and
-    counted in RATE_TIES); no verdict but non-finite, where a probe's answer was. Empty without such probes."""
+    counted in RATE_TIES); no verdict but non-finite, where a probe's answer was. Where pairs name their phenomenon
+    and UID (a BLiMP-format file), the same per phenomenon and per UID, and the unweighted mean over phenomena and
+    over UIDs (lm-evaluation-harness's aggregate over BLiMP's paradigms). Empty without such probes."""
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
-        decided = group[group["verdict"] != TIE]
-        rate = decided.groupby("encoding")["value"].mean()
-        count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
-        tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
         probes = int(group.groupby("encoding").size().max())
-        shares = {name: float(rate.get(name, np.nan)) for name in encodings}
-        marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
-        rows.append({"case": "probes", "subject": f"all {probes} probes", "metric": metric, **shares, **marks,
-                     RATE_COUNT: count, RATE_TIES: tied})  # fmt: skip
+        rows.append(rate_row(group, encodings, "probes", f"all {probes} probes", str(metric)))
+        for column in (name for name in PAIR_GROUP_COLUMNS if name in group.columns):
+            named = group[group[column].fillna("") != ""]
+            per_group = [rate_row(members, encodings, column, str(name), str(metric))
+                         for name, members in named.groupby(column, sort=True)]  # fmt: skip
+            rows += per_group + ([mean_over(per_group, encodings, column)] if per_group else [])
     return pd.DataFrame(rows)
+
+
+def rate_row(group: pd.DataFrame, encodings: list[str], case: str, subject: str, metric: str) -> dict[str, object]:
+    """One summary row of a rate over a group of probe rows: each condition's rate over the probes it decides,
+    their count, and the ties left out."""
+    decided = group[group["verdict"] != TIE]
+    rate = decided.groupby("encoding")["value"].mean()
+    count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
+    tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
+    shares = {name: float(rate.get(name, np.nan)) for name in encodings}
+    marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
+    return {"case": case, "subject": subject, "metric": metric, **shares, **marks, RATE_COUNT: count, RATE_TIES: tied}
+
+
+def mean_over(per_group: list[dict[str, object]], encodings: list[str], column: str) -> dict[str, object]:
+    """The unweighted mean of groups' rates (each phenomenon counts once, however many pairs it has), over the
+    groups a condition decides; no count (it is not a share of pairs), the ties of all of them."""
+    table = pd.DataFrame(per_group)
+    shares = {name: float(table[name].mean()) for name in encodings}  # a group all ties has no rate: left out
+    marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
+    noun = {PHENOMENON_COLUMN: "phenomena", UID_COLUMN: "UIDs"}[column]
+    return {"case": "probes", "subject": f"mean over {len(per_group)} {noun}", "metric": table["metric"].iloc[0],
+            **shares, **marks, RATE_COUNT: pd.NA, RATE_TIES: int(table[RATE_TIES].sum())}  # fmt: skip
 
 
 def summary_values(table: pd.DataFrame) -> pd.Series:

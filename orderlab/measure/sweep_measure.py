@@ -16,7 +16,7 @@ from orderlab.core.progress import Progress
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records, run_decisions
 from orderlab.measure.chunking import device_batching
-from orderlab.measure.loop import MeasuringLoop, relation_columns
+from orderlab.measure.loop import MeasuringLoop, probe_columns
 from orderlab.measure.rows import MeasuredSweep
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.summaries import summarize_sweep
@@ -105,7 +105,7 @@ class SweepMeasurement:
             *self.axes,
             *(COLUMNS if self.per_permutation else SUMMARY_COLUMNS),
             *details,
-            *relation_columns(self.spec),
+            *probe_columns(self.spec),
         ]
 
     def frames(self) -> Frames:

@@ -32,6 +32,7 @@ from rich.table import Table as Table  # re-exported (as is Console): the CLI re
 from rich.text import Text
 
 from orderlab.core import progress as work
+from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, RATE_TIES, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
@@ -134,6 +135,11 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
     return verdict_cell(mean, verdict)
 
 
+def ties_text(tied: float | None) -> str:
+    """' 2 ties' after a share whose answers within round-off were left out; '' where none (or no count) was."""
+    return "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
+
+
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
     permutations it decides, and '2 ties' after it where answers were left out as ties; over seeds
@@ -144,8 +150,7 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count, tied = row.get(RATE_COUNT), row.get(RATE_TIES)
-    ties = "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
+    count, ties = row.get(RATE_COUNT), ties_text(row.get(RATE_TIES))
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
         return Text(share_text(rate) + ties)
     return Text(share_text(rate, int(count)) + ties)
@@ -206,7 +211,7 @@ def run_tables(view: RunView, width: int) -> list[Table]:
                                                             view.corpus_threshold, width)  # fmt: skip
         lm = [] if view.corpus_lm is None else corpus_lm_tables(view.corpus_lm, view.encodings, view.title, width)
         return shown + lm
-    summary = sweep_subjects(view.summary, view.swept)
+    summary = by_group_only(sweep_subjects(view.summary, view.swept))
     tasks = summary["case"] == TASK_CASE if "case" in summary.columns else pd.Series(False, index=summary.index)
     tables = summary_tables(summary[~tasks], view.encodings, view.title, view.dtype, width, view.precision_note)
     if tasks.any():
@@ -214,6 +219,14 @@ def run_tables(view: RunView, width: int) -> list[Table]:
     if view.digest is not None:
         tables += decodability_tables(view.digest, view.encodings, view.swept, width)
     return tables
+
+
+def by_group_only(summary: pd.DataFrame) -> pd.DataFrame:
+    """Where minimal pairs come by phenomenon (a BLiMP-format file: thousands of pairs), the table shows the groups'
+    rows and leaves each pair's to summary.csv."""
+    if "case" not in summary.columns or not summary["case"].isin(PAIR_GROUP_COLUMNS).any():
+        return summary
+    return summary[summary["case"] != "probe"]
 
 
 def summary_tables(
@@ -263,6 +276,8 @@ def summary_table(
     seeds = over_seeds_note(summary, encodings)
     notes = f"worst case over permutations, layers, heads ({dtype}){reductions_note(summary)}{seeds}; {VERDICT_LEGEND}"
     notes += pairs_note(summary) + (f"; {precision_note}" if precision_note else "")
+    if summary["case"].isin(PAIR_GROUP_COLUMNS).any():
+        notes += "; each minimal pair's row: summary.csv"
     verdicts = [f"{name} verdict" for name in encodings if f"{name} verdict" in summary.columns]
     if (summary[verdicts] == UNRESOLVED).to_numpy().any():
         notes += f"; ? = {UNRESOLVED}: within a round-off line wider than the resolution (value as measured)"
@@ -284,7 +299,8 @@ def summary_table(
         if table.row_count:
             table.add_section()
         relation = f" ({rows[RELATION_COLUMN].iloc[0]})" if without_order(rows.iloc[0]) else ""
-        table.add_row(Text(f"{subject[1]}{relation}", style="bold"))
+        grouped = {PHENOMENON_COLUMN: "phenomenon ", UID_COLUMN: "UID "}.get(str(subject[0]), "")  # BLiMP groups
+        table.add_row(Text(f"{grouped}{subject[1]}{relation}", style="bold"))
         for _, row in rows.iterrows():
             first = ["/".join(first_layer_text(row[column]) for column in firsts)] if firsts else []
             table.add_row("  " + row["metric"], *(encoding_cell(row, name) for name in encodings), *first)
@@ -333,7 +349,7 @@ def reductions_note(summary: pd.DataFrame) -> str:
 
 def _rate_over_probes(summary: pd.DataFrame, metric: str) -> bool:
     """Whether a rate's rows are probe pairs' (a minimal pair's answer) rather than a sentence's reorderings."""
-    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes"]).all())
+    return bool(summary.loc[summary["metric"] == metric, "case"].isin(["probe", "probes", *PAIR_GROUP_COLUMNS]).all())
 
 
 def stderr_console() -> Console:
@@ -696,6 +712,12 @@ def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, thres
     return fitted_tables(title, caption, keys, values, width, sections=sections)
 
 
+def share_cell(rate: float, preferred: int, sentences: int, tied: int) -> str:
+    """'67% (2/3)' over the lines decided, with '1 tie' after it where lines were left out as ties."""
+    shown = "-" if pd.isna(rate) else f"{rate:.0%}"
+    return f"{shown} ({preferred}/{sentences - tied}){ties_text(tied)}"
+
+
 def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:
     """A causal LM over a corpus: rows: sentence-length groups; columns: position ablations; cells: the share of
     lines whose original the model prefers to all its shuffles, and perplexity of originals / shuffles."""
@@ -704,14 +726,14 @@ def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, wi
     for name in encodings:
         shown = [rows[rows["encoding"] == name].iloc[0] for _, rows in groups]
         cells: list[Text | str] = [
-            f"{row['original_preferred_rate']:.0%} ({row['original_preferred']}/{row['sentences']})\n"
+            f"{share_cell(row['original_preferred_rate'], row['original_preferred'], row['sentences'], row['ties'])}\n"
             f"ppl {row['perplexity_original']:.4g} / {row['perplexity_shuffled']:.4g}"
             for row in shown
         ]
         values.append(Column(name, cells))
     caption = (
-        "share of lines whose original the LM scores at least as high as every shuffle (count), and perplexity of "
-        "the originals / of the shuffles; lm_sentences.csv has every line"
+        "share of lines whose original the LM scores at least as high as every shuffle (count; a tie, within "
+        "round-off, left out), and perplexity of the originals / of the shuffles; lm_sentences.csv has every line"
     )
     sections = [at for at, (length, _) in enumerate(groups) if length == "all"]
     return fitted_tables(title, caption, keys, values, width, sections=sections)

@@ -131,7 +131,7 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
         tokens = [frame for shard in shards for frame in shard.partials.token_logprobs]  # combinations in row order
         if tokens:
             tables["token_logprobs"] = pd.concat(tokens, ignore_index=True)
-        if (orders := orders_table(staging / "metrics.csv")) is not None:
+        if (orders := orders_table(staging / "metrics.csv", facts.parses)) is not None:
             tables[ORDERS] = orders  # as the whole run writes it: from the merged metrics.csv
         manifest = {key: value for key, value in shards[0].manifest.items() if key != "shard"}
         manifest["rows"] = assembly.rows

@@ -11,13 +11,14 @@ whole run writes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pandas as pd
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from orderlab.core.bounds import MAX_PROBE_LENGTH
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
 from orderlab.plan.shards import Unit
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
@@ -44,6 +45,7 @@ class RunFacts:
     conditions: list[str]  # summary.csv's column order
     swept: list[str]  # swept fields, in column order
     per_permutation: bool
+    parses: dict[str, list[int]] = field(default_factory=dict)  # input -> CoNLL heads: orders.csv's dependency column
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,9 @@ class FactsData(FileModel):
     conditions: list[Text] = Field(max_length=MAX_ENTRIES)
     swept: list[SafeName] = Field(max_length=MAX_COLUMNS)
     per_permutation: bool
+    parses: dict[Text, list[Annotated[int, Field(ge=0, le=MAX_PROBE_LENGTH)]]] = Field(
+        default_factory=dict, max_length=MAX_ENTRIES
+    )
 
 
 class PartialsData(FileModel):

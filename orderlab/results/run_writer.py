@@ -9,7 +9,7 @@ written and the tables derived).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,16 +52,17 @@ def write_run(
     *,
     settle: Callable[[Path], None] | None = None,
     shard: ShardOf | None = None,
+    parses: Mapping[str, Sequence[int]] | None = None,
 ) -> Written:
     """Measure into `folder` atomically; a shard's folder gets partials.json and `shard` in its manifest (K, N, its
     units with their ranges, the sha256 of the files merge reads) instead of the derived tables. manifest: the run's
-    record from its row count, derived tables and digest. settle:
-    staged_folder's (a whole run keeps the CSVs that agree with the previous ones)."""
+    record from its row count, derived tables and digest. settle: staged_folder's (a whole run keeps the CSVs that
+    agree with the previous ones). parses: the inputs' dependency parses (input -> CoNLL heads), for orders.csv."""
     with staged_folder(folder, settle) as staging:
         rows, digest = write_csv_chunks(measurement.frames(), staging / METRICS)
         beside = measurement.write_beside(staging)
         tables = measurement.tables(digest) if shard is None else {}
-        if shard is None and (orders := orders_table(staging / METRICS)) is not None:
+        if shard is None and (orders := orders_table(staging / METRICS, parses)) is not None:
             tables[ORDERS] = orders  # each order's displacement, from metrics.csv as merged shards make it too
         record = manifest(rows, tables, digest)
         for name, frame in tables.items():

@@ -24,6 +24,7 @@ from orderlab.errors import OrderlabError, SpecError, as_one
 from orderlab.spec.checkpoint_meta import METADATA, CheckpointMeta, read_checkpoint
 from orderlab.spec.messages import all_errors
 from orderlab.spec.model_specs import HFModelSpec, ModelObject, family_of
+from orderlab.spec.probe_file import with_probe_file
 from orderlab.spec.relations import validate_relations
 from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
 from orderlab.spec.sweep import validate_sweep
@@ -71,6 +72,7 @@ def validated(
     """The spec a parsed document holds, checked whole; without name: it is named `default_name` (the file's stem)."""
     if not isinstance(document.data, dict):
         raise document.error((), "expected a YAML mapping with keys like name, model, inputs")
+    with_probe_file(document)
     try:
         spec = Spec.model_validate(document.data)
     except ValidationError as error:

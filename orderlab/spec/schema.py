@@ -12,15 +12,25 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Discriminator, Field, JsonValue, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from orderlab.core import bounds
+from orderlab.core.displacement import parse_problem
 from orderlab.core.pair_relations import RELATIONS, REORDERING
 from orderlab.core.registry import did_you_mean
 from orderlab.core.strict_model import StrictModel
 from orderlab.core.text import tokenize
-from orderlab.core.userfiles import NAME_LIMIT, folder_name_problem
+from orderlab.core.userfiles import NAME_LIMIT, SafeName, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
 from orderlab.metrics import METRIC_FAMILIES, default_families, family_names
 from orderlab.spec.fields import (
@@ -202,6 +212,23 @@ class InputSpec(StrictModel):
             "[[2, 1, 0]], where slot i of the new sentence holds the word from slot p[i]."
         ),
     )
+    parse: list[int] | None = Field(
+        None,
+        max_length=bounds.MAX_PROBE_LENGTH,
+        description=(
+            "The sentence's dependency parse as each word's head, CoNLL-style (1-based, 0 for the root), e.g. "
+            "[2, 0, 2] for 'dog bites man': orders.csv then gives each order's dependency_displacement."
+        ),
+    )
+
+    @field_validator("parse")
+    @classmethod
+    def _parse_is_a_tree(cls, parse: list[int] | None, info: ValidationInfo) -> list[int] | None:
+        sentence = info.data.get("sentence")
+        problem = None if parse is None or sentence is None else parse_problem(parse, len(tokenize(sentence)))
+        if problem:
+            raise ValueError(problem)
+        return parse
 
     @field_validator("permutations", mode="before")
     @classmethod
@@ -235,6 +262,11 @@ class ProbePair(StrictModel):
         ),
         json_schema_extra={"enum": list[JsonValue](RELATIONS.names())},
     )
+    phenomenon: SafeName | None = Field(
+        None, description="The pair's phenomenon (BLiMP's linguistics_term): summary.csv's accuracy per phenomenon."
+    )
+    uid: SafeName | None = Field(None, description="The pair's paradigm (BLiMP's UID): accuracy per UID.")
+    field: SafeName | None = Field(None, description="The pair's field of linguistics (BLiMP's field), as read.")
 
     @field_validator("relation")
     @classmethod
@@ -416,7 +448,8 @@ class Spec(StrictModel):
         default_factory=list,
         description=(
             "Sentence pairs whose pooled representations are compared: [a, b], b a reordering of a's words, or "
-            "{pair: [a, b], relation: different_words} for b of other words (no order verdict)."
+            "{pair: [a, b], relation: different_words} for b of other words (no order verdict), or {file: PATH}: "
+            "a BLiMP-format JSONL file of minimal pairs, relative to the spec file (spec/probe_file.py)."
         ),
     )
     metrics: list[Metric] = Field(default_factory=default_families, description="Which metrics to compute.")
@@ -531,6 +564,13 @@ def encoding_context(spec: Spec, max_len: int) -> EncodingContext:
 def written_sentences(spec: Spec) -> list[str]:
     """Every input and probe sentence as the spec writes it, once each, sorted."""
     return sorted({i.sentence for i in spec.sentences} | {s for probe in spec.probes for s in probe.pair})
+
+
+def input_parses(spec: Spec) -> dict[str, list[int]]:
+    """Each input sentence's dependency parse (CoNLL heads) where the spec supplies one: orders.csv's dependency
+    displacement; none for a corpus."""
+    inputs = spec.inputs if isinstance(spec.inputs, list) else []
+    return {entry.sentence: entry.parse for entry in inputs if entry.parse is not None}
 
 
 def longest_sentence(spec: Spec) -> int:

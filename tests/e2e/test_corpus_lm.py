@@ -71,14 +71,20 @@ def test_lines_and_summary_are_the_hand_computation_over_the_same_scores(corpus_
         mine = scores[(scores["sentence_id"] == line["sentence_id"]) & (scores["encoding"] == line["encoding"])]
         shuffled = mine["value"].to_numpy()
         assert line["original_preferred"] == int(all(shuffled <= line["logprob_original"] * (1 + 1e-7)))
+        # the tie rule: the margin over the best shuffle within 16 x the original's round-off against its twin
+        # (at least 16 x eps x |log P|); a float64 run's twin is float32, the difference scaled by eps64 / eps32
+        line_width = max(16 * line["logprob_round_off"], 16 * 2.0**-52 * abs(line["logprob_original"]))
+        assert line["tie"] == int(abs(line["logprob_original"] - shuffled.max()) <= line_width)
+        assert 0 <= line["logprob_round_off"] < 1e-6
         change = sum(shuffled - line["logprob_original"]) / len(shuffled) / line["tokens"]
         # from values written with 7 digits: a difference of two log Ps keeps about 5 of them
         assert line["logprob_change_per_token"] == pytest.approx(change, rel=1e-4, abs=1e-5)
     for encoding, mine in lines.groupby("encoding"):
         row = summary.loc[(encoding, "all")]
         assert row["sentences"] == len(LINES)
-        assert row["original_preferred"] == mine["original_preferred"].sum()
-        assert row["original_preferred_rate"] == pytest.approx(mine["original_preferred"].mean())
+        decided = mine[mine["tie"] == 0]
+        assert row["original_preferred"] == decided["original_preferred"].sum() and row["ties"] == mine["tie"].sum()
+        assert row["original_preferred_rate"] == pytest.approx(decided["original_preferred"].mean())
         ppl = math.exp(-mine["logprob_original"].sum() / mine["tokens"].sum())
         assert row["perplexity_original"] == pytest.approx(ppl, rel=1e-6)
         all_shuffles = scores[scores["encoding"] == encoding]["value"].sum()
