@@ -201,7 +201,8 @@ def write_shard(
         tune_allocator()
         units = partition(spec, count)[index - 1]
         run = SweepMeasurement(spec, options, loaded.path, units=units)
-        facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation)
+        facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation,
+                         spec.resolution)  # fmt: skip
         maps = ATTENTION_FAMILY in spec.metrics
 
         def shard_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:

@@ -7,13 +7,17 @@ merged run's summary comes out as the whole run's. Torch-free at import, like `o
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.noise import judge
+from orderlab.measure.verdicts import canonical, round_off_lines, verdicts
 from orderlab.metrics import (
+    METRICS,
     ORIGINAL_RANK,
     PERMUTATION_PREFERRED,
     RATE_COUNT,
@@ -25,7 +29,7 @@ from orderlab.metrics import (
 from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
 from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
-from orderlab.vocabulary.digest import NoiseKey, Summary
+from orderlab.vocabulary.digest import Judged, NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
 
@@ -42,6 +46,57 @@ def finish_summary(
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
     means = table.loc[table["statistic"] == "mean", "value"].to_numpy()  # frame() writes each max before its mean
     return rows, table[table["statistic"] == "max"].assign(mean=means), judged
+
+
+def finish_parts(parts: list[Judged], resolution: float = RESOLUTION) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """finish_summary of a sentence whose orders were judged in two precisions (escalation per order: the run's for
+    the orders it resolved, the twin's for the others): each part judged by its own round-off, then per layer, head
+    and metric the worst max row of either (order-sensitive or non-finite above unresolved above passing, then the
+    larger value), and the exact mean, count and ties over both, the mean judged by the run's line where that is no
+    wider than the resolution, else by the twin's. One part with orders: that part's finish_summary as it is."""
+    measured = [part for part in parts if part.summary.worst] or parts[:1]
+    if len(measured) == 1:
+        (part,) = measured
+        return finish_summary(part.summary, part.noise, part.dtype, resolution)
+    coarse, fine = measured
+    maxima = []
+    for part in measured:
+        table = part.summary.frame()
+        judge(table, part.noise, part.dtype, resolution)
+        part.summary.name_first_where_round_off(table)
+        maxima.append(table[table["statistic"] == "max"])
+    both = pd.concat(maxima, ignore_index=True)
+    rank = np.select([both["verdict"] == UNRESOLVED, both["verdict"].isin([ORDER_SENSITIVE, NON_FINITE])], [1, 2], 0)
+    # the larger value wins (NaN above any), then the order first in label order, as one running max keeps it
+    both = both.assign(rank=rank, nan=both["value"].isna(), label=both["permutation"])
+    both = both.sort_values(["rank", "nan", "value", "label"], ascending=[False, False, False, True], kind="mergesort")
+    worst = both.drop_duplicates(["layer", "head", "metric"]).drop(columns=["rank", "nan", "label"])
+    fixed = coarse.summary.fixed
+    together = Summary(fixed["case"], fixed["input"], fixed["encoding"], coarse.summary.words)
+    together.absorb(coarse.summary)
+    together.absorb(fine.summary)
+    table = together.frame()
+    means = table[table["statistic"] == "mean"].copy()
+    lines = {part.dtype: stat_lines(means, part.noise, part.dtype) for part in measured}
+    line = np.where(lines[coarse.dtype] <= resolution, lines[coarse.dtype], lines[fine.dtype])
+    means["verdict"] = verdicts(means["metric"].to_numpy(), means["value"].to_numpy(), line, resolution)
+    means["value"] = canonical(means["value"].to_numpy(), means["verdict"].to_numpy())
+    key = ["layer", "head", "metric"]
+    totals = means.set_index(key)[["count", RATE_TIES]]
+    worst = worst.drop(columns=["count", RATE_TIES]).join(totals, on=key)[means.columns]
+    table = pd.concat([worst, means], ignore_index=True)
+    rows = table.sort_values([*key, "statistic"], kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    judged = int((table["verdict"] == NON_FINITE).sum())
+    mean = worst[key].merge(means[[*key, "value"]], on=key, how="left")["value"].to_numpy()
+    return rows, worst.assign(mean=mean).reset_index(drop=True), judged
+
+
+def stat_lines(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> np.ndarray:
+    """Each summary row's round-off line under `noise` in `dtype` (NaN where none was measured)."""
+    heads = [None if pd.isna(head) else int(head) for head in table["head"]]
+    sources = [METRICS.get(m).noise_source if m in METRICS else m for m in table["metric"]]
+    keys = zip(table["layer"].astype(int), heads, sources, strict=True)
+    return round_off_lines(np.array([noise.get(k, math.nan) for k in keys], dtype=np.float64), dtype)
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
