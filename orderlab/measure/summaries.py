@@ -81,14 +81,20 @@ def finish_parts(parts: list[Judged], resolution: float = RESOLUTION) -> tuple[p
     line = np.where(lines[coarse.dtype] <= resolution, lines[coarse.dtype], lines[fine.dtype])
     means["verdict"] = verdicts(means["metric"].to_numpy(), means["value"].to_numpy(), line, resolution)
     means["value"] = canonical(means["value"].to_numpy(), means["verdict"].to_numpy())
-    key = ["layer", "head", "metric"]
-    totals = means.set_index(key)[["count", RATE_TIES]]
-    worst = worst.drop(columns=["count", RATE_TIES]).join(totals, on=key)[means.columns]
+    totals = means.set_index(stat_key(means))
+    at = stat_key(worst)
+    worst = worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)})
     table = pd.concat([worst, means], ignore_index=True)
-    rows = table.sort_values([*key, "statistic"], kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    order = ["layer", "head", "metric", "statistic"]
+    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
     judged = int((table["verdict"] == NON_FINITE).sum())
-    mean = worst[key].merge(means[[*key, "value"]], on=key, how="left")["value"].to_numpy()
-    return rows, worst.assign(mean=mean).reset_index(drop=True), judged
+    return rows, worst.assign(mean=totals.loc[at, "value"].to_numpy()).reset_index(drop=True), judged
+
+
+def stat_key(table: pd.DataFrame) -> pd.Index:
+    """Each summary row's (layer, head, metric) as one label (a head may be NA, which pandas will not join on)."""
+    cells = zip(table["layer"], table["head"], table["metric"], strict=True)
+    return pd.Index([f"{layer}|{'' if pd.isna(head) else int(head)}|{metric}" for layer, head, metric in cells])
 
 
 def stat_lines(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> np.ndarray:
