@@ -28,7 +28,7 @@ from orderlab.metrics import (
 )
 from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
-from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
+from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, condition_column, first_layer_column
 from orderlab.vocabulary.digest import Judged, NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
@@ -140,12 +140,29 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     counted = counted.assign(
         **{RATE_TIES: tied.where(rates["case"] != "probe", (rates["verdict"] == TIE).astype(float))}
     )
-    ties = counted.groupby(["case", "subject", "metric"])[RATE_TIES].max()
-    summary = summary.join(counts, on=["case", "subject", "metric"]).join(ties, on=["case", "subject", "metric"])
+    keys = ["case", "subject", "metric"]
+    ties = counted.groupby(keys)[RATE_TIES].max()
+    summary = summary.join(counts, on=keys).join(ties, on=keys)
+    by_condition = counted.groupby([*keys, "encoding"])[["count", RATE_TIES]].max().unstack("encoding")
+    for name in encodings:
+        for column, source in ((RATE_COUNT, "count"), (RATE_TIES, RATE_TIES)):
+            each = by_condition.get((source, name), pd.Series(np.nan, index=by_condition.index))
+            summary = summary.join(each.rename(condition_column(name, column)), on=keys)
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
     summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64", RATE_TIES: "Int64"})
     summary = summary.fillna({first_layer_column(name): "" for name in encodings})  # the probes' rows: none
-    return with_ranks(summary, encodings, index)
+    return with_ranks(counts_by_condition(summary, encodings), encodings, index)
+
+
+def counts_by_condition(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """The summary with each condition's count and ties ('<condition> permutations', '<condition> ties') only where
+    some rate row's differ between conditions (a tie under one condition's round-off only): else RATE_COUNT and
+    RATE_TIES say them for every condition, as they always have."""
+    split = [[condition_column(name, column) for name in encodings] for column in (RATE_COUNT, RATE_TIES)]
+    differ = any(summary[columns].fillna(-1).nunique(axis=1).gt(1).any() for columns in split)
+    if not differ:
+        return summary.drop(columns=[column for columns in split for column in columns])
+    return summary.astype({column: "Int64" for columns in split for column in columns})
 
 
 def unjudged_rates(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
@@ -180,7 +197,8 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
         return summary
     ranks = rates.assign(metric=ORIGINAL_RANK)
     for name in encodings:
-        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
+        count = rates.get(condition_column(name, RATE_COUNT), rates[RATE_COUNT])  # the condition's own, where split
+        ranks[name] = 1 + (rates[name] * count.astype(float)).round()
         ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
     together = pd.concat([summary, ranks], ignore_index=True)
     return together.sort_values(index, kind="mergesort", ignore_index=True)
@@ -194,13 +212,16 @@ def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     for metric, group in rates.groupby("metric", sort=False):
         decided = group[group["verdict"] != TIE]
         rate = decided.groupby("encoding")["value"].mean()
-        count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
-        tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
+        counts = decided.groupby("encoding").size()
+        count = int(counts.max()) if len(decided) else 0
+        each_tied = (group["verdict"] == TIE).groupby(group["encoding"]).sum()
         probes = int(group.groupby("encoding").size().max())
         shares = {name: float(rate.get(name, np.nan)) for name in encodings}
         marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
+        each = {condition_column(name, RATE_COUNT): int(counts.get(name, 0)) for name in encodings}
+        each |= {condition_column(name, RATE_TIES): int(each_tied.get(name, 0)) for name in encodings}
         rows.append({"case": "probes", "subject": f"all {probes} probes", "metric": metric, **shares, **marks,
-                     RATE_COUNT: count, RATE_TIES: tied})  # fmt: skip
+                     RATE_COUNT: count, RATE_TIES: int(each_tied.max()), **each})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -33,9 +33,9 @@ from rich.text import Text
 
 from orderlab.core import progress as work
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
-from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, RATE_TIES, metric_names, reduction_of
+from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
-from orderlab.report.shown import first_layer_text, share_of, share_text, tone, verdict_text
+from orderlab.report.shown import first_layer_text, rate_counts, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import (
@@ -136,7 +136,7 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
 
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
-    permutations it decides, and '2 ties' after it where answers were left out as ties; over seeds
+    permutations it decides and, where answers were left out as ties, how many: '0.50 (1/2, 1 tie)'; over seeds
     '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
     rate, verdict = row[name], row[f"{name} verdict"]
     if verdict == NON_FINITE or pd.isna(rate):
@@ -144,17 +144,17 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count, tied = row.get(RATE_COUNT), row.get(RATE_TIES)
-    ties = "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
+    count, tied = rate_counts(row, name)
+    ties = None if tied is None or pd.isna(tied) else int(tied)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
-        return Text(share_text(rate) + ties)
-    return Text(share_text(rate, int(count)) + ties)
+        return Text(share_text(rate, None, ties))
+    return Text(share_text(rate, int(count), ties))
 
 
 def rank_cell(row: pd.Series, name: str) -> Text:
     """The original's rank among itself and its reorderings, '4 of 12' (1: scored above every reordering); a mean
     over seeds '3.7' alone; 'nan !' if non-finite."""
-    rank, count = row[name], row.get(RATE_COUNT)
+    rank, count = row[name], rate_counts(row, name)[0]
     if pd.isna(rank) or row[f"{name} verdict"] == NON_FINITE:
         return verdict_cell(rank, NON_FINITE)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:
