@@ -202,7 +202,7 @@ def write_shard(
         units = partition(spec, count)[index - 1]
         run = SweepMeasurement(spec, options, loaded.path, units=units)
         facts = RunFacts(run_title(spec), spec.model.dtype, condition_labels(spec), run.axes, run.per_permutation,
-                         input_parses(spec))  # fmt: skip
+                         spec.resolution, input_parses(spec))  # fmt: skip
         maps = ATTENTION_FAMILY in spec.metrics
 
         def shard_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:

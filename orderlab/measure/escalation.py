@@ -1,11 +1,14 @@
-"""Escalation to the twin: an input measured where its round-off is too coarse for the resolution the run promises.
+"""Escalation to the twin: the orders a run cannot resolve, measured again in the finer precision.
 
 A bfloat16 pass carries round-off near 1e-2, and its round-off line (16 x that) is wider than many real effects: a
 value within it could be 0.08 or 0. Where a condition's line for an input is wider than the spec's `resolution` at
-some judged layer, head and metric, the loop measures that input under that condition again in the twin's precision
-(16-bit: float32; float32: float64; float64 never escalates), judged by the twin's own round-off (measured against its
-own twin), so that the run gives the finer precision's verdicts wherever that precision resolves them. The decision is
-taken from the measured round-off alone, before the orders run, so every shard of an input decides alike. Never prints.
+some judged layer, head and metric (`escalates`, from the measured round-off alone, before the orders run), the loop
+measures every order in the run's precision as usual, and an order with some judged value within such a line
+(`unresolved_orders`) is measured again in the twin's precision (16-bit: float32; float32: float64; float64 never
+escalates), judged by the twin's own round-off (measured against its own twin). An order whose values all clear their
+lines, or whose lines are no wider than the resolution, keeps the run's values and verdicts. The decision is taken
+per order from that order's own values, which do not depend on the chunk it ran in, so every shard decides alike.
+Never prints.
 """
 
 from __future__ import annotations
@@ -28,16 +31,50 @@ def judged_sources() -> set[str]:
     return {m.noise_source for m in all_metrics() if m.passing is not None}
 
 
-def widest_lines(noise: Mapping[NoiseKey, float], dtype: str) -> dict[int, float]:
-    """Per layer, the widest finite round-off line of any judged metric and head: effects above it are resolved."""
+def judged_lines(noise: Mapping[NoiseKey, float], dtype: str) -> dict[NoiseKey, float]:
+    """The finite round-off line of every judged metric's noise key (layer, head, noise source)."""
     sources = judged_sources()
     keys = [key for key in noise if key[2] in METRICS and key[2] in sources]
     lines = round_off_lines(np.array([noise[key] for key in keys], dtype=np.float64), dtype)
+    return {key: float(line) for key, line in zip(keys, lines, strict=True) if math.isfinite(line)}
+
+
+def widest_lines(noise: Mapping[NoiseKey, float], dtype: str) -> dict[int, float]:
+    """Per layer, the widest finite round-off line of any judged metric and head: effects above it are resolved."""
+    return per_layer(judged_lines(noise, dtype))
+
+
+def per_layer(lines: Mapping[NoiseKey, float]) -> dict[int, float]:
     widest: dict[int, float] = {}
-    for (layer, _head, _metric), line in zip(keys, lines, strict=True):
-        if math.isfinite(line):
-            widest[layer] = max(widest.get(layer, 0.0), float(line))
+    for (layer, _head, _metric), line in lines.items():
+        widest[layer] = max(widest.get(layer, 0.0), line)
     return widest
+
+
+def unresolvable(noise: Mapping[NoiseKey, float], dtype: str, resolution: float) -> dict[NoiseKey, float]:
+    """The judged lines wider than the resolution: a value within one of them is unresolved in `dtype`."""
+    return {key: line for key, line in judged_lines(noise, dtype).items() if line > resolution}
+
+
+def reached_lines(
+    noise: Mapping[NoiseKey, float], dtype: str, resolution: float, finer: tuple[Mapping[NoiseKey, float], str] | None
+) -> tuple[dict[int, float], str]:
+    """Per layer, the widest line an input's verdicts were judged against, and the precision of the widest: the run's
+    line where it is no wider than the resolution, else (where the input escalates: `finer`, the twin's round-off and
+    precision) the twin's, which judges every order within the run's line."""
+    lines = judged_lines(noise, dtype)
+    if finer is None:
+        return per_layer(lines), dtype
+    twin_lines = judged_lines(*finer)
+    chosen = {
+        key: (line, dtype) if line <= resolution else (twin_lines.get(key, math.nan), finer[1])
+        for key, line in lines.items()
+    }
+    kept = {key: (line, judged) for key, (line, judged) in chosen.items() if math.isfinite(line)}
+    if not kept:
+        return {}, dtype
+    widest = max(kept.values(), key=lambda pair: pair[0])[1]
+    return per_layer({key: line for key, (line, _) in kept.items()}), widest
 
 
 def escalates(noise: Mapping[NoiseKey, float], dtype: str, resolution: float, allowed: bool) -> bool:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from orderlab.metrics import RATE_COUNT, RATE_TIES
-from orderlab.vocabulary.columns import LOWER, UPPER, detail_number, earliest, first_layer_column
+from orderlab.vocabulary.columns import LOWER, UPPER, condition_column, detail_number, earliest, first_layer_column
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, UNRESOLVED
 
 LEVEL = 0.95
@@ -88,7 +88,10 @@ def over_seeds(wide: pd.DataFrame, seed: str, encodings: list[str], per_seed: tu
     own = {*encodings, *(f"{name} verdict" for name in encodings), *firsts, *averaged}
     shown = [column for column in wide.columns if column != seed and column not in own]
     # A rate's decided answers and its ties differ by seed (a margin within round-off under one seed's weights only).
+    # So do a condition's own (summaries.counts_by_condition), where the conditions' differ.
     counted: dict[str, Callable[..., npt.NDArray[np.float64]]] = {RATE_COUNT: np.fmax.reduce, RATE_TIES: np.nansum}
+    for name in encodings:
+        counted |= {condition_column(name, RATE_COUNT): np.fmax.reduce, condition_column(name, RATE_TIES): np.nansum}
     keys = [column for column in shown if column not in counted]
     cell = wide.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     order = np.argsort(cell, kind="stable")  # each cell's rows together, its seeds in their order

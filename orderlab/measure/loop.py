@@ -21,6 +21,7 @@ import itertools
 import math
 import sys
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,11 +35,12 @@ from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.core.progress import Progress
 from orderlab.core.text import occurrence_matching, tokenize
 from orderlab.measure.attention_maps import AttentionCapture, shown_maps
-from orderlab.measure.escalation import escalates, widest_lines
+from orderlab.measure.escalation import escalates, reached_lines, unresolvable, widest_lines
 from orderlab.measure.metric_computations import record_metrics, record_pair
 from orderlab.measure.noise import NoiseCollector, judge, merge
+from orderlab.measure.replay import ChunkRecord
 from orderlab.measure.rows import Collector, RowCollector
-from orderlab.measure.summaries import finish_summary
+from orderlab.measure.summaries import finish_parts
 from orderlab.measure.verdicts import noise_scale, ties, without_order
 from orderlab.metrics import ATTENTION_FAMILY, noise_families
 from orderlab.models.precision import dtype_name
@@ -46,7 +48,18 @@ from orderlab.plan.shards import PERMUTATIONS, PROBES, Unit, condition_labels
 from orderlab.spec.schema import ProbePair, Spec
 from orderlab.spec.sweep import SweptValue
 from orderlab.vocabulary.columns import COLUMNS, KEY_COLUMNS, STATISTICS, SUMMARY_COLUMNS
-from orderlab.vocabulary.digest import Digest, Frames, NoiseKey, Partial, Piece, Reach, StatKey, Summary, tag
+from orderlab.vocabulary.digest import (
+    Digest,
+    Frames,
+    Judged,
+    NoiseKey,
+    Partial,
+    Piece,
+    Reach,
+    StatKey,
+    Summary,
+    tag,
+)
 
 if TYPE_CHECKING:
     from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
@@ -102,6 +115,19 @@ class SummaryCollector(Summary):
     ) -> None:
         top, where = values.max(dim=0)  # the first maximum; NaN wins
         self.fold(key, float(top), chunk[int(where)], values.double().cpu().numpy(), chunk, tied)
+
+
+@dataclass
+class Setting:
+    """A sentence in one precision: its model and bound sentence, f(X), the round-off its verdicts are judged by, and
+    the running summary of the orders measured in it (the run's, or the twin's for the orders it re-measures)."""
+
+    adapter: Adapter
+    bound: Sentence
+    reference: Pass
+    noise: dict[NoiseKey, float]
+    dtype: str
+    summary: SummaryCollector
 
 
 class FanOut:
@@ -305,53 +331,45 @@ class MeasuringLoop:
     ) -> Generator[pd.DataFrame]:
         """All permutations of one sentence under one condition, chunk by chunk; its max rows go to the digest.
 
+        Where the round-off is too coarse for the resolution (escalation.py), the orders the run's precision leaves
+        unresolved are measured again in the twin's, chunk by chunk (measure_orders).
         unit: a shard's range of them, whose summary goes to the digest as a Partial instead; None: all of them."""
         spec, label = self.spec, adapter.label
         words = tokenize(sentence, spec.embeddings.lowercase)
-        n = len(words)
         start, stop = (unit.start, unit.stop) if unit else (0, None)
         stream = perms.in_label_order_range(rules, words, spec.seed, start, stop)
-        size = self.chunk_size or adapter.chunk_size(n, self.attention_maps)
+        size = self.chunk_size or adapter.chunk_size(len(words), self.attention_maps)
         chunks = perms.chunks(stream, size)
         first = next(chunks, [])
-        dtype: str = self.dtype
         reach = digest.reach_of(label)
         with torch.inference_mode():
             bound = adapter.sentence(words)
             reference, head = self.first_pass(adapter, bound, first)
             round_off = self.measure_noise(adapter, twin, words, reference)
-            margin_round_off = round_off.margin  # ties are judged by the run's own precision (measure_probe)
-            escalated = self.escalates(round_off.figures, dtype)
-            if escalated:  # too coarse for the resolution: every order of this input in the twin's precision
-                adapter, twin = self.finer_pair(twin)
-                dtype = reach.remeasured_in = dtype_name(adapter.dtype)
-                bound = adapter.sentence(words)
-                reference, head = self.first_pass(adapter, bound, first)
-                round_off = self.measure_noise(adapter, twin, words, reference)
-            noise = round_off.figures
-        reach.widen(widest_lines(noise, dtype), dtype)
+            summary = SummaryCollector("permutation", sentence, label, words)
+            run = Setting(adapter, bound, reference, round_off.figures, self.dtype, summary)
+            finer = self.finer_setting(twin, sentence, label, words) if self.escalates(run.noise, self.dtype) else None
+        unresolved = unresolvable(run.noise, self.dtype, spec.resolution) if finer else {}
         if capture:
             capture.keep_original(label, reference.patterns(), bound.word_maps)
-        summary = SummaryCollector("permutation", sentence, label, words)
-        rows_written = 0
+        rows_written, remeasured = 0, 0
         for chunk in itertools.chain([first] if first else [], chunks):
-            summary.start(chunk)
-            collector: Collector = summary
-            if self.per_permutation:
-                reordered = [" ".join(perms.apply(p, words)) for p in chunk]
-                rows = RowCollector("permutation", sentence, label, [perms.label(p) for p in chunk], reordered)
-                collector = FanOut(rows, summary)
-            output = self.measure_chunk(adapter, bound, reference, chunk, collector, head, margin_round_off)
+            # ties are judged by the run's own precision (measure_probe), in the twin's passes too
+            output, tables, again = self.measure_orders(run, finer, unresolved, chunk, head, round_off.margin, digest)
             head = None  # the first chunk's pass, measured: not held while the others run
-            reach.remeasured += len(chunk) if escalated else 0
+            remeasured += again
             if capture:
                 capture.keep_shown(label, chunk, output.patterns(), bound.word_maps)
             advance(len(chunk))
             if self.per_permutation:
-                table = rows.frame()
-                digest.non_finite += judge(table, noise, dtype, spec.resolution)
+                table = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
                 rows_written += len(table)
                 yield table.sort_values(KEY_COLUMNS, kind="mergesort", na_position="first")[COLUMNS]
+        reach.remeasured += remeasured
+        if finer is not None and remeasured:
+            reach.remeasured_in = finer.dtype
+        twin_round_off = None if finer is None else (finer.noise, finer.dtype)
+        reach.widen(*reached_lines(run.noise, self.dtype, spec.resolution, twin_round_off))
         # Shown reorderings this pass never reached (not in the rule, or in a later shard's range): the same
         # model runs them once more.
         if capture and (missing := capture.missing(label)):
@@ -359,15 +377,79 @@ class MeasuringLoop:
                 orders = torch.tensor(missing, dtype=torch.long, device=adapter.device)
                 shown = bound.forward(orders, pattern_points(adapter.n_layers)).patterns()
                 capture.keep_shown(label, missing, shown, bound.word_maps)
+        twin_part = None if finer is None else Judged(finer.summary, finer.noise, finer.dtype)
         if unit is not None:  # a shard's range: finished by the merge, with the other shards' ranges
-            partial = Partial(summary, noise, dtype, spec.resolution)
+            partial = Partial(summary, run.noise, self.dtype, spec.resolution, twin_part)
             digest.pieces.append(Piece(unit, self.combination, rows_written, partial=partial))
             return
-        summary_rows, worst, judged = finish_summary(summary, noise, dtype, spec.resolution)
+        parts = [Judged(summary, run.noise, self.dtype), *([twin_part] if twin_part else [])]
+        summary_rows, worst, judged = finish_parts(parts, spec.resolution)
         digest.non_finite += 0 if self.per_permutation else judged  # per-permutation rows were counted already
         digest.worst.append(worst)
         if not self.per_permutation:
             yield summary_rows
+
+    def finer_setting(self, twin: Adapter, sentence: str, label: str, words: list[str]) -> Setting:
+        """The twin's precision for this sentence, set up before any order needs it: its f(X) and its own round-off
+        (measured against its own twin), so every shard of the sentence judges its re-measured orders alike."""
+        finer, finer_twin = self.finer_pair(twin)
+        bound = finer.sentence(words)
+        reference, _ = self.first_pass(finer, bound, [])
+        noise = self.measure_noise(finer, finer_twin, words, reference).figures
+        summary = SummaryCollector("permutation", sentence, label, words)
+        return Setting(finer, bound, reference, noise, dtype_name(finer.dtype), summary)
+
+    def measure_orders(
+        self,
+        run: Setting,
+        finer: Setting | None,
+        unresolved: Mapping[NoiseKey, float],
+        chunk: list[perms.Permutation],
+        head: Pass | None,
+        margin_round_off: float,
+        digest: Digest,
+    ) -> tuple[Pass, list[pd.DataFrame], int]:
+        """A chunk in the run's precision; where the sentence escalates (finer), the orders with a judged value within
+        a line wider than the resolution (`unresolved`) measured again in the twin's, each order's values going to its
+        precision's summary (and rows, judged by its round-off). Returns the run's pass (its attention maps are shown),
+        the judged row tables (per_permutation: else none), and how many orders were measured again."""
+        if finer is None:
+            collector, rows = self.collecting(run, chunk)
+            output = self.measure_chunk(run.adapter, run.bound, run.reference, chunk, collector, head, margin_round_off)
+            return output, self.judged(run, rows, digest), 0
+        record = ChunkRecord()
+        output = self.measure_chunk(run.adapter, run.bound, run.reference, chunk, record, head, margin_round_off)
+        again = record.unresolved(unresolved, len(chunk))
+        tables = []
+        kept = [order for order, redo in zip(chunk, again.tolist(), strict=True) if not redo]
+        if kept:
+            collector, rows = self.collecting(run, kept)
+            record.replay(collector, ~again)
+            tables += self.judged(run, rows, digest)
+        redone = [order for order, redo in zip(chunk, again.tolist(), strict=True) if redo]
+        if redone:
+            collector, rows = self.collecting(finer, redone)
+            self.measure_chunk(finer.adapter, finer.bound, finer.reference, redone, collector, None, margin_round_off)
+            tables += self.judged(finer, rows, digest)
+        return output, tables, len(redone)
+
+    def collecting(self, setting: Setting, orders: list[perms.Permutation]) -> tuple[Collector, RowCollector | None]:
+        """Where the orders' values go: the setting's running summary, and rows of their own in per_permutation mode."""
+        setting.summary.start(orders)
+        if not self.per_permutation:
+            return setting.summary, None
+        reordered = [" ".join(perms.apply(p, setting.bound.words)) for p in orders]
+        rows = RowCollector("permutation", setting.summary.fixed["input"], setting.summary.fixed["encoding"],
+                            [perms.label(p) for p in orders], reordered)  # fmt: skip
+        return FanOut(rows, setting.summary), rows
+
+    def judged(self, setting: Setting, rows: RowCollector | None, digest: Digest) -> list[pd.DataFrame]:
+        """The rows, judged by the round-off of the precision they were measured in (none outside per_permutation)."""
+        if rows is None:
+            return []
+        table = rows.frame()
+        digest.non_finite += judge(table, setting.noise, setting.dtype, self.spec.resolution)
+        return [table]
 
     def first_pass(self, adapter: Adapter, bound: Sentence, chunk: list[perms.Permutation]) -> tuple[Pass, Pass | None]:
         """f(X), and the first chunk's pass, from one forward: the identity rides in the first chunk (as its first row

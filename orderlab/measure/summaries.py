@@ -7,6 +7,8 @@ merged run's summary comes out as the whole run's. Torch-free at import, like `o
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -14,7 +16,9 @@ from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUM
 from orderlab.core.pair_relations import RELATION_COLUMN
 from orderlab.measure.intervals import over_seeds
 from orderlab.measure.noise import judge
+from orderlab.measure.verdicts import canonical, round_off_lines, verdicts
 from orderlab.metrics import (
+    METRICS,
     ORIGINAL_RANK,
     PERMUTATION_PREFERRED,
     RATE_COUNT,
@@ -25,8 +29,8 @@ from orderlab.metrics import (
 )
 from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
-from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, first_layer_column
-from orderlab.vocabulary.digest import NoiseKey, Summary
+from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, condition_column, first_layer_column
+from orderlab.vocabulary.digest import Judged, NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
 
@@ -43,6 +47,63 @@ def finish_summary(
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
     means = table.loc[table["statistic"] == "mean", "value"].to_numpy()  # frame() writes each max before its mean
     return rows, table[table["statistic"] == "max"].assign(mean=means), judged
+
+
+def finish_parts(parts: list[Judged], resolution: float = RESOLUTION) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """finish_summary of a sentence whose orders were judged in two precisions (escalation per order: the run's for
+    the orders it resolved, the twin's for the others): each part judged by its own round-off, then per layer, head
+    and metric the worst max row of either (order-sensitive or non-finite above unresolved above passing, then the
+    larger value), and the exact mean, count and ties over both, the mean judged by the run's line where that is no
+    wider than the resolution, else by the twin's. One part with orders: that part's finish_summary as it is."""
+    measured = [part for part in parts if part.summary.worst] or parts[:1]
+    if len(measured) == 1:
+        (part,) = measured
+        return finish_summary(part.summary, part.noise, part.dtype, resolution)
+    coarse, fine = measured
+    maxima = []
+    for part in measured:
+        table = part.summary.frame()
+        judge(table, part.noise, part.dtype, resolution)
+        part.summary.name_first_where_round_off(table)
+        maxima.append(table[table["statistic"] == "max"])
+    both = pd.concat(maxima, ignore_index=True)
+    rank = np.select([both["verdict"] == UNRESOLVED, both["verdict"].isin([ORDER_SENSITIVE, NON_FINITE])], [1, 2], 0)
+    # the larger value wins (NaN above any), then the order first in label order, as one running max keeps it
+    both = both.assign(rank=rank, nan=both["value"].isna(), label=both["permutation"])
+    both = both.sort_values(["rank", "nan", "value", "label"], ascending=[False, False, False, True], kind="mergesort")
+    worst = both.drop_duplicates(["layer", "head", "metric"]).drop(columns=["rank", "nan", "label"])
+    fixed = coarse.summary.fixed
+    together = Summary(fixed["case"], fixed["input"], fixed["encoding"], coarse.summary.words)
+    together.absorb(coarse.summary)
+    together.absorb(fine.summary)
+    table = together.frame()
+    means = table[table["statistic"] == "mean"].copy()
+    lines = {part.dtype: stat_lines(means, part.noise, part.dtype) for part in measured}
+    line = np.where(lines[coarse.dtype] <= resolution, lines[coarse.dtype], lines[fine.dtype])
+    means["verdict"] = verdicts(means["metric"].to_numpy(), means["value"].to_numpy(), line, resolution)
+    means["value"] = canonical(means["value"].to_numpy(), means["verdict"].to_numpy())
+    totals = means.set_index(stat_key(means))
+    at = stat_key(worst)
+    worst = worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)})
+    table = pd.concat([worst, means], ignore_index=True)
+    order = ["layer", "head", "metric", "statistic"]
+    rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
+    judged = int((table["verdict"] == NON_FINITE).sum())
+    return rows, worst.assign(mean=totals.loc[at, "value"].to_numpy()).reset_index(drop=True), judged
+
+
+def stat_key(table: pd.DataFrame) -> pd.Index:
+    """Each summary row's (layer, head, metric) as one label (a head may be NA, which pandas will not join on)."""
+    cells = zip(table["layer"], table["head"], table["metric"], strict=True)
+    return pd.Index([f"{layer}|{'' if pd.isna(head) else int(head)}|{metric}" for layer, head, metric in cells])
+
+
+def stat_lines(table: pd.DataFrame, noise: dict[NoiseKey, float], dtype: str) -> np.ndarray:
+    """Each summary row's round-off line under `noise` in `dtype` (NaN where none was measured)."""
+    heads = [None if pd.isna(head) else int(head) for head in table["head"]]
+    sources = [METRICS.get(m).noise_source if m in METRICS else m for m in table["metric"]]
+    keys = zip(table["layer"].astype(int), heads, sources, strict=True)
+    return round_off_lines(np.array([noise.get(k, math.nan) for k in keys], dtype=np.float64), dtype)
 
 
 def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
@@ -80,12 +141,29 @@ def summarize(table: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     counted = counted.assign(
         **{RATE_TIES: tied.where(rates["case"] != "probe", (rates["verdict"] == TIE).astype(float))}
     )
-    ties = counted.groupby(["case", "subject", "metric"])[RATE_TIES].max()
-    summary = summary.join(counts, on=["case", "subject", "metric"]).join(ties, on=["case", "subject", "metric"])
+    keys = ["case", "subject", "metric"]
+    ties = counted.groupby(keys)[RATE_TIES].max()
+    summary = summary.join(counts, on=keys).join(ties, on=keys)
+    by_condition = counted.groupby([*keys, "encoding"])[["count", RATE_TIES]].max().unstack("encoding")
+    for name in encodings:
+        for column, source in ((RATE_COUNT, "count"), (RATE_TIES, RATE_TIES)):
+            each = by_condition.get((source, name), pd.Series(np.nan, index=by_condition.index))
+            summary = summary.join(each.rename(condition_column(name, column)), on=keys)
     over_probes = probe_rates(rates[rates["case"] == "probe"], encodings)
     summary = pd.concat([summary, over_probes], ignore_index=True).astype({RATE_COUNT: "Int64", RATE_TIES: "Int64"})
     summary = summary.fillna({first_layer_column(name): "" for name in encodings})  # the probes' rows: none
-    return with_ranks(summary, encodings, index)
+    return with_ranks(counts_by_condition(summary, encodings), encodings, index)
+
+
+def counts_by_condition(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
+    """The summary with each condition's count and ties ('<condition> permutations', '<condition> ties') only where
+    some rate row's differ between conditions (a tie under one condition's round-off only): else RATE_COUNT and
+    RATE_TIES say them for every condition, as they always have."""
+    split = [[condition_column(name, column) for name in encodings] for column in (RATE_COUNT, RATE_TIES)]
+    differ = any(summary[columns].fillna(-1).nunique(axis=1).gt(1).any() for columns in split)
+    if not differ:
+        return summary.drop(columns=[column for columns in split for column in columns])
+    return summary.astype({column: "Int64" for columns in split for column in columns})
 
 
 def unjudged_rates(summary: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
@@ -120,7 +198,8 @@ def with_ranks(summary: pd.DataFrame, encodings: list[str], index: list[str]) ->
         return summary
     ranks = rates.assign(metric=ORIGINAL_RANK)
     for name in encodings:
-        ranks[name] = 1 + (rates[name] * rates[RATE_COUNT].astype(float)).round()
+        count = rates.get(condition_column(name, RATE_COUNT), rates[RATE_COUNT])  # the condition's own, where split
+        ranks[name] = 1 + (rates[name] * count.astype(float)).round()
         ranks[f"{name} verdict"] = ranks[f"{name} verdict"].where(ranks[f"{name} verdict"] == NON_FINITE, "")
     together = pd.concat([summary, ranks], ignore_index=True)
     return together.sort_values(index, kind="mergesort", ignore_index=True)
@@ -149,11 +228,14 @@ def rate_row(group: pd.DataFrame, encodings: list[str], case: str, subject: str,
     their count, and the ties left out."""
     decided = group[group["verdict"] != TIE]
     rate = decided.groupby("encoding")["value"].mean()
-    count = int(decided.groupby("encoding").size().max()) if len(decided) else 0
-    tied = int((group["verdict"] == TIE).groupby(group["encoding"]).sum().max())
+    counts = decided.groupby("encoding").size()
+    each_tied = (group["verdict"] == TIE).groupby(group["encoding"]).sum()
     shares = {name: float(rate.get(name, np.nan)) for name in encodings}
     marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
-    return {"case": case, "subject": subject, "metric": metric, **shares, **marks, RATE_COUNT: count, RATE_TIES: tied}
+    each = {condition_column(name, RATE_COUNT): int(counts.get(name, 0)) for name in encodings}
+    each |= {condition_column(name, RATE_TIES): int(each_tied.get(name, 0)) for name in encodings}
+    return {"case": case, "subject": subject, "metric": metric, **shares, **marks,
+            RATE_COUNT: int(counts.max()) if len(decided) else 0, RATE_TIES: int(each_tied.max()), **each}  # fmt: skip
 
 
 def mean_over(per_group: list[dict[str, object]], encodings: list[str], column: str) -> dict[str, object]:
@@ -163,8 +245,10 @@ def mean_over(per_group: list[dict[str, object]], encodings: list[str], column: 
     shares = {name: float(table[name].mean()) for name in encodings}  # a group all ties has no rate: left out
     marks = {f"{name} verdict": "" if np.isfinite(share) else NON_FINITE for name, share in shares.items()}
     noun = {PHENOMENON_COLUMN: "phenomena", UID_COLUMN: "UIDs"}[column]
+    each: dict[str, object] = {condition_column(name, RATE_COUNT): pd.NA for name in encodings}
+    each |= {(tied := condition_column(name, RATE_TIES)): int(table[tied].sum()) for name in encodings}
     return {"case": "probes", "subject": f"mean over {len(per_group)} {noun}", "metric": table["metric"].iloc[0],
-            **shares, **marks, RATE_COUNT: pd.NA, RATE_TIES: int(table[RATE_TIES].sum())}  # fmt: skip
+            **shares, **marks, RATE_COUNT: pd.NA, RATE_TIES: int(table[RATE_TIES].sum()), **each}  # fmt: skip
 
 
 def summary_values(table: pd.DataFrame) -> pd.Series:

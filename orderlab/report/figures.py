@@ -53,6 +53,7 @@ from orderlab.results.paths import child
 from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, swept_kinds
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
+from orderlab.vocabulary.verdict_words import TIE
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
 STYLES = ["-", "--", ":", "-."]
@@ -331,7 +332,7 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
             means = [(label, _mean_by_layer(group)) for label, _, _, group in lines]
             layers = sorted(frame.loc[frame["metric"] == metric, "layer"].unique())
             if len(layers) == 1:  # measured at one layer (an LM's scores of its output): bars, not a dot a line
-                counts = [_share_count(group) for _, _, _, group in lines]
+                counts = [(_share_count(group), _tie_count(group)) for _, _, _, group in lines]
                 probes = bool((frame.loc[frame["metric"] == metric, "case"] == "probe").all())
                 _mean_bars(ax, metric, means, [e for _, e, _, _ in lines], int(layers[0]), counts, probes)
                 continue
@@ -373,7 +374,7 @@ def _mean_by_layer(rows: pd.DataFrame) -> pd.Series:
     the summary's, over the orders that change the sentence. A probe pair is its own subject (its sentence and its
     counterpart), so a minimal pair's bar is summary.csv's 'all N probes' rate, not a mean of per-sentence means."""
     means = rows["statistic"] == "mean" if "statistic" in rows.columns else rows["permuted"] != rows["input"]
-    rows = rows[means]
+    rows = rows[means & ~_tied(rows)]  # a tie is left out of its rate, as summary.csv leaves it out
     subject = rows["input"].where(rows["case"] != "probe", rows["input"] + " vs " + rows["permuted"])
     return rows.groupby([rows["layer"], subject])["value"].mean().groupby("layer").mean()
 
@@ -395,13 +396,30 @@ def _share_count(rows: pd.DataFrame) -> int | None:
     """How many answers a rate's bar counts, where its height is their share (one sentence's reorderings, or probe
     pairs of one answer each): the count the terminal and summary.csv show beside the rate; None for a mean over
     sentences of unequal counts (no one count) or a metric that is not a rate."""
+    counted = _counted(rows)
+    return None if counted is None else int((~_tied(counted)).sum())
+
+
+def _tie_count(rows: pd.DataFrame) -> int | None:
+    """How many of a rate bar's answers were ties (left out of its share and count), as summary.csv's `ties`."""
+    counted = _counted(rows)
+    return None if counted is None else int(_tied(counted).sum())
+
+
+def _counted(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The answers a rate's bar is the share of (see _share_count); None where there is no one count."""
     if not (rows["metric"].map(reduction_of) == "rate").all():
         return None
     counted = rows[rows["statistic"] == "mean"] if "statistic" in rows.columns else rows
     counted = counted[(counted["permuted"] != counted["input"]) | (counted["case"] == "probe")]
     if "statistic" in rows.columns or ((counted["case"] != "probe").any() and counted["input"].nunique() > 1):
         return None
-    return len(counted)
+    return counted
+
+
+def _tied(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are 0/1 answers within their round-off (verdict `tie`)."""
+    return rows["verdict"] == TIE if "verdict" in rows.columns else pd.Series(False, index=rows.index)
 
 
 def _mean_bars(
@@ -410,15 +428,16 @@ def _mean_bars(
     means: list[tuple[str, pd.Series]],
     colours: list[int],
     layer: int,
-    counts: list[int | None],
+    counts: list[tuple[int | None, int | None]],
     probes: bool,
 ) -> None:
     """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1, with
-    its count as share_text writes it: '0.25 (1/4)')."""
+    its count and ties as share_text writes them: '0.25 (1/4, 1 tie)'); counts: (count, ties) per bar."""
     palette, rate = _colours(), reduction_of(metric) == "rate"
     values = [float(series.iloc[0]) for _, series in means]
     bars = ax.bar(range(len(means)), values, color=[palette[c % len(palette)] for c in colours])
-    labels = [share_text(value, count) if rate else f"{value:.2e}" for value, count in zip(values, counts, strict=True)]
+    shown = zip(values, counts, strict=True)
+    labels = [share_text(value, *counted) if rate else f"{value:.2e}" for value, counted in shown]
     ax.bar_label(bars, labels, fontsize="small")
     ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
     ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)

@@ -29,9 +29,9 @@ from markupsafe import Markup
 from orderlab import __version__
 from orderlab.core.userfiles import FileProblem, read_bounded, read_text
 from orderlab.errors import OrderlabError
-from orderlab.metrics import RATE_COUNT, reduction_of
+from orderlab.metrics import reduction_of
 from orderlab.report import figures as plots
-from orderlab.report.shown import MARKS, first_layer_text, share_text, tone, verdict_text
+from orderlab.report.shown import MARKS, first_layer_text, rate_counts, share_text, tone, verdict_text
 from orderlab.report.terminal import DRIFT_ROWS_SHOWN, VERDICT_LEGEND, DriftLine, drift_lines
 from orderlab.results import artifact
 from orderlab.results.cells import restore_cell
@@ -156,7 +156,7 @@ def table_cells(name: str, header: list[str], lines: list[list[str]]) -> HtmlTab
     for cells in lines[:ROWS_SHOWN]:
         row = dict(zip(header, cells, strict=False))
         if reduction_of(row.get("metric", "")) == "rate":  # a share is a finding, shown as on the console
-            rows.append([_rate_cell(row.get(name, ""), row.get(RATE_COUNT)) if verdict_of[name] else
+            rows.append([_rate_cell(row.get(name, ""), *rate_counts(row, name)) if verdict_of[name] else
                          _cell(row.get(name, ""), None) for name in shown])  # fmt: skip
             continue
         rows.append([_first_layer_cell(row.get(name, "")) if name.endswith(f" {FIRST_LAYER}") else
@@ -211,12 +211,13 @@ def _first_layer_cell(text: str) -> Cell:
     return Cell(shown, text.zfill(6) if text.isdigit() else "")
 
 
-def _rate_cell(text: str, count: str | None) -> Cell:
-    """A rate's cell, unmarked: '0.42 (10/24)' when the row counts its permutations."""
-    rate, total = _number(text), _number(count or "")
+def _rate_cell(text: str, count: str | None, tied: str | None = None) -> Cell:
+    """A rate's cell, unmarked: '0.42 (10/24)' when the row counts its permutations, '0.25 (1/4, 1 tie)' with ties."""
+    rate, total, ties = _number(text), _number(count or ""), _number(tied or "")
     if rate is None or rate != rate:  # not a number, or NaN
         return _cell(text, NON_FINITE)
-    shown = share_text(rate, int(total) if total is not None and total == total else None)
+    shown = share_text(rate, int(total) if total is not None and total == total else None,
+                       int(ties) if ties is not None and ties == ties else None)  # fmt: skip
     return Cell(shown, repr(rate), "")
 
 

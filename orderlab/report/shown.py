@@ -8,8 +8,14 @@ A new verdict word is one line of MARKS (and its legend entry beside it).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from orderlab.metrics import RATE_COUNT, RATE_TIES
+from orderlab.vocabulary.columns import condition_column
+
+if TYPE_CHECKING:
+    import pandas as pd
 from orderlab.vocabulary.verdict_words import (
     DISTINGUISHABLE,
     INDISTINGUISHABLE,
@@ -58,11 +64,21 @@ def verdict_text(value: float, verdict: str) -> str:
     return f"{value:.1e} {mark.glyph}" if mark.value_shown else f"≈0 {mark.glyph}"
 
 
-def share_text(rate: float, count: int | None = None) -> str:
-    """A rate as a person reads it, '0.42 (10/24)': how many of how many; '0.42' without a count; 'nan !'."""
+def share_text(rate: float, count: int | None = None, ties: int | None = None) -> str:
+    """A rate as a person reads it, '0.42 (10/24)': how many of how many, and the answers left out as ties (within
+    their round-off) where there are some, '0.25 (1/4, 1 tie)'; '0.42' without a count; 'nan !'."""
     if not math.isfinite(rate):
         return f"{rate} !"
-    return f"{rate:.2f}" if count is None else f"{rate:.2f} ({round(rate * count)}/{count})"
+    told = [] if count is None else [f"{round(rate * count)}/{count}"]
+    told += [f"{ties} tie{'s' if ties > 1 else ''}"] if ties else []
+    return f"{rate:.2f}" + (f" ({', '.join(told)})" if told else "")
+
+
+def rate_counts(row: Mapping[str, Any] | pd.Series, name: str) -> tuple[Any, Any]:
+    """One condition's count and ties of a summary row's rate: its own columns where summary.csv splits them (the
+    conditions' differ: a tie under one condition's round-off only), else the row's RATE_COUNT and RATE_TIES."""
+    count, ties = (condition_column(name, column) for column in (RATE_COUNT, RATE_TIES))
+    return (row[count] if count in row else row.get(RATE_COUNT)), (row[ties] if ties in row else row.get(RATE_TIES))
 
 
 def share_of(probes: bool) -> str:

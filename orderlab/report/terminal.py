@@ -34,9 +34,9 @@ from rich.text import Text
 from orderlab.core import progress as work
 from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
-from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, RATE_COUNT, RATE_TIES, metric_names, reduction_of
+from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, metric_names, reduction_of
 from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
-from orderlab.report.shown import first_layer_text, share_of, share_text, tone, verdict_text
+from orderlab.report.shown import first_layer_text, rate_counts, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import (
@@ -135,14 +135,9 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
     return verdict_cell(mean, verdict)
 
 
-def ties_text(tied: float | None) -> str:
-    """' 2 ties' after a share whose answers within round-off were left out; '' where none (or no count) was."""
-    return "" if tied is None or pd.isna(tied) or not tied else f" {int(tied)} tie{'s' if tied > 1 else ''}"
-
-
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
-    permutations it decides, and '2 ties' after it where answers were left out as ties; over seeds
+    permutations it decides and, where answers were left out as ties, how many: '0.50 (1/2, 1 tie)'; over seeds
     '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
     rate, verdict = row[name], row[f"{name} verdict"]
     if verdict == NON_FINITE or pd.isna(rate):
@@ -150,16 +145,17 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count, ties = row.get(RATE_COUNT), ties_text(row.get(RATE_TIES))
+    count, tied = rate_counts(row, name)
+    ties = None if tied is None or pd.isna(tied) else int(tied)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
-        return Text(share_text(rate) + ties)
-    return Text(share_text(rate, int(count)) + ties)
+        return Text(share_text(rate, None, ties))
+    return Text(share_text(rate, int(count), ties))
 
 
 def rank_cell(row: pd.Series, name: str) -> Text:
     """The original's rank among itself and its reorderings, '4 of 12' (1: scored above every reordering); a mean
     over seeds '3.7' alone; 'nan !' if non-finite."""
-    rank, count = row[name], row.get(RATE_COUNT)
+    rank, count = row[name], rate_counts(row, name)[0]
     if pd.isna(rank) or row[f"{name} verdict"] == NON_FINITE:
         return verdict_cell(rank, NON_FINITE)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:
@@ -713,9 +709,11 @@ def corpus_tables(summary: pd.DataFrame, encodings: list[str], title: str, thres
 
 
 def share_cell(rate: float, preferred: int, sentences: int, tied: int) -> str:
-    """'67% (2/3)' over the lines decided, with '1 tie' after it where lines were left out as ties."""
+    """'67% (2/3)' over the lines decided and, where lines were left out as ties, how many: '50% (1/2, 1 tie)' (the
+    form of every rate's count: shown.share_text)."""
     shown = "-" if pd.isna(rate) else f"{rate:.0%}"
-    return f"{shown} ({preferred}/{sentences - tied}){ties_text(tied)}"
+    told = [f"{preferred}/{sentences - tied}"] + ([f"{tied} tie{'s' if tied > 1 else ''}"] if tied else [])
+    return f"{shown} ({', '.join(told)})"
 
 
 def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:

@@ -21,7 +21,8 @@ import pandas as pd
 
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
-from orderlab.measure.summaries import finish_summary, summarize_sweep
+from orderlab.measure.escalation import reach_note, resolution_record
+from orderlab.measure.summaries import finish_parts, summarize_sweep
 from orderlab.results.folder import Manifest, append_csv, staged_folder, write_csv, write_manifest
 from orderlab.results.manifest import read_manifest, verify_hashes
 from orderlab.results.orders import ORDERS, orders_table
@@ -30,7 +31,7 @@ from orderlab.results.ownership import Writer, claim
 from orderlab.results.partials import SHARD_FILES, ShardPartials, read_partials
 from orderlab.results.paths import child
 from orderlab.vocabulary.columns import sort_maps
-from orderlab.vocabulary.digest import NoiseKey, Piece, Summary, tag
+from orderlab.vocabulary.digest import Judged, NoiseKey, Piece, Reach, Summary, tag
 
 RECORD_LIMIT = 2**20  # characters of one metrics.csv record: orderlab's are one short line
 CHECK_CHUNK_ROWS = 200_000  # rows of the merged metrics.csv held at once while checking it against the summary
@@ -137,13 +138,28 @@ def merge_into(shards: list[Shard], folder: Path) -> Outcome:
         manifest["rows"] = assembly.rows
         if not maps:
             manifest.pop("attention", None)
+        reach = reached(shards)
+        if resolution := resolution_record(facts.resolution, reach):
+            manifest["resolution"] = resolution  # as the whole run records it
         for name, frame in tables.items():
             write_csv(frame, staging / f"{name}.csv")
         write_manifest(staging, manifest)
     non_finite = assembly.non_finite + sum(shard.partials.non_finite for shard in shards)
-    view = RunView(facts.title, facts.dtype, facts.conditions, facts.swept, tables["summary"], digest=worst)
+    note = reach_note(facts.dtype, facts.resolution, reach)
+    view = RunView(facts.title, facts.dtype, facts.conditions, facts.swept, tables["summary"], digest=worst,
+                   precision_note=note)  # fmt: skip
     files = ["metrics.csv", *(f"{name}.csv" for name in tables), "manifest.json"]
     return Outcome(folder, assembly.rows, files, view, non_finite)
+
+
+def reached(shards: list[Shard]) -> dict[str, Reach]:
+    """Per condition, what the whole run resolved and re-measured: each shard's reach, folded in order (a sentence
+    split between shards reaches the same lines in each; its re-measured orders are counted once, where they ran)."""
+    reach: dict[str, Reach] = {}
+    for shard in shards:
+        for label, part in shard.partials.reach.items():
+            reach.setdefault(label, Reach()).absorb(part)
+    return reach
 
 
 @dataclass
@@ -154,6 +170,7 @@ class Pending:
     summary: Summary
     noise: dict[NoiseKey, float]
     next_start: int
+    finer: Judged | None  # the orders re-measured in the twin's precision, where the sentence escalates
 
 
 class Assembly:
@@ -204,19 +221,27 @@ class Assembly:
                     f"{folder}: starts {unit.sentence!r} under {unit.condition} at {unit.start}, "
                     "but no earlier shard holds its first permutations; expected one partition"
                 )
-            self.pending = Pending(piece, piece.partial.summary, piece.partial.noise, unit.stop)
+            partial = piece.partial
+            self.pending = Pending(piece, partial.summary, partial.noise, unit.stop, partial.finer)
             return
         if unit.start != self.pending.next_start:
             raise OrderlabError(
                 f"{folder}: {unit.sentence!r} under {unit.condition} resumes at {unit.start}, "
                 f"expected {self.pending.next_start}; expected shards of one partition"
             )
-        if not same_noise(piece.partial.noise, self.pending.noise):
+        finer, known = piece.partial.finer, self.pending.finer
+        if (
+            not same_noise(piece.partial.noise, self.pending.noise)
+            or (finer is None) != (known is None)
+            or (finer is not None and known is not None and not same_noise(finer.noise, known.noise))
+        ):
             raise OrderlabError(
                 f"{folder} measured another round-off for {unit.sentence!r} under {unit.condition} than the shard "
                 "before it; expected shards run on one set-up (machine, versions, threads), so that verdicts agree"
             )
         self.pending.summary.absorb(piece.partial.summary)
+        if finer is not None and known is not None:
+            known.summary.absorb(finer.summary)
         self.pending.next_start = unit.stop
 
     def finish(self) -> None:
@@ -232,8 +257,9 @@ class Assembly:
             )
         partial = pending.piece.partial
         assert partial is not None
-        dtype = partial.dtype or self.dtype  # the twin's where the shards escalated this input (all alike)
-        rows, worst, judged = finish_summary(pending.summary, pending.noise, dtype, partial.resolution)
+        coarse = Judged(pending.summary, pending.noise, partial.dtype or self.dtype)
+        parts = [coarse, *([pending.finer] if pending.finer else [])]
+        rows, worst, judged = finish_parts(parts, partial.resolution)
         self.worst.append(tag(worst, combination))
         if not self.per_permutation:
             rows = tag(rows, combination)

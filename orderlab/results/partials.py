@@ -22,13 +22,13 @@ from orderlab.core.bounds import MAX_PROBE_LENGTH
 from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json
 from orderlab.plan.shards import Unit
 from orderlab.results.manifest import MAX_ENTRIES, MAX_ROWS, Text
-from orderlab.spec.fields import RESOLUTION
+from orderlab.spec.fields import RESOLUTION, ComputeType
 from orderlab.spec.sweep import SweptValue
-from orderlab.vocabulary.digest import Digest, NoiseKey, Partial, Piece, Summary
+from orderlab.vocabulary.digest import Digest, Judged, NoiseKey, Partial, Piece, Reach, Summary
 from orderlab.vocabulary.exactsum import EXPONENTS
 
 FILE = "partials.json"
-FORMAT = 1  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)
+FORMAT = 2  # bumped when the layout changes, so an old shard is refused rather than misread (PartialsData.format)
 EXPECTED = "a shard's partial summaries, as `run --shard` writes them"
 PARTIALS_LIMIT = 2**28  # bytes: per-unit summaries and a shard's attention maps; real shards write kilobytes
 MAX_COLUMNS = 256  # columns of a table, swept fields of a combination
@@ -45,6 +45,7 @@ class RunFacts:
     conditions: list[str]  # summary.csv's column order
     swept: list[str]  # swept fields, in column order
     per_permutation: bool
+    resolution: float = RESOLUTION  # the spec's: what the merged run's manifest and caption say was promised
     parses: dict[str, list[int]] = field(default_factory=dict)  # input -> CoNLL heads: orders.csv's dependency column
 
 
@@ -55,6 +56,7 @@ class ShardPartials:
     attention: list[pd.DataFrame]
     non_finite: int  # non-finite rows among those written whole (per-permutation rows, probes)
     token_logprobs: list[pd.DataFrame]  # token_logprobs.csv's rows of the combinations this shard opens
+    reach: dict[str, Reach]  # per condition, what the shard's units resolved and re-measured (Digest.reach)
 
 
 def write_partials(folder: Path, facts: RunFacts, digest: Digest, token_logprobs: list[pd.DataFrame]) -> None:
@@ -65,6 +67,7 @@ def write_partials(folder: Path, facts: RunFacts, digest: Digest, token_logprobs
         "attention": [frame_data(frame) for frame in digest.attention],
         "non_finite": digest.non_finite,
         "token_logprobs": [frame_data(frame) for frame in token_logprobs],
+        "reach": {label: reach.record() for label, reach in digest.reach.items()},
     }
     (folder / FILE).write_text(json.dumps(document) + "\n")
 
@@ -81,6 +84,7 @@ def read_partials(folder: Path) -> ShardPartials:
             [item.frame() for item in document.attention],
             document.non_finite,
             [item.frame() for item in document.token_logprobs],
+            {label: Reach.from_record(item.model_dump()) for label, item in document.reach.items()},
         )
     except (ValueError, TypeError) as error:  # a column's values that its recorded dtype cannot hold
         raise FileProblem(path, f"{str(error)[:120]}; expected {EXPECTED}") from None
@@ -98,8 +102,14 @@ def _piece_data(piece: Piece) -> dict[str, Any]:
             "noise": [[layer, head, metric, value] for (layer, head, metric), value in partial.noise.items()],
             "dtype": partial.dtype,
             "resolution": partial.resolution,
+            "finer": None if partial.finer is None else _judged_data(partial.finer),
         },
     }  # fmt: skip
+
+
+def _judged_data(part: Judged) -> dict[str, Any]:
+    return {"summary": part.summary.state(), "dtype": part.dtype,
+            "noise": [[layer, head, metric, value] for (layer, head, metric), value in part.noise.items()]}  # fmt: skip
 
 
 def _piece(data: PieceData) -> Piece:
@@ -108,7 +118,10 @@ def _piece(data: PieceData) -> Piece:
     if data.partial is not None:
         noise: dict[NoiseKey, float] = {(layer, head, name): value for layer, head, name, value in data.partial.noise}
         summary = Summary.from_state(data.partial.summary.model_dump())
-        partial = Partial(summary, noise, data.partial.dtype, data.partial.resolution)
+        finer = data.partial.finer
+        twin = None if finer is None else Judged(Summary.from_state(finer.summary.model_dump()), finer.noise_map(),
+                                                 finer.dtype)  # fmt: skip
+        partial = Partial(summary, noise, data.partial.dtype, data.partial.resolution, twin)
     worst = None if data.worst is None else data.worst.frame()
     return Piece(Unit(**data.unit.model_dump()), combination, data.rows, worst, partial)
 
@@ -220,11 +233,36 @@ class SummaryData(FileModel):
         return self
 
 
+NoiseData = Annotated[list[tuple[Small, Small | None, SafeName, float]], Field(max_length=MAX_ENTRIES)]
+
+
+class JudgedData(_MayHoldNaN):
+    """The orders of a range measured again in the twin's precision: their summary and the twin's round-off."""
+
+    summary: SummaryData
+    noise: NoiseData
+    dtype: Literal["float32", "float64"]  # a twin is never 16-bit
+
+    def noise_map(self) -> dict[NoiseKey, float]:
+        return {(layer, head, name): value for layer, head, name, value in self.noise}
+
+
 class PartialData(_MayHoldNaN):
     summary: SummaryData
-    noise: list[tuple[Small, Small | None, SafeName, float]] = Field(max_length=MAX_ENTRIES)
-    dtype: Literal["float32", "float64"] | None = None  # judged in: the run's, or the twin's where escalated
+    noise: NoiseData
+    dtype: ComputeType | None = None  # judged in: the run's
     resolution: float = Field(RESOLUTION, gt=0, le=1)
+    finer: JudgedData | None = None
+
+
+class ReachData(FileModel):
+    """A condition's reach over the shard's units (Reach.record)."""
+
+    widest_line: float = Field(ge=0)
+    at_layer: Small
+    judged_in: Literal["", "bfloat16", "float16", "float32", "float64", "mixed"]
+    remeasured: Count
+    remeasured_in: Literal["float32", "float64"] | None
 
 
 class PieceData(FileModel):
@@ -237,19 +275,21 @@ class PieceData(FileModel):
 
 class FactsData(FileModel):
     title: Text
-    dtype: Literal["float32", "float64"]
+    dtype: ComputeType
     conditions: list[Text] = Field(max_length=MAX_ENTRIES)
     swept: list[SafeName] = Field(max_length=MAX_COLUMNS)
     per_permutation: bool
+    resolution: float = Field(RESOLUTION, gt=0, le=1)
     parses: dict[Text, list[Annotated[int, Field(ge=0, le=MAX_PROBE_LENGTH)]]] = Field(
         default_factory=dict, max_length=MAX_ENTRIES
     )
 
 
 class PartialsData(FileModel):
-    format: Literal[1]  # FORMAT
+    format: Literal[2]  # FORMAT
     facts: FactsData
     pieces: list[PieceData] = Field(max_length=MAX_ENTRIES)
     attention: list[FrameData] = Field(max_length=MAX_ENTRIES)
     non_finite: Count
     token_logprobs: list[FrameData] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    reach: dict[Text, ReachData] = Field(default_factory=dict, max_length=MAX_ENTRIES)

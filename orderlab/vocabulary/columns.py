@@ -32,6 +32,11 @@ def first_layer_column(encoding: str) -> str:
     return f"{encoding} {FIRST_LAYER}"
 
 
+def condition_column(encoding: str, column: str) -> str:
+    """One condition's own figure of a column shared by all (a rate's count or ties, where the conditions' differ)."""
+    return f"{encoding} {column}"
+
+
 def earliest(layers: list[str]) -> str:
     """The earliest of several first layers (a seed sweep's cell: where any seed shows order), blank if none does."""
     shown = [int(layer) for layer in layers if layer.isdigit()]

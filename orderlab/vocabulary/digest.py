@@ -138,13 +138,26 @@ class Summary:
 
 
 @dataclass
-class Partial:
-    """A shard's share of one sentence under one condition: its running summary and the round-off measured for it."""
+class Judged:
+    """A running summary of some orders and what their verdicts are judged by: the round-off measured for them, in
+    the precision they were measured in."""
 
     summary: Summary
     noise: dict[NoiseKey, float]
-    dtype: str | None = None  # the precision its verdicts are judged in: the run's, or its twin's where escalated
+    dtype: str
+
+
+@dataclass
+class Partial:
+    """A shard's share of one sentence under one condition: its running summary and the round-off measured for it
+    (the orders kept in the run's precision), and, where the input escalates, the summary of the orders measured
+    again in the twin's precision with the twin's round-off (measure/escalation.py)."""
+
+    summary: Summary
+    noise: dict[NoiseKey, float]
+    dtype: str | None = None  # the precision its verdicts are judged in: the run's
     resolution: float = RESOLUTION
+    finer: Judged | None = None  # the orders re-measured in the twin's precision (None: the input never escalates)
 
 
 @dataclass
@@ -175,9 +188,14 @@ class Reach:
         self.remeasured_in = self.remeasured_in or other.remeasured_in
 
     def record(self) -> dict[str, object]:
-        """manifest.json's entry for the condition."""
+        """manifest.json's entry for the condition (and a shard's, in its partials.json: `from_record` reads it)."""
         return {"widest_line": self.line, "at_layer": self.layer, "judged_in": self.dtype,
                 "remeasured": self.remeasured, "remeasured_in": self.remeasured_in or None}  # fmt: skip
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Reach:
+        return cls(float(record["widest_line"]), int(record["at_layer"]), str(record["judged_in"]),
+                   int(record["remeasured"]), str(record["remeasured_in"] or ""))  # fmt: skip
 
 
 @dataclass

@@ -23,6 +23,7 @@ from orderlab.measure.verdicts import DEFAULT_RESOLUTION
 from orderlab.metrics import METRICS
 from orderlab.spec.extras import installed
 from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
+from tests.sharding import assert_same_files, run_shards, run_whole
 
 pytestmark = [
     pytest.mark.slow,
@@ -146,3 +147,38 @@ def test_without_escalation_the_bfloat16_case_is_unresolved_and_keeps_its_values
     summary = pd.read_csv(tmp_path / "r" / "case" / "summary.csv", dtype=str)
     assert summary.loc[0, "zero verdict"] == UNRESOLVED and pd.isna(summary.loc[0, "zero first layer"])  # empty
     assert "? = unresolved" in " ".join(ran.output.split())
+
+
+MIXED = CASE | {
+    "name": "mixed",
+    "model": CASE["model"] | {"position_embeddings": ["trained", "zero"]},
+    # the issue's two orders (the swap's effect lies within bfloat16's line) and four far from the line
+    "inputs": [*CASE["inputs"], {"sentence": "the old dog bit the tall man", "permutations": {"random": 4}}],
+    "metrics": ["prefix_invariance", "equivariance"],
+}
+
+
+def test_only_the_orders_bfloat16_leaves_unresolved_are_measured_again_with_float32s_verdicts(tmp_path):
+    spec = MIXED | {"rows": "per_permutation"}
+    low = rows_in(spec, "bfloat16", tmp_path)
+    both = matched(rows_in(spec, "float32", tmp_path), low)
+    assert (both["verdict_32"] == both["verdict_low"]).all()  # as if every order had been measured in float32
+    manifest = json.loads((tmp_path / "bfloat16" / "mixed" / "manifest.json").read_text())
+    orders = low.groupby("encoding")["permutation"].nunique()
+    remeasured = {label: record["remeasured"] for label, record in manifest["resolution"]["conditions"].items()}
+    assert all(0 < remeasured[label] < orders[label] for label in orders.index), (remeasured, orders)
+
+
+def test_bfloat16_shards_merged_record_the_whole_runs_resolution(cli, tmp_path):
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(yaml.safe_dump(MIXED | {"model": CASE["model"]}))  # one condition: zero
+    whole = run_whole(cli, spec, tmp_path / "whole")
+    shards = run_shards(cli, spec, 2, tmp_path / "shards")
+    cut = [u for s in shards for u in json.loads((s / "manifest.json").read_text())["shard"]["units"] if u["start"]]
+    assert cut  # a sentence's orders split between shards: their twin's summaries fold too
+    result = cli.invoke(app, ["merge", *map(str, shards), "--out", str(tmp_path / "merged")])
+    assert result.exit_code == 0, result.output
+    assert "re-measured in float32" in " ".join(result.output.split())  # the caption's note, as the whole run's
+    resolution = json.loads((whole / "manifest.json").read_text())["resolution"]
+    assert resolution["conditions"]["zero"]["remeasured"] > 0
+    assert_same_files(tmp_path / "merged" / "mixed", whole)  # manifest.json's resolution record included

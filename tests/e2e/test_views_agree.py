@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import orderlab.api as ol
 from orderlab.cli import app
-from orderlab.metrics import RATE_COUNT, reduction_of
+from orderlab.metrics import RATE_COUNT, RATE_TIES, reduction_of
 from orderlab.report.figures import drawings, read_results
 from orderlab.report.html import read_folder
 from orderlab.report.shown import first_layer_text, share_text, verdict_text
@@ -28,8 +28,9 @@ def expected_cell(row: pd.Series, name: str) -> str | None:
     """What every view must show of one condition's cell (None: a rank, drawn '1 of 2', checked elsewhere)."""
     value, reduction = float(row[name]), reduction_of(row["metric"])
     if reduction == "rate":
-        count = row[RATE_COUNT]
-        return share_text(value, None if pd.isna(count) else int(count))
+        split = f"{name} {RATE_COUNT}" in row.index  # each condition's own count and ties, where theirs differ
+        count, ties = (row[f"{name} {column}" if split else column] for column in (RATE_COUNT, RATE_TIES))
+        return share_text(value, None if pd.isna(count) else int(count), None if pd.isna(ties) else int(ties))
     return None if reduction == "rank" else verdict_text(value, row[f"{name} verdict"] or "")
 
 
@@ -38,7 +39,8 @@ def run(tmp_path: Path, spec: Path) -> tuple[str, Path, pd.DataFrame]:
     result = CliRunner().invoke(app, ["run", str(tmp_path / spec.name), "--out", str(tmp_path)], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     folder = tmp_path / spec.stem
-    kinds = {RATE_COUNT: "Int64"} | {f"{name} verdict": str for name in CONDITIONS}
+    counts = [RATE_COUNT, RATE_TIES, *(f"{name} {column}" for name in CONDITIONS for column in (RATE_COUNT, RATE_TIES))]
+    kinds = dict.fromkeys(counts, "Int64") | {f"{name} verdict": str for name in CONDITIONS}
     summary = pd.read_csv(folder / "summary.csv", dtype=kinds, keep_default_na=False, na_values=[""])
     return result.output, folder, summary.fillna({f"{name} verdict": "" for name in CONDITIONS})
 
@@ -117,4 +119,19 @@ def test_a_spec_of_probes_alone_scores_its_minimal_pairs(tmp_path):
     output, folder, summary = run(tmp_path, spec)
     over_all = summary[summary["case"] == "probes"]
     assert list(over_all["subject"]) == ["all 3 probes"] and list(over_all[RATE_COUNT]) == [3]
+    assert_views_agree(output, folder, summary)
+
+
+@pytest.mark.slow
+def test_a_rates_ties_read_alike_in_every_view(tmp_path):
+    """In bfloat16 some minimal pairs' margins lie within their round-off: every view leaves them out of the rate
+    and counts them beside it, the figure's bar label as summary.csv ('0.50 (1/2, 1 tie)')."""
+    spec = tmp_path / "spec" / "probes_only.yaml"
+    spec.parent.mkdir()
+    spec.write_text(PROBES_ONLY.replace("dtype: float64", "dtype: bfloat16"))
+    output, folder, summary = run(tmp_path, spec)
+    over_all = summary[summary["case"] == "probes"]
+    for name in CONDITIONS:  # each condition's answers: decided or tied
+        assert (over_all[f"{name} {RATE_COUNT}"] + over_all[f"{name} {RATE_TIES}"] == 3).all()
+    assert over_all[RATE_TIES].sum() > 0
     assert_views_agree(output, folder, summary)

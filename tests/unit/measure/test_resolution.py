@@ -7,17 +7,27 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from orderlab.errors import OrderlabError
-from orderlab.measure.escalation import escalates, reach_note, resolution_record, widest_lines
-from orderlab.measure.summaries import first_layers, summarize
+from orderlab.measure.escalation import (
+    escalates,
+    reach_note,
+    reached_lines,
+    resolution_record,
+    unresolvable,
+    widest_lines,
+)
+from orderlab.measure.replay import ChunkRecord
+from orderlab.measure.rows import RowCollector
+from orderlab.measure.summaries import finish_parts, finish_summary, first_layers, summarize
 from orderlab.measure.verdicts import DEFAULT_RESOLUTION, canonical, ties, verdicts, without_order
 from orderlab.metrics import RATE_COUNT, RATE_TIES
 from orderlab.spec.load import load_spec_data
 from orderlab.vocabulary.columns import earliest, first_layer_column
-from orderlab.vocabulary.digest import Reach
+from orderlab.vocabulary.digest import Judged, Reach, Summary
 from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
 
@@ -110,3 +120,48 @@ def test_the_resolution_is_a_spec_field_between_0_and_1(tmp_path):
     assert load_spec_data(spec | {"resolution": 1e-3, "escalate": False}, tmp_path).spec.escalate is False
     with pytest.raises(OrderlabError, match="resolution"):
         load_spec_data(spec | {"resolution": 0}, tmp_path)
+
+
+def test_only_the_orders_with_a_value_within_a_line_wider_than_the_resolution_go_to_the_twin():
+    wide = unresolvable({(2, None, "prefix_invariance"): 0.01, (1, None, "prefix_invariance"): 1e-6}, "bfloat16",
+                        DEFAULT_RESOLUTION)  # fmt: skip
+    assert wide == {(2, None, "prefix_invariance"): pytest.approx(0.16)}  # layer 1's line resolves
+    record = ChunkRecord()
+    record.add("prefix_invariance", 1, torch.tensor([0.0, 0.0, 0.0, 0.0]))  # resolved: a narrow line
+    record.add("prefix_invariance", 2, torch.tensor([0.0, 0.3, 0.1, math.nan]))  # within 0.16: orders 0 and 2
+    record.add_where(torch.tensor([False, True, False, True]), "permutation_preferred", 2, torch.tensor([1.0] * 4))
+    again = record.unresolved(wide, 4)
+    assert again.tolist() == [True, False, True, False]  # NaN is non-finite, not unresolved
+    rows = RowCollector("permutation", "s", "a", ["p1", "p3"], ["x", "y"])
+    record.replay(rows, ~again)
+    table = rows.frame()
+    assert table.groupby("metric")["permutation"].apply(list).to_dict() == {
+        "prefix_invariance": ["p1", "p3", "p1", "p3"], "permutation_preferred": ["p1", "p3"]
+    }  # fmt: skip
+    kept = table.loc[(table["layer"] == 2) & (table["metric"] == "prefix_invariance"), "value"]
+    assert kept.iloc[0] == pytest.approx(0.3) and math.isnan(kept.iloc[1])  # orders 1 and 3, as measured
+
+
+def summary_of(values: dict[tuple[int, ...], float]) -> Summary:
+    summary = Summary("permutation", "a b c", "zero", ["a", "b", "c"])
+    for order, value in values.items():
+        summary.fold((2, None, "prefix_invariance"), value, order, np.array([value]), [order])
+    return summary
+
+
+def test_orders_judged_in_two_precisions_finish_as_one_summary():
+    coarse_noise = {(2, None, "prefix_invariance"): 0.01}  # bfloat16's line, 0.16: too wide
+    fine_noise = {(2, None, "prefix_invariance"): 1e-6}  # float32's: 1.6e-5
+    kept = Judged(summary_of({(2, 1, 0): 0.4}), coarse_noise, "bfloat16")  # clears the wide line
+    again = Judged(summary_of({(0, 2, 1): 0.05, (1, 0, 2): 0.0}), fine_noise, "float32")  # resolved by float32
+    rows, worst, judged = finish_parts([kept, again])
+    assert judged == 0
+    (top,) = worst.itertuples()
+    assert (top.value, top.verdict, top.permutation, top.count) == (0.4, ORDER_SENSITIVE, "2 1 0", 3)
+    assert top.mean == pytest.approx(0.45 / 3)  # exact, over both precisions' orders
+    mean = rows[rows["statistic"] == "mean"].iloc[0]
+    assert mean["verdict"] == ORDER_SENSITIVE  # judged by float32's line: bfloat16's is too wide
+    alone = finish_parts([again, Judged(Summary("permutation", "a b c", "zero", ["a", "b", "c"]), {}, "float32")])
+    assert alone[0].equals(finish_summary(again.summary, fine_noise, "float32")[0])  # one part: as it always was
+    lines, judged_in = reached_lines(coarse_noise, "bfloat16", DEFAULT_RESOLUTION, (fine_noise, "float32"))
+    assert lines == {2: pytest.approx(1.6e-5)} and judged_in == "float32"  # the twin judged what bfloat16 could not
