@@ -46,6 +46,7 @@ __all__ = [
     "load",
     "merge",
     "models",
+    "patch",
     "plan",
     "plot",
     "properties",
@@ -249,6 +250,35 @@ def activations(
     loaded = _load(spec, None, None if given is None else given.record, hooks)
     with evaluating(model) if given else nullcontext():
         return collect_activations(loaded.spec, loaded.path, points, orders, options)
+
+
+def patch(
+    spec: SpecSource,
+    *,
+    device: str = "cpu",
+    model: Any = None,
+    tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Activation patching between orders, as the spec's `patching:` block asks: for each source and target order
+    of each input, each hook point at each layer and slot group copied from the source's run into the target's,
+    one row each with the share of the output's difference it recovers (0: none, 1: all), its round-off line and
+    its verdict ('recovers none', 'recovers part', 'recovers all'). docs/spec.md defines slots and shares.
+    model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them
+    (patched points must be others than yours)."""
+    from orderlab.measure.patching import measure_patching
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
+    from orderlab.models.hf.given import evaluating, given_model
+
+    hooks, device = check_argument.hooks(hooks), check_argument.device(device)
+    shown = check_argument.progress(progress)
+    given = given_model(model, tokenizer)
+    options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
+    loaded = _load(spec, None, None if given is None else given.record, hooks)
+    with evaluating(model) if given else nullcontext():
+        return measure_patching(loaded.spec, loaded.path, options)
 
 
 def load(results_dir: str | Path) -> Result:
