@@ -5,9 +5,12 @@ layer, then the target's run is repeated with one slot group's tokens of one poi
 (spec/patching_block.py defines a slot and how a target slot is matched to the source's tokens). The effect is read
 on one output and normalised as the share of the full difference that the patch recovers:
 
-    a scalar (log P of the target sentence):   (patched - target) / (source - target)
+    a scalar (the last word's log P):           (patched - target) / (source - target)
     a state (the last slot's last-layer state): 1 - |patched - source| / |target - source|
 
+The scalar is the last word's log P given the words before it, not the whole sentence's: two orders' sentences score
+different tokens at every moved slot, so no patch could move one's log P to the other's; the last word (kept in place
+by a reordering of the words before it) is the same token in both runs.
 so 0 is "nothing moved with the patch" and 1 "everything did". Reading and writing both go through the one hook
 channel of the model (the user's hooks, models/hf/interventions.py), at the same place of the pass, so any point a
 function may write there can be patched; the patched runs of one point and layer (one per slot group) go through the
@@ -18,7 +21,7 @@ else part; a pair whose full difference is itself round-off has nothing to recov
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +38,7 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.verdicts import noise_scale, round_off_lines
-from orderlab.models.hf.interventions import hooked_block
+from orderlab.models.hf.interventions import UserHook, hooked_block
 from orderlab.models.precision import dtype_name
 from orderlab.spec.model_specs import HOOKABLE_POINTS, CorpusInputs
 from orderlab.spec.patching_block import PatchingSpec
@@ -213,8 +216,8 @@ def source_tokens(source: WordTokens, target: WordTokens, pair: OrderPair, match
         read = slot if match == "position" else pair.source.index(pair.target[slot])
         begin, end = source.spans[read]
         if end - begin != stop - start:
-            raise OrderlabError(f"patching: slot {slot} has {stop - start} token(s) in the target and {end - begin} "
-                                f"in the source slot it reads; expected match: word, or words of one token each")
+            raise OrderlabError(f"patching: slot {slot} has {stop - start} token(s) in the target and {end - begin} in "
+                                "the source slot it reads; expected match: word, or one token a word")  # fmt: skip
         reads[start:stop] = range(begin, end)
     return torch.tensor(reads)
 
@@ -229,7 +232,7 @@ def slot_masks(target: WordTokens, groups: list[tuple[int, ...]]) -> torch.Tenso
 
 
 @contextmanager
-def added_hooks(backend: PretrainedBackend, hooks: Mapping[str, Callable[[torch.Tensor], torch.Tensor]]) -> Iterator[None]:
+def added_hooks(backend: PretrainedBackend, hooks: Mapping[str, UserHook]) -> Iterator[None]:
     """While open, `hooks` run beside the user's own (the one hook channel); a point that has the user's is refused."""
     own = backend.user_hooks
     clash = sorted(set(own) & set(hooks))
@@ -242,7 +245,7 @@ def added_hooks(backend: PretrainedBackend, hooks: Mapping[str, Callable[[torch.
         backend.user_hooks = own
 
 
-def _recorder(name: str, into: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+def _recorder(name: str, into: dict[str, torch.Tensor]) -> UserHook:
     """A function that keeps what passes its point and changes nothing."""
 
     def record(tensor: torch.Tensor) -> torch.Tensor:
@@ -252,7 +255,7 @@ def _recorder(name: str, into: dict[str, torch.Tensor]) -> Callable[[torch.Tenso
     return record
 
 
-def _writer(name: str, value: torch.Tensor, masks: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+def _writer(name: str, value: torch.Tensor, masks: torch.Tensor) -> UserHook:
     """A function that gives row g of a pass the source's `value` (T, ...) at the tokens masks[g] marks; rows past
     the groups' (a batch padded to whole row tiles) pass unchanged. The point's token axis is its second."""
 
@@ -269,23 +272,26 @@ def _writer(name: str, value: torch.Tensor, masks: torch.Tensor) -> Callable[[to
 
 
 def effect_of(forward: Forward, ids: torch.Tensor, lasts: list[tuple[int, int]], effect: str) -> torch.Tensor:
-    """Each row's output judged, in float64: its log P (B,), or its last slot's word state at the last layer (B, d)
-    (the mean of the slot's tokens, as every word state)."""
-    from orderlab.models.pretrained import sentence_logprob
+    """Each row's output judged, in float64, at its last slot (tokens start..stop-1): the last word's log P given the
+    words before it (B,), or its word state at the last layer (B, d) (the mean of its tokens, as every word state)."""
+    from orderlab.models.pretrained import token_logprobs
 
-    if effect == "logprob":
+    if effect == "last_logprob":
         if forward.logits is None:
-            raise OrderlabError("patching: effect: logprob needs a causal LM's logits; expected effect: state")
-        return sentence_logprob(forward.logits, ids).double().cpu()
+            raise OrderlabError("patching: effect: last_logprob needs a causal LM's logits; expected effect: state")
+        logprobs = token_logprobs(forward.logits, ids).double().cpu()  # (B, T-1): token t's at t-1
+        return torch.stack([logprobs[row, start - 1 : stop - 1].sum() for row, (start, stop) in enumerate(lasts)])
     last = forward.hidden[-1]
     return torch.stack([last[row, start:stop].mean(0) for row, (start, stop) in enumerate(lasts)]).double().cpu()
 
 
 def share_of(source: torch.Tensor, target: torch.Tensor, patched: torch.Tensor, effect: str) -> np.ndarray:
     """(G,) the share of the source-target difference each patched row recovers (0: none, 1: all)."""
-    if effect == "logprob":
-        return ((patched - target) / (source - target)).numpy()
-    return (1 - (patched - source).norm(dim=-1) / (target - source).norm(dim=-1)).numpy()
+    if effect == "last_logprob":
+        shares = (patched - target) / (source - target)
+    else:
+        shares = 1 - (patched - source).norm(dim=-1) / (target - source).norm(dim=-1)
+    return np.asarray(shares.numpy(), dtype=np.float64)
 
 
 def judged(measured: Recovered, finer: Recovered, scale: float, dtype: str) -> tuple[np.ndarray, ...]:

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from orderlab.core import bounds
 from orderlab.core.strict_model import StrictModel
 
-EFFECTS = ("state", "logprob")  # the outputs a patch's effect is read on (measure/patching.py)
+EFFECTS = ("state", "last_logprob")  # the outputs a patch's effect is read on (measure/patching.py)
 MATCHES = ("position", "word")  # what a target slot receives from the source run
 
 
@@ -43,12 +43,12 @@ class PatchingSpec(StrictModel):
         "position",
         description="What a target slot receives: the source's tokens at the same slot, or those of the same word.",
     )
-    effect: Literal["state", "logprob"] = Field(
+    effect: Literal["state", "last_logprob"] = Field(
         "state",
         description=(
-            "The output judged: state (the last slot's word state at the last layer; share 1 - |patched - source| "
-            "/ |target - source|) or logprob (a causal LM's log P of the target sentence; share (patched - target) "
-            "/ (source - target))."
+            "The output judged at the last slot: state (its word state at the last layer; share 1 - |patched - "
+            "source| / |target - source|) or last_logprob (a causal LM's log P of its word given the words before; "
+            "share (patched - target) / (source - target))."
         ),
     )
     pairs: Literal["reorderings"] | list[tuple[list[int], list[int]]] = Field(
