@@ -309,11 +309,20 @@ def compare(
     force: bool = False,
     html: str | Path | None = None,
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> pd.DataFrame:
     """`orderlab compare` as a frame: every spec (None: experiments/) under every encoding, worst value per input x
-    metric x layer; written to OUT/compare/ when out is given."""
-    from orderlab.commands.compare import compare_specs
+    metric x layer; written to OUT/compare/ when out is given. model, tokenizer: a transformers model object and its
+    tokenizer, checked as `run` checks them and then refused in one line: compare swaps the attention stack's
+    encodings, and a model object brings its own positions (compare its conditions with run(spec, model=...) and
+    model.position_embeddings); never a seeded model in its place."""
+    from orderlab.commands.compare import PRETRAINED_POSITIONS, compare_specs
+    from orderlab.models.hf.given import given_model
 
+    if given_model(model, tokenizer) is not None:
+        raise OrderlabError(f"model: {PRETRAINED_POSITIONS}, so compare cannot swap its encodings; expected "
+                            "run(spec, model=...) with model.position_embeddings naming its conditions")  # fmt: skip
     paths = None if specs is None else check_argument.paths("specs", specs)
     names = ",".join(check_argument.names("encodings", encodings))
     rows = None if metrics is None else check_argument.names("metrics", metrics)
@@ -358,17 +367,23 @@ def trace(
     out: str | Path | None = None,
     force: bool = False,
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> pd.DataFrame:
-    """`orderlab trace` as a tidy frame (quantity, head, slot, word, index, value): one layer step by step."""
+    """`orderlab trace` as a tidy frame (quantity, head, slot, word, index, value): one layer step by step.
+    model, tokenizer: a transformers model object and its tokenizer, traced in place of the spec's model (as `run`
+    takes them; a spec {"kind": "hf"} then takes its family from the object, never a seeded default)."""
     from orderlab.commands.trace import trace_and_write
     from orderlab.measure.trace import trace_frame
+    from orderlab.models.hf.given import evaluating, given_model
 
     index, layer = check_argument.integer("input_index", input_index, 0), check_argument.integer("layer", layer, 1)
     encoding, force = check_argument.text("encoding", encoding, empty=True), check_argument.flag("force", force)
     family = check_argument.text("family", family, empty=True)
     root, shown = check_argument.optional_path("out", out), _phases(check_argument.progress(progress))
-    with _spec_file(spec) as path, _results_root(root) as results:
-        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown)
+    given = given_model(model, tokenizer)
+    with _spec_file(spec) as path, _results_root(root) as results, evaluating(model) if given else nullcontext():
+        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown, given=given)
         return trace_frame(traced.trace)
 
 
@@ -400,19 +415,28 @@ def check(
     html: str | Path | None = None,
     device: str = "cpu",
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> CheckResult:
     """`orderlab check`: re-run specs (None: experiments/) on `device` against their baselines under
-    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code."""
+    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code.
+    model, tokenizer: a transformers model object the specs describe, re-run in place of their own model (as `run`
+    takes them): how a baseline made by run(spec, model=...) is checked."""
     from orderlab.commands.check import check as check_specs
+    from orderlab.models.hf.given import evaluating, given_model
 
     found = [] if targets is None else check_argument.paths("targets", targets)
     root, update = check_argument.path("out", out), check_argument.flag("update", update)
     rtol, atol = check_argument.tolerance("rtol", rtol), check_argument.tolerance("atol", atol)
     junit_file, html_file = check_argument.optional_path("junit", junit), check_argument.optional_path("html", html)
-    options = _options(device, None, False, progress)
-    return check_specs(
-        found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
-    )
+    given = given_model(model, tokenizer)
+    if given is not None and not found:
+        raise OrderlabError("targets: none given with model=; expected the spec files that describe the model object")
+    options = replace(_options(device, None, False, progress), model=given)
+    with evaluating(model) if given else nullcontext():
+        return check_specs(
+            found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
+        )
 
 
 def encodings() -> pd.DataFrame:
