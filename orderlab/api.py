@@ -95,6 +95,34 @@ class Result:
         return f"Result(name={self.name!r}, folder={self.folder!r}, rows={len(self.metrics)}, verdicts={self.verdicts})"
 
 
+@dataclass(frozen=True)
+class Patched:
+    """What `patch` measured: one row per condition x input x pair of orders x point x layer x slot group."""
+
+    name: str  # the spec's name
+    shares: pd.DataFrame  # the share recovered, its round-off line and verdict (measure/patching.COLUMNS)
+
+    def figure(self) -> Figure:
+        """Per condition, layers x slot groups, each cell the mean share recovered (report/patching_figure.py)."""
+        from orderlab.report.patching_figure import patching_heat_map
+
+        return patching_heat_map(self.shares, self.name)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the verdict counts and the first rows."""
+        counts = self.shares["verdict"].value_counts() if len(self.shares) else None
+        found = {} if counts is None else {str(verdict): int(count) for verdict, count in counts.items()}
+        shown = ", ".join(f"{verdict}: {count}" for verdict, count in sorted(found.items())) or "none"
+        return (f"<div><strong>{_html.escape(self.name)}</strong>: {len(self.shares):,} patches; verdicts: "
+                f"{_html.escape(shown)}</div>{self.shares.head(PATCHES_SHOWN).to_html(index=False)}")  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"Patched(name={self.name!r}, patches={len(self.shares)})"
+
+
+PATCHES_SHOWN = 20  # rows of a Patched's frame a notebook shows
+
+
 def validate(spec: SpecSource, *, base: str | Path | None = None, model: Any = None) -> Spec:
     """The validated spec (every sweep combination checked, the cost estimated); OrderlabError if it is not.
 
@@ -260,11 +288,12 @@ def patch(
     tokenizer: Any = None,
     hooks: Mapping[str, Callable[[Any], Any]] | None = None,
     progress: Progress | None = None,
-) -> pd.DataFrame:
+) -> Patched:
     """Activation patching between orders, as the spec's `patching:` block asks: for each source and target order
     of each input, each hook point at each layer and slot group copied from the source's run into the target's,
-    one row each with the share of the output's difference it recovers (0: none, 1: all), its round-off line and
-    its verdict ('recovers none', 'recovers part', 'recovers all'). docs/spec.md defines slots and shares.
+    one row each (`.shares`) with the share of the output's difference it recovers (0: none, 1: all), its round-off
+    line and its verdict ('recovers none', 'recovers part', 'recovers all'); `.figure()` draws them, layers x slots
+    per condition. docs/spec.md defines slots and shares.
     model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them
     (patched points must be others than yours)."""
     from orderlab.measure.patching import measure_patching
@@ -278,7 +307,7 @@ def patch(
     options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
     loaded = _load(spec, None, None if given is None else given.record, hooks)
     with evaluating(model) if given else nullcontext():
-        return measure_patching(loaded.spec, loaded.path, options)
+        return Patched(loaded.spec.name, measure_patching(loaded.spec, loaded.path, options))
 
 
 def load(results_dir: str | Path) -> Result:

@@ -36,7 +36,7 @@ def patched(seeded):
     import orderlab.api as ol
 
     groups = [[0, 1, 2, 3, 4], [4], [], [1], [0]]
-    return ol.patch(spec({"layers": [1], "slots": groups}), model=seeded.model, tokenizer=seeded.tokenizer)
+    return ol.patch(spec({"layers": [1], "slots": groups}), model=seeded.model, tokenizer=seeded.tokenizer).shares
 
 
 def share(frame, slots: str) -> tuple[float, str]:
@@ -96,11 +96,16 @@ def test_each_slot_at_every_layer_on_the_last_words_log_p():
     import orderlab.api as ol
 
     model = {**GIVEN, "d_model": 32, "n_heads": 2, "n_layers": 2, "position_embeddings": ["zero", "trained"]}
-    frame = ol.patch(spec({"effect": "last_logprob"}, model))
+    patched = ol.patch(spec({"effect": "last_logprob"}, model))
+    frame = patched.shares
     assert list(frame.slots.unique()) == ["0", "1", "2", "3", "4", "0+1+2+3+4"]
     assert sorted(frame.layer.unique()) == [1, 2] and sorted(frame.encoding.unique()) == ["seeded", "zero"]
     layer_2 = frame[(frame.layer == 2) & (frame.slots == "0+1+2+3+4")]  # every state the source's
     assert set(layer_2.verdict) == {"recovers all"}
+    figure = patched.figure()  # a panel per condition, layers x slot groups
+    assert [ax.get_title() for ax in figure.axes[:2]] == ["seeded", "zero"]
+    assert [label.get_text() for label in figure.axes[0].get_yticklabels()] == ["output 1", "output 2"]
+    assert "patches" in patched._repr_html_() and repr(patched) == "Patched(name='patched', patches=24)"
 
 
 def test_a_slot_reads_the_source_at_its_position_or_where_its_word_is():
