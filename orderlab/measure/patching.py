@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from orderlab.models.hf.grouping import WordTokens
     from orderlab.models.hf.loader import Forward, PretrainedBackend
 
+PATCHING = "patching"  # a run's patching.csv (beside metrics.csv), as results/run_writer.py writes its tables
 SHARE = "share"  # the column of the recovered share
 COLUMNS = ("encoding", "input", "source", "target", "point", "layer", "slots", SHARE, "round_off", "verdict")
 

@@ -42,6 +42,7 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
+from orderlab.report.patching_figure import patching_heat_map
 from orderlab.report.shown import share_of, share_text
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
@@ -80,7 +81,7 @@ class Drawing:
     """One figure of a results folder, with what tells it apart from the others of its kind."""
 
     stem: str  # file name without extension: metrics_by_layer, attention_causal-true_rope_layer2
-    kind: str  # metrics, decodability, task or attention
+    kind: str  # metrics, displacement, decodability, task, corpus, patching or attention
     label: str  # 'rope, layer 2 (causal=true)'; empty where the folder has one figure of its kind
     figure: Figure
 
@@ -99,6 +100,7 @@ class Results:
     manifest: ManifestFields
     attention: pd.DataFrame | None
     orders: pd.DataFrame | None = None  # orders.csv: each reordering's displacement (results/orders.py)
+    patching: pd.DataFrame | None = None  # patching.csv: the share each activation patch recovered (spec's patching:)
 
 
 def has_figures(folder: Path) -> bool:
@@ -133,7 +135,7 @@ def read_results(folder: Path) -> Results:
     metrics = read_metrics(folder, manifest, kinds | details, METRICS)
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader
     attention = read_attention(folder, manifest, swept_kinds(manifest)) if has_maps else None
-    return Results(metrics, manifest, attention, read_orders(folder))
+    return Results(metrics, manifest, attention, read_orders(folder), read_patching(folder))
 
 
 def read_orders(folder: Path) -> pd.DataFrame | None:
@@ -145,6 +147,17 @@ def read_orders(folder: Path) -> pd.DataFrame | None:
     kinds = {name: tables.TEXT for name in KEY} | {"mean_abs_displacement": tables.NUMBER}
     orders = tables.require(tables.read_table(path, expected), path, kinds, expected)
     return orders[[column for column in ORDERS_COLUMNS if column in orders.columns]]
+
+
+def read_patching(folder: Path) -> pd.DataFrame | None:
+    """patching.csv held to what its heat map draws (None where the spec has no patching block)."""
+    path = folder / "patching.csv"
+    if not path.exists() and not path.is_symlink():
+        return None
+    expected = "patching.csv as `orderlab run` writes it (a spec's patching: block)"
+    kinds = {name: tables.TEXT for name in ("encoding", "input", "source", "target", "point", "slots")}
+    kinds |= {"layer": tables.INDEX, "share": tables.NUMBER}
+    return tables.require(tables.read_table(path, expected), path, kinds, expected)
 
 
 def parse_formats(text: str) -> list[str]:
@@ -218,6 +231,8 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     if not accuracy.empty:
         figure = task_accuracy(_with_lengths(folder, accuracy), [c for c in swept if c != WEIGHTS], name)
         drawn.append(Drawing("task_accuracy", "task", "", figure))
+    if results.patching is not None and not results.patching.empty:
+        drawn.append(Drawing("patching", "patching", "", patching_heat_map(results.patching, name)))
     if attention is not None and manifest.attention is not None:
         words, reorderings = manifest.attention.words, manifest.attention.reorderings
         for columns, configuration in _by_configuration(attention, swept):
