@@ -78,6 +78,7 @@ class Result:
     manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
     token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
+    patching: pd.DataFrame | None = None  # patching.csv (a spec's patching: block, as `patch` measures it), if any
 
     def _repr_html_(self) -> str:
         """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame; the table's
@@ -317,7 +318,7 @@ def load(results_dir: str | Path) -> Result:
     folder = check_argument.path("results_dir", results_dir)
     read = read_run_folder(folder)
     return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest,
-                  _verdicts(read.summary), read.token_logprobs)  # fmt: skip
+                  _verdicts(read.summary), read.token_logprobs, read.patching)  # fmt: skip
 
 
 def merge(shards: list[str | Path], out: str | Path = "results", *, force: bool = False) -> Result:

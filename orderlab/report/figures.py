@@ -51,7 +51,7 @@ from orderlab.results.orders import COLUMNS as ORDERS_COLUMNS
 from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
-from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, swept_kinds
+from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, read_patching, swept_kinds
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 
@@ -135,7 +135,8 @@ def read_results(folder: Path) -> Results:
     metrics = read_metrics(folder, manifest, kinds | details, METRICS)
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader
     attention = read_attention(folder, manifest, swept_kinds(manifest)) if has_maps else None
-    return Results(metrics, manifest, attention, read_orders(folder), read_patching(folder))
+    patching = read_patching(folder, swept_kinds(manifest))
+    return Results(metrics, manifest, attention, read_orders(folder), patching)
 
 
 def read_orders(folder: Path) -> pd.DataFrame | None:
@@ -147,17 +148,6 @@ def read_orders(folder: Path) -> pd.DataFrame | None:
     kinds = {name: tables.TEXT for name in KEY} | {"mean_abs_displacement": tables.NUMBER}
     orders = tables.require(tables.read_table(path, expected), path, kinds, expected)
     return orders[[column for column in ORDERS_COLUMNS if column in orders.columns]]
-
-
-def read_patching(folder: Path) -> pd.DataFrame | None:
-    """patching.csv held to what its heat map draws (None where the spec has no patching block)."""
-    path = folder / "patching.csv"
-    if not path.exists() and not path.is_symlink():
-        return None
-    expected = "patching.csv as `orderlab run` writes it (a spec's patching: block)"
-    kinds = {name: tables.TEXT for name in ("encoding", "input", "source", "target", "point", "slots")}
-    kinds |= {"layer": tables.INDEX, "share": tables.NUMBER}
-    return tables.require(tables.read_table(path, expected), path, kinds, expected)
 
 
 def parse_formats(text: str) -> list[str]:

@@ -32,6 +32,8 @@ def test_a_run_writes_patching_csv_as_api_patch_measures_it_and_plot_draws_it(tm
     assert list(written.columns) == list(measured.columns)
     assert written["slots"].tolist() == ["0", "0+1+2+3"] and written["verdict"].tolist()[1] == "recovers all"
     assert written["share"].tolist() == pytest.approx(measured["share"].tolist(), abs=1e-6)
+    loaded = ol.load(tmp_path / "patched").patching  # read back, held to its columns
+    assert loaded is not None and loaded["slots"].tolist() == ["0", "0+1+2+3"]
     assert invoke("plot", tmp_path / "patched").exit_code == 0
     assert (tmp_path / "patched" / "figures" / "patching.png").is_file()
 
