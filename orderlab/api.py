@@ -344,21 +344,18 @@ def compare(
 ) -> pd.DataFrame:
     """`orderlab compare` as a frame: every spec (None: experiments/) under every encoding, worst value per input x
     metric x layer; written to OUT/compare/ when out is given. model, tokenizer: a transformers model object and its
-    tokenizer, checked as `run` checks them and then refused in one line: compare swaps the attention stack's
-    encodings, and a model object brings its own positions (compare its conditions with run(spec, model=...) and
-    model.position_embeddings); never a seeded model in its place."""
-    from orderlab.commands.compare import PRETRAINED_POSITIONS, compare_specs
-    from orderlab.models.hf.given import given_model
+    tokenizer (as `run` takes them): each spec then describes the object and is run on it, its conditions
+    (model.position_embeddings) side by side in place of encodings (encodings='all'); no seeded model is built."""
+    from orderlab.commands.compare import compare_specs
+    from orderlab.models.hf.given import evaluating, given_model
 
-    if given_model(model, tokenizer) is not None:
-        raise OrderlabError(f"model: {PRETRAINED_POSITIONS}, so compare cannot swap its encodings; expected "
-                            "run(spec, model=...) with model.position_embeddings naming its conditions")  # fmt: skip
     paths = None if specs is None else check_argument.paths("specs", specs)
     names = ",".join(check_argument.names("encodings", encodings))
     rows = None if metrics is None else check_argument.names("metrics", metrics)
     report_file, root = check_argument.optional_path("html", html), check_argument.optional_path("out", out)
-    options = _options(device, None, force, progress)
-    with _results_root(root) as results:
+    given = given_model(model, tokenizer)
+    options = replace(_options(device, None, force, progress), model=given)
+    with _results_root(root) as results, evaluating(model) if given else nullcontext():
         done = compare_specs(paths, names, rows, results, options, html=report_file, phases=_phases(progress))
     return done.comparison.table
 

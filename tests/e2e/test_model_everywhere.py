@@ -51,14 +51,20 @@ def test_check_reruns_the_spec_on_the_object_against_the_baseline_it_made(gpt2, 
     assert [outcome.status for outcome in alone.outcomes] == ["error"]
 
 
-def test_compare_refuses_a_model_object_in_one_line_never_runs_a_seeded_model(gpt2, tmp_path):
+def test_compare_runs_each_spec_on_the_object_under_its_conditions(gpt2, tmp_path):
     import orderlab.api as ol
     from orderlab.errors import OrderlabError
 
     model, tokenizer = gpt2
-    with pytest.raises(OrderlabError, match=r"^model: a pretrained model brings its own positions") as error:
-        ol.compare([tmp_path / "any.yaml"], model=model, tokenizer=tokenizer, progress=False)
-    assert "\n" not in str(error.value)
+    path = tmp_path / "given.yaml"
+    path.write_text(yaml.safe_dump({**SPEC, "model": {"kind": "hf", "position_embeddings": ["trained", "zero"]}}))
+    table = ol.compare([path], model=model, tokenizer=tokenizer, metrics="equivariance", progress=False)
+    assert {"given", "zero", "given verdict", "zero verdict"} <= set(table.columns)
+    run = ol.run(path, model=model, tokenizer=tokenizer, progress=False).metrics
+    worst = run[(run.encoding == "zero") & (run.metric == "equivariance")].groupby("layer")["value"].max()
+    assert table.sort_values("layer")["zero"].tolist() == pytest.approx(worst.tolist())  # the object's own numbers
+    with pytest.raises(OrderlabError, match=r"^encodings: 'rope' with model="):
+        ol.compare([path], encodings="rope", model=model, tokenizer=tokenizer, progress=False)
 
 
 @pytest.mark.parametrize("function", ["trace", "check", "compare", "patch"])
