@@ -80,16 +80,19 @@ def measure_patching(spec: Spec, spec_file: Path, options: RunOptions = DEFAULTS
     if isinstance(spec.inputs, CorpusInputs):
         raise OrderlabError("patching: a corpus spec's sentences are a file; expected inputs: - sentence: ...")
     rows: list[dict[str, object]] = []
-    for configuration in plan(spec):
+    configurations = plan(spec)
+    for done, configuration in enumerate(configurations, start=1):
         concrete = configuration.spec
         adapters = build_adapters(concrete, options.device, spec_file, given=options.model, user_hooks=options.hooks)
         for adapter in adapters:
-            rows += _condition_rows(adapter, concrete, block, configuration.columns, options)
+            rows += _condition_rows(adapter, concrete, block, configuration.columns)
+        if options.progress:
+            options.progress(done, len(configurations))  # sweep combinations patched
     return pd.DataFrame(rows)
 
 
 def _condition_rows(
-    adapter: Adapter, spec: Spec, block: PatchingSpec, columns: dict[str, SweptValue], options: RunOptions
+    adapter: Adapter, spec: Spec, block: PatchingSpec, columns: dict[str, SweptValue]
 ) -> list[dict[str, object]]:
     backend_of(adapter)  # refused here, once, for a model whose points no function may write
     names = _names(block, adapter.n_layers)
@@ -109,8 +112,6 @@ def _condition_rows(
                                  "source": perms.label(pair.source), "target": perms.label(pair.target),
                                  "point": point, "layer": int(layer), "slots": group_label(group),
                                  SHARE: shares[i, j], "round_off": lines[i, j], "verdict": verdicts[i, j]})  # fmt: skip
-            if options.progress:
-                options.progress(len(rows), 0)
     return rows
 
 

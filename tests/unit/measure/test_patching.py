@@ -96,8 +96,10 @@ def test_each_slot_at_every_layer_on_the_last_words_log_p():
     import orderlab.api as ol
 
     model = {**GIVEN, "d_model": 32, "n_heads": 2, "n_layers": 2, "position_embeddings": ["zero", "trained"]}
-    patched = ol.patch(spec({"effect": "last_logprob"}, model))
+    seen: list[tuple[int, int]] = []
+    patched = ol.patch(spec({"effect": "last_logprob"}, model), progress=lambda done, total: seen.append((done, total)))
     frame = patched.shares
+    assert seen == [(1, 1)]  # one sweep combination, patched
     assert list(frame.slots.unique()) == ["0", "1", "2", "3", "4", "0+1+2+3+4"]
     assert sorted(frame.layer.unique()) == [1, 2] and sorted(frame.encoding.unique()) == ["seeded", "zero"]
     layer_2 = frame[(frame.layer == 2) & (frame.slots == "0+1+2+3+4")]  # every state the source's
