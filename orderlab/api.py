@@ -46,6 +46,7 @@ __all__ = [
     "load",
     "merge",
     "models",
+    "patch",
     "plan",
     "plot",
     "properties",
@@ -77,6 +78,7 @@ class Result:
     manifest: dict[str, Any]  # manifest.json: spec hash, versions, seed, device
     verdicts: dict[str, int]  # how many summary cells read each verdict ("equivariant", "order-sensitive", ...)
     token_logprobs: pd.DataFrame | None = None  # token_logprobs.csv (a causal LM's, token_logprobs: true), if written
+    patching: pd.DataFrame | None = None  # patching.csv (a spec's patching: block, as `patch` measures it), if any
 
     def _repr_html_(self) -> str:
         """A notebook shows the run by its summary table and verdict counts, not the whole metrics frame; the table's
@@ -92,6 +94,34 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(name={self.name!r}, folder={self.folder!r}, rows={len(self.metrics)}, verdicts={self.verdicts})"
+
+
+@dataclass(frozen=True)
+class Patched:
+    """What `patch` measured: one row per condition x input x pair of orders x point x layer x slot group."""
+
+    name: str  # the spec's name
+    shares: pd.DataFrame  # the share recovered, its round-off line and verdict (measure/patching.COLUMNS)
+
+    def figure(self) -> Figure:
+        """Per condition, layers x slot groups, each cell the mean share recovered (report/patching_figure.py)."""
+        from orderlab.report.patching_figure import patching_heat_map
+
+        return patching_heat_map(self.shares, self.name)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the verdict counts and the first rows."""
+        counts = self.shares["verdict"].value_counts() if len(self.shares) else None
+        found = {} if counts is None else {str(verdict): int(count) for verdict, count in counts.items()}
+        shown = ", ".join(f"{verdict}: {count}" for verdict, count in sorted(found.items())) or "none"
+        return (f"<div><strong>{_html.escape(self.name)}</strong>: {len(self.shares):,} patches; verdicts: "
+                f"{_html.escape(shown)}</div>{self.shares.head(PATCHES_SHOWN).to_html(index=False)}")  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"Patched(name={self.name!r}, patches={len(self.shares)})"
+
+
+PATCHES_SHOWN = 20  # rows of a Patched's frame a notebook shows
 
 
 def validate(spec: SpecSource, *, base: str | Path | None = None, model: Any = None) -> Spec:
@@ -251,6 +281,36 @@ def activations(
         return collect_activations(loaded.spec, loaded.path, points, orders, options)
 
 
+def patch(
+    spec: SpecSource,
+    *,
+    device: str = "cpu",
+    model: Any = None,
+    tokenizer: Any = None,
+    hooks: Mapping[str, Callable[[Any], Any]] | None = None,
+    progress: Progress | None = None,
+) -> Patched:
+    """Activation patching between orders, as the spec's `patching:` block asks: for each source and target order
+    of each input, each hook point at each layer and slot group copied from the source's run into the target's,
+    one row each (`.shares`) with the share of the output's difference it recovers (0: none, 1: all), its round-off
+    line and its verdict ('recovers none', 'recovers part', 'recovers all'); `.figure()` draws them, layers x slots
+    per condition. docs/spec.md defines slots and shares.
+    model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them
+    (patched points must be others than yours)."""
+    from orderlab.measure.patching import measure_patching
+    from orderlab.measure.run_options import RunOptions
+    from orderlab.models.devices import resolve_device
+    from orderlab.models.hf.given import evaluating, given_model
+
+    hooks, device = check_argument.hooks(hooks), check_argument.device(device)
+    shown = check_argument.progress(progress)
+    given = given_model(model, tokenizer)
+    options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
+    loaded = _load(spec, None, None if given is None else given.record, hooks)
+    with evaluating(model) if given else nullcontext():
+        return Patched(loaded.spec.name, measure_patching(loaded.spec, loaded.path, options))
+
+
 def load(results_dir: str | Path) -> Result:
     """A results folder that `orderlab run` (or `check --update`, or `merge`) wrote, read and checked."""
     from orderlab.results.run_folder import read_run_folder
@@ -258,7 +318,7 @@ def load(results_dir: str | Path) -> Result:
     folder = check_argument.path("results_dir", results_dir)
     read = read_run_folder(folder)
     return Result(read.name, folder, read.metrics, read.summary, read.attention, read.manifest,
-                  _verdicts(read.summary), read.token_logprobs)  # fmt: skip
+                  _verdicts(read.summary), read.token_logprobs, read.patching)  # fmt: skip
 
 
 def merge(shards: list[str | Path], out: str | Path = "results", *, force: bool = False) -> Result:
@@ -279,17 +339,23 @@ def compare(
     force: bool = False,
     html: str | Path | None = None,
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> pd.DataFrame:
     """`orderlab compare` as a frame: every spec (None: experiments/) under every encoding, worst value per input x
-    metric x layer; written to OUT/compare/ when out is given."""
+    metric x layer; written to OUT/compare/ when out is given. model, tokenizer: a transformers model object and its
+    tokenizer (as `run` takes them): each spec then describes the object and is run on it, its conditions
+    (model.position_embeddings) side by side in place of encodings (encodings='all'); no seeded model is built."""
     from orderlab.commands.compare import compare_specs
+    from orderlab.models.hf.given import evaluating, given_model
 
     paths = None if specs is None else check_argument.paths("specs", specs)
     names = ",".join(check_argument.names("encodings", encodings))
     rows = None if metrics is None else check_argument.names("metrics", metrics)
     report_file, root = check_argument.optional_path("html", html), check_argument.optional_path("out", out)
-    options = _options(device, None, force, progress)
-    with _results_root(root) as results:
+    given = given_model(model, tokenizer)
+    options = replace(_options(device, None, force, progress), model=given)
+    with _results_root(root) as results, evaluating(model) if given else nullcontext():
         done = compare_specs(paths, names, rows, results, options, html=report_file, phases=_phases(progress))
     return done.comparison.table
 
@@ -328,17 +394,23 @@ def trace(
     out: str | Path | None = None,
     force: bool = False,
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> pd.DataFrame:
-    """`orderlab trace` as a tidy frame (quantity, head, slot, word, index, value): one layer step by step."""
+    """`orderlab trace` as a tidy frame (quantity, head, slot, word, index, value): one layer step by step.
+    model, tokenizer: a transformers model object and its tokenizer, traced in place of the spec's model (as `run`
+    takes them; a spec {"kind": "hf"} then takes its family from the object, never a seeded default)."""
     from orderlab.commands.trace import trace_and_write
     from orderlab.measure.trace import trace_frame
+    from orderlab.models.hf.given import evaluating, given_model
 
     index, layer = check_argument.integer("input_index", input_index, 0), check_argument.integer("layer", layer, 1)
     encoding, force = check_argument.text("encoding", encoding, empty=True), check_argument.flag("force", force)
     family = check_argument.text("family", family, empty=True)
     root, shown = check_argument.optional_path("out", out), _phases(check_argument.progress(progress))
-    with _spec_file(spec) as path, _results_root(root) as results:
-        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown)
+    given = given_model(model, tokenizer)
+    with _spec_file(spec) as path, _results_root(root) as results, evaluating(model) if given else nullcontext():
+        traced = trace_and_write(path, index, layer, encoding, results, force, family, phases=shown, given=given)
         return trace_frame(traced.trace)
 
 
@@ -370,19 +442,28 @@ def check(
     html: str | Path | None = None,
     device: str = "cpu",
     progress: ProgressChoice = True,
+    model: Any = None,
+    tokenizer: Any = None,
 ) -> CheckResult:
     """`orderlab check`: re-run specs (None: experiments/) on `device` against their baselines under
-    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code."""
+    OUT/<spec name>/; the result holds each spec's SpecCheck (status, summary, drift) and the CLI's exit_code.
+    model, tokenizer: a transformers model object the specs describe, re-run in place of their own model (as `run`
+    takes them): how a baseline made by run(spec, model=...) is checked."""
     from orderlab.commands.check import check as check_specs
+    from orderlab.models.hf.given import evaluating, given_model
 
     found = [] if targets is None else check_argument.paths("targets", targets)
     root, update = check_argument.path("out", out), check_argument.flag("update", update)
     rtol, atol = check_argument.tolerance("rtol", rtol), check_argument.tolerance("atol", atol)
     junit_file, html_file = check_argument.optional_path("junit", junit), check_argument.optional_path("html", html)
-    options = _options(device, None, False, progress)
-    return check_specs(
-        found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
-    )
+    given = given_model(model, tokenizer)
+    if given is not None and not found:
+        raise OrderlabError("targets: none given with model=; expected the spec files that describe the model object")
+    options = replace(_options(device, None, False, progress), model=given)
+    with evaluating(model) if given else nullcontext():
+        return check_specs(
+            found, root, rtol, atol, update, junit_file, html_file, options=options, phases=_phases(progress)
+        )
 
 
 def encodings() -> pd.DataFrame:

@@ -66,16 +66,19 @@ def check_spec(
     options: RunOptions = DEFAULTS,
 ) -> SpecCheck:
     """Re-run one spec and compare it with (or, with update, write it as) results_root/<name>/; options: the
-    fresh run's (on the CPU, as baselines are made; progress and notes as `orderlab run` reports them)."""
+    fresh run's (on the CPU, as baselines are made; progress and notes as `orderlab run` reports them). With a model
+    object (options.model: orderlab.api.check(..., model=...)) the spec describes it and is re-run on it."""
     started = time.perf_counter()
+    given = options.model
     try:
-        loaded = validate_limits(load_spec(path))
+        loaded = validate_limits(load_spec(path, None if given is None else given.record))
     except OrderlabError as error:
         return SpecCheck(path, path.stem, "error", str(error), seconds=time.perf_counter() - started)
     name = loaded.spec.name
     folder = results_root / name
     try:
-        _remade_by_its_spec(folder, path)
+        if given is None:  # given the object, the baseline it made is remade as it was
+            _remade_by_its_spec(folder, path)
         tol = tolerances_for(loaded.spec, rtol, atol)
         outcome = (_update if update else _check)(loaded, folder, tol, options)
     except OrderlabError as error:

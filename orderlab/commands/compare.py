@@ -33,6 +33,7 @@ from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec, with_changes
+from orderlab.spec.model_specs import HFModelSpec, ModelObject
 from orderlab.spec.schema import (
     CheckpointModelSpec,
     EncodingChoice,
@@ -46,7 +47,8 @@ from orderlab.spec.sweep import SEED, describe, plan, swept_fields
 
 # The default spec metric families (the per-permutation core) and the stack's table rows each one produces.
 ROWS_OF_FAMILY = {family: [m.name for m in metrics_of(family, "stack")] for family in default_families()}
-ROW_METRICS = [row for rows in ROWS_OF_FAMILY.values() for row in rows]
+# A model object's (compare(..., model=)): the rows a transformers model writes for the same families.
+ROWS_OF_MODEL = {family: [m.name for m in metrics_of(family, "pretrained")] for family in default_families()}
 GROUP_COLUMNS = ["spec", "case", "input", "metric", "layer"]
 
 
@@ -82,8 +84,13 @@ def compare_specs(
     phases: Phases = SILENT,
 ) -> CompareResult:
     """Every spec (none: the attention-stack specs of experiments/) under every encoding ('a,b' or 'all'), the rows
-    of `metrics` (None: all); written to OUT/compare/ (claimed first; options.force replaces another command's)."""
-    names, rows = parse_encodings(encodings), parse_metrics(metrics)
+    of `metrics` (None: all); written to OUT/compare/ (claimed first; options.force replaces another command's).
+    With a model object (options.model: orderlab.api.compare(..., model=)), each spec describes it and is run on it,
+    its conditions (model.position_embeddings) side by side: no encoding is swapped in, none is built."""
+    if options.model is None:
+        names, rows = parse_encodings(encodings), parse_metrics(metrics)
+    else:
+        names, rows = on_object(encodings, specs), parse_metrics(metrics, ROWS_OF_MODEL)
     paths, skipped = (specs, []) if specs else default_specs()
     folder = child(out, "compare")
     if html is not None:
@@ -115,19 +122,32 @@ def parse_encodings(text: str | None) -> list[str]:
     return names
 
 
-def parse_metrics(metrics: list[str] | None) -> list[str]:
-    """Row metrics to show: each --metric is a row name (pair_l2) or a spec family (invariance)."""
+def parse_metrics(metrics: list[str] | None, families: dict[str, list[str]] = ROWS_OF_FAMILY) -> list[str]:
+    """Row metrics to show: each --metric is a row name (pair_l2) or a spec family (invariance); `families`: the rows
+    of each family for the model compared (the stack's, or a model object's)."""
+    every = [row for rows in families.values() for row in rows]
     if not metrics:
-        return list(ROW_METRICS)
+        return every
     chosen: list[str] = []
     for metric in metrics:
-        if metric in ROWS_OF_FAMILY:
-            chosen += ROWS_OF_FAMILY[metric]
-        elif metric in ROW_METRICS:
+        if metric in families:
+            chosen += families[metric]
+        elif metric in every:
             chosen.append(metric)
         else:
-            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*family_names(), *ROW_METRICS])}")
+            raise OrderlabError(f"Unknown metric {metric!r}. {did_you_mean(metric, [*family_names(), *every])}")
     return list(dict.fromkeys(chosen))
+
+
+def on_object(encodings: str | None, specs: list[Path] | None) -> list[str]:
+    """A model object's comparison: its conditions are each spec's own (model.position_embeddings), so only 'all'
+    names them; and the specs are the user's, describing the object (experiments/ holds none)."""
+    if encodings not in (None, "all"):
+        raise OrderlabError(f"encodings: {encodings!r} with model=; expected 'all': a model object is compared under "
+                            "its spec's conditions (model.position_embeddings), no encoding swapped in")  # fmt: skip
+    if not specs:
+        raise OrderlabError("specs: none given with model=; expected the spec files that describe the model object")
+    return []  # the conditions' labels, known once the specs are loaded (compare)
 
 
 # Why compare cannot swap a spec's encodings, by its model kind: compare swaps the attention stack's.
@@ -194,6 +214,26 @@ def prepare(path: Path, encodings: list[str], rows: list[str]) -> LoadedSpec:
     return validate_limits(with_changes(loaded, update))  # other encodings may not fit where its own do
 
 
+def prepare_on_object(path: Path, rows: list[str], given: ModelObject) -> LoadedSpec:
+    """The spec at `path`, describing the model object (its family from the object's config), with the metric
+    families of `rows`; a spec of another model is refused: the object is what is compared."""
+    loaded = validate_limits(load_spec(path, given))
+    if not isinstance(loaded.spec.model, HFModelSpec):
+        raise OrderlabError(f"{path}: model.kind {loaded.spec.model.kind} is not the model object; expected a spec "
+                            "with model: {kind: hf} that describes it")  # fmt: skip
+    families = [family for family, produced in ROWS_OF_MODEL.items() if set(produced) & set(rows)]
+    return validate_limits(with_changes(loaded, {"metrics": families}))
+
+
+def conditions_of(prepared: list[LoadedSpec]) -> list[str]:
+    """The columns of a model object's comparison: its conditions' labels, the same in every spec."""
+    labels = [loaded.spec.pretrained.labels for loaded in prepared]
+    if any(other != labels[0] for other in labels):
+        raise OrderlabError(f"specs: their conditions differ ({' vs '.join(', '.join(each) for each in labels)}); "
+                            "expected the same model.position_embeddings in every spec on one object")  # fmt: skip
+    return labels[0]
+
+
 def worst_cells(metrics: pd.DataFrame, spec: Spec, rows: list[str]) -> pd.DataFrame:
     """Tidy runner rows -> one row per (input, metric, layer, seed, encoding): the largest value and its verdict.
 
@@ -247,7 +287,12 @@ def compare(
     options.progress: (specs done, specs); options.notes: the spec being run, and what its run is doing."""
     started = time.perf_counter()
     progress, notes = options.progress, options.notes
-    prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
+    given = options.model
+    if given is None:
+        prepared = [prepare(path, encodings, rows) for path in paths]  # every spec checked before any runs
+    else:
+        prepared = [prepare_on_object(path, rows, given.record) for path in paths]
+        encodings = conditions_of(prepared)
     names = [loaded.spec.name for loaded in prepared]
     if len(set(names)) != len(names):
         raise OrderlabError(f"two specs share the name {_first_repeat(names)!r}; expected distinct spec names")

@@ -15,6 +15,7 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.chunking import run_device
 from orderlab.plan.device import Device, key, rates_file, rates_json, read_rates
 from orderlab.plan.estimate import PricedPlan, estimate
+from orderlab.plan.patching_cost import patching_cost
 from orderlab.results.artifact import write_file
 from orderlab.spec.schema import Spec
 
@@ -23,7 +24,8 @@ def priced_plan(spec: Spec, spec_file: Path, device: torch.device) -> PricedPlan
     """`validate --plan`'s data: the run's estimates on `device`, priced at its measured rate in the spec's dtype
     (report/plan_table.py writes it out)."""
     priced = priced_device(device, spec.model.dtype)
-    return PricedPlan(priced, spec.model.dtype, rates_file(), estimate(spec, spec_file, priced))
+    estimates = estimate(spec, spec_file, priced)
+    return PricedPlan(priced, spec.model.dtype, rates_file(), estimates, patching_cost(spec, spec_file, estimates))
 
 
 def priced_device(device: torch.device, dtype: str) -> Device:

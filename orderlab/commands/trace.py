@@ -15,6 +15,7 @@ from orderlab.core.progress import SILENT, Phases
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.trace import LayerTrace, conditions, trace_frame, trace_pass, traced_adapter
+from orderlab.models.hf.given import UserModel
 from orderlab.plan.limits import validate_limits
 from orderlab.results.folder import staged_folder, write_csv
 from orderlab.results.ownership import Claim, Writer, claim
@@ -41,17 +42,20 @@ def trace_and_write(
     family: str = "",
     *,
     phases: Phases = SILENT,
+    given: UserModel | None = None,
 ) -> TraceOutcome:
     """Check the choices, trace the layer of the spec's first combination (of `family`'s, when given), write the CSV
-    (atomically) into OUT/<spec name>_trace/, keeping the earlier traces there."""
+    (atomically) into OUT/<spec name>_trace/, keeping the earlier traces there. given: a model object the spec
+    describes (orderlab.api.trace(spec, model=...)), traced in place of the model the spec alone would build."""
     with phases.phase("tracing", f"tracing layer {layer} of {spec_path}"):
-        return _trace_and_write(spec_path, input_index, layer, encoding, out_root, force, family)
+        return _trace_and_write(spec_path, input_index, layer, encoding, out_root, force, family, given)
 
 
 def _trace_and_write(
-    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool, family: str
-) -> TraceOutcome:
-    spec = validate_limits(load_spec(spec_path)).spec
+    spec_path: Path, input_index: int, layer: int, encoding: str, out_root: Path, force: bool, family: str,
+    given: UserModel | None,
+) -> TraceOutcome:  # fmt: skip
+    spec = validate_limits(load_spec(spec_path, None if given is None else given.record)).spec
     configuration = chosen_configuration(plan(spec), family)
     concrete, note = configuration.spec, ""
     if configuration.columns:
@@ -65,7 +69,7 @@ def _trace_and_write(
     if encoding and encoding not in labels + names:
         raise OrderlabError(f"--encoding {encoding!r} is not in the spec; expected one of {', '.join(labels)}")
     label = labels[labels.index(encoding) if encoding in labels else names.index(encoding) if encoding else 0]
-    adapter, model = traced_adapter(concrete, label, spec_path), "model" if uses_backend(spec) else "stack"
+    adapter, model = traced_adapter(concrete, label, spec_path, given), "model" if uses_backend(spec) else "stack"
     if not 1 <= layer <= adapter.n_layers:
         raise OrderlabError(
             f"--layer {layer}: the {model} has {adapter.n_layers} layer(s); expected 1..{adapter.n_layers}"

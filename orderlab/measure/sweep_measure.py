@@ -13,10 +13,12 @@ import pandas as pd
 import torch
 
 from orderlab.core.progress import Progress
+from orderlab.errors import OrderlabError
 from orderlab.measure import probing
 from orderlab.measure.adapters import build_adapters, compile_records, run_decisions
 from orderlab.measure.chunking import device_batching
 from orderlab.measure.loop import MeasuringLoop, probe_columns
+from orderlab.measure.patching import PATCHING, measure_patching
 from orderlab.measure.rows import MeasuredSweep
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.summaries import summarize_sweep
@@ -70,6 +72,9 @@ class SweepMeasurement:
     ):
         """spec_file: where relative paths in the spec (a model folder) start from; units: a shard's units
         (shards.partition): only they are measured, each leaving a Piece in the digest."""
+        if units is not None and spec.patching is not None:
+            raise OrderlabError("patching: a shard holds some orders of a run, and its patches need every pair in "
+                                "one process; expected a whole run (no --shard, no --workers)")  # fmt: skip
         self.spec, self.spec_file = spec, spec_file
         self.device, self.progress, self.notes = options.device, options.progress, options.notes
         self.given, self.user_hooks = options.model, options.hooks
@@ -164,6 +169,10 @@ class SweepMeasurement:
             tables["attention"] = maps
         if self.token_logprobs:
             tables["token_logprobs"] = pd.concat(self.token_logprobs, ignore_index=True)
+        if self.spec.patching is not None:  # activation patching between orders (measure/patching.py)
+            self._note("patching", "")
+            options = RunOptions(self.device, model=self.given, hooks=self.user_hooks)
+            tables[PATCHING] = measure_patching(self.spec, self.spec_file, options)
         return tables
 
     def write_beside(self, folder: Path) -> list[str]:

@@ -21,6 +21,7 @@ from orderlab.core.text import tokenize
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.adapter_protocol import Adapter
 from orderlab.models.devices import CPU
+from orderlab.models.hf.given import UserModel
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import Spec
 
@@ -55,10 +56,11 @@ def conditions(spec: Spec) -> list[tuple[str, str]]:
     return [(choice.label, choice.name) for choice in spec.encodings]
 
 
-def traced_adapter(spec: Spec, label: str, spec_file: Path) -> Adapter:
+def traced_adapter(spec: Spec, label: str, spec_file: Path, given: UserModel | None = None) -> Adapter:
     """The adapter of condition `label` on the CPU, as a run builds it (a zoo model with eager attention, whose
-    pass returns its attention probabilities); spec is concrete."""
-    adapters = build_adapters(spec, CPU, spec_file, attention_maps=True)
+    pass returns its attention probabilities); spec is concrete. given: the model object the spec describes
+    (orderlab.api.trace(spec, model=...)), traced in place of any model the spec would build."""
+    adapters = build_adapters(spec, CPU, spec_file, attention_maps=True, given=given)
     return next(adapter for adapter in adapters if adapter.label == label)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from orderlab.plan.cost import Estimate
 from orderlab.plan.device import Device, available_memory
+from orderlab.plan.patching_cost import PatchingCost
 from orderlab.plan.prefix_walk import prefix_walk_pays
 from orderlab.plan.pretrained_cost import pretrained_estimate
 from orderlab.plan.rates import MEMORY_SHARE
@@ -45,6 +46,7 @@ class PricedPlan:
     dtype: str
     rates_file: Path  # where the device's rates are cached
     estimates: list[Estimate]
+    patching: PatchingCost | None = None  # the spec's patching block (orderlab.api.patch), priced beside the run
 
     @property
     def on_card(self) -> float:

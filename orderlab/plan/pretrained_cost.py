@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 
 SEEDED_VOCABULARY = 4096  # a seeded zoo model's word-level vocabulary: the spec's words, counted generously
+LOADING = "loading the model"  # the cost paid once a run, whatever it measures (patching_cost prices the rest)
 
 
 def backend_shape(spec: Spec, spec_file: Path) -> ModelShape:
@@ -247,7 +248,7 @@ def pretrained_estimate(
     passes = forward_seconds(device, "pretrained", model.dtype, ablations * flops, ablations * calls, layers,
                               PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
     seconds = [
-        Cost(load, "loading the model", ("model",), name, "a smaller model"),
+        Cost(load, LOADING, ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
     if escalation := escalation_seconds(spec, seconds[1:]):

@@ -42,6 +42,7 @@ from orderlab.metrics import (
     per_permutation_mean,
     reduction_of,
 )
+from orderlab.report.patching_figure import patching_heat_map
 from orderlab.report.shown import share_of, share_text
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
@@ -50,7 +51,7 @@ from orderlab.results.orders import COLUMNS as ORDERS_COLUMNS
 from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
-from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, swept_kinds
+from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, read_patching, swept_kinds
 from orderlab.spec.sweep import describe
 from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
 from orderlab.vocabulary.verdict_words import TIE
@@ -81,7 +82,7 @@ class Drawing:
     """One figure of a results folder, with what tells it apart from the others of its kind."""
 
     stem: str  # file name without extension: metrics_by_layer, attention_causal-true_rope_layer2
-    kind: str  # metrics, decodability, task or attention
+    kind: str  # metrics, displacement, decodability, task, corpus, patching or attention
     label: str  # 'rope, layer 2 (causal=true)'; empty where the folder has one figure of its kind
     figure: Figure
 
@@ -100,6 +101,7 @@ class Results:
     manifest: ManifestFields
     attention: pd.DataFrame | None
     orders: pd.DataFrame | None = None  # orders.csv: each reordering's displacement (results/orders.py)
+    patching: pd.DataFrame | None = None  # patching.csv: the share each activation patch recovered (spec's patching:)
 
 
 def has_figures(folder: Path) -> bool:
@@ -134,7 +136,8 @@ def read_results(folder: Path) -> Results:
     metrics = read_metrics(folder, manifest, kinds | details, METRICS)
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader
     attention = read_attention(folder, manifest, swept_kinds(manifest)) if has_maps else None
-    return Results(metrics, manifest, attention, read_orders(folder))
+    patching = read_patching(folder, swept_kinds(manifest))
+    return Results(metrics, manifest, attention, read_orders(folder), patching)
 
 
 def read_orders(folder: Path) -> pd.DataFrame | None:
@@ -219,6 +222,8 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
     if not accuracy.empty:
         figure = task_accuracy(_with_lengths(folder, accuracy), [c for c in swept if c != WEIGHTS], name)
         drawn.append(Drawing("task_accuracy", "task", "", figure))
+    if results.patching is not None and not results.patching.empty:
+        drawn.append(Drawing("patching", "patching", "", patching_heat_map(results.patching, name)))
     if attention is not None and manifest.attention is not None:
         words, reorderings = manifest.attention.words, manifest.attention.reorderings
         for columns, configuration in _by_configuration(attention, swept):

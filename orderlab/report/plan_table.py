@@ -26,6 +26,10 @@ def plan_lines(priced: PricedPlan) -> list[str]:
     lines = [f"priced on {where} (measured once, cached in {priced.rates_file})", *plan_table(priced.estimates)]
     if not priced.fits:
         lines.append(f"does not fit: needs ~{size(priced.on_card)} on {device.name}, which has {free} free")
+    if priced.patching is not None:
+        cost = priced.patching
+        lines.append(f"patching (api.patch): {cost.sequences:,} sequences in {cost.passes:,} passes, "
+                     f"~{duration(cost.seconds)}, {cost.rows:,} rows")  # fmt: skip
     return lines
 
 

@@ -26,6 +26,9 @@ ATTENTION = "attention.csv as `orderlab run` writes it, for the sentence its man
 TOKEN_LOGPROBS = "token_logprobs.csv as `orderlab run` writes it (token_logprobs: true)"
 TOKEN_KINDS = {"encoding": tables.TEXT, "sentence": tables.TEXT, "token_index": tables.INDEX, "token": tables.TEXT,
                "logprob": tables.NUMBER}  # fmt: skip
+PATCHING = "patching.csv as `orderlab run` writes it (a spec's patching: block)"
+PATCHING_KINDS = {**{name: tables.TEXT for name in ("encoding", "input", "source", "target", "point", "slots")},
+                  "layer": tables.INDEX, "share": tables.NUMBER, "verdict": tables.TEXT}  # fmt: skip
 FIRST_LAYER_KIND = tables.integer(tables.INDEX_LIMIT, blank=True)
 ROW_KINDS = {"metric": tables.TEXT, "value": tables.NUMBER, "verdict": tables.TEXT}  # every run's metrics.csv
 
@@ -38,6 +41,7 @@ class RunFolder:
     attention: pd.DataFrame | None  # None when the run wrote no attention.csv
     manifest: dict[str, Any]  # manifest.json as read (its typed fields checked)
     token_logprobs: pd.DataFrame | None = None  # None when the run wrote no token_logprobs.csv
+    patching: pd.DataFrame | None = None  # None when the spec has no patching block
 
 
 def read_run_folder(folder: Path) -> RunFolder:
@@ -57,7 +61,16 @@ def read_run_folder(folder: Path) -> RunFolder:
     if os.path.lexists(tokens_path):
         tokens = tables.require(tables.read_table(tokens_path, TOKEN_LOGPROBS), tokens_path, swept | TOKEN_KINDS,
                                 TOKEN_LOGPROBS)  # fmt: skip
-    return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document, tokens)
+    return RunFolder(manifest.fields.spec.name, metrics, summary, attention, manifest.document, tokens,
+                     read_patching(folder, swept))  # fmt: skip
+
+
+def read_patching(folder: Path, swept: dict[str, tables.Kind]) -> pd.DataFrame | None:
+    """patching.csv held to its columns (None where the spec has no patching block)."""
+    path = folder / "patching.csv"
+    if not os.path.lexists(path):  # a link is there, and refused by the reader, not absent
+        return None
+    return tables.require(tables.read_table(path, PATCHING), path, swept | PATCHING_KINDS, PATCHING)
 
 
 def open_run_folder(folder: Path) -> ManifestFile:

@@ -99,6 +99,7 @@ def validate_relations(spec: Spec, doc: LocatedDocument) -> None:
     every independent check runs, so a spec's problems come in one listing (SpecErrors when several)."""
     problems = Problems(spec, doc)
     problems.attempt(check_matmul_precision)
+    problems.attempt(check_patching)
     if uses_backend(spec):
         problems.attempt(refuse_training_backend)
         validate_backend(spec, doc, problems)
@@ -165,6 +166,19 @@ def _check_encodings(spec: Spec, doc: LocatedDocument) -> None:
         except (OrderlabError, ValueError) as error:
             problems.append(doc.error(("encodings", index), str(error)))
     raise_all(problems)
+
+
+def check_patching(spec: Spec, doc: LocatedDocument) -> None:
+    """patching: copies activations through a transformers model's hook channel, between orders of listed sentences:
+    the attention stack takes no function at its points yet, and a corpus run would skip the block."""
+    if spec.patching is None:
+        return
+    if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
+        raise doc.error(("patching",), "the attention stack's points take no function yet; expected model.kind hf "
+                        "or pretrained")  # fmt: skip
+    if isinstance(spec.inputs, CorpusInputs):
+        raise doc.error(("patching",), "a corpus's lines are measured in batched passes, never patched; expected "
+                        "inputs: - sentence: ...")  # fmt: skip
 
 
 def refuse_training_backend(spec: Spec, doc: LocatedDocument) -> None:

@@ -48,6 +48,7 @@ from orderlab.spec.fields import (
     Width,
 )
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.patching_block import PatchingSpec
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
 
@@ -495,6 +496,11 @@ class Spec(StrictModel):
     check: CheckTolerances = Field(
         default_factory=CheckTolerances,
         description="Tolerances of `orderlab check` against the baseline; --rtol/--atol override them.",
+    )
+    patching: PatchingSpec | None = Field(
+        None,
+        description="Activation patching between orders (orderlab.api.patch): which points, layers and slots of one "
+        "order's run are copied into another's, and the share of the output's difference that moves with them.",
     )
 
     @field_validator("name")

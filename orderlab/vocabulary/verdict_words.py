@@ -19,6 +19,12 @@ PASSING_WORDS = typing.get_args(Passing)  # "equivariant", "invariant", ...: wit
 DISTINGUISHABLE = "distinguishable"
 INDISTINGUISHABLE: Passing = "indistinguishable"
 
+# How much of the difference between two orders' outputs an activation patch recovers (measure/patching.py): none
+# (its share within the round-off of 0), the whole (within that of 1), or part.
+PATCH_NONE = "recovers none"
+PATCH_WHOLE = "recovers all"
+PATCH_PART = "recovers part"
+
 # The unit round-off (machine epsilon) of each floating type a run may compute in (numpy has no bfloat16).
 EPSILON = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}
 

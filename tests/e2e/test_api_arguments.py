@@ -44,15 +44,16 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
         "load": {"results_dir": folder},
         "merge": {"shards": [folder], "out": folder.parent / "merged", "force": False},
         "compare": {"specs": [spec], "encodings": "none", "metrics": ["equivariance"], "out": None, "device": "cpu",
-                    "force": False, "html": None, "progress": False},
+                    "force": False, "html": None, "progress": False, "model": None, "tokenizer": None},
         "properties": {"encodings": "none", "max_len": 8, "d_model": 8, "n_heads": 2, "seed": 0, "out": None,
                        "force": False, "progress": False},
         "trace": {"spec": spec, "input_index": 0, "layer": 1, "encoding": "", "family": "", "out": None, "force": False,
-                  "progress": False},
+                  "progress": False, "model": None, "tokenizer": None},
+        "patch": {"spec": spec, "device": "cpu", "model": None, "tokenizer": None, "hooks": None, "progress": False},
         "plot": {"results_dir": folder, "formats": None},
         "report": {"results_dirs": [folder], "out": folder.parent / "r.html"},
         "check": {"targets": [spec], "out": folder.parent, "rtol": None, "atol": None, "update": False, "junit": None,
-                  "html": None, "device": "cpu", "progress": False},
+                  "html": None, "device": "cpu", "progress": False, "model": None, "tokenizer": None},
     }  # fmt: skip
 
 

@@ -1,5 +1,5 @@
 """docs/your_model.ipynb runs as written, through a Jupyter kernel (nbclient): a transformers model object measured
-with two ablations, two hook points' activations, a user hook, and figures shown inline."""
+with two ablations, two hook points' activations, a user hook, activation patching, and figures shown inline."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def test_the_notebook_runs_as_written_and_shows_its_figures(monkeypatch):
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [output for output in outputs if output.output_type == "error"]
     figures = [output for output in outputs if "image/png" in output.get("data", {})]
-    assert len(figures) == 3  # equivariance by layer, two attention maps, hooked against as given
+    assert len(figures) == 4  # equivariance by layer, two attention maps, hooked against as given, patching
     tables = [output for output in outputs if "text/html" in output.get("data", {})]
     assert len(tables) >= 2  # the summary and the activations' index, displayed as frames
     printed = "".join(output.get("text", "") for output in outputs if output.output_type == "stream")
     assert "given+user_hook" in printed and "GPT2LMHeadModel" in printed
+    assert "recovers none" in printed  # zero: the last word's layer-1 state is the same in both orders
