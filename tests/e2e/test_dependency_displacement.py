@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from sharding import assert_same_files, merged, run_shards, run_whole
 from typer.testing import CliRunner
 
 from orderlab.cli import app
-from tests.sharding import assert_same_files, merged, run_shards, run_whole
 
 runner = CliRunner()
 SPEC = """\

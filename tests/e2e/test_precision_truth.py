@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from sharding import assert_same_files, run_shards, run_whole
 
 import orderlab.api as ol
 from orderlab.cli import app
@@ -23,7 +24,6 @@ from orderlab.measure.verdicts import DEFAULT_RESOLUTION
 from orderlab.metrics import METRICS
 from orderlab.spec.extras import installed
 from orderlab.vocabulary.verdict_words import ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
-from tests.sharding import assert_same_files, run_shards, run_whole
 
 pytestmark = [
     pytest.mark.slow,
