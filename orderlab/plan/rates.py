@@ -55,6 +55,9 @@ ROW_FIXED_BYTES = 66
 PROBE_COLUMN_BYTES = len(",16,15,6.250000e-02")  # a probe row's length, slot and chance columns
 # A corpus-mode metrics.csv row without its permutation and encoding (sentence id, words, shuffle, metric, value).
 CORPUS_ROW_FIXED_BYTES = 45
+# A dataset-inputs metrics.csv row without its words and encoding (example, label, group, permutation labels, metric,
+# value, predicted label, verdict): counted on the seeded NLI test's rows.
+TASK_ROW_FIXED_BYTES = 80
 # An attention.csv row without its encoding and swept columns (layer, head, slots, value, commas), and without
 # the digits of its reordering's number.
 ATTENTION_ROW_FIXED_BYTES = 21
