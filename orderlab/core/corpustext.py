@@ -34,8 +34,8 @@ def read_corpus(path: Path) -> list[CorpusLine]:
     """The sentences of `path`; OrderlabError (one line, `file:line`) for an unreadable file or a line with no other
     order (one word, or one word repeated)."""
     if path.suffix.lower() in TABLE_SUFFIXES:  # a table read as text would make `{"premise":` a word
-        raise OrderlabError(f"{path}: a {path.suffix} file; corpus mode reads plain text, one sentence a line; expected "
-                            "inputs: {dataset: FILE, text: COLUMN} for a file of examples")  # fmt: skip
+        raise OrderlabError(f"{path}: a {path.suffix} file; corpus mode reads plain text, one sentence a line; "
+                            "expected inputs: {dataset: FILE, text: COLUMN} for a file of examples")  # fmt: skip
     try:
         text = read_bounded(path, MAX_CORPUS_BYTES).decode("utf-8")
     except FileNotFoundError:

@@ -44,6 +44,7 @@ from orderlab.plan.rates import (
     ROW_MEMORY_BYTES,
     SECONDS_PER_MODEL_WEIGHT,
     SECONDS_PER_ROW,
+    TASK_ROW_BYTES_PER_WORD,
     TASK_ROW_FIXED_BYTES,
     TOKENS_PER_WORD,
     TRANSFORMERS_IMPORT_SECONDS,
@@ -206,7 +207,10 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
 
 def _dataset_workload(spec: Spec, spec_file: Path) -> _Workload:
     """Dataset inputs (measure/task_measure.py): each example as written and its shuffles, then the original again
-    in the twin precision; three rows per order and six per example (the published metrics)."""
+    in the twin precision. Rows: per order the prediction and margin, and a labelled example's gold probability; per
+    example at most the published metrics that can apply to it (an unlabelled one: flip_rate; a labelled one: all but
+    one of p_c and p_f, correct_surviving only where the original is right, which the estimate counts as if it were:
+    at most one row over per example)."""
     inputs = spec.inputs
     assert isinstance(inputs, DatasetInputs)
     examples = examples_of(inputs, spec_file)
@@ -218,8 +222,9 @@ def _dataset_workload(spec: Spec, spec_file: Path) -> _Workload:
         orders = 1 + min(perms.count(inputs.permutations, words) for words in shuffled)
         words = len(example.text) + len(example.pair or [])
         passes += [(words, orders), (words, 1)]
-        rows += 3 * orders + 6
-        row_bytes += (3 * orders + 6) * (TASK_ROW_FIXED_BYTES + 2 * TOKENS_PER_WORD * words)
+        written = (2 + (example.label is not None)) * orders + (5 if example.label is not None else 1)
+        rows += written
+        row_bytes += written * (TASK_ROW_FIXED_BYTES + TASK_ROW_BYTES_PER_WORD * words)
     subject = f"{len(examples):,} examples and their shuffles"
     return _Workload(passes, [], rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES,
                      ("inputs", "permutations"), subject)  # fmt: skip
