@@ -48,3 +48,23 @@ def test_a_bad_file_is_one_line_naming_file_and_line(tmp_path: Path, name: str, 
     with pytest.raises((OrderlabError, FileProblem)) as raised:
         read_examples(path, Columns("premise", None, "label", None))
     assert fragment in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_datasets_cache_without_the_datasets_library_is_one_line():
+    import importlib.util
+
+    from orderlab.core.labelled_data import read_hf_dataset
+
+    if importlib.util.find_spec("datasets") is not None:
+        pytest.skip("the datasets library is installed here")
+    with pytest.raises(OrderlabError, match=r"`datasets` library is not installed; expected `pip install datasets`"):
+        read_hf_dataset("glue", "validation", Columns("premise", None, "label", None))
+
+
+def test_corpus_mode_refuses_a_file_of_examples_rather_than_reading_it_as_text(tmp_path: Path):
+    from orderlab.core.corpustext import read_corpus
+
+    path = tmp_path / "nli.jsonl"
+    path.write_text('{"premise": "a dog ran", "label": 0}\n')
+    with pytest.raises(OrderlabError, match=r"a \.jsonl file; corpus mode reads plain text.*dataset: FILE"):
+        read_corpus(path)
