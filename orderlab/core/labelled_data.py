@@ -113,6 +113,20 @@ def example(where: str, record: dict[str, Any], columns: Columns, path: Path) ->
     return Example(where, text, pair, label, None if group is None else str(group))
 
 
+def label_id(example: Example, id2label: list[str]) -> int | None:
+    """The example's gold label as the model's id (a name through id2label, an id as it is); None without one;
+    OrderlabError (one line) for a label the model does not have."""
+    label = example.label
+    if label is None:
+        return None
+    if isinstance(label, int) and 0 <= label < len(id2label):
+        return label
+    if isinstance(label, str) and label in id2label:
+        return id2label.index(label)
+    raise OrderlabError(f"{example.where}: label {label!r}; the model's labels are {', '.join(id2label)} (ids "
+                        f"0-{len(id2label) - 1}); expected one of them")  # fmt: skip
+
+
 def _jsonl_records(path: Path, data: bytes) -> list[tuple[str, dict[str, Any]]]:
     """One JSON object a line (blank lines skipped); a line that is not one is file:line."""
     if data.startswith(PARQUET_MAGIC):

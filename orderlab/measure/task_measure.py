@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from orderlab.core import permutations as perms
-from orderlab.core.labelled_data import EXPECTED, MAX_DATASET_BYTES, Example
+from orderlab.core.labelled_data import EXPECTED, MAX_DATASET_BYTES, Example, label_id
 from orderlab.core.userfiles import file_sha256
 from orderlab.errors import OrderlabError
 from orderlab.measure.run_options import DEFAULTS, RunOptions
@@ -83,25 +83,6 @@ def example_orders(example: Example, index: int, inputs: DatasetInputs) -> Order
     return Orders([identity_text, *text[:count]], [identity_pair, *pair[:count]])
 
 
-def gold_ids(examples: list[Example], id2label: list[str]) -> list[int | None]:
-    """Each example's gold label as the model's id (a name through id2label, an id as it is); one line for a label
-    the model does not have."""
-    ids = {name: index for index, name in enumerate(id2label)}
-    found: list[int | None] = []
-    for example in examples:
-        label = example.label
-        if label is None:
-            found.append(None)
-        elif isinstance(label, int) and 0 <= label < len(id2label):
-            found.append(label)
-        elif isinstance(label, str) and label in ids:
-            found.append(ids[label])
-        else:
-            raise OrderlabError(f"{example.where}: label {label!r}; the model's labels are {', '.join(id2label)} "
-                                f"(ids 0-{len(id2label) - 1}); expected one of them")  # fmt: skip
-    return found
-
-
 class TaskMeasurement:
     """A dataset-inputs spec: its classifier built or loaded and every example measured when `frames()` runs."""
 
@@ -127,7 +108,7 @@ class TaskMeasurement:
         use_matmul_precision(model.matmul_precision, device)
         backend = classifier(spec, self.spec_path, examples, self.options)
         self.id2label = backend.id2label
-        gold = gold_ids(examples, self.id2label)
+        gold = [label_id(example, self.id2label) for example in examples]
         orders = [example_orders(example, index, self.inputs) for index, example in enumerate(examples)]
         twin = backend.twin(twin_dtype(model.dtype))
         progress = self.options.progress or (lambda done, total: None)

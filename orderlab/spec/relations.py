@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
+from orderlab.core.labelled_data import label_id
 from orderlab.core.pair_relations import relation_problem
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
@@ -382,6 +383,13 @@ def _check_dataset(spec: Spec, doc: LocatedDocument) -> None:
         examples = examples_of(spec.inputs, doc.origin)
     except OrderlabError as error:
         raise doc.error(where, str(error)) from None
+    model = spec.model
+    if isinstance(model, HFModelSpec) and model.seeded and model.head == "classification":  # its labels are known now
+        try:
+            for example in examples:
+                label_id(example, model.id2label)
+        except OrderlabError as error:
+            raise doc.error(where, str(error)) from None
     if spec.inputs.permute != "text":
         single = next((e for e in examples if e.pair is None), None)
         if single is not None:
