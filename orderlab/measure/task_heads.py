@@ -16,12 +16,19 @@ Floats = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class Answers:
-    """Per order (row of the logits): predicted id, margin, gold probability (NaN without a gold label), tie."""
+    """Per order (row of the logits): predicted id, margin, gold probability (NaN without a gold label), tie, and
+    whether its logits are finite (a non-finite one is no answer at all: never a verdict, never counted)."""
 
     predicted: npt.NDArray[np.int64]
     margin: Floats
     gold_probability: Floats
     tied: npt.NDArray[np.bool_]
+    finite: npt.NDArray[np.bool_]
+
+    @property
+    def decided(self) -> npt.NDArray[np.bool_]:
+        """The answers that count: finite and not tied."""
+        return self.finite & ~self.tied
 
 
 def answers(logits: Floats, gold: int | None, round_off: float, dtype: str) -> Answers:
@@ -33,5 +40,6 @@ def answers(logits: Floats, gold: int | None, round_off: float, dtype: str) -> A
     shifted = logits - logits.max(axis=1, keepdims=True)
     probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
     gold_probability = np.full(len(logits), np.nan) if gold is None else probabilities[:, gold]
-    tied = ties(margin, round_off, size, dtype) & np.isfinite(margin)
-    return Answers(logits.argmax(axis=1).astype(np.int64), margin, gold_probability, tied)
+    finite = np.asarray(np.isfinite(logits).all(axis=1), dtype=bool)
+    tied = ties(margin, round_off, size, dtype) & finite
+    return Answers(logits.argmax(axis=1).astype(np.int64), margin, gold_probability, tied, finite)

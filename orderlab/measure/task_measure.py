@@ -35,7 +35,7 @@ from orderlab.spec.fields import twin_dtype
 from orderlab.spec.model_specs import HFModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec
 from orderlab.vocabulary.digest import Digest, Frames
-from orderlab.vocabulary.verdict_words import TIE
+from orderlab.vocabulary.verdict_words import NON_FINITE, TIE
 
 COLUMNS = ["example", "input", "pair", "label", "group", "encoding", "permutation", "pair_permutation", "permuted",
            "permuted_pair", "metric", "value", "predicted", "verdict"]  # fmt: skip
@@ -205,11 +205,14 @@ def order_rows(
         "pair_permutation": ["" if p is None else perms.label(p) for p in orders.pair],
         "permuted": [" ".join(words) for words in texts],
         "permuted_pair": [" ".join(words) for words in pairs] if pairs is not None else [""] * count,
-        "predicted": [id2label[int(p)] for p in found.predicted],
-        "verdict": np.where(found.tied, TIE, ""),
+        "predicted": [
+            id2label[int(p)] if finite else "" for p, finite in zip(found.predicted, found.finite, strict=True)
+        ],
+        "verdict": np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE),
     }
     frames = []
-    for metric, values in ((PREDICTED_LABEL, found.predicted.astype(np.float64)), (LABEL_MARGIN, found.margin),
+    predicted = np.where(found.finite, found.predicted, np.nan)  # non-finite logits predict nothing
+    for metric, values in ((PREDICTED_LABEL, predicted), (LABEL_MARGIN, found.margin),
                            (GOLD_PROBABILITY, found.gold_probability)):  # fmt: skip
         if metric != GOLD_PROBABILITY or example.label is not None:  # an unlabelled example has no gold label
             frames.append(pd.DataFrame({**rows, "metric": metric, "value": values, "_order": range(count)}))

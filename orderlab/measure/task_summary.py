@@ -2,8 +2,9 @@
 answers, then summary.csv's means over examples with seeded percentile-bootstrap intervals (resampling examples),
 overall, per gold label, per group and unweighted over groups (lm-evaluation-harness's mean of group scores).
 
-A tied answer (task_heads.Answers.tied) is neither right nor wrong: an example whose original is tied has no value for
-the metrics that need the original's answer, and tied shuffles are left out of every share. Pure numpy and pandas.
+A tied answer (task_heads.Answers.tied) is neither right nor wrong, and a non-finite one is no answer: an example
+whose original is either has no value for the metrics that need the original's answer, and such shuffles are left
+out of every share. Pure numpy and pandas.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def per_example(answers: Answers, gold: int | None) -> dict[str, float]:
     original right where the metric asks about wrong ones, and the reverse)."""
     nan = float("nan")
     original, shuffled = int(answers.predicted[0]), answers.predicted[1:]
-    decided = ~answers.tied[1:]
-    known = not bool(answers.tied[0])
+    decided = answers.decided[1:]
+    known = bool(answers.decided[0])
     values = dict.fromkeys(PER_EXAMPLE, nan)
     if known and decided.any():
         values[FLIP_RATE] = float(np.mean(shuffled[decided] != original))

@@ -27,7 +27,7 @@ def decided(*predicted: int, tied: tuple[bool, ...] = ()) -> Answers:
     """Answers whose row 0 is the original; ties where given."""
     count = len(predicted)
     ties = np.array(tied or (False,) * count)
-    return Answers(np.array(predicted), np.ones(count), np.full(count, np.nan), ties)
+    return Answers(np.array(predicted), np.ones(count), np.full(count, np.nan), ties, np.ones(count, dtype=bool))
 
 
 def test_a_correct_original_gives_p_c_and_survival_a_wrong_one_p_f():
@@ -49,6 +49,13 @@ def test_ties_are_neither_right_nor_wrong():
     assert tied_original["omega_max"] == 1
     tied_shuffle = per_example(decided(1, 0, 1, tied=(False, True, False)), gold=1)
     assert tied_shuffle["p_c"] == 1 and tied_shuffle["correct_surviving"] == 1 and tied_shuffle["flip_rate"] == 0
+
+
+def test_non_finite_logits_are_no_answer():
+    found = answers(np.array([[1.0, 0.0], [np.nan, 0.0], [0.0, 1.0]]), gold=0, round_off=0.0, dtype="float32")
+    assert found.finite.tolist() == [True, False, True] and not found.tied[1]
+    values = per_example(found, gold=0)
+    assert values["p_c"] == 0 and values["flip_rate"] == 1  # over the one finite shuffle
 
 
 def test_an_unlabelled_example_has_only_its_flip_rate():
