@@ -15,7 +15,7 @@ from tests.command_line import ROOT, assert_refused, invoke
 
 pytest.importorskip("transformers")
 
-DATA = ROOT / "tests" / "data" / "nli_tiny.jsonl"
+DATA = ROOT / "experiments" / "data" / "nli_tiny.jsonl"  # the shipped example file (zoo_task_head.yaml)
 MODEL = ("{kind: hf, family: bert, head: classification, label_names: [entailment, neutral, contradiction], "
          "d_model: 32, n_heads: 2, n_layers: 2, position_embeddings: [trained, zero]}")  # fmt: skip
 INPUTS = ("{dataset: nli_tiny.jsonl, text: premise, pair: hypothesis, label: label, group: genre, permute: both, "
