@@ -24,6 +24,7 @@ from orderlab.measure.escalation import reach_note, resolution_record
 from orderlab.measure.loop import tune_allocator
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.sweep_measure import SweepMeasurement
+from orderlab.measure.task_measure import TaskMeasurement
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.plan.limits import validate_limits
 from orderlab.plan.shards import condition_labels, parse_shard, partition, require_shardable, shard_folder_name
@@ -39,7 +40,7 @@ from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
-from orderlab.spec.schema import Spec, input_parses, uses_backend
+from orderlab.spec.schema import DatasetInputs, Spec, input_parses, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
 from orderlab.vocabulary.digest import Digest
@@ -150,6 +151,8 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
         view = RunView(run_title(spec), spec.model.dtype, spec.pretrained.labels, [], summary,
                        corpus_threshold=threshold, corpus_lm=written.tables.get(LM_SUMMARY))  # fmt: skip
         return Outcome(folder, written.rows, written.files, view, 0, agreeing.kept)
+    if isinstance(spec.inputs, DatasetInputs):  # a classifier's predictions on labelled examples
+        return _write_task(loaded, folder, options, agreeing)
     tune_allocator()
     run = SweepMeasurement(spec, options, loaded.path)
 
@@ -164,6 +167,29 @@ def _write_experiment(loaded: LoadedSpec, folder: Path, options: RunOptions) -> 
     labels = condition_labels(spec)
     view = RunView(run_title(spec), spec.model.dtype, labels, run.axes, written.tables["summary"], digest=worst,
                    precision_note=reach_note(spec.model.dtype, spec.resolution, written.digest.reach))  # fmt: skip
+    return Outcome(folder, written.rows, written.files, view, written.digest.non_finite, agreeing.kept)
+
+
+def _write_task(loaded: LoadedSpec, folder: Path, options: RunOptions, agreeing: KeepAgreeing) -> Outcome:
+    """Dataset inputs: a classifier's predictions per example and order, and the published metrics over them."""
+    spec = loaded.spec
+    task = TaskMeasurement(spec, loaded.path, options)
+
+    def task_facts(rows: int, _tables: dict[str, pd.DataFrame], _digest: Digest) -> Manifest:
+        manifest = build_manifest(
+            spec_name=spec.name, spec_path=loaded.path, spec_sha256=loaded.sha256, seed=spec.seed,
+            dtype=spec.model.dtype, device=options.device, rows=rows, libraries=versions(spec),
+        )  # fmt: skip
+        describe_model(spec, manifest, None)
+        manifest["labels"] = task.id2label  # the head's id2label: predicted_label's values name these
+        assert isinstance(spec.inputs, DatasetInputs)
+        if spec.inputs.dataset is not None:
+            manifest["dataset"] = {"file": spec.inputs.dataset, "sha256": task.dataset_sha256}
+        return manifest
+
+    written = write_run(folder, task, task_facts, settle=agreeing)
+    view = RunView(run_title(spec), spec.model.dtype, spec.pretrained.labels, [], written.tables["summary"],
+                   task_summary=written.tables["summary"])  # fmt: skip
     return Outcome(folder, written.rows, written.files, view, written.digest.non_finite, agreeing.kept)
 
 

@@ -33,3 +33,10 @@ MAX_BATCH_SIZE = 4096
 
 # attention_maps.permutations: each adds n^2 x heads x layers rows per encoding to attention.csv and a figure.
 MAX_SHOWN_REORDERINGS = 16
+
+# Labelled examples of a dataset input: a file's rows, or those typed into a spec.
+MAX_EXAMPLES = 1_000_000
+# Bootstrap resamples behind a task metric's interval.
+MAX_RESAMPLES = 100_000
+# Labels of a classification head.
+MAX_LABELS = 10_000

@@ -16,6 +16,7 @@ from orderlab.errors import OrderlabError
 # A larger corpus is refused unread: 16 MiB is ~200,000 sentences, each with its shuffles a forward pass
 # (10 shuffles: 2.2 million passes, about 14 hours at the ~45 sequences/s measured for MiniLM here).
 MAX_CORPUS_BYTES = 16 * 2**20
+TABLE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")  # files of examples: dataset inputs read them
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class CorpusLine:
 def read_corpus(path: Path) -> list[CorpusLine]:
     """The sentences of `path`; OrderlabError (one line, `file:line`) for an unreadable file or a line with no other
     order (one word, or one word repeated)."""
+    if path.suffix.lower() in TABLE_SUFFIXES:  # a table read as text would make `{"premise":` a word
+        raise OrderlabError(f"{path}: a {path.suffix} file; corpus mode reads plain text, one sentence a line; "
+                            "expected inputs: {dataset: FILE, text: COLUMN} for a file of examples")  # fmt: skip
     try:
         text = read_bounded(path, MAX_CORPUS_BYTES).decode("utf-8")
     except FileNotFoundError:

@@ -84,6 +84,17 @@ from orderlab.metrics.lm_logprob import (
 from orderlab.metrics.minimal_pairs import MINIMAL_PAIR_PREFERRED, MINIMAL_PAIRS_FAMILY
 from orderlab.metrics.trained import TASK_ACCURACY
 from orderlab.metrics.corpus import SIMILARITY_CLS, SIMILARITY_MEAN
+from orderlab.metrics.task_predictions import (
+    ACCURACY_ORIGINAL,
+    CORRECT_SURVIVING,
+    FLIP_RATE,
+    GOLD_PROBABILITY,
+    LABEL_MARGIN,
+    OMEGA_MAX,
+    P_C,
+    P_F,
+    PREDICTED_LABEL,
+)
 # isort: on
 
 # The metrics' row order (metrics.csv, summary.csv, the terminal's tables, the docs), declared here rather than left
@@ -100,7 +111,8 @@ declare_row_order(
     MINIMAL_PAIR_PREFERRED,
     # the rows never summarised
     POSITION_ACCURACY, POSITION_CHANCE, POSITION_SLOT_ACCURACY, LOGPROB, LOGPROB_REFERENCE, LOGPROB_DELTA,
-    ORIGINAL_RANK, TASK_ACCURACY, SIMILARITY_MEAN, SIMILARITY_CLS,
+    ORIGINAL_RANK, TASK_ACCURACY, SIMILARITY_MEAN, SIMILARITY_CLS, PREDICTED_LABEL, LABEL_MARGIN, GOLD_PROBABILITY,
+    ACCURACY_ORIGINAL, OMEGA_MAX, P_C, P_F, CORRECT_SURVIVING, FLIP_RATE,
 )  # fmt: skip
 
 __all__ = [

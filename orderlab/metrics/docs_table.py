@@ -9,7 +9,7 @@ from orderlab.metrics import METRIC_FAMILIES, Metric, Reduction, all_metrics, fa
 
 _REDUCTIONS: Final[dict[Reduction, str]] = {
     "max": "worst (max)", "mean": "mean", "rate": "rate (count)", "rank": "rank (of how many)",
-    "corpus": "mean, median, share", "none": "none",
+    "corpus": "mean, median, share", "examples": "mean over examples (bootstrap)", "none": "none",
 }  # fmt: skip
 
 

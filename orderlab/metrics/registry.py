@@ -23,9 +23,10 @@ Passing = Literal["equivariant", "invariant", "indistinguishable"]
 # the mean in `rows: summary`), the mean ("mean": a typical size, whose verdict is the worst value's), the share of
 # permutations a 0/1 flag marks ("rate", shown with the count), the corpus statistics ("corpus": mean, median,
 # share above the threshold), the rank it gives the original among its reorderings ("rank": 1 + how many a rate's
-# flags prefer, of how many sentences), or nothing ("none": one row per layer already, or a measured value per row
-# whose summary another metric gives).
-Reduction = Literal["max", "mean", "rate", "rank", "corpus", "none"]
+# flags prefer, of how many sentences), the mean over labelled examples with a bootstrap interval ("examples": a
+# classifier's metrics, metrics/task_predictions.py), or nothing ("none": one row per layer already, or a measured
+# value per row whose summary another metric gives).
+Reduction = Literal["max", "mean", "rate", "rank", "corpus", "examples", "none"]
 RATE_COUNT: Final = "permutations"  # summary.csv's column: on a rate's row, how many permutations it is over
 # summary.csv's column beside RATE_COUNT: on a rate's row, how many 0/1 answers were ties (a margin within round-off),
 # left out of the rate and its count
@@ -222,7 +223,7 @@ def declare_row_order(*names: str) -> None:
 def _row_group(m: Metric) -> int:
     """The default families' stack rows first, then the other stack rows, the pretrained-only rows, and last those
     never summarised: the order of the terminal's summary tables and of the docs."""
-    if m.reduction in ("none", "corpus", "rank"):
+    if m.reduction in ("none", "corpus", "rank", "examples"):
         return 3
     if "stack" not in m.models:
         return 2

@@ -23,7 +23,7 @@ from orderlab.plan.pretrained_cost import backend_shape, model_folder
 from orderlab.plan.rates import MEMORY_SHARE
 from orderlab.plan.token_count import subword_counter
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
-from orderlab.spec.schema import uses_backend
+from orderlab.spec.schema import DatasetInputs, uses_backend
 from orderlab.spec.sweep import SweptValue, describe, plan
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
     model's range), with the specials ([CLS] and [SEP], or a causal LM's BOS): a seeded model's word-level tokenizer
     makes a token a word; a checkpoint's sub-word pieces are counted by its tokenizer.json where it has one (else a
     word is the least it makes, and the run checks the rest)."""
-    if isinstance(spec.inputs, CorpusInputs):
+    if isinstance(spec.inputs, CorpusInputs | DatasetInputs):  # dataset inputs: the run counts each example's tokens
         return
     shape = backend_shape(spec, doc.origin)
     limit, specials = shape.token_positions, 1 if shape.head else 2

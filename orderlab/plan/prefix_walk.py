@@ -16,7 +16,7 @@ from orderlab.plan.pretrained_cost import backend_shape, sequence_flops, shared_
 from orderlab.plan.rates import itemsize
 from orderlab.plan.stack_cost import stack_flops
 from orderlab.spec.model_specs import CorpusInputs
-from orderlab.spec.schema import Spec, uses_backend
+from orderlab.spec.schema import DatasetInputs, Spec, uses_backend
 from orderlab.spec.sweep import plan
 
 
@@ -25,7 +25,7 @@ def prefix_walk_pays(spec: Spec, spec_file: str | Path, device: Device) -> bool:
     priced at the device's measured rate on the sentence with the most orders, its n + 1 calls of the distinct
     prefixes against one dense batch of the same orders (Device.sharing_pays; on the CPU it always runs). A sweep:
     where it pays for every combination. A corpus has no reorderings that share prefixes: nothing to price."""
-    if device.kind == "cpu" or isinstance(spec.inputs, CorpusInputs) or not spec.sentences:
+    if device.kind == "cpu" or isinstance(spec.inputs, CorpusInputs | DatasetInputs) or not spec.sentences:
         return True
     return all(_walk_pays(configuration.spec, Path(spec_file), device) for configuration in plan(spec))
 

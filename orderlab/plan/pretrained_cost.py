@@ -44,6 +44,8 @@ from orderlab.plan.rates import (
     ROW_MEMORY_BYTES,
     SECONDS_PER_MODEL_WEIGHT,
     SECONDS_PER_ROW,
+    TASK_ROW_BYTES_PER_WORD,
+    TASK_ROW_FIXED_BYTES,
     TOKENS_PER_WORD,
     TRANSFORMERS_IMPORT_SECONDS,
     WEIGHT_BYTES,
@@ -51,9 +53,10 @@ from orderlab.plan.rates import (
     itemsize,
 )
 from orderlab.plan.written import attention_csv, kept_last, probe_row_bytes, probe_rows_per_layer, reordering_needs
+from orderlab.spec.dataset_examples import examples_of
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
-from orderlab.spec.schema import Spec, relative_to_spec
+from orderlab.spec.schema import DatasetInputs, Spec, relative_to_spec
 from orderlab.spec.sweep import SweptValue, describe
 
 if TYPE_CHECKING:
@@ -203,6 +206,31 @@ def _corpus_workload(spec: Spec, spec_file: Path) -> _Workload:
                      subject)  # fmt: skip
 
 
+def _dataset_workload(spec: Spec, spec_file: Path) -> _Workload:
+    """Dataset inputs (measure/task_measure.py): each example as written and its shuffles, then the original again
+    in the twin precision. Rows: per order the prediction and margin, and a labelled example's gold probability; per
+    example at most the published metrics that can apply to it (an unlabelled one: flip_rate; a labelled one: all but
+    one of p_c and p_f, correct_surviving only where the original is right, which the estimate counts as if it were:
+    at most one row over per example)."""
+    inputs = spec.inputs
+    assert isinstance(inputs, DatasetInputs)
+    examples = examples_of(inputs, spec_file)
+    passes: list[tuple[int, int]] = []
+    rows, row_bytes = 0, 0.0
+    for example in examples:
+        shuffled = [example.text] if example.pair is None or inputs.permute == "text" else (
+            [example.pair] if inputs.permute == "pair" else [example.text, example.pair])  # fmt: skip
+        orders = 1 + min(perms.count(inputs.permutations, words) for words in shuffled)
+        words = len(example.text) + len(example.pair or [])
+        passes += [(words, orders), (words, 1)]
+        written = (2 + (example.label is not None)) * orders + (5 if example.label is not None else 1)
+        rows += written
+        row_bytes += written * (TASK_ROW_FIXED_BYTES + TASK_ROW_BYTES_PER_WORD * words)
+    subject = f"{len(examples):,} examples and their shuffles"
+    return _Workload(passes, [], rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES,
+                     ("inputs", "permutations"), subject)  # fmt: skip
+
+
 def pretrained_estimate(
     spec: Spec, columns: dict[str, SweptValue], spec_file: Path, device: Device, walk: bool, first: bool = True
 ) -> Estimate:
@@ -214,13 +242,16 @@ def pretrained_estimate(
     d, layers = shape.d_model, shape.n_layers
     name = f"model {_model_name(model)}"
     weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
-    corpus = isinstance(spec.inputs, CorpusInputs)
+    corpus = isinstance(spec.inputs, CorpusInputs | DatasetInputs)  # batched as the spec says, not by the plan
     seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
     # before its tokenizer is loaded, so counted dense); maps run dense.
     maps = ATTENTION_FAMILY in spec.metrics
     sharing = shape.head and seeded and not maps and not corpus and walk
-    work = _corpus_workload(spec, spec_file) if corpus else _sentence_workload(spec, shape, sharing)
+    if isinstance(spec.inputs, DatasetInputs):
+        work = _dataset_workload(spec, spec_file)
+    else:
+        work = _corpus_workload(spec, spec_file) if corpus else _sentence_workload(spec, shape, sharing)
     expected = "fewer permutations or inputs"
 
     def tokens(words: int) -> float:

@@ -55,6 +55,12 @@ ROW_FIXED_BYTES = 66
 PROBE_COLUMN_BYTES = len(",16,15,6.250000e-02")  # a probe row's length, slot and chance columns
 # A corpus-mode metrics.csv row without its permutation and encoding (sentence id, words, shuffle, metric, value).
 CORPUS_ROW_FIXED_BYTES = 45
+# A dataset-inputs metrics.csv row without its words and encoding (example, label, group, permutation labels, metric,
+# value, predicted label, verdict): counted on the seeded NLI test's rows.
+TASK_ROW_FIXED_BYTES = 80
+# ... and per word of the example: written as given and as permuted (~3 characters a word each), its slot in the
+# permutation columns (~2 each): ~8 bytes, counted on the same rows.
+TASK_ROW_BYTES_PER_WORD = 8
 # An attention.csv row without its encoding and swept columns (layer, head, slots, value, commas), and without
 # the digits of its reordering's number.
 ATTENTION_ROW_FIXED_BYTES = 21

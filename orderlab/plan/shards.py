@@ -21,7 +21,7 @@ from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.metrics import DECODABILITY_FAMILY
 from orderlab.spec.model_specs import CorpusInputs
-from orderlab.spec.schema import ModelSpec, Spec
+from orderlab.spec.schema import DatasetInputs, ModelSpec, Spec
 from orderlab.spec.sweep import in_row_order
 
 DECODABILITY, PERMUTATIONS, PROBES = "decodability", "permutations", "probes"
@@ -115,6 +115,8 @@ def require_shardable(spec: Spec, path: Path) -> None:
     again) have no units yet: refuse to shard them, in one line."""
     if isinstance(spec.inputs, CorpusInputs):
         raise OrderlabError(f"{path}: a corpus-mode spec cannot be sharded yet; expected sentence inputs")
+    if isinstance(spec.inputs, DatasetInputs):
+        raise OrderlabError(f"{path}: a spec with dataset inputs cannot be sharded yet; expected sentence inputs")
     if spec.train is not None:
         raise OrderlabError(f"{path}: a spec with train: cannot be sharded yet; expected a spec without training")
 

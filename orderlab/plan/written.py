@@ -13,7 +13,7 @@ from orderlab.metrics import ATTENTION_FAMILY, Needs
 from orderlab.plan.cost import Cost
 from orderlab.plan.rates import ATTENTION_ROW_FIXED_BYTES, PROBE_COLUMN_BYTES, ROW_FIXED_BYTES
 from orderlab.spec.model_specs import CorpusInputs
-from orderlab.spec.schema import DecodabilitySpec, Spec
+from orderlab.spec.schema import DatasetInputs, DecodabilitySpec, Spec
 
 
 def kept_last(rule: perms.Rule, words: list[str], sure: bool) -> float:
@@ -73,7 +73,7 @@ def attention_csv(
     its specials left out). extra_width: each row's condition label and swept columns."""
     shown = spec.attention_maps
     where, expected = ("inputs", shown.input, "sentence"), "a shorter sentence, or metrics without attention"
-    if ATTENTION_FAMILY not in spec.metrics or isinstance(spec.inputs, CorpusInputs) or not spec.inputs:
+    if ATTENTION_FAMILY not in spec.metrics or isinstance(spec.inputs, CorpusInputs | DatasetInputs) or not spec.inputs:
         return AttentionCsv(0, Cost(0, "attention.csv", where, "the shown sentence", expected), 0, 0)
     n = len(tokenize(spec.sentences[shown.input].sentence, lowercase))
     maps = 1 + (len(shown.permutations) if shown.permutations is not None else 1)  # as written, then reordered

@@ -202,6 +202,8 @@ def over_seeds_note(table: pd.DataFrame, encodings: list[str]) -> str:
 def run_tables(view: RunView, width: int) -> list[Table]:
     """The console view of a run: summary tables that fit `width`, then the position probe if measured;
     a corpus run's table by sentence length."""
+    if view.task_summary is not None:
+        return task_prediction_tables(view.task_summary, view.encodings, view.title, width)
     if view.corpus_threshold is not None:
         shown = [] if view.summary.empty else corpus_tables(view.summary, view.encodings, view.title,
                                                             view.corpus_threshold, width)  # fmt: skip
@@ -714,6 +716,43 @@ def share_cell(rate: float, preferred: int, sentences: int, tied: int) -> str:
     shown = "-" if pd.isna(rate) else f"{rate:.0%}"
     told = [f"{preferred}/{sentences - tied}"] + ([f"{tied} tie{'s' if tied > 1 else ''}"] if tied else [])
     return f"{shown} ({', '.join(told)})"
+
+
+def task_prediction_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:
+    """A classifier on labelled examples: rows: each published metric overall, per gold label, per group and over
+    groups; columns: position ablations; cells: the mean over examples [bootstrap 95% interval]."""
+    first = summary[summary["encoding"] == encodings[0]]
+    keys = [
+        Column("metric", list(first["metric"]), justify="left"),
+        Column(
+            "over",
+            [
+                str(by) if by in ("all", "groups_mean") else f"{by} {key}"
+                for by, key in zip(first["by"], first["key"], strict=True)
+            ],
+            justify="left",
+        ),
+        Column("n", [str(count) for count in first["examples"]]),
+    ]
+    values = []
+    for name in encodings:
+        rows = summary[summary["encoding"] == name]
+        cells: list[Text | str] = [
+            _mean_with_interval(float(value), float(lower), float(upper))
+            for value, lower, upper in zip(rows["value"], rows["lower"], rows["upper"], strict=True)
+        ]
+        values.append(Column(name, cells))
+    caption = "mean over examples [bootstrap 95% interval]; ties (margins within round-off) left out; metrics.csv has "
+    caption += "every example and order"
+    sections = [at for at, by in enumerate(first["by"]) if by == "all"]
+    return fitted_tables(title, caption, keys, values, width, sections=sections)
+
+
+def _mean_with_interval(value: float, lower: float, upper: float) -> str:
+    """'0.500 [0.10, 0.90]'; '-' where no example had a value, the mean alone where no interval was drawn."""
+    if value != value:  # NaN
+        return "-"
+    return f"{value:.3f}" + ("" if lower != lower else f" [{lower:.2f}, {upper:.2f}]")
 
 
 def corpus_lm_tables(summary: pd.DataFrame, encodings: list[str], title: str, width: int) -> list[Table]:

@@ -32,6 +32,7 @@ class RunView:
     corpus_threshold: float | None = None  # corpus mode: summary is per length group, against this threshold
     corpus_lm: pd.DataFrame | None = None  # corpus mode with lm_logprob: lm_summary.csv (measure/corpus_lm.py)
     precision_note: str = ""  # what each condition resolved, and what was re-measured in a finer precision
+    task_summary: pd.DataFrame | None = None  # dataset inputs: the published metrics (measure/task_summary.py)
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,21 @@ class HFModelSpec(_BackendModel):
         f"zero{RANDOM_INIT}), whether or not a tensor was missing: manifest.json's model_files.random_init names "
         "those that were.",
     )
+    head: Literal["none", "classification"] = Field(
+        "none",
+        description="classification: the family's sequence-classification model (transformers' "
+        "*ForSequenceClassification), whose predicted labels dataset inputs measure; a checkpoint must hold its "
+        "trained head. none: the base model.",
+    )
+    num_labels: Annotated[int, Field(ge=2, le=bounds.MAX_LABELS)] | None = Field(
+        None, description="Seeded classification head only: its labels (default: label_names' count, else 2)."
+    )
+    label_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        min_length=2,
+        max_length=bounds.MAX_LABELS,
+        description="Seeded classification head only: its id2label, in id order (default: LABEL_0, LABEL_1, ...).",
+    )
     d_model: Sweepable[Width] = Field(64, description="Seeded weights only: hidden width.")
     n_heads: Sweepable[Width] = Field(4, description="Seeded weights only: attention heads; must divide d_model.")
     n_layers: Sweepable[LayerCount] = Field(2, description="Seeded weights only: number of layers.")
@@ -203,6 +218,25 @@ class HFModelSpec(_BackendModel):
         except OrderlabError as error:
             raise ValueError(str(error)) from None
         return {**data, "family": family.name}
+
+    @model_validator(mode="after")
+    def _labels_of_a_seeded_head(self) -> HFModelSpec:
+        """num_labels and label_names size a seeded head: a checkpoint's head has its own."""
+        for name in ("num_labels", "label_names"):
+            if getattr(self, name) is not None and (self.head != "classification" or not self.seeded):
+                raise ValueError(f"{name} sizes a seeded classification head; expected it with head: classification "
+                                 "and no path or name")  # fmt: skip
+        if self.num_labels is not None and self.label_names is not None and self.num_labels != len(self.label_names):
+            raise ValueError(f"num_labels {self.num_labels} with {len(self.label_names)} label_names; expected as many")
+        if self.label_names is not None and len(set(self.label_names)) < len(self.label_names):
+            raise ValueError("label_names: a name given twice; expected each label once")
+        return self
+
+    @property
+    def id2label(self) -> list[str]:
+        """A seeded head's label names, in id order."""
+        count = self.num_labels or (len(self.label_names) if self.label_names else 2)
+        return list(self.label_names or [f"LABEL_{index}" for index in range(count)])
 
     @field_validator("allow_random_init")
     @classmethod

@@ -11,15 +11,18 @@ from collections.abc import Callable
 
 from orderlab.core import permutations as perms
 from orderlab.core.corpustext import read_corpus
+from orderlab.core.labelled_data import label_id
 from orderlab.core.pair_relations import relation_problem
 from orderlab.core.text import tokenize
 from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.families import FAMILIES
 from orderlab.metrics import INVARIANCE_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
+from orderlab.spec.dataset_examples import examples_of
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
+    DatasetInputs,
     ExplicitEmbeddings,
     Spec,
     encoding_context,
@@ -308,7 +311,11 @@ def _check_zoo_model(spec: Spec, doc: LocatedDocument) -> None:
 def validate_backend(spec: Spec, doc: LocatedDocument, problems: Problems) -> None:
     """Gather into `problems` every reason a backend spec (a pretrained or zoo model, or corpus inputs) cannot run."""
     if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
-        if spec.train is None:  # else refuse_training_backend said so
+        if spec.train is None and isinstance(spec.inputs, DatasetInputs):
+            message = ("dataset inputs need a sequence-classification model; expected model: {kind: hf, head: "
+                       "classification}")  # fmt: skip
+            problems.found.append(doc.error(("inputs",), message))
+        elif spec.train is None:  # else refuse_training_backend said so
             message = "corpus inputs need a pretrained model; expected model.kind pretrained or hf"
             problems.found.append(doc.error(("inputs", "file"), message))
         return
@@ -323,6 +330,9 @@ def validate_backend(spec: Spec, doc: LocatedDocument, problems: Problems) -> No
     if isinstance(spec.inputs, CorpusInputs):
         problems.attempt(_check_corpus_file)
         problems.attempt(_check_corpus_fields)
+    elif isinstance(spec.inputs, DatasetInputs):
+        problems.attempt(_check_classifier)
+        problems.attempt(_check_dataset)
     else:
         problems.attempt(lambda s, d: validate_sentences(s, d, lowercase=False))  # the tokenizer sees words as written
 
@@ -359,6 +369,49 @@ def _check_backend_metrics(spec: Spec, doc: LocatedDocument) -> None:
         raise_all(
             [doc.error(("probes", index), f"{' '.join(text.split())!r} twice; {expected}") for index, text in same]
         )
+
+
+def _check_classifier(spec: Spec, doc: LocatedDocument) -> None:
+    """Dataset inputs are a classifier's: a zoo model with head: classification, or a model object (whose class
+    the run checks), and nothing else to measure."""
+    model = spec.model
+    if not isinstance(model, HFModelSpec) or (model.head != "classification" and model.given is None):
+        raise doc.error(("model",), "dataset inputs measure a classifier's predictions; expected model: {kind: hf, "
+                        "head: classification} (or a *ForSequenceClassification object: orderlab.api.run(spec, "
+                        "model=...))")  # fmt: skip
+    others = [name for name in spec.metrics if "metrics" in spec.model_fields_set]
+    if others:
+        raise doc.error(("metrics",), f"{', '.join(others)}: dataset inputs measure a classifier's predictions and the "
+                        "published metrics over them; expected no metrics: list")  # fmt: skip
+    for field in ("probes", "attention_maps", "decodability", "token_logprobs"):
+        if field in spec.model_fields_set:
+            raise doc.error((field,), f"dataset inputs measure a classifier's predictions; expected no {field}:")
+
+
+def _check_dataset(spec: Spec, doc: LocatedDocument) -> None:
+    """The examples can be read (a bad line is file:line), and each has the side the rule shuffles."""
+    assert isinstance(spec.inputs, DatasetInputs)
+    where: FieldPath = ("inputs", "dataset" if spec.inputs.dataset is not None else
+                        "hf_dataset" if spec.inputs.hf_dataset is not None else "examples")  # fmt: skip
+    try:
+        examples = examples_of(spec.inputs, doc.origin)
+    except OrderlabError as error:
+        raise doc.error(where, str(error)) from None
+    model = spec.model
+    if isinstance(model, HFModelSpec) and model.seeded and model.head == "classification":  # its labels are known now
+        try:
+            for example in examples:
+                label_id(example, model.id2label)
+        except OrderlabError as error:
+            raise doc.error(where, str(error)) from None
+    if spec.inputs.permute != "text":
+        single = next((e for e in examples if e.pair is None), None)
+        if single is not None:
+            raise doc.error(
+                ("inputs", "permute"),
+                f"{single.where}: no second sentence; permute: "
+                f"{spec.inputs.permute} shuffles a pair's; expected pair: COLUMN or permute: text",
+            )
 
 
 def _check_corpus_file(spec: Spec, doc: LocatedDocument) -> None:

@@ -252,6 +252,63 @@ class InputSpec(StrictModel):
         return value
 
 
+class LabelledExample(StrictModel):
+    """One labelled example typed into the spec: a sentence (and its pair's second sentence), its gold label and its
+    group."""
+
+    text: str = Field(description="The sentence (a premise, for a pair).")
+    pair: str | None = Field(None, description="The pair's second sentence (a hypothesis), if any.")
+    label: str | int | None = Field(None, description="The gold label: a name of the model's id2label, or its id.")
+    group: str | None = Field(None, description="A group the summary reports apart (a phenomenon, a genre).")
+
+
+PermutedSide = Literal["text", "pair", "both"]
+
+
+class DatasetInputs(StrictModel):
+    """Labelled examples (a file, or typed in) whose words a sequence-classification model sees shuffled."""
+
+    dataset: str | None = Field(
+        None,
+        description="A JSONL, CSV or Parquet file of labelled examples (relative to the spec file), one example a "
+        "row; its kind from its extension, checked against its contents.",
+    )
+    hf_dataset: str | None = Field(
+        None,
+        description="A dataset in the local Hugging Face datasets cache, by name (needs the `datasets` library; "
+        "nothing is downloaded).",
+    )
+    split: str = Field("validation", description="hf_dataset only: which split.")
+    examples: list[LabelledExample] | None = Field(
+        None, min_length=1, max_length=bounds.MAX_EXAMPLES, description="Examples typed in, in place of a file."
+    )
+    text: str = Field("text", description="The file's column of sentences (premises, for pairs).")
+    pair: str | None = Field(None, description="The file's column of second sentences (hypotheses); none: single.")
+    label: str | None = Field("label", description="The file's column of gold labels (names or ids); none: unlabelled.")
+    group: str | None = Field(None, description="The file's column of groups the summary reports apart.")
+    permute: PermutedSide = Field(
+        "text", description="Which side of a pair is shuffled: text, pair or both (each side its own order)."
+    )
+    permutations: ShuffleFamily | Literal["reverse", "shifts", "swaps"] = Field(
+        default_factory=lambda: RandomPermutations(random=10, distinct="up_to"),
+        description="The orders of each example's words: {random: K, distinct: up_to} (the default, K = 10), "
+        "{local: K}, {ngram: N}, reverse, shifts or swaps.",
+    )
+    seed: Seed = Field(0, description="Seed of the drawn orders.")
+    batch_size: int = Field(64, ge=1, le=bounds.MAX_BATCH_SIZE, description="Sequences per forward pass.")
+    resamples: int = Field(
+        1000, ge=0, le=bounds.MAX_RESAMPLES, description="Bootstrap resamples of the examples behind each interval."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetInputs:
+        if sum(source is not None for source in (self.dataset, self.hf_dataset, self.examples)) != 1:
+            raise ValueError("expected one of dataset: FILE, hf_dataset: NAME or examples: [...]")
+        if self.permute != "text" and self.pair is None and self.examples is None:
+            raise ValueError(f"permute: {self.permute} shuffles the pair's second sentence; expected pair: COLUMN")
+        return self
+
+
 class ProbePair(StrictModel):
     """Two sentences whose sentence vectors are compared, and what the second is to the first."""
 
@@ -390,7 +447,12 @@ def _model_kind(value: Any) -> str:
     return value.get("kind", "stack") if isinstance(value, dict) else getattr(value, "kind", "stack")
 
 
+DATASET_SOURCES = {"dataset", "hf_dataset", "examples"}  # the keys that make inputs a classifier's labelled examples
+
+
 def _inputs_kind(value: Any) -> str:
+    if isinstance(value, DatasetInputs) or (isinstance(value, dict) and DATASET_SOURCES & set(value)):
+        return "dataset"
     return "corpus" if isinstance(value, dict | CorpusInputs) else "sentences"
 
 
@@ -412,7 +474,10 @@ ModelChoice = Annotated[
 ]
 # A list of sentences, or {file: corpus.txt, shuffles: K} for corpus mode.
 Inputs = Annotated[
-    Annotated[list[InputSpec], Tag("sentences")] | Annotated[CorpusInputs, Tag("corpus")], Discriminator(_inputs_kind)
+    Annotated[list[InputSpec], Tag("sentences")]
+    | Annotated[CorpusInputs, Tag("corpus")]
+    | Annotated[DatasetInputs, Tag("dataset")],
+    Discriminator(_inputs_kind),
 ]
 
 
@@ -443,7 +508,8 @@ class Spec(StrictModel):
     )
     inputs: Inputs = Field(
         default_factory=list,
-        description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only).",
+        description="Sentences and their permutations, or {file: corpus.txt, shuffles: K, seed: S} (pretrained only), "
+        "or {dataset: FILE, text: COLUMN, pair: COLUMN, label: COLUMN, group: COLUMN} (a classifier's predictions).",
     )
     probes: list[ProbePair] = Field(
         default_factory=list,
@@ -585,8 +651,9 @@ def longest_sentence(spec: Spec) -> int:
 
 
 def uses_backend(spec: Spec) -> bool:
-    """True when the spec runs a pretrained model or reads a corpus file (orderlab/backends)."""
-    return isinstance(spec.model, PretrainedModelSpec | HFModelSpec) or isinstance(spec.inputs, CorpusInputs)
+    """True when the spec runs a pretrained model or reads a corpus file or labelled examples (orderlab/backends)."""
+    pretrained = isinstance(spec.model, PretrainedModelSpec | HFModelSpec)
+    return pretrained or isinstance(spec.inputs, CorpusInputs | DatasetInputs)
 
 
 def relative_to_spec(spec_file: str | Path, path: str) -> Path:

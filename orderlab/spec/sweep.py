@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from orderlab.errors import SpecError, SpecErrors, raise_all
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
-from orderlab.spec.schema import ModelSpec, Spec
+from orderlab.spec.schema import DatasetInputs, ModelSpec, Spec
 from orderlab.spec.yamlsource import LocatedDocument
 
 # dtype stays one value per spec: it sets the round-off line and check's tolerances of the whole results folder.
@@ -94,7 +94,7 @@ def validate_sweep(spec: Spec, doc: LocatedDocument, check: Callable[[Spec, Loca
         if repeated:
             message = f"{repeated[0]!r} is listed twice; expected distinct values to sweep over"
             raise doc.error(field_path(name), message)
-    if SEED in axes and isinstance(spec.inputs, CorpusInputs):
+    if SEED in axes and isinstance(spec.inputs, CorpusInputs | DatasetInputs):
         raise doc.error((SEED,), "corpus mode runs its file once; expected one seed (inputs.seed seeds the shuffles)")
     count = 1
     for values in axes.values():

@@ -68,7 +68,8 @@ def check(spec: Path, results: Path, *options: str) -> None:
 
 
 def shortened(spec: Path, folder: Path, steps: int = 8, lines: int = 3) -> Path:
-    """A copy of a shipped spec in folder that trains for a few steps and reads the first lines of its corpus."""
+    """A copy of a shipped spec in folder that trains for a few steps and reads the first lines of its corpus or of
+    its labelled examples."""
     data = yaml.safe_load(spec.read_text())
     if "train" in data:
         data["train"]["steps"] = min(steps, data["train"]["steps"])
@@ -76,6 +77,10 @@ def shortened(spec: Path, folder: Path, steps: int = 8, lines: int = 3) -> Path:
         corpus = (spec.parent / data["inputs"]["file"]).read_text().splitlines(keepends=True)
         (folder / "corpus.txt").write_text("".join(corpus[:lines]))
         data["inputs"]["file"] = "corpus.txt"
+    if isinstance(data["inputs"], dict) and "dataset" in data["inputs"]:
+        examples = (spec.parent / data["inputs"]["dataset"]).read_text().splitlines(keepends=True)
+        (folder / "examples.jsonl").write_text("".join(examples[:lines]))
+        data["inputs"]["dataset"] = "examples.jsonl"
     path = folder / spec.name
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

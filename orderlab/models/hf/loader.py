@@ -114,7 +114,9 @@ def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causa
     tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token=unknown))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     template = f"{start} $A" if causal else f"{start} $A {end}"
-    tokenizer.post_processor = processors.TemplateProcessing(single=template, special_tokens=[(start, 2), (end, 3)])
+    pair = f"{start} $A $B:1" if causal else f"{start} $A {end} $B:1 {end}:1"  # a sentence pair (a classifier's)
+    tokenizer.post_processor = processors.TemplateProcessing(single=template, pair=pair,
+                                                             special_tokens=[(start, 2), (end, 3)])  # fmt: skip
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, pad_token=pad, unk_token=unknown, cls_token=start, sep_token=end,
         bos_token=start, eos_token=end,

@@ -37,7 +37,7 @@ from orderlab.metrics.registry import row_metric
 from orderlab.plan.estimate import estimate
 from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import CorpusInputs
-from orderlab.spec.schema import uses_backend
+from orderlab.spec.schema import DatasetInputs, uses_backend
 from orderlab.vocabulary.verdict_words import PASSING_WORDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,7 +53,8 @@ def baselines() -> list[tuple[str, str, pd.DataFrame, list[str], bool]]:
         spec = load_spec(ROOT / manifest["spec"]["path"]).spec
         model = "pretrained" if uses_backend(spec) else "stack"
         rows = pd.read_csv(table, keep_default_na=False)
-        found.append((table.parent.name, model, rows, list(spec.metrics), isinstance(spec.inputs, CorpusInputs)))
+        own_pass = isinstance(spec.inputs, CorpusInputs | DatasetInputs)  # corpus mode, dataset inputs: no families
+        found.append((table.parent.name, model, rows, list(spec.metrics), own_pass))
     return found
 
 

@@ -1,0 +1,241 @@
+"""Dataset inputs as a Measurement: a sequence-classification model's predictions on labelled examples, as written and
+under shuffles of their words (one side of a pair, the other, or both), under each position ablation.
+
+metrics.csv holds, per example and order, the predicted label, its logit margin and the gold label's probability
+(measure/task_heads.py: a margin within the round-off is a tie), and per example the literature's metrics
+(measure/task_summary.py); summary.csv their means over examples with bootstrap intervals, overall, per gold label
+and per group. The round-off is the largest change of an original's logits when it runs again in the twin precision.
+Never prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from orderlab.core import permutations as perms
+from orderlab.core.labelled_data import EXPECTED, MAX_DATASET_BYTES, Example, label_id
+from orderlab.core.userfiles import file_sha256
+from orderlab.errors import OrderlabError
+from orderlab.measure.run_options import DEFAULTS, RunOptions
+from orderlab.measure.task_heads import Answers, answers
+from orderlab.measure.task_summary import per_example, scopes, summary_rows
+from orderlab.metrics.task_predictions import GOLD_PROBABILITY, LABEL_MARGIN, PER_EXAMPLE, PREDICTED_LABEL
+from orderlab.models.hf.classifier import ClassifierBackend
+from orderlab.models.hf.loader import Seeded
+from orderlab.models.precision import require_dtype, use_matmul_precision
+from orderlab.models.pretrained import given_source
+from orderlab.spec.dataset_examples import examples_of
+from orderlab.spec.fields import twin_dtype
+from orderlab.spec.model_specs import HFModelSpec
+from orderlab.spec.schema import DatasetInputs, Spec
+from orderlab.vocabulary.digest import Digest, Frames
+from orderlab.vocabulary.verdict_words import NON_FINITE, TIE
+
+COLUMNS = ["example", "input", "pair", "label", "group", "encoding", "permutation", "pair_permutation", "permuted",
+           "permuted_pair", "metric", "value", "predicted", "verdict"]  # fmt: skip
+SEED_SPAN = 2**32  # a drawn order's seed: the inputs' seed plus the example's index, within numpy's seed range
+
+
+@dataclass(frozen=True)
+class Orders:
+    """One example's orders: the original first, then its shuffles; per order the slots of each side (None: a side
+    left as written, or no pair)."""
+
+    text: list[perms.Permutation]
+    pair: list[perms.Permutation | None]
+
+    def sequences(self, example: Example) -> tuple[list[list[str]], list[list[str]] | None]:
+        texts = [perms.apply(p, example.text) for p in self.text]
+        if example.pair is None:
+            return texts, None
+        return texts, [example.pair if p is None else perms.apply(p, example.pair) for p in self.pair]
+
+
+def example_orders(example: Example, index: int, inputs: DatasetInputs) -> Orders:
+    """The original and the shuffles the rule gives the permuted side(s); with both sides shuffled, the i-th order
+    pairs each side's i-th shuffle (as many orders as the side with fewer has). One line if the rule cannot hold."""
+    seed = (inputs.seed + index) % SEED_SPAN
+
+    def shuffles(words: Sequence[str], offset: int) -> list[perms.Permutation]:
+        try:
+            perms.validate_rule(inputs.permutations, words)
+        except ValueError as error:
+            raise OrderlabError(f"{example.where}: {' '.join(words)!r}: {error}") from None
+        identity = tuple(range(len(words)))
+        return [p for p in perms.generate(inputs.permutations, words, (seed + offset) % SEED_SPAN) if p != identity]
+
+    identity_text = tuple(range(len(example.text)))
+    if example.pair is None or inputs.permute == "text":
+        text = shuffles(example.text, 0)
+        return Orders([identity_text, *text], [None] * (len(text) + 1))
+    identity_pair = tuple(range(len(example.pair)))
+    pair = shuffles(example.pair, 1)
+    if inputs.permute == "pair":
+        return Orders([identity_text] * (len(pair) + 1), [identity_pair, *pair])
+    text = shuffles(example.text, 0)
+    count = min(len(text), len(pair))
+    return Orders([identity_text, *text[:count]], [identity_pair, *pair[:count]])
+
+
+class TaskMeasurement:
+    """A dataset-inputs spec: its classifier built or loaded and every example measured when `frames()` runs."""
+
+    def __init__(self, spec: Spec, spec_path: Path, options: RunOptions = DEFAULTS):
+        assert isinstance(spec.inputs, DatasetInputs) and isinstance(spec.model, HFModelSpec)  # relations.py
+        self.spec, self.spec_path, self.options, self.inputs = spec, spec_path, options, spec.inputs
+        self.token_logprobs: list[pd.DataFrame] = []  # dataset inputs write none
+        self.summary = pd.DataFrame()
+        self.id2label: list[str] = []
+        self.dataset_sha256: str | None = None  # the dataset file's, for manifest.json
+
+    def frames(self) -> Frames:
+        spec, device, notes = self.spec, self.options.device, self.options.notes
+        model = spec.model
+        assert isinstance(model, HFModelSpec)
+        examples = examples_of(self.inputs, self.spec_path)
+        if self.inputs.dataset is not None:
+            path = self.spec_path.parent / self.inputs.dataset
+            self.dataset_sha256 = file_sha256(path, MAX_DATASET_BYTES, EXPECTED)
+        if notes:
+            notes("loading the classifier")
+        require_dtype(model.dtype, device)
+        use_matmul_precision(model.matmul_precision, device)
+        backend = classifier(spec, self.spec_path, examples, self.options)
+        self.id2label = backend.id2label
+        gold = [label_id(example, self.id2label) for example in examples]
+        orders = [example_orders(example, index, self.inputs) for index, example in enumerate(examples)]
+        twin = backend.twin(twin_dtype(model.dtype))
+        progress = self.options.progress or (lambda done, total: None)
+        frames, summaries = [], []
+        sequences = sum(len(o.text) for o in orders)
+        total = len(model.position_embeddings) * sequences
+        for done, ablation in enumerate(model.position_embeddings):
+            label = model.label(ablation)
+            backend.set_positions(ablation, spec.seed)
+            twin.set_positions(ablation, spec.seed)
+
+            def advance(count: int, before: int = done * sequences) -> None:
+                progress(before + count, total)
+
+            logits = run_orders(backend, examples, orders, self.inputs.batch_size, advance)
+            originals = run_orders(twin, examples, [Orders(o.text[:1], o.pair[:1]) for o in orders],
+                                   self.inputs.batch_size, lambda _count: None)  # fmt: skip
+            values, tied = [], []
+            for index, example in enumerate(examples):
+                round_off = float(np.abs(logits[index][0] - originals[index][0]).max())
+                found = answers(logits[index], gold[index], round_off, model.dtype)
+                frames.append(order_rows(example, index, orders[index], found, label, self.id2label))
+                values.append(per_example(found, gold[index]))
+                tied.append(int(found.tied.sum()))
+            table = pd.DataFrame(values, columns=list(PER_EXAMPLE))
+            frames.append(example_rows(examples, table, label))
+            scoped = scopes([None if g is None else self.id2label[g] for g in gold], [e.group for e in examples])
+            summaries.append(summary_rows(label, table, scoped, np.array(tied), self.inputs.resamples,
+                                          self.inputs.seed))  # fmt: skip
+        metrics = pd.concat(frames, ignore_index=True)[COLUMNS]
+        order = {name: i for i, name in enumerate([*model.labels])}
+        metrics = metrics.assign(_encoding=metrics["encoding"].map(order)).sort_values(
+            ["example", "_encoding"], kind="mergesort", ignore_index=True).drop(columns="_encoding")  # fmt: skip
+        self.summary = pd.concat(summaries, ignore_index=True)
+        yield metrics
+        return Digest(non_finite=int((~np.isfinite(metrics["value"].to_numpy(dtype=np.float64))).sum()))
+
+    def tables(self, digest: Digest) -> dict[str, pd.DataFrame]:
+        """summary.csv: the published metrics' means over examples with their bootstrap intervals."""
+        return {"summary": self.summary}
+
+    def write_beside(self, folder: Path) -> list[str]:
+        return []
+
+
+def classifier(spec: Spec, spec_path: Path, examples: list[Example], options: RunOptions) -> ClassifierBackend:
+    """The spec's classifier: a folder's or cached model's, the model object given from Python, or a seeded model
+    with a seeded head whose word-level tokenizer knows the examples' words."""
+    model = spec.model
+    assert isinstance(model, HFModelSpec) and isinstance(model.family, str)
+    folder = model.folder(spec_path)
+    if folder is not None:
+        return ClassifierBackend(folder, model.family, model.dtype, options.device)
+    given = given_source(model, options.model)
+    if given is not None:
+        return ClassifierBackend(given, model.family, model.dtype, options.device)
+    words = sorted({w for e in examples for w in [*e.text, *(e.pair or [])]})
+    source = Seeded(model.d_model, model.n_heads, model.n_layers, tuple(words), spec.seed)
+    return ClassifierBackend(source, model.family, model.dtype, options.device, model.id2label)
+
+
+def run_orders(
+    backend: ClassifierBackend, examples: list[Example], orders: list[Orders], batch: int,
+    advance: Callable[[int], None],
+) -> list[np.ndarray]:  # fmt: skip
+    """Each example's logits (orders, labels), its orders run in batches of `batch` sequences across examples."""
+    texts: list[list[str]] = []
+    pairs: list[list[str]] = []
+    owners: list[int] = []
+    for index, (example, order) in enumerate(zip(examples, orders, strict=True)):
+        text, pair = order.sequences(example)
+        texts += text
+        pairs += pair or [[] for _ in text]
+        owners += [index] * len(text)
+    with_pairs = any(example.pair is not None for example in examples)
+    rows = []
+    for start in range(0, len(texts), batch):
+        chunk = slice(start, start + batch)
+        rows.append(backend.logits(texts[chunk], pairs[chunk] if with_pairs else None).cpu().numpy())
+        advance(min(start + batch, len(texts)))
+    logits = np.concatenate(rows) if rows else np.zeros((0, 0))
+    owner = np.array(owners)
+    return [logits[owner == index] for index in range(len(examples))]
+
+
+def order_rows(
+    example: Example, index: int, orders: Orders, found: Answers, encoding: str, id2label: list[str]
+) -> pd.DataFrame:
+    """metrics.csv's rows of one example's orders: predicted label, margin, gold probability, each order's three."""
+    texts, pairs = orders.sequences(example)
+    count = len(texts)
+    rows = {
+        "permutation": [perms.label(p) for p in orders.text],
+        "pair_permutation": ["" if p is None else perms.label(p) for p in orders.pair],
+        "permuted": [" ".join(words) for words in texts],
+        "permuted_pair": [" ".join(words) for words in pairs] if pairs is not None else [""] * count,
+        "predicted": [
+            id2label[int(p)] if finite else "" for p, finite in zip(found.predicted, found.finite, strict=True)
+        ],
+        "verdict": np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE),
+    }
+    frames = []
+    predicted = np.where(found.finite, found.predicted, np.nan)  # non-finite logits predict nothing
+    for metric, values in ((PREDICTED_LABEL, predicted), (LABEL_MARGIN, found.margin),
+                           (GOLD_PROBABILITY, found.gold_probability)):  # fmt: skip
+        if metric != GOLD_PROBABILITY or example.label is not None:  # an unlabelled example has no gold label
+            frames.append(pd.DataFrame({**rows, "metric": metric, "value": values, "_order": range(count)}))
+    table = pd.concat(frames, ignore_index=True).sort_values("_order", kind="mergesort").drop(columns="_order")
+    return table.assign(**identity_columns(example, index, encoding))
+
+
+def example_rows(examples: list[Example], values: pd.DataFrame, encoding: str) -> pd.DataFrame:
+    """metrics.csv's per-example rows of the published metrics (no order: their permutation columns are empty); a
+    metric that does not apply to an example (NaN: task_summary.per_example) writes no row."""
+    frames = []
+    for index, example in enumerate(examples):
+        row = values.iloc[index]
+        frame = pd.DataFrame({"metric": list(PER_EXAMPLE), "value": [float(row[m]) for m in PER_EXAMPLE]})
+        frame = frame[frame["value"].notna()]
+        frame = frame.assign(permutation="", pair_permutation="", permuted="", permuted_pair="", predicted="",
+                             verdict="")  # fmt: skip
+        frames.append(frame.assign(**identity_columns(example, index, encoding)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def identity_columns(example: Example, index: int, encoding: str) -> dict[str, Any]:
+    """The columns naming an example and the condition its rows ran under."""
+    return {"example": index, "input": " ".join(example.text), "pair": " ".join(example.pair or []),
+            "label": "" if example.label is None else str(example.label), "group": example.group or "",
+            "encoding": encoding}  # fmt: skip

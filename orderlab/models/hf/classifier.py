@@ -1,0 +1,134 @@
+"""A sequence-classification model of the zoo's families (transformers' *ForSequenceClassification): built seeded with
+a seeded head, loaded from a folder that holds its trained head, or a model object passed from Python; run under a
+position ablation (the family's hooks, as models/hf/loader.py runs its base models), its logits in float64.
+
+A folder's head must be in its weights: a classification head initialised at random would be measured as if trained,
+so a checkpoint without one is refused (one line), never filled in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from orderlab.errors import OrderlabError
+from orderlab.families import FAMILIES
+from orderlab.families.family import SeededSize
+from orderlab.models.hf.folder import ModelFolderError, checked_folder
+from orderlab.models.hf.given import UserModel
+from orderlab.models.hf.loader import (
+    Seeded,
+    converted_copy,
+    drawn_in,
+    first_line,
+    import_transformers,
+    transformers_class,
+    word_level_tokenizer,
+)
+
+Words = Sequence[str]
+
+
+class ClassifierBackend:
+    """A tokenizer and a sequence-classification model in eval mode; `logits` runs a batch of (text, pair) word lists
+    under the ablation set by `set_positions`."""
+
+    def __init__(
+        self,
+        source: Path | Seeded | UserModel,
+        family: str,
+        dtype: str = "float32",
+        device: torch.device | str = "cpu",
+        id2label: Sequence[str] = (),
+    ):
+        transformers = import_transformers()
+        self.code = FAMILIES.get(family)
+        self.device, self.dtype = torch.device(device), getattr(torch, dtype)
+        self.ablation, self.seed, self.given = "trained", 0, False
+        if isinstance(source, Seeded):
+            self.tokenizer = word_level_tokenizer(transformers, source.words, self.code.causal, self.code.start_token)
+            size = SeededSize(source.d_model, source.n_heads, source.n_layers, max(len(self.tokenizer), source.vocab))
+            config = transformers_class(transformers, self.code.config_class, self.code.name)(
+                **self.code.seeded_config(size), num_labels=len(id2label),
+                id2label=dict(enumerate(id2label)), label2id={name: i for i, name in enumerate(id2label)},
+                pad_token_id=self.tokenizer.pad_token_id,
+            )  # fmt: skip
+            with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
+                torch.manual_seed(source.seed)
+                self.model = _auto_class(transformers).from_config(config, **drawn_in(dtype))
+        elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
+            self.tokenizer, self.given = source.tokenizer, True
+            if not type(source.model).__name__.endswith("ForSequenceClassification"):
+                raise OrderlabError(f"model: a {type(source.model).__name__} has no classification head; expected a "
+                                    "*ForSequenceClassification model for dataset inputs")  # fmt: skip
+            weight = next(source.model.parameters())
+            own = weight.dtype == self.dtype and weight.device == self.device
+            self.model = source.model if own else converted_copy(source.model, self.dtype).to(self.device)
+            return
+        else:
+            self.tokenizer, self.model = _load_folder(transformers, source, self.code.name)
+        self.model.to(device=self.device, dtype=self.dtype).eval()
+
+    @property
+    def id2label(self) -> list[str]:
+        """The head's label names, in id order (its config's id2label)."""
+        names = self.model.config.id2label
+        return [str(names[index]) for index in range(int(self.model.config.num_labels))]
+
+    def set_positions(self, ablation: str, seed: int) -> None:
+        self.ablation, self.seed = ablation, seed
+
+    def twin(self, dtype: str) -> ClassifierBackend:
+        """The same model in another precision (float64 for float32: its round-off), sharing the tokenizer."""
+        other = object.__new__(ClassifierBackend)
+        other.__dict__.update(self.__dict__)
+        other.dtype = getattr(torch, dtype)
+        other.model = converted_copy(self.model, other.dtype).eval()
+        return other
+
+    def logits(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> torch.Tensor:
+        """(B, num_labels) float64 logits of each sequence: words tokenized one by one (is_split_into_words), so a
+        shuffled sentence has exactly the sub-tokens the tokenizer gives it; padded, with the attention mask."""
+        encoded = self.tokenizer(
+            [list(words) for words in texts], None if pairs is None else [list(words) for words in pairs],
+            is_split_into_words=True, padding=True, return_tensors="pt",
+        )  # fmt: skip
+        encoded = {key: value.to(self.device) for key, value in encoded.items()}
+        limit = self.code.max_tokens(self.model.config)
+        if limit is not None and encoded["input_ids"].shape[1] > limit:
+            raise OrderlabError(f"an example of {encoded['input_ids'].shape[1]} tokens; the model's positions cover "
+                                f"{limit}; expected shorter examples")  # fmt: skip
+        with torch.inference_mode(), self.code.ablate(self.model, self.ablation, self.seed):
+            out = self.model(**encoded)
+        logits: torch.Tensor = out.logits.double()
+        return logits
+
+
+def _auto_class(transformers: Any) -> Any:
+    return transformers.AutoModelForSequenceClassification
+
+
+def _load_folder(transformers: Any, folder: Path, family: str) -> tuple[Any, Any]:
+    """The tokenizer and classification model of a checked folder (safetensors only); refused if its weights lack the
+    head or any part the pass runs."""
+    code = FAMILIES.get(family)
+    checked_folder(folder, code)
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True,
+                                                               **dict(code.tokenizer_options))  # fmt: skip
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model, info = _auto_class(transformers).from_pretrained(
+                folder, local_files_only=True, use_safetensors=True, output_loading_info=True
+            )
+    except (OSError, ValueError, RuntimeError) as error:
+        raise ModelFolderError(f"cannot load a classification model from {folder}: {first_line(error)}") from None
+    missing = [name for name in info.get("missing_keys", []) if not name.endswith("position_ids")]
+    if missing:
+        raise ModelFolderError(f"{folder}: its weights lack {missing[0]}" + (f" and {len(missing) - 1} more" if
+                               len(missing) > 1 else "") + "; expected a trained *ForSequenceClassification "
+                               "checkpoint (its head included)")  # fmt: skip
+    return tokenizer, model
