@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from tests.command_line import ROOT, assert_refused, invoke
+from command_line import ROOT, assert_refused, invoke
 
 pytest.importorskip("transformers")
 
