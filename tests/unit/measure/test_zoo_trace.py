@@ -87,7 +87,8 @@ def test_models_names_each_family_s_hook_points():
     result = CliRunner().invoke(app, ["models"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "hook points per layer" in result.output
-    assert result.output.count("input, pattern, output") == len(FAMILIES.names())  # one row per family
+    assert result.output.count("input, q, k, v, pattern, attn_out") == len(FAMILIES.names())  # one row per family
+    assert result.output.count("attn_out, mlp_out, output") == 1  # GPT-NeoX's parallel residual: no mid
 
 
 @pytest.mark.parametrize(("family", "start"), [("gpt2", "<|endoftext|>"), ("llama", "<s>"), ("bloom", "<s>")])

@@ -102,7 +102,7 @@ def test_layer_1s_input_hooked_is_what_its_block_computes_from():
     backend = PretrainedBackend(Seeded(16, 2, 2, ("bites", "dog", "man"), 0), "float64", family="gpt2")
     model, ids = backend.model, torch.tensor([backend.word_tokens(["dog", "bites", "man"]).ids])
     with torch.no_grad():
-        with user_hooks_applied(model, {"1.input": doubled}):
+        with user_hooks_applied(model, backend.code, {"1.input": doubled}, tuple(ids.shape)):
             hooked = model(input_ids=ids, output_hidden_states=True).hidden_states
         tokens, positions = model.transformer.wte(ids), model.transformer.wpe(torch.arange(ids.shape[1]))[None]
         expected = model(inputs_embeds=2 * tokens + positions, output_hidden_states=True).hidden_states
@@ -118,7 +118,8 @@ def test_what_cannot_be_hooked_is_one_line():
         (
             spec(),
             {"3.output": doubled},
-            r"^hooks: '3.output': .*expected a function at L.input or L.output \(L in 1..2\)",
+            r"^hooks: '3.output' is no hook point; expected logits, or L.POINT with L in 1..2 and POINT one of input, q, "
+            r"k, v, pattern, attn_out, mid, mlp_out, output$",
         ),
         (spec(), {"0.input": doubled}, r"^hooks: '0.input'"),
         (spec(), {"2.output": "not a function"}, r"^hooks: '2.output'"),
