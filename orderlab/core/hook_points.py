@@ -63,4 +63,5 @@ def unknown_point(
         return None
     layers = "L from 1" if n_layers is None else f"L in 1..{n_layers}"
     whole = f"{', '.join(pass_points)}, or " if pass_points else ""
-    return f"{name!r} is no hook point; expected {whole}L.POINT with {layers} and POINT one of {', '.join(layer_points)}"
+    points = ", ".join(layer_points)
+    return f"{name!r} is no hook point; expected {whole}L.POINT with {layers} and POINT one of {points}"

@@ -118,8 +118,8 @@ def test_what_cannot_be_hooked_is_one_line():
         (
             spec(),
             {"3.output": doubled},
-            r"^hooks: '3.output' is no hook point; expected logits, or L.POINT with L in 1..2 and POINT one of input, q, "
-            r"k, v, pattern, attn_out, mid, mlp_out, output$",
+            r"^hooks: '3.output' is no hook point; expected logits, or L.POINT with L in 1..2 and POINT one of "
+            r"input, q, k, v, pattern, attn_out, mid, mlp_out, output$",
         ),
         (spec(), {"0.input": doubled}, r"^hooks: '0.input'"),
         (spec(), {"2.output": "not a function"}, r"^hooks: '2.output'"),
