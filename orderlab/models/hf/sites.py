@@ -66,7 +66,7 @@ class Located:
         batch, slots = rows
         tensor = tensor.reshape(batch, slots, -1)
         if self.site.part is not None:
-            tensor = self._third(tensor)
+            tensor = self._third(tensor).reshape(batch, slots, -1)
         if self.point in QKV:
             return tensor.reshape(batch, slots, -1, self.head_width).transpose(1, 2)
         return tensor
@@ -79,18 +79,20 @@ class Located:
             value = value.transpose(1, 2).reshape(batch, slots, -1)
         if self.site.part is not None:
             whole = tensor.reshape(batch, slots, -1).clone()
-            self._third(whole).copy_(value.reshape(self._third(whole).shape))
+            third = self._third(whole)
+            third.copy_(value.reshape(third.shape))
             value = whole
         changed = value.reshape(tensor.shape).to(tensor.dtype)
         return changed if isinstance(formed, torch.Tensor) else (changed, *formed[1:])
 
     def _third(self, fused: torch.Tensor) -> torch.Tensor:
-        """q, k or v (B, T, width) as a view of a fused projection's output (B, T, 3 x width)."""
+        """q, k or v as a view of a fused projection's output (B, T, 3 x width): (B, T, width) of 'blocks', (B, T,
+        heads, d_head) of 'heads' (a view, so that write can fill it)."""
         part = cast(int, self.site.part)
         if self.site.fused == "blocks":
             return fused.chunk(3, dim=-1)[part]
         batch, slots, _ = fused.shape
-        return fused.view(batch, slots, -1, 3, self.head_width)[:, :, :, part].reshape(batch, slots, -1)
+        return fused.view(batch, slots, -1, 3, self.head_width)[:, :, :, part]
 
 
 def locate(model: torch.nn.Module, family: Family, name: str) -> Located | None:

@@ -121,6 +121,7 @@ def test_every_declared_point_reads_what_transformers_forms_there(family: str):
     truth = caught(model, paths, ids, code.needs_mask)
     width = 8
     for layer in (1, 2):
+
         def at(path: str, layer: int = layer) -> torch.Tensor:
             return truth[(layer, path)].reshape(1, ids.shape[1], -1)
 
@@ -149,3 +150,30 @@ def test_every_declared_point_reads_what_transformers_forms_there(family: str):
                 assert torch.allclose(at(""), block.get_submodule(norms[1])(mid + mlp_out), atol=1e-12)
     if code.causal:
         assert torch.equal(read[LOGITS], truth[LOGITS])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES.names())
+def test_a_function_written_at_a_point_is_what_the_point_reads_and_what_follows_computes_from(family: str):
+    from orderlab.errors import OrderlabError
+    from orderlab.models.hf.interventions import checked_hooks
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+    from orderlab.models.hf.sites import writable_points
+    from orderlab.models.pretrained import record_hooks
+
+    backend = PretrainedBackend(Seeded(16, 2, 2, tuple(WORDS), 0), "float64", family=family)
+    ids = torch.tensor([backend.word_tokens(WORDS).ids])
+    config = backend.model.config
+    writable = writable_points(backend.code, config)
+    names = [hook_name(1, point) for point in writable] + ["2.output"]
+    with torch.no_grad():
+        plain = record_hooks(backend.forward(ids, points=names))
+        for point in [name for name in names[:-1] if name != "1.input"]:
+            checked_hooks(backend.model, backend.code, {point: torch.zeros_like})
+            backend.user_hooks = {point: torch.zeros_like}
+            hooked = record_hooks(backend.forward(ids, points=names))
+            assert hooked[point].abs().max() == 0, point  # read after the write, in the same layout
+            assert not torch.allclose(hooked["2.output"], plain["2.output"]), point
+    for point in sorted(set(backend.code.hook_points(config)) - set(writable)):  # formed inline: read only
+        with pytest.raises(OrderlabError, match=rf"^hooks: '1.{point}' is .*read only on {family}; expected one of"):
+            checked_hooks(backend.model, backend.code, {f"1.{point}": torch.zeros_like})
