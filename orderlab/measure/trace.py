@@ -75,7 +75,7 @@ def trace_pass(adapter: Adapter, words: list[str], layer: int) -> LayerTrace:
         words=bound.slot_names(), layer=layer, encoding=adapter.label, tokens=tokens, position=position,
         x=point["input"], normed=point.get("normed"), q=point.get("q"), k=point.get("k"), v=point.get("v"),
         raw=point.get("raw_scores"), scaled=point.get("scores"), weights=point["pattern"], heads=point.get("heads"),
-        attended=point.get("attended"), output=point["output"],
+        attended=point.get("attn_out"), output=point["output"],
     )  # fmt: skip
 
 

@@ -111,6 +111,7 @@ class Adapter(Protocol):
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]
+
     @property
     def n_layers(self) -> int: ...
 

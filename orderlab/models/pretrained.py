@@ -40,11 +40,12 @@ from orderlab.models.batching import Batching
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
-from orderlab.models.hf.interventions import UserHook, checked_hooks
+from orderlab.models.hf.interventions import checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.models.precision import computed_dtype, pass_dtype
+from orderlab.models.user_hooks import UserHook
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec

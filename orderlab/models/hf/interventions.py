@@ -23,8 +23,7 @@ from orderlab.core.hook_points import LOGITS, layer_of, point_of, unknown_point
 from orderlab.errors import OrderlabError
 from orderlab.families.family import Family
 from orderlab.models.hf.sites import Rows, layer_blocks, points_written, read_only, writable_points
-
-UserHook = Callable[[torch.Tensor], torch.Tensor]
+from orderlab.models.user_hooks import UserHook, applied
 
 
 def hooked_block(name: str, count: int) -> tuple[int, bool] | None:
@@ -72,7 +71,7 @@ def user_hooks_applied(
             if name == LOGITS:
                 handle = cast(Any, model).get_output_embeddings().register_forward_hook(_on_output(name, function))
             elif where is None:
-                handle = points_written(model, family, name, rows, partial(_applied, name, function))
+                handle = points_written(model, family, name, rows, partial(applied, name, function))
             elif where[1]:
                 handle = blocks[where[0]].register_forward_pre_hook(_on_input(name, function), prepend=True,
                                                                     with_kwargs=True)  # fmt: skip
@@ -82,24 +81,13 @@ def user_hooks_applied(
         yield
 
 
-def _applied(name: str, function: UserHook, tensor: torch.Tensor) -> torch.Tensor:
-    result = function(tensor)
-    if not isinstance(result, torch.Tensor) or result.shape != tensor.shape:
-        got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
-        raise OrderlabError(f"hooks: {name!r} returned {got}; expected a tensor of shape {tuple(tensor.shape)}")
-    if not result.is_floating_point() or result.device != tensor.device:
-        raise OrderlabError(f"hooks: {name!r} returned a {result.dtype} tensor on {result.device}; expected a "
-                            f"floating-point tensor on {tensor.device}, as it was given")  # fmt: skip
-    return result.to(tensor.dtype)
-
-
 def _on_input(name: str, function: UserHook) -> Callable[..., Any]:
     """Layer 1's input changed in place: the very tensor a family recorded as its first hidden state before calling
     the block (or records in a hook of its own), so what is recorded is what the block receives."""
 
     def hook(_module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         hidden = args[0] if args else kwargs["hidden_states"]
-        changed = _applied(name, function, hidden)
+        changed = applied(name, function, hidden)
         with torch.no_grad():
             hidden.copy_(changed)
 
@@ -109,7 +97,7 @@ def _on_input(name: str, function: UserHook) -> Callable[..., Any]:
 def _on_output(name: str, function: UserHook) -> Callable[..., Any]:
     def hook(_module: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> Any:
         if isinstance(output, torch.Tensor):
-            return _applied(name, function, output)
-        return (_applied(name, function, output[0]), *output[1:])
+            return applied(name, function, output)
+        return (applied(name, function, output[0]), *output[1:])
 
     return hook

@@ -39,9 +39,10 @@ from orderlab.models.hf.folder import (
 )
 from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
-from orderlab.models.hf.interventions import UserHook, user_hooks_applied
+from orderlab.models.hf.interventions import user_hooks_applied
 from orderlab.models.hf.sites import points_read
 from orderlab.models.precision import widened, widened_ops
+from orderlab.models.user_hooks import UserHook
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.fields import LOW_PRECISION
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec

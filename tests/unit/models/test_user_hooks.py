@@ -124,7 +124,18 @@ def test_what_cannot_be_hooked_is_one_line():
         (spec(), {"0.input": doubled}, r"^hooks: '0.input'"),
         (spec(), {"2.output": "not a function"}, r"^hooks: '2.output'"),
         (spec(), {"1.output": lambda tensor: tensor[:, :1]}, r"^hooks: '1.output' returned \(\d+, 1, 16\); expected"),
-        ({"name": "stack", "inputs": [{"sentence": "a b c"}]}, {"1.output": doubled}, r"model.kind: stack: a user's"),
+        (
+            spec(),
+            {"1.atn_out": doubled},
+            r"^hooks: '1.atn_out' is no hook point; expected logits, or L.POINT with L "
+            r"from 1 and POINT one of input, q, k, v, pattern, attn_out, mid, mlp_out, output$",
+        ),  # the spec's check
+        (
+            spec(),
+            {"1.mid": doubled},
+            r"^hooks: '1.mid' is formed inline \(ln_2's input\): read only on gpt2; "
+            r"expected one of input, q, k, v, attn_out, mlp_out, output$",
+        ),
     ]
     for written, hooks, message in cases:
         with pytest.raises(OrderlabError, match=message) as error:
