@@ -43,6 +43,7 @@ __all__ = [
     "check",
     "compare",
     "encodings",
+    "hooks",
     "load",
     "merge",
     "models",
@@ -402,6 +403,16 @@ def models() -> pd.DataFrame:
     from orderlab.commands.catalog import models as listed
 
     return pd.DataFrame([vars(entry) for entry in listed().entries])
+
+
+def hooks(family: str) -> pd.DataFrame:
+    """A model family's hook points (or the attention stack's: 'stack'), one row each at layer 1, with its shape on a
+    small seeded model, whether hooks= may write it, and its TransformerLens and nnsight names: `orderlab hooks`."""
+    import pandas as pd
+
+    from orderlab.commands.hooks import hook_points
+
+    return pd.DataFrame([vars(point) for point in hook_points(family).points])
 
 
 def _load(

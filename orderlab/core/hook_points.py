@@ -65,3 +65,32 @@ def unknown_point(
     whole = f"{', '.join(pass_points)}, or " if pass_points else ""
     points = ", ".join(layer_points)
     return f"{name!r} is no hook point; expected {whole}L.POINT with {layers} and POINT one of {points}"
+
+
+# TransformerLens's name of each point (HookedTransformer.run_with_cache's keys), its layers counted from 0: '2.q' is
+# blocks.1.attn.hook_q. Its q, k, v and heads are (B, T, heads, d_head) where orderlab's are (B, heads, T, d_head);
+# its attention scores are scaled and masked, as orderlab's `scores` (raw_scores, before, has no hook there).
+TRANSFORMER_LENS = {
+    "input": "blocks.{l}.hook_resid_pre",
+    "normed": "blocks.{l}.ln1.hook_normalized",
+    "q": "blocks.{l}.attn.hook_q",
+    "k": "blocks.{l}.attn.hook_k",
+    "v": "blocks.{l}.attn.hook_v",
+    "raw_scores": "",
+    "scores": "blocks.{l}.attn.hook_attn_scores",
+    "pattern": "blocks.{l}.attn.hook_pattern",
+    "heads": "blocks.{l}.attn.hook_z",
+    "attn_out": "blocks.{l}.hook_attn_out",
+    "mid": "blocks.{l}.hook_resid_mid",
+    "mlp_out": "blocks.{l}.hook_mlp_out",
+    "output": "blocks.{l}.hook_resid_post",
+    "tokens": "hook_embed",
+    "position": "hook_pos_embed",
+    LOGITS: "unembed.hook_out",
+}
+
+
+def transformer_lens_name(name: str) -> str:
+    """'2.q' -> 'blocks.1.attn.hook_q' (TransformerLens counts layers from 0); '' where it has no such hook."""
+    layer = layer_of(name)
+    return TRANSFORMER_LENS[point_of(name)].format(l=(layer or 1) - 1)

@@ -13,6 +13,7 @@ from orderlab.report.trace_view import trace_tables
 from orderlab.results.outcome import Outcome, ShardOutcome
 
 if TYPE_CHECKING:
+    from orderlab.commands.hooks import HookListing
     from orderlab.encodings.entries import EncodingEntry
     from orderlab.measure.trace import LayerTrace
     from orderlab.models.hf.zoo import ModelCatalog
@@ -85,6 +86,10 @@ def encodings_lines(entries: list[EncodingEntry]) -> None:
 
 def models_lines(found: ModelCatalog) -> None:
     report.Console().print(catalog_tables.models_table(found.entries, found.broken))
+
+
+def hooks_lines(listing: HookListing) -> None:
+    report.Console().print(catalog_tables.hooks_table(listing))
 
 
 def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.PhaseBars) -> None:

@@ -167,3 +167,23 @@ def read_only(family: Family, config: Any, point: str) -> str:
     if site is not None and site.side == "input":
         return f"formed inline ({site.module}'s input): read only"
     return "formed inside attention: read only" if point == "pattern" else "read only"
+
+
+def blocks_path(model: torch.nn.Module) -> str:
+    """The dotted path of the model's blocks (GPT2LMHeadModel's 'transformer.h')."""
+    blocks = layer_blocks(model)
+    return str(next(name for name, module in model.named_modules() if module is blocks))
+
+
+def nnsight_path(model: torch.nn.Module, family: Family, name: str) -> str:
+    """Where nnsight reaches a point of this model, its layers from 0 ('model.transformer.h[1].attn.output'; a module
+    that returns a tuple: its first element)."""
+    config, layer, point = cast(Any, model).config, layer_of(name), point_of(name)
+    if layer is None:  # a whole pass's: a causal LM's logits
+        return "model.output.logits"
+    block = f"model.{blocks_path(model)}[{layer - 1}]"
+    if point in ("input", "pattern"):  # what transformers returns: the block's input, its attention probabilities
+        return f"{block}.input" if point == "input" else f"model.output.attentions[{layer - 1}] (eager attention)"
+    site = sites(family, config)[point]
+    part = "" if site.part is None else f" (its {point} third)" if site.fused == "blocks" else f" (each head's {point})"
+    return f"{block}{'.' if site.module else ''}{site.module}.{site.side}{part}"
