@@ -10,7 +10,17 @@ from pathlib import Path
 
 import torch
 
-from orderlab.core.hook_points import WHOLE_PASS_POINTS, hook_name, point_of, transformer_lens_name
+from orderlab.core.hook_points import (
+    HOOK_POINTS,
+    LAYER_POINTS,
+    LOGITS,
+    PASS_POINTS,
+    TRANSFORMER_LENS,
+    WHOLE_PASS_POINTS,
+    hook_name,
+    point_of,
+    transformer_lens_name,
+)
 from orderlab.core.registry import did_you_mean
 from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES
@@ -77,16 +87,23 @@ def _writable_and_paths(adapter: object, names: list[str]) -> tuple[set[str], di
 
 
 def markdown_table() -> str:
-    """docs/python.md's table: per family, its blocks as nnsight reaches layer 1 (nnsight counts from 0), and where
-    below them each point is (q: its k and v likewise; '—' where the family has no such point)."""
+    """docs/python.md's tables: each point's TransformerLens name (layer 2 shown), and per family its blocks as
+    nnsight reaches layer 1 (nnsight counts from 0) and where below them each point is (k and v beside q; '—' where the
+    family has no such point)."""
+    lines = ["| orderlab | TransformerLens | on |", "| --- | --- | --- |"]
+    for point in (*PASS_POINTS, *HOOK_POINTS, LOGITS):
+        name = point if point in WHOLE_PASS_POINTS else hook_name(2, point)
+        where = "causal LM families" if point == LOGITS else "all" if point in LAYER_POINTS else "the stack"
+        theirs = f"`{transformer_lens_name(name)}`" if TRANSFORMER_LENS[point] else "—"
+        lines.append(f"| `{name}` | {theirs} | {where} |")
     columns = ["q", "attn_out", "mid", "mlp_out"]
     header = " | ".join(f"`L.{column}`" for column in columns)
-    lines = [f"| family | layer 1 (`L.input`: `.input`, `L.output`: `.output`) | {header} |",
-             "| --- " * (len(columns) + 2) + "|"]  # fmt: skip
+    lines += ["", f"| family | layer 1 (`L.input`: `.input`, `L.output`: `.output`) | {header} |",
+              "| --- " * (len(columns) + 2) + "|"]  # fmt: skip
     for family in FAMILIES.names():
         paths = {point_of(point.name): point.nnsight for point in hook_points(family).points}
         block = paths["input"].removesuffix(".input")
-        cells = [f"`{paths[c].removeprefix(block)}`" if c in paths else "—" for c in columns]
+        cells = [f"`{paths[column].removeprefix(block)}`" if column in paths else "—" for column in columns]
         lines.append(f"| `{family}` | `{block}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
