@@ -13,8 +13,8 @@ from rich.text import Text
 from orderlab.report.fitting import Column, fitted_tables
 
 if TYPE_CHECKING:
-    from orderlab.commands.hooks import HookListing
     from orderlab.encodings.entries import EncodingEntry
+    from orderlab.measure.hook_listing import HookListing
     from orderlab.models.hf.zoo import ZooEntry
 
 PROPERTY_PASS = "pass"

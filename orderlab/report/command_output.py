@@ -13,8 +13,8 @@ from orderlab.report.trace_view import trace_tables
 from orderlab.results.outcome import Outcome, ShardOutcome
 
 if TYPE_CHECKING:
-    from orderlab.commands.hooks import HookListing
     from orderlab.encodings.entries import EncodingEntry
+    from orderlab.measure.hook_listing import HookListing
     from orderlab.measure.trace import LayerTrace
     from orderlab.models.hf.zoo import ModelCatalog
     from orderlab.results.baseline_diff import SpecCheck

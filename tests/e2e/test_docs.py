@@ -138,9 +138,11 @@ def test_the_zoo_page_holds_the_families_table_as_the_registry_prints_it():
 @pytest.mark.slow
 @pytest.mark.skipif(not installed("transformers"), reason="builds a seeded model of every family: orderlab[hf]")
 def test_the_python_page_holds_the_hook_names_tables_as_the_families_declare_them():
-    from orderlab.commands.hooks import markdown_table
+    from orderlab.measure.hook_listing import markdown_table
 
-    found = re.search(r"python -m orderlab\.commands\.hooks -->\n(.*?)<!-- end of generated tables -->",
+    found = re.search(r"python -m orderlab\.measure\.hook_listing -->\n(.*?)<!-- end of generated tables -->",
                       (ROOT / "docs" / "python.md").read_text(), re.S)  # fmt: skip
     assert found, "docs/python.md lost its generated hook-names tables"
-    assert found.group(1) == markdown_table(), "run `python -m orderlab.commands.hooks` and paste into docs/python.md"
+    assert found.group(1) == markdown_table(), (
+        "run `python -m orderlab.measure.hook_listing`, paste into docs/python.md"
+    )
