@@ -3,8 +3,9 @@
 `trace_pass` asks the model's adapter for every hook point of one layer on one sentence (one forward pass:
 the measured model, the same code path as every run) and keeps what the model exposes: for the attention
 stack every intermediate (token vectors, positions, input, LayerNorm(x), Q, K, V, raw and scaled scores,
-weights, heads, attention output, layer output); for a model of the zoo its layer input, attention
-probabilities and layer output, on its own token slots. Nothing here recomputes attention. Compute only:
+weights, heads, attention output, layer output); for a model of the zoo the points its family declares (layer
+input, Q, K, V before any rotation, attention probabilities, attention output, layer output), on its own token
+slots. Nothing here recomputes attention. Compute only:
 commands/trace.py writes the CSV, report/terminal.py draws the tables.
 """
 
