@@ -43,6 +43,7 @@ __all__ = [
     "check",
     "compare",
     "encodings",
+    "hooks",
     "load",
     "merge",
     "models",
@@ -220,9 +221,10 @@ def run(
     model, tokenizer: a loaded transformers model and its tokenizer, measured in place of the spec's model (a spec's
     model block may then give only kind: hf, family, position_embeddings and dtype); its weights are never written,
     and manifest.json records its class, config and a hash of its weights (manifest["model"]["given"]).
-    hooks: your functions at a transformers model's hook points, {"2.output": fn} (L.input or L.output: a tensor
-    (B, T, d) to one of the same shape), around every pass of every condition and its round-off twin; the rows'
-    labels end in '+user_hook' and manifest["model"]["user_hooks"] names each function."""
+    hooks: your functions at hook points of the attention stack or a transformers model, {"2.attn_out": fn} (the
+    points `orderlab hooks FAMILY` lists as writable: a tensor to one of the same shape), around every pass of every
+    condition and its round-off twin; the rows' labels end in '+user_hook' and manifest["model"]["user_hooks"]
+    names each function."""
     root = check_argument.optional_path("out", out)
     if root is None and (shard is not None or plot is True or html is True):
         raise OrderlabError("shard, plot, html: they write files that last; expected out= a results root")
@@ -483,6 +485,18 @@ def models() -> pd.DataFrame:
     from orderlab.commands.catalog import models as listed
 
     return pd.DataFrame([vars(entry) for entry in listed().entries])
+
+
+def hooks(family: str) -> pd.DataFrame:
+    """A model family's hook points (or the attention stack's: 'stack'), one row each at layer 1, with its shape on a
+    small seeded model, whether hooks= may write it, and its TransformerLens and nnsight names: `orderlab hooks`."""
+    import pandas as pd
+
+    from orderlab.commands.hooks import hook_points
+
+    if not isinstance(family, str):
+        raise OrderlabError(f"family={check_argument.shown(family)}; expected a model family's name, or 'stack'")
+    return pd.DataFrame([vars(point) for point in hook_points(family).points])
 
 
 def _load(

@@ -110,10 +110,10 @@ def hooks(value: object) -> dict[str, Callable[[Any], Any]]:
     """A user's functions at hook points, {"2.output": fn}: names to callables (None: none)."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):  # which points a model has is checked where hooks are placed
+    if not isinstance(value, Mapping):  # names are checked against the vocabulary where the spec records them
         raise _refuse("hooks", value, 'a dict of hook points to functions, e.g. {"2.output": fn}')
-    for point, function in value.items():
-        if not isinstance(point, str) or not re.fullmatch(r"[0-9]{1,4}\.[a-z_]{1,32}", point):
+    for point, function in value.items():  # LAYER.POINT, or a whole pass's point (a causal LM's logits)
+        if not isinstance(point, str) or not re.fullmatch(r"(?:[0-9]{1,4}\.)?[a-z_]{1,32}", point):
             raise OrderlabError(f"hooks: key {shown(point)}; expected a hook point named LAYER.POINT, e.g. '2.output'")
         if not callable(function):
             raise OrderlabError(f"hooks: {point!r}: {shown(function)}; expected a function of a tensor")

@@ -159,6 +159,16 @@ def list_models() -> None:
     models_lines(models())
 
 
+@app.command("hooks")
+@user_errors
+def list_hooks(family: o.HookFamily) -> None:
+    """List a family's hook points (`stack`: the attention stack's): shapes, writable, TransformerLens/nnsight names."""
+    from orderlab.commands.hooks import hook_points
+    from orderlab.report.command_output import hooks_lines
+
+    hooks_lines(hook_points(family))
+
+
 @app.command()
 @user_errors
 def compare(
@@ -188,16 +198,9 @@ def compare(
 
 @app.command(help=o.PROPERTIES_HELP)
 @user_errors
-def properties(
-    encodings: o.Encodings = "all",
-    max_len: o.MaxLen = 256,
-    d_model: o.DModel = 64,
-    n_heads: o.NHeads = 4,
-    seed: o.Seed = 0,
-    out: o.PropertiesOut = None,
-    quiet: o.QuietTable = False,
-    force: o.Force = False,
-) -> None:
+def properties(encodings: o.Encodings = "all", max_len: o.MaxLen = 256, d_model: o.DModel = 64, n_heads: o.NHeads = 4,
+               seed: o.Seed = 0, out: o.PropertiesOut = None, quiet: o.QuietTable = False,
+               force: o.Force = False) -> None:  # fmt: skip
     shown = phases(quiet)
     from orderlab.commands.properties import properties as measure
     from orderlab.report.command_output import properties_lines
@@ -274,11 +277,8 @@ def check(
     from orderlab.commands.check import check as check_specs
     from orderlab.report import command_output as output
 
-    found = output.spec_check_lines
-    options = run_options(device)
-    done = check_specs(
-        targets or [], out, rtol, atol, update, junit, html, options=options, phases=shown, on_spec=found
-    )
+    done = check_specs(targets or [], out, rtol, atol, update, junit, html, options=run_options(device), phases=shown,
+                       on_spec=output.spec_check_lines)  # fmt: skip
     output.checked_line(len(done.outcomes), shown)
     raise typer.Exit(done.exit_code)
 

@@ -192,6 +192,9 @@ Family = Annotated[
     str,
     typer.Option(help="Which model family of a zoo spec that sweeps family: (gpt2, llama, ...); the first if empty."),
 ]
+HookFamily = Annotated[
+    str, typer.Argument(metavar="FAMILY", help="A model family (orderlab models: gpt2, llama, ...), or stack.")
+]
 
 # check
 Rtol = Annotated[float | None, typer.Option(help="Relative tolerance (finite, >= 0); default: the spec's or dtype's.")]

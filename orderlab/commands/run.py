@@ -205,6 +205,8 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
         manifest["sweep"][WEIGHTS] = [TRAINED, UNTRAINED]
     if uses_backend(spec):
         describe_model(spec, manifest, run.model_files)
+    elif spec.stack.user_hooks:  # point -> the user's function, as a transformers model's are recorded
+        manifest["model"] = {"kind": "stack", "user_hooks": spec.stack.user_hooks}
     if sharing := prefix_sharing(spec, run.decisions):
         manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
     if run.compiled:  # ORDERLAB_COMPILE: each compiled stack's compilation time, or why it fell back to eager

@@ -14,8 +14,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
     standard_config,
 )
 from orderlab.families.hooks import table_ablation
@@ -45,6 +47,16 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     return standard_config(size)
 
 
+# Where a BERT block forms each hook point (post-norm: `mid` is attention's sub-layer after its residual and norm)
+HOOK_SITES = {
+    "q": HookSite("attention.self.query"),
+    "k": HookSite("attention.self.key"),
+    "v": HookSite("attention.self.value"),
+    "attn_out": HookSite("attention.output.dense"),
+    "mid": HookSite("attention"),
+    "mlp_out": HookSite("output.dense"),
+}
+
 FAMILY = Family(
     "bert",
     "learned absolute table, added to the input",
@@ -58,4 +70,5 @@ FAMILY = Family(
     seeded_config=seeded_config,
     ablate=table_ablation("embeddings.position_embeddings"),
     unused_parts=("pooler",),
+    hook_sites=fixed_sites(HOOK_SITES),
 )

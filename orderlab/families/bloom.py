@@ -18,8 +18,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
     no_limit,
     unablated,
 )
@@ -70,6 +72,17 @@ def ablate(model: Any, ablation: str, seed: int) -> Any:
     return swapped_method(base, "build_alibi_tensor", no_slopes)
 
 
+# Where a BLOOM block forms each hook point: q, k and v interleaved per head in query_key_value; attention and MLP
+# add their residual inside, so their outputs are dense's and dense_4h_to_h's, and `mid` is inline
+HOOK_SITES = {
+    "q": HookSite("self_attention.query_key_value", part=0, fused="heads"),
+    "k": HookSite("self_attention.query_key_value", part=1, fused="heads"),
+    "v": HookSite("self_attention.query_key_value", part=2, fused="heads"),
+    "attn_out": HookSite("self_attention.dense"),
+    "mid": HookSite("post_attention_layernorm", side="input"),
+    "mlp_out": HookSite("mlp.dense_4h_to_h"),
+}
+
 FAMILY = Family(
     "bloom",
     "ALiBi: a linear distance bias on attention scores",
@@ -87,4 +100,5 @@ FAMILY = Family(
     needs_mask=True,
     cached_ablations=("trained", "zero"),  # the bias is built from the mask over the cache and the new token
     max_tokens=no_limit,
+    hook_sites=fixed_sites(HOOK_SITES),
 )

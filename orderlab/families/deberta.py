@@ -21,8 +21,10 @@ from orderlab.families.family import (
     ConfigRows,
     ConfigWidth,
     Family,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
     standard_config,
     unablated,
 )
@@ -87,6 +89,16 @@ def ablate(model: Any, ablation: str, seed: int) -> Any:
     return stacked(swapped_method(encoder, "get_rel_embedding", no_relative), replaced_output(absolute, zeroed))
 
 
+# Where a DeBERTa-v2 block forms each hook point (BERT's layout, its projections named *_proj)
+HOOK_SITES = {
+    "q": HookSite("attention.self.query_proj"),
+    "k": HookSite("attention.self.key_proj"),
+    "v": HookSite("attention.self.value_proj"),
+    "attn_out": HookSite("attention.output.dense"),
+    "mid": HookSite("attention"),
+    "mlp_out": HookSite("output.dense"),
+}
+
 FAMILY = Family(
     "deberta",
     "disentangled relative positions (content-to-position, position-to-content)",
@@ -102,4 +114,5 @@ FAMILY = Family(
     model_class="DebertaV2Model",
     seeded_config=seeded_config,
     ablate=ablate,
+    hook_sites=fixed_sites(HOOK_SITES),
 )

@@ -18,8 +18,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
 )
 from orderlab.families.hooks import table_ablation
 
@@ -53,6 +55,16 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
+# Where a DistilBERT block forms each hook point (post-norm: `mid` is sa_layer_norm's output)
+HOOK_SITES = {
+    "q": HookSite("attention.q_lin"),
+    "k": HookSite("attention.k_lin"),
+    "v": HookSite("attention.v_lin"),
+    "attn_out": HookSite("attention.out_lin"),
+    "mid": HookSite("sa_layer_norm"),
+    "mlp_out": HookSite("ffn"),
+}
+
 FAMILY = Family(
     "distilbert",
     "learned absolute table, added to the input",
@@ -65,4 +77,5 @@ FAMILY = Family(
     model_class="DistilBertModel",
     seeded_config=seeded_config,
     ablate=table_ablation("embeddings.position_embeddings"),
+    hook_sites=fixed_sites(HOOK_SITES),
 )

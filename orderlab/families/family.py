@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, Strict
 
 from orderlab.core import bounds
+from orderlab.core.hook_points import LAYER_POINTS, LOGITS
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 
 # --- the ablation vocabulary, shared by every family ----------------------------------------------------------------
@@ -31,8 +32,42 @@ UNABLATED = "trained"  # the ablation that leaves the model's positions as built
 SEEDED = "seeded"  # its label for a zoo model with seeded random weights (no path)
 
 # What a transformers model returns of a pass, per layer on its token slots: the layer's input (layer 1: the
-# embeddings, absolute positions added), its attention probabilities (eager attention) and its output.
+# embeddings, absolute positions added), its attention probabilities (eager attention) and its output (the block's
+# own, before any final norm). A family's HookSites add the rest of the vocabulary (core/hook_points.LAYER_POINTS).
 HF_HOOK_POINTS = ("input", "pattern", "output")
+
+
+@dataclass(frozen=True)
+class HookSite:
+    """Where a family's block forms a hook point: the output (or, `side` input, the first argument) of its module at
+    `module`, a dotted path below the block (a tuple's first element; "" the block itself). `part`: which third of a
+    fused query-key-value projection (0 q, 1 k, 2 v), laid out as `fused` says: 'blocks' [q | k | v] along the width
+    (GPT-2's c_attn), 'heads' interleaved per head (BLOOM's and GPT-NeoX's query_key_value). A point read at a
+    module's input is formed inline (GPT-2's residual between attention and MLP is ln_2's input): read only, as
+    writing it there would change the next module's input and not the residual stream."""
+
+    module: str
+    side: Literal["output", "input"] = "output"
+    part: int | None = None
+    fused: Literal["blocks", "heads"] = "blocks"
+
+    @property
+    def writable(self) -> bool:
+        return self.side == "output"
+
+
+HookSites = Callable[[Any], dict[str, HookSite]]  # (a loaded config, or None for the documented default) -> sites
+
+
+def no_sites(_config: Any) -> dict[str, HookSite]:
+    """A family that declares none (a plug-in's default): input, pattern and output only."""
+    return {}
+
+
+def fixed_sites(sites: dict[str, HookSite]) -> HookSites:
+    """A family whose blocks form every point at the same modules, whatever their config."""
+    return lambda _config: sites
+
 
 # --- seeded configs -------------------------------------------------------------------------------------------------
 
@@ -191,7 +226,9 @@ class Family:
     model_class: str  # transformers class built from a config or a checkpoint (a causal LM keeps its head)
     seeded_config: Callable[[SeededSize], dict[str, Any]]  # config arguments of a seeded model (plain numbers)
     ablate: Ablate  # imports torch inside: the family's file stays torch-free at import
-    hook_points: tuple[str, ...] = HF_HOOK_POINTS  # named per layer: 1.input, 1.pattern, ... (orderlab trace)
+    # Where its blocks form the vocabulary's points beyond HF_HOOK_POINTS, by config (a parallel-residual block has
+    # no `mid`); named per layer: 1.q, 1.mid, ... (hook_points)
+    hook_sites: HookSites = no_sites
     tokenizer_options: tuple[tuple[str, Any], ...] = ()  # AutoTokenizer arguments for pre-split words
     # The family's own name for the token a sequence starts with ([CLS] of an encoder, GPT-2's <|endoftext|>): a
     # seeded model's word-level tokenizer names its first special so, as trace shows it.
@@ -210,6 +247,17 @@ class Family:
     # A seeded model's head width must be a multiple of this (2 where rotary positions rotate pairs), and why.
     head_width_multiple: int = 1
     head_width_reason: str = ""
+
+    def hook_points(self, config: Any = None) -> tuple[str, ...]:
+        """Its per-layer points in the vocabulary's order (core/hook_points.LAYER_POINTS), for a loaded model's config
+        or (None) the documented default."""
+        sites = self.hook_sites(config)
+        return tuple(point for point in LAYER_POINTS if point in HF_HOOK_POINTS or point in sites)
+
+    @property
+    def pass_points(self) -> tuple[str, ...]:
+        """Its whole pass's points: a causal LM's logits."""
+        return (LOGITS,) if self.causal else ()
 
     def seeded_shape(
         self, d_model: int, n_heads: int, n_layers: int, vocab: int, kv_heads: int | None = None, ffn: int | None = None

@@ -17,8 +17,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
 )
 from orderlab.families.hooks import table_ablation
 
@@ -53,6 +55,16 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
+# Where a GPT-2 block forms each hook point: q, k and v thirds of the fused c_attn; `mid` formed inline (ln_2's input)
+HOOK_SITES = {
+    "q": HookSite("attn.c_attn", part=0),
+    "k": HookSite("attn.c_attn", part=1),
+    "v": HookSite("attn.c_attn", part=2),
+    "attn_out": HookSite("attn"),
+    "mid": HookSite("ln_2", side="input"),
+    "mlp_out": HookSite("mlp"),
+}
+
 FAMILY = Family(
     "gpt2",
     "learned absolute table, added to the input",
@@ -68,4 +80,5 @@ FAMILY = Family(
     ablate=table_ablation("wpe"),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
+    hook_sites=fixed_sites(HOOK_SITES),
 )

@@ -16,6 +16,7 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
     standard_config,
@@ -44,6 +45,25 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     return {**standard_config(size), "bos_token_id": 2, "eos_token_id": 3, "pad_token_id": 0}
 
 
+# Where a GPT-NeoX block forms each hook point: q, k and v interleaved per head in query_key_value (before the
+# rotation); `mid` only without the parallel residual (use_parallel_residual, on by default), as
+# post_attention_layernorm's input
+PARALLEL_SITES = {
+    "q": HookSite("attention.query_key_value", part=0, fused="heads"),
+    "k": HookSite("attention.query_key_value", part=1, fused="heads"),
+    "v": HookSite("attention.query_key_value", part=2, fused="heads"),
+    "attn_out": HookSite("attention"),
+    "mlp_out": HookSite("mlp"),
+}
+
+
+def hook_sites(config: Any) -> dict[str, HookSite]:
+    """A parallel-residual block (the default) has no residual between attention and MLP."""
+    if getattr(config, "use_parallel_residual", True):
+        return PARALLEL_SITES
+    return {**PARALLEL_SITES, "mid": HookSite("post_attention_layernorm", side="input")}
+
+
 FAMILY = Family(
     "gpt_neox",
     "rotary (RoPE) on part of each head's queries and keys (Pythia: a quarter)",
@@ -61,4 +81,5 @@ FAMILY = Family(
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=8,
     head_width_reason="RoPE rotates pairs of a quarter of each head",
+    hook_sites=hook_sites,
 )

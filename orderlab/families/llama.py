@@ -15,8 +15,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
     standard_config,
 )
 from orderlab.families.hooks import rotary_ablation
@@ -54,6 +56,17 @@ def seeded_config(size: SeededSize) -> dict[str, Any]:
     }
 
 
+# Where a Llama block forms each hook point: q and k before the rotation; `mid` inline (post_attention_layernorm's
+# input)
+HOOK_SITES = {
+    "q": HookSite("self_attn.q_proj"),
+    "k": HookSite("self_attn.k_proj"),
+    "v": HookSite("self_attn.v_proj"),
+    "attn_out": HookSite("self_attn"),
+    "mid": HookSite("post_attention_layernorm", side="input"),
+    "mlp_out": HookSite("mlp"),
+}
+
 FAMILY = Family(
     "llama",
     "rotary (RoPE) on queries and keys",
@@ -71,4 +84,5 @@ FAMILY = Family(
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",
+    hook_sites=fixed_sites(HOOK_SITES),
 )

@@ -20,6 +20,7 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
 )
@@ -67,6 +68,24 @@ def table_ids(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return kwargs["position_ids"] + OFFSET
 
 
+# Where an OPT block forms each hook point: q before its scaling; `mid` inline before a pre-norm block's
+# final_layer_norm (do_layer_norm_before, the default), a post-norm block's self_attn_layer_norm output (OPT-350m)
+PRE_NORM_SITES = {
+    "q": HookSite("self_attn.q_proj"),
+    "k": HookSite("self_attn.k_proj"),
+    "v": HookSite("self_attn.v_proj"),
+    "attn_out": HookSite("self_attn"),
+    "mid": HookSite("final_layer_norm", side="input"),
+    "mlp_out": HookSite("fc2"),
+}
+
+
+def hook_sites(config: Any) -> dict[str, HookSite]:
+    if getattr(config, "do_layer_norm_before", True):
+        return PRE_NORM_SITES
+    return {**PRE_NORM_SITES, "mid": HookSite("self_attn_layer_norm")}
+
+
 FAMILY = Family(
     "opt",
     "learned absolute table, added to the input, read at position + 2",
@@ -82,4 +101,5 @@ FAMILY = Family(
     ablate=table_ablation("embed_positions", table_ids),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
+    hook_sites=hook_sites,
 )

@@ -15,10 +15,11 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     SeededSize,
+    fixed_sites,
     standard_config,
 )
 from orderlab.families.hooks import rotary_ablation
-from orderlab.families.llama import LlamaConfigFile
+from orderlab.families.llama import HOOK_SITES, LlamaConfigFile
 
 
 class Qwen2ConfigFile(LlamaConfigFile):
@@ -55,4 +56,5 @@ FAMILY = Family(
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",
+    hook_sites=fixed_sites(HOOK_SITES),
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from orderlab.families.bert import BertConfigFile
+from orderlab.families.bert import HOOK_SITES, BertConfigFile
 from orderlab.families.family import (
     MAX_POSITIONS,
     TABLE_ABLATIONS,
@@ -16,6 +16,7 @@ from orderlab.families.family import (
     Family,
     ModelShape,
     SeededSize,
+    fixed_sites,
     standard_config,
 )
 from orderlab.families.hooks import table_ablation
@@ -60,4 +61,5 @@ FAMILY = Family(
     tokenizer_options=(("add_prefix_space", True),),
     unused_parts=("pooler",),
     max_tokens=max_tokens,
+    hook_sites=fixed_sites(HOOK_SITES),
 )

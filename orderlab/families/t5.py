@@ -17,8 +17,10 @@ from orderlab.families.family import (
     ConfigWidth,
     Family,
     FamilyConfig,
+    HookSite,
     ModelShape,
     SeededSize,
+    fixed_sites,
     no_limit,
     unablated,
 )
@@ -62,6 +64,17 @@ def ablate(model: Any, ablation: str, seed: int) -> Any:
     return replaced_output(table if ablation == "zero" else None, zeroed)
 
 
+# Where a T5 encoder block forms each hook point: its self-attention sub-layer (layer.0) returns the residual after
+# attention, its feed-forward (layer.1) adds DenseReluDense's output
+HOOK_SITES = {
+    "q": HookSite("layer.0.SelfAttention.q"),
+    "k": HookSite("layer.0.SelfAttention.k"),
+    "v": HookSite("layer.0.SelfAttention.v"),
+    "attn_out": HookSite("layer.0.SelfAttention"),
+    "mid": HookSite("layer.0"),
+    "mlp_out": HookSite("layer.1.DenseReluDense"),
+}
+
 FAMILY = Family(
     "t5",
     "relative position bias, bucketed (encoder)",
@@ -78,4 +91,5 @@ FAMILY = Family(
     seeded_config=seeded_config,
     ablate=ablate,
     max_tokens=no_limit,
+    hook_sites=fixed_sites(HOOK_SITES),
 )

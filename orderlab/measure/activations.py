@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.hook_points import PASS_POINTS, UNBATCHED_POINTS, hook_name, point_of
+from orderlab.core.hook_points import UNBATCHED_POINTS, WHOLE_PASS_POINTS, hook_name, point_of
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters, run_decisions
@@ -138,8 +138,8 @@ def _inputs(spec: Spec, orders: perms.Rule | None) -> list[_Work]:
 
 def _names(adapter: Adapter) -> list[str]:
     """The point names an adapter's passes expose: the whole pass's, then each layer's."""
-    layers = [point for point in adapter.hook_points if point not in PASS_POINTS]
-    whole = [point for point in adapter.hook_points if point in PASS_POINTS]
+    layers = [point for point in adapter.hook_points if point not in WHOLE_PASS_POINTS]
+    whole = [point for point in adapter.hook_points if point in WHOLE_PASS_POINTS]
     return whole + [hook_name(layer, point) for layer in range(1, adapter.n_layers + 1) for point in layers]
 
 

@@ -16,10 +16,10 @@ from orderlab.measure.chunking import device_batching, run_device
 from orderlab.models import kv_prefix
 from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
 from orderlab.models.hf.given import UserModel
-from orderlab.models.hf.interventions import UserHook
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
+from orderlab.models.user_hooks import UserHook
 from orderlab.plan.decisions import Decisions, compile_pays, decide
 from orderlab.plan.device import rates_file, read_rates
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
@@ -62,7 +62,8 @@ def build_adapters(
         return list(adapters)  # a list[Adapter]
     if isinstance(spec.model, CheckpointModelSpec):
         return checkpoint_adapters(spec, device, spec_file, batching)
-    return stack_adapters(spec, device, batching, decided.share_prefixes, decided.compile, probe_inputs_for(spec))
+    return stack_adapters(spec, device, batching, decided.share_prefixes, decided.compile, probe_inputs_for(spec),
+                          user_hooks)  # fmt: skip
 
 
 def run_decisions(spec: Spec, spec_file: Path, device: torch.device) -> Decisions:

@@ -38,9 +38,10 @@ from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.verdicts import noise_scale, round_off_lines
-from orderlab.models.hf.interventions import UserHook, hooked_block
+from orderlab.models.hf.interventions import checked_hooks
 from orderlab.models.precision import dtype_name
-from orderlab.spec.model_specs import HOOKABLE_POINTS, CorpusInputs
+from orderlab.models.user_hooks import UserHook
+from orderlab.spec.model_specs import CorpusInputs
 from orderlab.spec.patching_block import PatchingSpec
 from orderlab.spec.schema import Spec
 from orderlab.spec.sweep import SweptValue, plan
@@ -94,8 +95,7 @@ def measure_patching(spec: Spec, spec_file: Path, options: RunOptions = DEFAULTS
 def _condition_rows(
     adapter: Adapter, spec: Spec, block: PatchingSpec, columns: dict[str, SweptValue]
 ) -> list[dict[str, object]]:
-    backend_of(adapter)  # refused here, once, for a model whose points no function may write
-    names = _names(block, adapter.n_layers)
+    names = _names(block, adapter.n_layers, backend_of(adapter))  # refused here, once: no point to write
     twin = adapter.twin()
     rows: list[dict[str, object]] = []
     for sentence, words, pairs in _inputs(spec, block):
@@ -115,17 +115,17 @@ def _condition_rows(
     return rows
 
 
-def _names(block: PatchingSpec, n_layers: int) -> list[str]:
+def _names(block: PatchingSpec, n_layers: int, backend: PretrainedBackend) -> list[str]:
     """The hook names patched, point by point and layer by layer; a layer past the model's or a point no function may
-    write is refused in one line."""
+    write on it is refused in one line, by the check the user's own hooks pass (models/hf/interventions.py)."""
     layers = list(range(1, n_layers + 1)) if block.layers == "all" else block.layers
     if max(layers) > n_layers:
         raise OrderlabError(f"patching: layers {block.layers}: the model has {n_layers}; expected layers 1..{n_layers}")
     names = [hook_name(layer, point) for point in block.points for layer in layers]
-    for name in names:
-        if hooked_block(name, n_layers) is None:
-            raise OrderlabError(f"patching: points: {name!r} is no point a function may write on this model; "
-                                f"expected one of {', '.join(HOOKABLE_POINTS)}")  # fmt: skip
+    try:
+        checked_hooks(backend.model, backend.code, {name: _recorder(name, {}) for name in names})
+    except OrderlabError as refused:
+        raise OrderlabError(f"patching: points: {str(refused).removeprefix('hooks: ')}") from None
     return names
 
 

@@ -18,7 +18,7 @@ import torch
 from orderlab.core.progress import Note, Progress
 from orderlab.models.devices import CPU, validate_device
 from orderlab.models.hf.given import UserModel
-from orderlab.models.hf.interventions import UserHook
+from orderlab.models.user_hooks import UserHook
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 `trace_pass` asks the model's adapter for every hook point of one layer on one sentence (one forward pass:
 the measured model, the same code path as every run) and keeps what the model exposes: for the attention
 stack every intermediate (token vectors, positions, input, LayerNorm(x), Q, K, V, raw and scaled scores,
-weights, heads, attention output, layer output); for a model of the zoo its layer input, attention
-probabilities and layer output, on its own token slots. Nothing here recomputes attention. Compute only:
+weights, heads, attention output, layer output); for a model of the zoo the points its family declares (layer
+input, Q, K, V before any rotation, attention probabilities, attention output, layer output), on its own token
+slots. Nothing here recomputes attention. Compute only:
 commands/trace.py writes the CSV, report/terminal.py draws the tables.
 """
 
@@ -77,7 +78,7 @@ def trace_pass(adapter: Adapter, words: list[str], layer: int) -> LayerTrace:
         words=bound.slot_names(), layer=layer, encoding=adapter.label, tokens=tokens, position=position,
         x=point["input"], normed=point.get("normed"), q=point.get("q"), k=point.get("k"), v=point.get("v"),
         raw=point.get("raw_scores"), scaled=point.get("scores"), weights=point["pattern"], heads=point.get("heads"),
-        attended=point.get("attended"), output=point["output"],
+        attended=point.get("attn_out"), output=point["output"],
     )  # fmt: skip
 
 

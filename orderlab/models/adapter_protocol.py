@@ -111,11 +111,14 @@ class Adapter(Protocol):
     # states, or a sentence vector it defines (its passes' `pooled` holds at least these).
     model: ClassVar[Model]
     poolings: ClassVar[tuple[Pooling, ...]]
-    # The hook points its passes expose (core/hook_points.py): per layer (named by hook_name) and per pass.
-    hook_points: ClassVar[tuple[str, ...]]
 
     @property
     def n_layers(self) -> int: ...
+
+    @property
+    def hook_points(self) -> tuple[str, ...]:
+        """The hook points its passes expose (core/hook_points.py): per layer (named by hook_name) and per pass."""
+        ...
 
     def sentence(self, words: list[str]) -> Sentence: ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from orderlab.core.hook_points import hook_name
 from orderlab.encodings.encoding import PositionalEncoding
+from orderlab.models.user_hooks import UserHook, applied
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
 
@@ -26,20 +27,26 @@ Hooks = dict[str, torch.Tensor]
 
 class Requested(dict[str, torch.Tensor]):
     """Hooks that keep only the points a caller asked for: a pass then holds no intermediate nobody reads (every
-    layer's q, k, scores... would otherwise live until the pass returns)."""
+    layer's q, k, scores... would otherwise live until the pass returns); and the user's functions that replace
+    points (`writes`: run(spec, hooks=...)), the one channel a pass reads and writes its points through."""
 
-    def __init__(self, wanted: Collection[str]):
+    def __init__(self, wanted: Collection[str], writes: Mapping[str, UserHook] | None = None):
         super().__init__()
-        self.wanted = frozenset(wanted)
+        self.wanted, self.writes = frozenset(wanted), dict(writes or {})
 
     def __setitem__(self, name: str, tensor: torch.Tensor) -> None:
         if name in self.wanted:
             super().__setitem__(name, tensor)
 
 
-def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> None:
-    if hooks is not None:
-        hooks[name] = tensor
+def record(hooks: Hooks | None, name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """The point as the pass goes on with it (a user's function's output where one writes it), kept if asked for."""
+    if hooks is None:
+        return tensor
+    if isinstance(hooks, Requested) and name in hooks.writes:
+        tensor = applied(name, hooks.writes[name], tensor)
+    hooks[name] = tensor
+    return tensor
 
 
 @dataclass(frozen=True)
@@ -213,17 +220,18 @@ class AttentionStack:
         therefore share every number outside attention.
         """
         c = self.config
-        record(hooks, hook_name(index, "input"), x)
+        x = record(hooks, hook_name(index, "input"), x)
         normed = self.pre_norm(x)
         if c.norm == "pre":
-            record(hooks, hook_name(index, "normed"), normed)
+            normed = record(hooks, hook_name(index, "normed"), normed)
         attended, weights = attention(normed)
-        record(hooks, hook_name(index, "attended"), attended)
+        attended = record(hooks, hook_name(index, "attn_out"), attended)
         x = self.post_norm(x + attended if c.residual else attended)
         if c.ffn:
-            transformed = self.feed_forward(x, layer)
+            x = record(hooks, hook_name(index, "mid"), x)  # between attention and the feed-forward
+            transformed = record(hooks, hook_name(index, "mlp_out"), self.feed_forward(x, layer))
             x = self.post_norm(x + transformed if c.residual else transformed)
-        record(hooks, hook_name(index, "output"), x)
+        x = record(hooks, hook_name(index, "output"), x)
         return x, weights
 
     def dense_attention(
@@ -247,22 +255,21 @@ class AttentionStack:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Multi-head attention; returns the output (B, n, d) and the weights (B, h, n, n)."""
         B, n, d = x.shape
-        q, k, v = self.project(x, layer)  # each (B, h, n, dh)
-        for name, tensor in (("q", q), ("k", k), ("v", v)):
+        q, k, v = (
             record(hooks, hook_name(index, name), tensor)
+            for name, tensor in zip("qkv", self.project(x, layer), strict=True)
+        )  # each (B, h, n, dh)
         scores = q @ k.transpose(-2, -1)  # (B, h, n, n)
-        record(hooks, hook_name(index, "raw_scores"), scores)
+        scores = record(hooks, hook_name(index, "raw_scores"), scores)
         scores = self.scaled(scores)
         bias = self.encoding_bias(q, k)
         if bias is not None:
             scores = scores + bias
         if self.config.causal:
             scores = scores.masked_fill(future_slots(n, x.device), float("-inf"))
-        record(hooks, hook_name(index, "scores"), scores)
-        weights = scores.softmax(dim=-1)  # (B, h, n, n)
-        record(hooks, hook_name(index, "pattern"), weights)
-        heads = weights @ v  # (B, h, n, dh)
-        record(hooks, hook_name(index, "heads"), heads)
+        scores = record(hooks, hook_name(index, "scores"), scores)
+        weights = record(hooks, hook_name(index, "pattern"), scores.softmax(dim=-1))  # (B, h, n, n)
+        heads = record(hooks, hook_name(index, "heads"), weights @ v)  # (B, h, n, dh)
         return heads.transpose(1, 2).reshape(B, n, d) @ layer.w_o, weights
 
     def project(self, x: torch.Tensor, layer: RunLayer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -6,8 +6,8 @@ sentence-transformers' mean over all tokens and, for encoders, the first ([CLS])
 LM's first token is its BOS, the same in every order, so it has the mean only, and its passes
 carry each reordering's log-probability (metric family lm_logprob). The ablation is applied
 around each pass by the family's hooks (orderlab/families), never by writing weights.
-Named hook points of a pass (hook_points.hook_name: input, pattern, output per layer, on token slots: what
-transformers returns) come from the same forward pass as its metrics.
+Named hook points of a pass (hook_points.hook_name: the family's points per layer, on token slots, and a causal LM's
+logits) come from the same forward pass as its metrics.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from orderlab.core.corpustext import read_corpus
-from orderlab.core.hook_points import hook_name, point_of
+from orderlab.core.hook_points import LOGITS, hook_name, point_of
 from orderlab.core.permutations import Permutation
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
-from orderlab.families.family import HF_HOOK_POINTS, ModelShape
+from orderlab.families.family import ModelShape
 from orderlab.metrics import (
     ATTENTION_FAMILY,
     CAUSAL_POOLINGS,
@@ -40,11 +40,12 @@ from orderlab.models.batching import Batching
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
-from orderlab.models.hf.interventions import UserHook, checked_hooks
+from orderlab.models.hf.interventions import checked_hooks
 from orderlab.models.hf.loader import Forward, PretrainedBackend, Seeded, model_folder
 from orderlab.models.kv_prefix import one_token_words, shared_pass
 from orderlab.models.pooling import cls, pool, word_states
 from orderlab.models.precision import computed_dtype, pass_dtype
+from orderlab.models.user_hooks import UserHook
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DecodabilitySpec, Spec, relative_to_spec
@@ -92,7 +93,7 @@ def pretrained_adapters(
         user_hooks=hooked(model, user_hooks),
     )
     if user_hooks:
-        checked_hooks(backend.model, user_hooks)
+        checked_hooks(backend.model, backend.code, user_hooks)
     if folder is not None or given is not None:
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     # an LM-only run (log-probabilities alone) never reads a state: its shared passes skip the last word's
@@ -178,7 +179,6 @@ class PretrainedAdapter:
 
     model: ClassVar[Model] = "pretrained"
     poolings: ClassVar[tuple[Pooling, ...]] = ENCODER_POOLINGS
-    hook_points: ClassVar[tuple[str, ...]] = HF_HOOK_POINTS
 
     def __init__(self, shared: Shared, ablation: str, label: str | None = None):
         self.shared, self.ablation, self.label = shared, ablation, label or ablation
@@ -194,6 +194,12 @@ class PretrainedAdapter:
     @property
     def n_layers(self) -> int:
         return int(self.shared.backend.model.config.num_hidden_layers)
+
+    @property
+    def hook_points(self) -> tuple[str, ...]:
+        """Its family's points on this model's config (families/family.py), a causal LM's logits first."""
+        backend = self.shared.backend
+        return (*backend.code.pass_points, *backend.code.hook_points(backend.model.config))
 
     @property
     def model_files(self) -> dict[str, list[str]] | None:
@@ -342,7 +348,7 @@ class PretrainedSentence:
         eager attention, the only kind that returns them)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
-        output = self.adapter.backend.forward(ids, attention=any(point_of(name) == "pattern" for name in hooks))
+        output = self.adapter.backend.forward(ids, any(point_of(name) == "pattern" for name in hooks), list(hooks))
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)
@@ -379,13 +385,15 @@ def sentence_vectors(tokens: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def record_hooks(output: Forward) -> Hooks:
-    """The stack's hook points that a transformers model returns (HF_HOOK_POINTS), on its token slots: per layer l
-    (from 1) the input (l = 1: the embeddings, absolute positions added), the attention pattern (when the pass formed
-    it) and the output."""
+    """A transformers model's hook points, on its token slots: per layer l (from 1) the input (l = 1: the
+    embeddings, absolute positions added) and the attention pattern (when the pass formed it) as it returns them, the
+    points its modules formed (models/hf/sites.py: the block's output among them, before any final norm), and a
+    causal LM's logits."""
     hooks: Hooks = {}
     for layer in range(1, len(output.hidden)):
         hooks[hook_name(layer, "input")] = output.hidden[layer - 1]  # (B, T, d)
-        hooks[hook_name(layer, "output")] = output.hidden[layer]  # (B, T, d)
         if output.attention:
             hooks[hook_name(layer, "pattern")] = output.attention[layer - 1]  # (B, h, T, T)
-    return hooks
+    if output.logits is not None:
+        hooks[LOGITS] = output.logits  # (B, T, V)
+    return {**hooks, **output.points}

@@ -13,9 +13,10 @@ from typing import ClassVar
 
 import torch
 
-from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of
+from orderlab.core.hook_points import ATTENTION_POINTS, HOOK_POINTS, PASS_POINTS, hook_name, point_of, unknown_point
 from orderlab.core.permutations import Permutation
 from orderlab.encodings import ENCODINGS, PositionalEncoding, build_encoding
+from orderlab.errors import OrderlabError
 from orderlab.families.family import ModelShape
 from orderlab.metrics import STACK_POOLINGS, Model, Pooling
 from orderlab.models.adapter_protocol import Adapter, HookRequest, Pass, requested
@@ -25,6 +26,7 @@ from orderlab.models.pooling import pool
 from orderlab.models.precision import pass_dtype, widened
 from orderlab.models.prefix_trie import shared_prefix_pass
 from orderlab.models.stack_builder import build_stack, layer_weights, random_sentences, word_vectors
+from orderlab.models.user_hooks import UserHook
 from orderlab.spec.fields import twin_dtype
 from orderlab.spec.schema import DecodabilitySpec, EncodingChoice, ModelSpec, Spec, encoding_context, longest_sentence
 
@@ -44,9 +46,11 @@ def stack_adapters(
     share_prefixes: bool = True,
     compile_dense: bool = False,
     probe_inputs: ProbeInputs = random_probe_inputs,
+    user_hooks: Mapping[str, UserHook] | None = None,
 ) -> list[Adapter]:
     """One adapter per encoding, in label order, with the same seeded weights (encodings differ only in position),
-    its passes cut and padded by `batching`.
+    its passes cut and padded by `batching`; user_hooks: the user's functions at the points the spec records by name
+    (`model.user_hooks`), in every pass.
 
     share_prefixes=False runs causal stacks dense, as the benchmark's comparison does. compile_dense: dense passes go
     through torch.compile; the round-off twins, which run one sequence per input, never do. probe_inputs gives
@@ -54,10 +58,12 @@ def stack_adapters(
     """
     weights = layer_weights(spec)
     choices = sorted(spec.encodings, key=lambda choice: choice.label)
+    writes = checked_writes(spec.stack, user_hooks or {})
     return [
-        StackAdapter(spec, choice, weights, device, batching, None, share_prefixes, compile_dense, probe_inputs)
+        StackAdapter(spec, choice, weights, device, batching, None, share_prefixes, compile_dense, probe_inputs,
+                     user_hooks=writes)
         for choice in choices
-    ]
+    ]  # fmt: skip
 
 
 def prefix_sharing(spec: Spec) -> dict[str, str]:
@@ -74,8 +80,34 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     notes = {}
     for choice in spec.encodings:
         shares = ENCODINGS.resolve(choice.name).shares_prefixes
-        notes[choice.label] = "shared" if shares else f"dense: {choice.name} does not declare shares_prefixes"
+        note = "shared" if shares else f"dense: {choice.name} does not declare shares_prefixes"
+        notes[spec.stack.hooked_label(choice.label)] = HOOKED_DENSE if spec.stack.user_hooks else note
     return notes
+
+
+HOOKED_DENSE = "dense: the user's hooks (model.user_hooks) change what later slots see; every order computed whole"
+
+
+def formed_points(config: ModelSpec) -> tuple[str, ...]:
+    """The per-layer points a stack of this shape forms (normed with norm: pre only; mid and mlp_out with an FFN)."""
+    absent = {"normed"} if config.norm != "pre" else set()
+    absent |= set() if config.ffn else {"mid", "mlp_out"}
+    return tuple(point for point in HOOK_POINTS if point not in absent)
+
+
+def checked_writes(config: ModelSpec, user_hooks: Mapping[str, UserHook]) -> dict[str, UserHook]:
+    """The user's functions, checked to be the ones the spec records (`model.user_hooks`), each at a point this stack
+    forms and callable; OrderlabError (one line naming the valid points) otherwise."""
+    if set(config.user_hooks) != set(user_hooks):
+        raise OrderlabError(f"hooks: the spec records {sorted(config.user_hooks)}, the run was given "
+                            f"{sorted(user_hooks)}; expected orderlab.api.run(spec, hooks=...)")  # fmt: skip
+    for name, function in user_hooks.items():
+        problem = unknown_point(name, int(config.n_layers), formed_points(config))
+        if problem is None and not callable(function):
+            problem = f"{name!r}: {function!r}; expected a function of the point's tensor"
+        if problem is not None:
+            raise OrderlabError(f"hooks: {problem}")
+    return dict(user_hooks)
 
 
 def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) -> list[dict[str, object]]:
@@ -106,18 +138,23 @@ class StackAdapter:
         compile_dense: bool = False,
         probe_inputs: ProbeInputs = random_probe_inputs,
         dtype: str | None = None,
+        user_hooks: Mapping[str, UserHook] | None = None,
     ):
-        """dtype: the stack's where it is not the spec's (the twin's other precision)."""
+        """dtype: the stack's where it is not the spec's (the twin's other precision); user_hooks: the user's
+        functions at hook points, checked (checked_writes), in every pass: its rows are labelled USER_HOOK."""
         self.spec, self.choice, self.weights, self.device, self.batching = spec, choice, weights, device, batching
-        self.label, self.probe_inputs = choice.label, probe_inputs
+        self.user_hooks = dict(user_hooks or {})
+        self.label, self.probe_inputs = spec.stack.hooked_label(choice.label), probe_inputs
         context = replace(encoding_context(spec, longest_sentence(spec)), device=str(device))
         self.encoding = encoding or build_encoding(choice.name, context, choice.params)
         self.stack = build_stack(spec.stack, self.encoding, weights, device, dtype)
         self.config, self.dtype = self.stack.config, pass_dtype(self.stack.dtype)
         self.allow_sharing = share_prefixes
-        # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py)
-        self.shares_prefixes = share_prefixes and self.config.causal and self.encoding.shares_prefixes
-        self.compiles = compile_dense and not self.shares_prefixes
+        # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py) and
+        # no user's function changes what later slots see
+        self.shares_prefixes = (share_prefixes and self.config.causal and self.encoding.shares_prefixes
+                                and not self.user_hooks)  # fmt: skip
+        self.compiles = compile_dense and not self.shares_prefixes and not self.user_hooks
         if self.compiles:
             self.stack.compile()
 
@@ -143,7 +180,7 @@ class StackAdapter:
     def twin(self) -> StackAdapter:
         return StackAdapter(self.spec, self.choice, self.weights, self.device, self.batching, self.encoding,
                             self.allow_sharing, probe_inputs=self.probe_inputs,
-                            dtype=twin_dtype(self.config.dtype))  # fmt: skip
+                            dtype=twin_dtype(self.config.dtype), user_hooks=self.user_hooks)  # fmt: skip
 
     def computed_dtype(self, words: list[str]) -> torch.dtype:
         computed: torch.dtype = self.stack.dtype  # one dtype throughout (a user's encoding's output is cast to it)
@@ -160,7 +197,8 @@ class StackAdapter:
         context = replace(encoding_context(spec, max(longest_sentence(spec), probe.length)), device=str(self.device))
         encoding = build_encoding(self.choice.name, context, self.choice.params)
         stack = build_stack(spec.stack, encoding, self.weights, self.device, self.config.dtype)
-        return [widened(h) for h in stack(self.probe_inputs(probe, self.config.d_model, seed)).hidden]
+        written = Requested((), self.user_hooks) if self.user_hooks else None
+        return [widened(h) for h in stack(self.probe_inputs(probe, self.config.d_model, seed), hooks=written).hidden]
 
 
 class StackSentence:
@@ -172,18 +210,18 @@ class StackSentence:
 
     def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """Asked for attention maps alone, a causal stack that shares prefixes forms them in its shared pass; other
-        points come from the dense pass, explicit only when one of them is attention's own (ATTENTION_POINTS), so
-        that a request for states keeps the fused kernel."""
+        points come from the dense pass, explicit only when one of them, read or written by the user's functions, is
+        attention's own (ATTENTION_POINTS), so that a request for states keeps the fused kernel."""
         B, adapter = orders.shape[0], self.adapter
         points = {point_of(name) for name in hooks}
         if adapter.shares_prefixes and points <= {"pattern"}:
             output = shared_prefix_pass(adapter.stack, self.x, orders, bool(hooks), adapter.batching.row_alignment)
             filled: Hooks = {hook_name(layer, "pattern"): a for layer, a in enumerate(output.attention, 1)}
         else:  # padded to whole row tiles
-            filled = Requested(hooks)
-            explicit = bool(points & set(ATTENTION_POINTS))
+            filled = Requested(hooks, adapter.user_hooks)
+            explicit = bool((points | {point_of(name) for name in adapter.user_hooks}) & set(ATTENTION_POINTS))
             x = aligned_batch(self.x[orders], adapter.batching.row_alignment)
-            output = adapter.stack(x, explicit, filled if hooks else None)
+            output = adapter.stack(x, explicit, filled if hooks or adapter.user_hooks else None)
         hidden = [widened(h[:B]) for h in output.hidden]  # L+1 x (B, n, d)
         pooled: dict[str, list[torch.Tensor]] = {how: [pool(h, how) for h in hidden] for how in adapter.poolings}
         return Pass(hidden, pooled, hooks={name: widened(t) for name, t in requested(filled, hooks, B).items()})

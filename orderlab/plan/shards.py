@@ -54,7 +54,7 @@ class Unit:
 def condition_labels(spec: Spec) -> list[str]:
     """The `encoding` column's values: the stack's encodings, or a pretrained model's position ablations' labels."""
     if isinstance(spec.model, ModelSpec):
-        return [choice.label for choice in spec.encodings]
+        return [spec.model.hooked_label(choice.label) for choice in spec.encodings]
     return spec.model.labels
 
 

@@ -14,6 +14,7 @@ from orderlab.report.fitting import Column, fitted_tables
 
 if TYPE_CHECKING:
     from orderlab.encodings.entries import EncodingEntry
+    from orderlab.measure.hook_listing import HookListing
     from orderlab.models.hf.zoo import ZooEntry
 
 PROPERTY_PASS = "pass"
@@ -97,4 +98,16 @@ def models_table(entries: list[ZooEntry], broken: dict[str, str] | None = None) 
             f"hook points: {', '.join(entry.hook_points)}\n\nreal weights: {weights}"
         )
         out.add_row(Text.assemble((entry.family, "bold"), f"\n{kind}"), Text(details))
+    return out
+
+
+def hooks_table(listing: HookListing) -> Table:
+    """One row per hook point of a family (or the stack): its shape, whether a user's function may write it, its
+    TransformerLens name and its nnsight path."""
+    out = Table(title=f"hook points of {listing.model}; every layer L has those named 1.*", title_justify="left")
+    for column in ("point", "shape", "write", "TransformerLens", *(("nnsight",) if listing.family != "stack" else ())):
+        out.add_column(column, overflow="fold")
+    for point in listing.points:
+        cells = [point.name, str(point.shape), "yes" if point.writable else "read only", point.transformer_lens or "—"]
+        out.add_row(*cells, *((point.nnsight,) if listing.family != "stack" else ()))
     return out

@@ -14,6 +14,7 @@ from orderlab.results.outcome import Outcome, ShardOutcome
 
 if TYPE_CHECKING:
     from orderlab.encodings.entries import EncodingEntry
+    from orderlab.measure.hook_listing import HookListing
     from orderlab.measure.trace import LayerTrace
     from orderlab.models.hf.zoo import ModelCatalog
     from orderlab.results.baseline_diff import SpecCheck
@@ -85,6 +86,10 @@ def encodings_lines(entries: list[EncodingEntry]) -> None:
 
 def models_lines(found: ModelCatalog) -> None:
     report.Console().print(catalog_tables.models_table(found.entries, found.broken))
+
+
+def hooks_lines(listing: HookListing) -> None:
+    report.Console().print(catalog_tables.hooks_table(listing))
 
 
 def properties_lines(table: pd.DataFrame, title: str, folder: Path, phases: report.PhaseBars) -> None:

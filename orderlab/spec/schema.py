@@ -47,7 +47,7 @@ from orderlab.spec.fields import (
     Sweepable,
     Width,
 )
-from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec, UserHooked
 from orderlab.spec.patching_block import PatchingSpec
 from orderlab.spec.train_block import TrainSpec
 from orderlab.spec.yamlsource import read_yaml
@@ -76,7 +76,7 @@ class ExplicitWeights(StrictModel):
     W_O: Matrix | None = Field(None, description="d_model x d_model output projection; identity if omitted.")
 
 
-class ModelSpec(StrictModel):
+class ModelSpec(UserHooked):
     """The attention stack: every knob that changes what it can know about order.
 
     Every field but `dtype` and `weights` may also be a list: the run sweeps over the product of all lists

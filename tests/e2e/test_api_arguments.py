@@ -42,6 +42,7 @@ def calls(spec: Path, folder: Path) -> dict[str, dict[str, Any]]:
         "activations": {"spec": spec, "points": ["1.output"], "orders": None, "device": "cpu", "model": None,
                         "tokenizer": None, "hooks": None, "progress": False},
         "load": {"results_dir": folder},
+        "hooks": {"family": "stack"},
         "merge": {"shards": [folder], "out": folder.parent / "merged", "force": False},
         "compare": {"specs": [spec], "encodings": "none", "metrics": ["equivariance"], "out": None, "device": "cpu",
                     "force": False, "html": None, "progress": False, "model": None, "tokenizer": None},

@@ -11,6 +11,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from orderlab.cli import app
+from orderlab.spec.extras import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -132,3 +133,16 @@ def test_the_zoo_page_holds_the_families_table_as_the_registry_prints_it():
                       (ROOT / "docs" / "zoo.md").read_text(), re.S)  # fmt: skip
     assert found, "docs/zoo.md lost its generated table's markers"
     assert found.group(1) == markdown_table(), "run `python -m orderlab.families.docs_table` and paste into docs/zoo.md"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not installed("transformers"), reason="builds a seeded model of every family: orderlab[hf]")
+def test_the_python_page_holds_the_hook_names_tables_as_the_families_declare_them():
+    from orderlab.measure.hook_listing import markdown_table
+
+    found = re.search(r"python -m orderlab\.measure\.hook_listing -->\n(.*?)<!-- end of generated tables -->",
+                      (ROOT / "docs" / "python.md").read_text(), re.S)  # fmt: skip
+    assert found, "docs/python.md lost its generated hook-names tables"
+    assert found.group(1) == markdown_table(), (
+        "run `python -m orderlab.measure.hook_listing`, paste into docs/python.md"
+    )

@@ -17,9 +17,9 @@ import copy
 import importlib
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,8 +39,10 @@ from orderlab.models.hf.folder import (
 )
 from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
-from orderlab.models.hf.interventions import UserHook, user_hooks_applied
+from orderlab.models.hf.interventions import user_hooks_applied
+from orderlab.models.hf.sites import points_read
 from orderlab.models.precision import widened, widened_ops
+from orderlab.models.user_hooks import UserHook
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
 from orderlab.spec.fields import LOW_PRECISION
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
@@ -101,6 +103,7 @@ class Forward:
     hidden: list[torch.Tensor]  # n_layers + 1 tensors (B, T, d); hidden[0]: embeddings output
     attention: list[torch.Tensor]  # n_layers tensors (B, h, T, T) when asked for, else empty
     logits: torch.Tensor | None  # (B, T, V) next-token logits of a causal LM, else None
+    points: dict[str, torch.Tensor] = field(default_factory=dict)  # the points asked for that a module forms
 
 
 def word_level_tokenizer(transformers: ModuleType, words: tuple[str, ...], causal: bool, start: str = "[CLS]") -> Any:
@@ -286,8 +289,9 @@ class PretrainedBackend:
                                 f"{self.max_tokens}; expected a shorter sentence")  # fmt: skip
         return WordTokens(tuple(ids), spans)
 
-    def forward(self, ids: torch.Tensor, attention: bool = False) -> Forward:
-        """ids: (B, T). All hidden states (attention maps if asked for; next-token logits of a causal LM).
+    def forward(self, ids: torch.Tensor, attention: bool = False, points: Sequence[str] = ()) -> Forward:
+        """ids: (B, T). All hidden states (attention maps if asked for; next-token logits of a causal LM; the named
+        `points` that a module forms, read by forward hooks: models/hf/sites.py).
 
         The batch is padded (repeating its first row) so that B * T fills whole matmul row tiles
         (see orderlab/models/batching.py): a sequence's numbers then do not depend on the batch it is in
@@ -299,10 +303,12 @@ class PretrainedBackend:
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
         widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
+        rows, formed = (ids.shape[0], ids.shape[1]), dict[str, torch.Tensor]()
         with (
             self.code.ablate(self.model, self.ablation, self.seed),
             eager_attention(self.model, attention and self.given),
-            user_hooks_applied(self.model, self.user_hooks),
+            user_hooks_applied(self.model, self.code, self.user_hooks, rows),
+            points_read(self.model, self.code, list(points), rows, formed),
             widening,
         ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
@@ -315,4 +321,5 @@ class PretrainedBackend:
                                 "of metrics")  # fmt: skip
         attentions = [widened(a[:count]) for a in out.attentions] if attention else []
         return Forward([widened(h[:count]) for h in out.hidden_states], attentions,
-                       None if logits is None else widened(logits))  # fmt: skip
+                       None if logits is None else widened(logits),
+                       {name: widened(tensor[:count]) for name, tensor in formed.items()})  # fmt: skip

@@ -59,6 +59,6 @@ def catalog(cache: Path | None = None) -> ModelCatalog:
         weights = [f"{name} (packaged)" for name, (package, _, _, of) in PACKAGED_MODELS.items()
                    if of == family.name and installed(package)]  # fmt: skip
         weights += [f"{name} (HF cache)" for kind in family.model_types for name in cached.get(kind, [])]
-        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, family.hook_points,
+        entries.append(ZooEntry(family.name, family.positions, family.causal, family.ablations, family.hook_points(),
                                 weights))  # fmt: skip
     return ModelCatalog(entries, dict(FAMILIES.broken))

@@ -128,7 +128,7 @@ def test_a_slot_reads_the_source_at_its_position_or_where_its_word_is():
     ("patching", "expected"),
     [
         ({"layers": [3]}, "patching: layers [3]: the model has 2"),
-        ({"points": ["pattern"]}, "patching: points: '1.pattern' is no point a function may write"),
+        ({"points": ["pattern"]}, "patching: points: '1.pattern' is formed inside attention: read only on gpt2"),
         ({"slots": [[5]]}, "patching: slots: [5] reaches past the 5 word slots"),
         ({"pairs": [[[0, 1], [1, 0]]]}, "patching: pairs: [0, 1] is no order of the 5 words"),
     ],

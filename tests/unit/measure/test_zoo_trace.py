@@ -45,7 +45,8 @@ def grid(frame: pd.DataFrame, quantity: str) -> torch.Tensor:
 def test_trace_runs_on_zoo_causal_and_holds_transformers_own_numbers(tmp_path):
     """zoo_causal's first combination (gpt2, seeded weights, 4 heads, 4 layers) at layer 2."""
     frame = traced(tmp_path, "--layer", "2")
-    assert set(frame["quantity"]) == {"input", "weights", "layer_output"}  # what the family exposes
+    exposed = {"input", "q", "k", "v", "weights", "attention_output", "layer_output"}  # what the family exposes
+    assert set(frame["quantity"]) == exposed
     assert set(frame["encoding"]) == {"seeded"} and set(frame["layer"]) == {2}
     slots = frame.drop_duplicates("slot").sort_values("slot")["word"].tolist()
     assert slots == ["<|endoftext|>", *WORDS]  # GPT-2's own BOS, then one token per word
@@ -87,7 +88,8 @@ def test_models_names_each_family_s_hook_points():
     result = CliRunner().invoke(app, ["models"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "hook points per layer" in result.output
-    assert result.output.count("input, pattern, output") == len(FAMILIES.names())  # one row per family
+    assert result.output.count("input, q, k, v, pattern, attn_out") == len(FAMILIES.names())  # one row per family
+    assert result.output.count("attn_out, mlp_out, output") == 1  # GPT-NeoX's parallel residual: no mid
 
 
 @pytest.mark.parametrize(("family", "start"), [("gpt2", "<|endoftext|>"), ("llama", "<s>"), ("bloom", "<s>")])

@@ -129,6 +129,29 @@ def test_attention_maps_and_hook_points_come_from_the_dense_pass():
             assert torch.equal(got.hidden[layer], states)  # bit for bit: the same dense pass
 
 
+@pytest.mark.parametrize(
+    ("request_", "path"),
+    [
+        ([], "shared"),
+        (["1.q", "1.attn_out", "2.mid", "2.mlp_out", "logits"], "dense"),  # modules' outputs: no eager attention
+        (["1.pattern"], "dense, eager attention"),  # only eager attention returns the probabilities
+    ],
+)  # fmt: skip
+def test_a_family_s_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(request_, path, monkeypatch):
+    from orderlab.models.hf.loader import PretrainedBackend
+    from orderlab.models.pretrained import PretrainedSentence
+
+    shared, _ = sentences("llama", "trained", "float64", metrics=("attention", "invariance"))  # built eager
+    taken: list[str] = []
+    walk, forward = PretrainedSentence.shared_prefixes, PretrainedBackend.forward
+    monkeypatch.setattr(PretrainedSentence, "shared_prefixes", lambda *a: taken.append("shared") or walk(*a))
+    monkeypatch.setattr(PretrainedBackend, "forward", lambda self, ids, attention=False, points=(): taken.append(
+        "dense, eager attention" if attention else "dense") or forward(self, ids, attention, points))  # fmt: skip
+    with torch.inference_mode():
+        passed = shared.forward(ORDERS[:4], request_)
+    assert taken[0] == path and set(passed.hooks) == set(request_)
+
+
 def test_words_of_several_tokens_or_tokens_after_the_words_are_no_trie_edges():
     assert one_token_words(WordTokens((2, 7, 8, 9), ((1, 2), (2, 3), (3, 4))))
     assert not one_token_words(WordTokens((2, 7, 8, 9), ((1, 3), (3, 4))))  # a word of two tokens

@@ -102,7 +102,7 @@ def test_layer_1s_input_hooked_is_what_its_block_computes_from():
     backend = PretrainedBackend(Seeded(16, 2, 2, ("bites", "dog", "man"), 0), "float64", family="gpt2")
     model, ids = backend.model, torch.tensor([backend.word_tokens(["dog", "bites", "man"]).ids])
     with torch.no_grad():
-        with user_hooks_applied(model, {"1.input": doubled}):
+        with user_hooks_applied(model, backend.code, {"1.input": doubled}, tuple(ids.shape)):
             hooked = model(input_ids=ids, output_hidden_states=True).hidden_states
         tokens, positions = model.transformer.wte(ids), model.transformer.wpe(torch.arange(ids.shape[1]))[None]
         expected = model(inputs_embeds=2 * tokens + positions, output_hidden_states=True).hidden_states
@@ -118,12 +118,24 @@ def test_what_cannot_be_hooked_is_one_line():
         (
             spec(),
             {"3.output": doubled},
-            r"^hooks: '3.output': .*expected a function at L.input or L.output \(L in 1..2\)",
+            r"^hooks: '3.output' is no hook point; expected logits, or L.POINT with L in 1..2 and POINT one of "
+            r"input, q, k, v, pattern, attn_out, mid, mlp_out, output$",
         ),
         (spec(), {"0.input": doubled}, r"^hooks: '0.input'"),
         (spec(), {"2.output": "not a function"}, r"^hooks: '2.output'"),
         (spec(), {"1.output": lambda tensor: tensor[:, :1]}, r"^hooks: '1.output' returned \(\d+, 1, 16\); expected"),
-        ({"name": "stack", "inputs": [{"sentence": "a b c"}]}, {"1.output": doubled}, r"model.kind: stack: a user's"),
+        (
+            spec(),
+            {"1.atn_out": doubled},
+            r"^hooks: '1.atn_out' is no hook point; expected logits, or L.POINT with L "
+            r"from 1 and POINT one of input, q, k, v, pattern, attn_out, mid, mlp_out, output$",
+        ),  # the spec's check
+        (
+            spec(),
+            {"1.mid": doubled},
+            r"^hooks: '1.mid' is formed inline \(ln_2's input\): read only on gpt2; "
+            r"expected one of input, q, k, v, attn_out, mlp_out, output$",
+        ),
     ]
     for written, hooks, message in cases:
         with pytest.raises(OrderlabError, match=message) as error:

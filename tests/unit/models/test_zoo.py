@@ -79,11 +79,13 @@ def test_hook_points_come_from_the_measured_pass(write_spec):
     loaded = zoo_spec(write_spec, "llama")
     adapter = build_adapters(loaded.spec, CPU, loaded.path)[0]
     sentence = adapter.sentence(["the", "dog", "bites"])
-    request = [hook_name(layer, point) for layer in (1, 2) for point in ("input", "pattern", "output", "q")]
+    points = ("input", "pattern", "output", "q", "raw_scores")
+    request = [hook_name(layer, point) for layer in (1, 2) for point in points]
     with torch.inference_mode():
         output = sentence.forward(torch.tensor([[2, 1, 0]]), hooks=request)
     hooks = output.hooks
-    assert set(hooks) == set(request) - {"1.q", "2.q"}  # transformers returns no q: the family does not expose it
+    assert set(hooks) == set(request) - {"1.raw_scores", "2.raw_scores"}  # the stack's alone: no family exposes it
+    assert hooks[hook_name(1, "q")].shape == (1, 2, 4, 8)  # heads, BOS and three words, head width
     assert torch.equal(hooks[hook_name(2, "pattern")], output.patterns()[1])
     assert torch.equal(hooks[hook_name(2, "input")], hooks[hook_name(1, "output")])
     assert hooks[hook_name(1, "pattern")].shape == (1, 2, 4, 4)  # BOS and three words, causal

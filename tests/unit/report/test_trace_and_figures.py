@@ -115,27 +115,39 @@ def test_a_forward_returns_the_hook_points_requested_from_its_own_pass():
     torch.testing.assert_close(asked.hidden[2], plain.hidden[2], rtol=0, atol=1e-14)  # dense vs shared prefixes
 
 
+def same(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
+
+
 @pytest.mark.parametrize(
-    "causal, request_, path",
+    "causal, request_, writes, path",
     [
-        (False, [], "fused"),
-        (False, ["1.output", "tokens"], "fused"),  # states: the fused kernel forms them too
-        (False, ["1.pattern", "2.pattern"], "explicit"),
-        (False, ["2.q"], "explicit"),
-        (True, [], "shared"),
-        (True, ["1.pattern", "2.pattern"], "shared"),  # the shared pass forms the maps itself
-        (True, ["2.output"], "fused"),
-        (True, ["1.scores"], "explicit"),
+        (False, [], [], "fused"),
+        (False, ["1.output", "tokens"], [], "fused"),  # states: the fused kernel forms them too
+        (False, ["1.attn_out", "1.mid", "2.mlp_out"], [], "fused"),
+        (False, ["1.pattern", "2.pattern"], [], "explicit"),
+        (False, ["2.q"], [], "explicit"),
+        (False, [], ["1.attn_out"], "fused"),  # a user's function at a state: the fused kernel forms it
+        (False, [], ["2.pattern"], "explicit"),  # ... at attention's own point: explicit attention
+        (True, [], [], "shared"),
+        (True, ["1.pattern", "2.pattern"], [], "shared"),  # the shared pass forms the maps itself
+        (True, ["1.pattern", "2.pattern"], ["2.output"], "explicit"),  # a write: every order computed whole
+        (True, ["2.output"], [], "fused"),
+        (True, ["1.scores"], [], "explicit"),
     ],
 )  # fmt: skip
-def test_a_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(causal, request_, path, monkeypatch):
+def test_a_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(
+    causal, request_, writes, path, monkeypatch
+):
     """Attention maps are hook points (one channel); asking for hooks takes a pass to explicit attention only when
-    one of them is attention's own, and off prefix sharing only when it is not a pattern."""
+    one of them, read or written, is attention's own, and off prefix sharing only when it is not a pattern or a
+    user's function writes a point (later slots would see it)."""
     spec = Spec.model_validate({
         "model": {"d_model": 8, "n_heads": 2, "n_layers": 2, "causal": causal}, "encodings": ["none"],
         "inputs": [{"sentence": "a b c"}],
     })  # fmt: skip
-    (adapter,) = build_adapters(spec, CPU, Path("spec.yaml"))
+    spec = spec.model_copy(update={"model": spec.stack.model_copy(update={"user_hooks": dict.fromkeys(writes, "f")})})
+    (adapter,) = build_adapters(spec, CPU, Path("spec.yaml"), user_hooks=dict.fromkeys(writes, same))
     taken: list[str] = []
     explicit, shared = AttentionStack.attend, stack_adapter.shared_prefix_pass
     monkeypatch.setattr(AttentionStack, "attend", lambda *a, **k: taken.append("explicit") or explicit(*a, **k))
@@ -144,7 +156,8 @@ def test_a_pass_leaves_its_fast_path_only_for_points_the_fast_path_cannot_form(c
         passed = adapter.sentence(["a", "b", "c"]).forward(torch.tensor([[0, 1, 2], [2, 1, 0]]), request_)
     assert (taken[0] if taken else "fused") == path
     assert set(passed.hooks) == set(request_)
-    assert set(adapter.hook_points) >= {"tokens", "position", "q", "k", "scores", "pattern", "output"}
+    assert set(adapter.hook_points) >= {"tokens", "position", "q", "k", "scores", "pattern", "attn_out", "output"}
+    assert adapter.label == ("none+user_hook" if writes else "none")
 
 
 def test_trace_cli_prints_tables_and_writes_csv(tmp_path):
