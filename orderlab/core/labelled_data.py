@@ -64,16 +64,7 @@ def read_examples(path: Path, columns: Columns) -> list[Example]:
 
 def read_hf_dataset(name: str, split: str, columns: Columns) -> list[Example]:
     """A split of a dataset in the local Hugging Face datasets cache, offline; one line if `datasets` is missing."""
-    import os
-
-    try:
-        import datasets  # type: ignore[import-not-found,unused-ignore]  # lazy: optional, never installed by orderlab
-    except ImportError:
-        raise OrderlabError(
-            f"hf_dataset {name!r}: the `datasets` library is not installed; expected `pip install "
-            "datasets`, or the examples as JSONL, CSV or Parquet (dataset: FILE)"
-        ) from None
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    datasets = offline_datasets(name)
     try:
         rows = datasets.load_dataset(name, split=split)
     except Exception as error:  # the library's many errors (not cached, no such split): one line
@@ -84,6 +75,24 @@ def read_hf_dataset(name: str, split: str, columns: Columns) -> list[Example]:
         raise OrderlabError(f"hf_dataset {name!r}: {len(rows):,} examples; expected at most {bounds.MAX_EXAMPLES:,}")
     where = f"{name}[{split}]"
     return [example(f"{where} row {index}", dict(row), columns, Path(name)) for index, row in enumerate(rows)]
+
+
+def offline_datasets(name: str) -> Any:
+    """The `datasets` library, never reaching the Hub: its offline switches are read when it is imported, so they are
+    set before that, and set on its config too where a caller imported it first (else an uncached name sends requests
+    and retries for half a minute before it fails). One line if the library is missing."""
+    import os
+
+    os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+    try:
+        import datasets  # type: ignore[import-not-found,unused-ignore]  # lazy: the optional extra orderlab[data]
+    except ImportError:
+        raise OrderlabError(
+            f"hf_dataset {name!r}: the `datasets` library is not installed; expected `pip install "
+            "'orderlab[data]'`, or the examples as JSONL, CSV or Parquet (dataset: FILE)"
+        ) from None
+    datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+    return datasets
 
 
 def example(where: str, record: dict[str, Any], columns: Columns, path: Path) -> Example:
@@ -189,7 +198,7 @@ def _parquet_records(path: Path, data: bytes) -> list[tuple[str, dict[str, Any]]
         from pyarrow import parquet  # type: ignore[import-not-found,unused-ignore]  # lazy: optional
     except ImportError:
         raise OrderlabError(f"{path}: reading Parquet needs pyarrow, which is not installed; expected `pip install "
-                            "pyarrow`, or the examples as JSONL or CSV") from None  # fmt: skip
+                            "'orderlab[data]'`, or the examples as JSONL or CSV") from None  # fmt: skip
     try:
         records = parquet.read_table(io.BytesIO(data)).to_pylist()
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError

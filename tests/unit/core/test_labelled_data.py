@@ -3,14 +3,20 @@ whose extension and contents disagree refused, never read as text."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from orderlab.core.labelled_data import Columns, read_examples
 from orderlab.core.userfiles import FileProblem
 from orderlab.errors import OrderlabError
 
+ROOT = Path(__file__).resolve().parents[3]
 PAIRS = Columns("premise", "hypothesis", "label", "genre")
 
 
@@ -50,15 +56,71 @@ def test_a_bad_file_is_one_line_naming_file_and_line(tmp_path: Path, name: str, 
     assert fragment in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_a_datasets_cache_without_the_datasets_library_is_one_line():
-    import importlib.util
-
+def test_a_datasets_cache_without_the_datasets_library_is_one_line(monkeypatch):
     from orderlab.core.labelled_data import read_hf_dataset
 
-    if importlib.util.find_spec("datasets") is not None:
-        pytest.skip("the datasets library is installed here")
-    with pytest.raises(OrderlabError, match=r"`datasets` library is not installed; expected `pip install datasets`"):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # `import datasets` now raises ImportError
+    with pytest.raises(OrderlabError, match=r"`datasets` library is not installed; expected `pip install 'orderlab"):
         read_hf_dataset("glue", "validation", Columns("premise", None, "label", None))
+
+
+def test_parquet_without_pyarrow_is_one_line(tmp_path: Path, monkeypatch):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "nli.parquet"
+    pd.DataFrame({"premise": ["a dog ran"], "label": [0]}).to_parquet(path)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(OrderlabError, match=r"nli.parquet: reading Parquet needs pyarrow.*orderlab\[data\]"):
+        read_examples(path, Columns("premise", None, "label", None))
+
+
+def test_parquet_gives_the_examples_jsonl_gives(tmp_path: Path):
+    pytest.importorskip("pyarrow", reason="needs the optional extra: orderlab[data]")
+    rows = [{"premise": "a dog ran", "hypothesis": "a dog moved", "label": 0, "genre": "x"},
+            {"premise": "the cat sat", "hypothesis": "no cat", "label": "neutral", "genre": "y"}]  # fmt: skip
+    jsonl, parquet = tmp_path / "nli.jsonl", tmp_path / "nli.parquet"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pd.DataFrame(rows).astype({"label": str}).to_parquet(parquet)
+    from_json, from_parquet = read_examples(jsonl, PAIRS), read_examples(parquet, PAIRS)
+    assert [(e.text, e.pair, str(e.label), e.group) for e in from_json] == [
+        (e.text, e.pair, e.label, e.group) for e in from_parquet
+    ]
+    assert from_parquet[1].where == f"{parquet}: row 2"
+
+
+CACHED = """
+import json, sys
+import datasets
+from orderlab.core.labelled_data import Columns, read_hf_dataset
+datasets.load_dataset(sys.argv[1], split="validation")  # a local folder's dataset, now in the cache by its name
+examples = read_hf_dataset("nli_tiny", "validation", Columns("premise", None, "label", None))
+print(json.dumps([[e.text, e.label, e.where] for e in examples]))
+try:
+    read_hf_dataset("glue", "validation", Columns("premise", None, "label", None))
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+
+
+@pytest.mark.slow
+def test_a_dataset_in_the_local_cache_is_read_offline_and_an_uncached_one_is_one_line(tmp_path: Path):
+    pytest.importorskip("datasets", reason="needs the optional extra: orderlab[data]")
+    folder = tmp_path / "nli_tiny"
+    folder.mkdir()
+    (folder / "validation.jsonl").write_text(
+        '{"premise": "a dog ran", "label": 0}\n{"premise": "the cat", "label": 1}\n'
+    )
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(ROOT)}
+    env.pop("HF_DATASETS_OFFLINE", None), env.pop("HF_HUB_OFFLINE", None)  # orderlab sets them: no request is made
+    done = subprocess.run([sys.executable, "-c", CACHED, str(folder)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2_000:]
+    read, refused = done.stdout.strip().splitlines()[-2:]
+    assert json.loads(read) == [[["a", "dog", "ran"], 0, "nli_tiny[validation] row 0"],
+                                [["the", "cat"], 1, "nli_tiny[validation] row 1"]]  # fmt: skip
+    assert (
+        refused.startswith("OrderlabError hf_dataset 'glue' split 'validation': ")
+        and "expected a dataset in the" in refused
+    )
 
 
 def test_corpus_mode_refuses_a_file_of_examples_rather_than_reading_it_as_text(tmp_path: Path):
