@@ -72,9 +72,10 @@ def _counted(path: Path, text: str, sentences: list[list[str]]) -> Counts:
 
 
 def _counted_apart(path: Path, text: str, sentences: list[list[str]]) -> Counts:
-    """piece_counts in a child process (tokenizer_pieces.py as a script, isolated: it imports nothing of orderlab),
-    killed after TOKENIZER_SECONDS; Rust's own report of a panic stays in the child's captured stderr."""
-    script = [sys.executable, "-I", tokenizer_pieces.__file__]
+    """piece_counts in a child process (tokenizer_pieces.py as a script: it imports nothing of orderlab, and -P keeps
+    its folder's modules off the path), killed after TOKENIZER_SECONDS; Rust's own report of a panic stays in the
+    child's captured stderr."""
+    script = [sys.executable, "-P", tokenizer_pieces.__file__]
     asked = json.dumps({"text": text, "sentences": sentences})
     try:
         child = subprocess.run(script, input=asked, capture_output=True, text=True, timeout=TOKENIZER_SECONDS)
