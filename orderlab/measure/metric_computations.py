@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from orderlab.core.text import repeated_pairs
-from orderlab.metrics import Compares, Computation, Keep, Needs, computed_on
+from orderlab.errors import OrderlabError
+from orderlab.metrics import Compares, Computation, Keep, Metric, Needs, computed_on
 from orderlab.metrics.inputs import ProbePasses, Reorderings
 from orderlab.spec.schema import Spec
 
@@ -49,7 +50,7 @@ def record(compares: Compares, spec: Spec, adapter: Adapter, rows: Collector, wh
             continue
         keep = kept_rows(what, computation.keep)
         for layer in layers(computation, walked, adapter.n_layers):
-            values = computation.value(what, layer, metric.pooling)
+            values = checked(metric, layer, computation.value(what, layer, metric.pooling), what)
             if metric.per_head:
                 for head in range(values.shape[1]):  # values: (B, h)
                     rows.add(metric.name, layer, values[:, head], head)
@@ -57,6 +58,23 @@ def record(compares: Compares, spec: Spec, adapter: Adapter, rows: Collector, wh
                 rows.add_where(keep, metric.name, layer, values)
             else:
                 rows.add(metric.name, layer, values)
+
+
+def checked(metric: Metric, layer: int, values: object, what: Reorderings | ProbePasses) -> torch.Tensor:
+    """A computation's values as rows take them: a floating tensor of one value per reordering of the chunk (one for a
+    probe pair), per head when the metric is; a plug-in's that are not (a list, ints, one value too few) are one line
+    naming the metric, not a traceback from the collectors or rows written against the wrong permutations.
+    Non-finite values pass: verdicts count them as non-finite, never as a verdict."""
+    rows = 1 if isinstance(what, ProbePasses) else int(what.slots.shape[0])
+    noun = "probe pair" if isinstance(what, ProbePasses) else "reordering" if rows == 1 else "reorderings"
+    shape = f"({rows}, heads)" if metric.per_head else f"({rows},)"
+    where, wanted = f"metric {metric.name!r} at layer {layer}", f"expected a floating-point torch tensor shaped {shape}"
+    if not isinstance(values, torch.Tensor) or not values.is_floating_point():
+        got = f"a {values.dtype} tensor" if isinstance(values, torch.Tensor) else f"a {type(values).__name__}"
+        raise OrderlabError(f"{where} returned {got}; {wanted}")
+    if values.dim() != (2 if metric.per_head else 1) or values.shape[0] != rows:
+        raise OrderlabError(f"{where} returned values shaped {tuple(values.shape)} for {rows} {noun}; {wanted}")
+    return values
 
 
 def layers(computation: Computation, walked: Pass, n_layers: int) -> range:

@@ -21,7 +21,7 @@ from orderlab.plan.estimate import estimate
 from orderlab.plan.memory import memory_room
 from orderlab.plan.pretrained_cost import backend_shape, model_folder
 from orderlab.plan.rates import MEMORY_SHARE
-from orderlab.plan.token_count import subword_counter
+from orderlab.plan.token_count import subword_counts
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
 from orderlab.spec.schema import DatasetInputs, uses_backend
 from orderlab.spec.sweep import SweptValue, describe, plan
@@ -105,13 +105,13 @@ def _refuse_long_sentences(spec: Spec, doc: LocatedDocument, columns: dict[str, 
     if not limit:
         return
     seeded = isinstance(spec.pretrained, HFModelSpec) and spec.pretrained.seeded  # one token a word
-    pieces = None if seeded else subword_counter(model_folder(spec, doc.origin))
     texts: list[tuple[FieldPath, str]] = [(("inputs", i, "sentence"), given.sentence) for i, given in
                                           enumerate(spec.sentences)]  # fmt: skip
     texts += [(("probes", i, j), text) for i, probe in enumerate(spec.probes) for j, text in enumerate(probe.pair)]
-    for where, text in texts:
-        words = tokenize(text)
-        tokens = (len(words) if pieces is None else pieces(words)) + specials
+    sentences = [tokenize(text) for _, text in texts]
+    pieces = None if seeded else subword_counts(model_folder(spec, doc.origin), sentences)
+    for index, ((where, _), words) in enumerate(zip(texts, sentences, strict=True)):
+        tokens = (len(words) if pieces is None else pieces[index]) + specials
         if tokens > limit:
             made = f"{len(words):,} words make {'' if seeded or pieces else 'at least '}{tokens:,} tokens"
             unit = "sub-word tokens (fewer or shorter words)" if pieces else "words"

@@ -108,12 +108,16 @@ class Summary:
 
     def frame(self) -> pd.DataFrame:
         """Two rows per (layer, head, metric): the max with its permutation, and the mean; `count`: the
-        permutations both reduce over, `ties`: a rate's answers left out as ties (for summaries, not metrics.csv)."""
+        permutations both reduce over, `ties`: a rate's answers left out as ties (for summaries, not metrics.csv).
+        A mean or rate that no order changing the sentence reaches (only the identity, or swaps of copies of one
+        word: 'dog dog' reversed) has no summary rows: its mean of nothing was a NaN given the max's verdict."""
         columns: dict[str, list[object]] = {c: [] for c in ("permutation", "permuted", "layer", "head", "metric")}
         columns |= {"statistic": [], "value": [], "count": [], RATE_TIES: []}
         for key, (top, where) in self.worst.items():
             layer, head, metric = key
             count, tied = self.counts[key], self.ties.get(key, 0)
+            if count == 0 and tied == 0 and per_permutation_mean(metric):
+                continue
             for statistic, label, permuted, value in (
                 ("max", perms.label(where), " ".join(perms.apply(where, self.words)), top),
                 ("mean", "", "", self.sums[key].mean(count)),

@@ -84,6 +84,18 @@ def test_heads_that_do_not_share_key_value_heads_evenly_are_one_line():
     assert "num_key_value_heads 3" in refused(model=model, tokenizer=tokenizer)
 
 
+@pytest.mark.parametrize("family", ["gpt2", "t5"])
+def test_a_model_whose_layers_disagree_with_its_config_is_one_line(family):
+    """Layers cut from the module list with the config left as it was: an IndexError inside the model before."""
+    model, tokenizer = zoo_model(family)
+    blocks = next(module for module in model.modules() if type(module).__name__ == "ModuleList")
+    del blocks[1]
+    name = {"gpt2": "transformer.h", "t5": "encoder.block"}[family]
+    assert refused(model=model, tokenizer=tokenizer) == (
+        f"model: {name} holds 1 layers; config.num_hidden_layers is 2; expected as many layers as the config says"
+    )
+
+
 def test_a_hook_returning_a_tensor_of_another_kind_is_one_line():
     import torch
 

@@ -55,6 +55,7 @@ def user_model(model: object, tokenizer: object) -> UserModel:
         raise OrderlabError(f"tokenizer: got {_kind(tokenizer)}; expected the {name}'s tokenizer (a transformers "
                             "tokenizer, e.g. AutoTokenizer.from_pretrained(folder))")  # fmt: skip
     _fits(model, tokenizer)
+    _layers_match(model)
     return UserModel(model, tokenizer, record)
 
 
@@ -81,6 +82,17 @@ def _fits(model: Any, tokenizer: Any) -> None:
     if isinstance(heads, int) and isinstance(shared, int) and (shared < 1 or heads % shared):
         raise OrderlabError(f"model: config.num_attention_heads {heads} with num_key_value_heads {shared}; expected "
                             "key-value heads that divide the heads")  # fmt: skip
+
+
+def _layers_match(model: Any) -> None:
+    """The model's list of layers (the first ModuleList: bert's encoder.layer, gpt2's transformer.h, t5's
+    encoder.block) holds as many as its config says: a model with layers cut or added and its config left as it was
+    ran the config's count of layers into an IndexError, or measured fewer than it reported."""
+    count = getattr(model.config, "num_hidden_layers", None)
+    name, blocks = next(((n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList)), ("", None))
+    if isinstance(count, int) and blocks is not None and len(blocks) != count:
+        raise OrderlabError(f"model: {name} holds {len(blocks)} layers; config.num_hidden_layers is {count}; expected "
+                            "as many layers as the config says")  # fmt: skip
 
 
 def model_record(model: object) -> ModelObject:

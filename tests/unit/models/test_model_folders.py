@@ -352,14 +352,15 @@ def short_positions(tmp_path_factory) -> Path:
 def test_a_checkpoints_sub_word_tokens_are_counted_at_validate_as_the_run_counts_them(cli, short_positions, tmp_path):
     """It was refused only at run time, as 'antidisestablishmentarianism ...: 17 tokens; expected at most 8'."""
     from orderlab.models.hf.loader import PretrainedBackend
-    from orderlab.plan.token_count import subword_counter
+    from orderlab.plan.token_count import subword_counts
 
-    backend, count = PretrainedBackend(short_positions), subword_counter(short_positions)
-    assert count is not None
-    for sentence in ("dog bites man", LONG_WORDS, "The teacher's re-tested answers, twice!"):
-        words = sentence.split()
+    backend = PretrainedBackend(short_positions)
+    sentences = [sentence.split() for sentence in ("dog bites man", LONG_WORDS, "The teacher's re-tested answers!")]
+    counts = subword_counts(short_positions, sentences)
+    assert counts is not None
+    for words, count in zip(sentences, counts, strict=True):
         encoded = backend.tokenizer(words, is_split_into_words=True, add_special_tokens=True)  # as word_tokens does
-        assert count(words) + 2 == len(encoded["input_ids"])  # [CLS] ... [SEP]
+        assert count + 2 == len(encoded["input_ids"])  # [CLS] ... [SEP]
     spec = tmp_path / "long.yaml"
     inputs = f"[{{sentence: dog bites man}}, {{sentence: {LONG_WORDS}, permutations: reverse}}]"
     spec.write_text(f"name: long\nmodel: {{kind: hf, path: {short_positions}}}\ninputs: {inputs}\n")
@@ -373,17 +374,49 @@ def test_a_checkpoints_sub_word_tokens_are_counted_at_validate_as_the_run_counts
     assert not (tmp_path / "long").exists()
 
 
-def test_a_tokenizer_json_the_library_panics_on_is_one_line_at_validate(cli, short_positions, tmp_path):
-    """A Split pre-tokenizer of `(a+)+$` made validate die with a Rust panic (PanicException, a BaseException)."""
+def split_by(pattern: str, short_positions: Path, tmp_path: Path) -> Path:
+    """A copy of the short BERT whose tokenizer.json splits words by `pattern` (a Split pre-tokenizer)."""
     from tokenizers import Regex, Tokenizer, pre_tokenizers
 
     folder = tmp_path / "model"
     shutil.copytree(short_positions, folder)
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("(a+)+$"), "isolated")
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), "isolated")
     tokenizer.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def test_a_tokenizer_json_the_library_panics_on_is_one_line_at_validate(cli, short_positions, tmp_path):
+    """A Split pre-tokenizer of `(a+)+$` made validate die with a Rust panic (PanicException, a BaseException)."""
+    folder = split_by("(a+)+$", short_positions, tmp_path)
     spec = tmp_path / "panics.yaml"
     spec.write_text(f"name: panics\nmodel: {{kind: hf, path: {folder}}}\ninputs: [{{sentence: {'a' * 40}b c}}]\n")
     result = cli.invoke(app, ["validate", str(spec)])
     assert result.exit_code == 2, result.output
-    assert result.output.count("\n") == 1 and "tokenizer.json: the tokenizers library failed on it" in result.output
+    assert result.output == (
+        f"error: {folder / 'tokenizer.json'}: the tokenizers library failed on it (Onig: Regex search error: "
+        "retry-limit-in-match over); expected a tokenizer.json the tokenizers library can apply\n"
+    )
+
+
+def test_a_tokenizer_json_whose_pattern_backtracks_for_long_is_stopped_in_one_line(
+    cli, short_positions, tmp_path, monkeypatch
+):
+    """`(a+)+$` on words of 22 a's stays under Oniguruma's retry limit, at a third of a second a word: 40 of them
+    held validate for about 14 s (the positions, 8, are checked after the count). The count runs in a child process
+    stopped after its time limit (1 s here)."""
+    import orderlab.plan.token_count as token_count
+
+    monkeypatch.setattr(token_count, "TOKENIZER_SECONDS", 1.0)
+    folder = split_by("(a+)+$", short_positions, tmp_path)
+    spec = tmp_path / "slow.yaml"
+    sentence = " ".join(f"{'a' * 22}b{i}" for i in range(40))
+    spec.write_text(
+        f"name: slow\nmodel: {{kind: hf, path: {folder}}}\ninputs: [{{sentence: {sentence}, permutations: reverse}}]\n"
+    )
+    result = cli.invoke(app, ["validate", str(spec)])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"error: {folder / 'tokenizer.json'}: the tokenizers library took over 1 s to apply it to the spec's "
+        "sentences (a pattern that backtracks?); expected a tokenizer.json the tokenizers library can apply\n"
+    )
