@@ -29,7 +29,14 @@ from orderlab.metrics import (
 )
 from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
-from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, condition_column, first_layer_column
+from orderlab.vocabulary.columns import (
+    CHANCE,
+    SUMMARY_COLUMNS,
+    TASK_CASE,
+    all_probes,
+    condition_column,
+    first_layer_column,
+)
 from orderlab.vocabulary.digest import Judged, NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
@@ -214,7 +221,7 @@ def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
         probes = int(group.groupby("encoding").size().max())
-        rows.append(rate_row(group, encodings, "probes", f"all {probes} probes", str(metric)))
+        rows.append(rate_row(group, encodings, "probes", all_probes(probes), str(metric)))
         for column in (name for name in PAIR_GROUP_COLUMNS if name in group.columns):
             named = group[group[column].fillna("") != ""]
             per_group = [rate_row(members, encodings, column, str(name), str(metric))
