@@ -48,7 +48,9 @@ def finish_summary(
     with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
     a summary is finished, for a whole run and for a merge of shards alike."""
     table = summary.frame()
-    judged = judge(table, noise, dtype, resolution)
+    judge(table, noise, dtype, resolution)
+    table = none_decided(table)
+    judged = int((table["verdict"] == NON_FINITE).sum())
     summary.name_first_where_round_off(table)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
@@ -91,12 +93,20 @@ def finish_parts(parts: list[Judged], resolution: float = RESOLUTION) -> tuple[p
     means["value"] = canonical(means["value"].to_numpy(), means["verdict"].to_numpy())
     totals = means.set_index(stat_key(means))
     at = stat_key(worst)
-    worst = worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)})
+    worst = none_decided(worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)}))
+    means = none_decided(means)
     table = pd.concat([worst, means], ignore_index=True)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
     judged = int((table["verdict"] == NON_FINITE).sum())
     return rows, worst.assign(mean=totals.loc[at, "value"].to_numpy()).reset_index(drop=True), judged
+
+
+def none_decided(table: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows of a rate whose every answer was a tie read `tie`, as each answer's row does in metrics.csv
+    per permutation: none decided, its mean is 0/0, not a measurement gone non-finite (which failed the run)."""
+    alone = (table["metric"].map(reduction_of) == "rate") & (table["count"] == 0) & (table[RATE_TIES] > 0)
+    return table.assign(verdict=table["verdict"].where(~alone, TIE))
 
 
 def stat_key(table: pd.DataFrame) -> pd.Index:

@@ -474,15 +474,17 @@ def _mean_bars(
     probes: bool,
 ) -> None:
     """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1, with
-    its count and ties as share_text writes them: '0.25 (1/4, 1 tie)'); counts: (count, ties) per bar."""
+    its count and ties as share_text writes them: '0.25 (1/4, 1 tie)'; 'nan !' at 0 where no answer was decided, as
+    the terminal says it); counts: (count, ties) per bar."""
     palette, rate = _colours(), reduction_of(metric) == "rate"
-    values = [float(series.iloc[0]) for _, series in means]
-    bars = ax.bar(range(len(means)), values, color=[palette[c % len(palette)] for c in colours])
+    values = [float(series.iloc[0]) if len(series) else math.nan for _, series in means]  # every answer a tie: none
+    heights = [value if math.isfinite(value) else 0.0 for value in values]  # no number: its label at the axis says so
+    bars = ax.bar(range(len(means)), heights, color=[palette[c % len(palette)] for c in colours])
     shown = zip(values, counts, strict=True)
     labels = [share_text(value, *counted) if rate else f"{value:.2e}" for value, counted in shown]
     ax.bar_label(bars, labels, fontsize="small")
     ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
-    ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)
+    ax.set_ylim(0, 1.1 if rate else max(heights, default=0) * 1.2 or 1)
     over = share_of(probes) if rate else "permutations"
     ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over {over}, layer {layer})")
     ax.set_ylabel(f"share of {over} at 1" if rate else f"mean {metric}")
