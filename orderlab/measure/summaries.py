@@ -29,7 +29,14 @@ from orderlab.metrics import (
 )
 from orderlab.spec.fields import RESOLUTION
 from orderlab.spec.sweep import SEED
-from orderlab.vocabulary.columns import CHANCE, SUMMARY_COLUMNS, TASK_CASE, condition_column, first_layer_column
+from orderlab.vocabulary.columns import (
+    CHANCE,
+    SUMMARY_COLUMNS,
+    TASK_CASE,
+    all_probes,
+    condition_column,
+    first_layer_column,
+)
 from orderlab.vocabulary.digest import Judged, NoiseKey, Summary
 from orderlab.vocabulary.verdict_words import NON_FINITE, ORDER_SENSITIVE, PASSING_WORDS, TIE, UNRESOLVED
 
@@ -41,7 +48,9 @@ def finish_summary(
     with the `mean` and `count` of its permutations, for summary.csv; how many came out non-finite). The one place
     a summary is finished, for a whole run and for a merge of shards alike."""
     table = summary.frame()
-    judged = judge(table, noise, dtype, resolution)
+    judge(table, noise, dtype, resolution)
+    table = none_decided(table)
+    judged = int((table["verdict"] == NON_FINITE).sum())
     summary.name_first_where_round_off(table)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
@@ -84,12 +93,20 @@ def finish_parts(parts: list[Judged], resolution: float = RESOLUTION) -> tuple[p
     means["value"] = canonical(means["value"].to_numpy(), means["verdict"].to_numpy())
     totals = means.set_index(stat_key(means))
     at = stat_key(worst)
-    worst = worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)})
+    worst = none_decided(worst.assign(**{column: totals.loc[at, column].to_numpy() for column in ("count", RATE_TIES)}))
+    means = none_decided(means)
     table = pd.concat([worst, means], ignore_index=True)
     order = ["layer", "head", "metric", "statistic"]
     rows = table.sort_values(order, kind="mergesort", na_position="first")[SUMMARY_COLUMNS]
     judged = int((table["verdict"] == NON_FINITE).sum())
     return rows, worst.assign(mean=totals.loc[at, "value"].to_numpy()).reset_index(drop=True), judged
+
+
+def none_decided(table: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows of a rate whose every answer was a tie read `tie`, as each answer's row does in metrics.csv
+    per permutation: none decided, its mean is 0/0, not a measurement gone non-finite (which failed the run)."""
+    alone = (table["metric"].map(reduction_of) == "rate") & (table["count"] == 0) & (table[RATE_TIES] > 0)
+    return table.assign(verdict=table["verdict"].where(~alone, TIE))
 
 
 def stat_key(table: pd.DataFrame) -> pd.Index:
@@ -214,7 +231,7 @@ def probe_rates(rates: pd.DataFrame, encodings: list[str]) -> pd.DataFrame:
     rows = []
     for metric, group in rates.groupby("metric", sort=False):
         probes = int(group.groupby("encoding").size().max())
-        rows.append(rate_row(group, encodings, "probes", f"all {probes} probes", str(metric)))
+        rows.append(rate_row(group, encodings, "probes", all_probes(probes), str(metric)))
         for column in (name for name in PAIR_GROUP_COLUMNS if name in group.columns):
             named = group[group[column].fillna("") != ""]
             per_group = [rate_row(members, encodings, column, str(name), str(metric))

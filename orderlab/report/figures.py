@@ -37,13 +37,15 @@ from orderlab.errors import OrderlabError
 from orderlab.metrics import (
     POSITION_ACCURACY,
     POSITION_CHANCE,
+    RATE_COUNT,
+    RATE_TIES,
     TASK_ACCURACY,
     metric_names,
     per_permutation_mean,
     reduction_of,
 )
 from orderlab.report.patching_figure import patching_heat_map
-from orderlab.report.shown import share_of, share_text
+from orderlab.report.shown import rate_counts, share_of, share_text
 from orderlab.results import tables
 from orderlab.results.folder import staged_folder
 from orderlab.results.manifest import MANIFEST, ManifestFields, read_manifest
@@ -51,9 +53,23 @@ from orderlab.results.orders import COLUMNS as ORDERS_COLUMNS
 from orderlab.results.orders import KEY, ORDERS
 from orderlab.results.ownership import Writer, claim
 from orderlab.results.paths import child
-from orderlab.results.run_folder import open_run_folder, read_attention, read_metrics, read_patching, swept_kinds
-from orderlab.spec.sweep import describe
-from orderlab.vocabulary.columns import TASK_CASE, TRAINED_LENGTH, WEIGHTS, tested_length
+from orderlab.results.run_folder import (
+    SUMMARY,
+    open_run_folder,
+    read_attention,
+    read_metrics,
+    read_patching,
+    swept_kinds,
+)
+from orderlab.spec.sweep import SEED, describe
+from orderlab.vocabulary.columns import (
+    TASK_CASE,
+    TRAINED_LENGTH,
+    WEIGHTS,
+    all_probes,
+    condition_column,
+    tested_length,
+)
 from orderlab.vocabulary.verdict_words import TIE
 
 FLOOR = 1e-17  # zeros are drawn here on log axes: values within the run's round-off are written as 0
@@ -102,6 +118,7 @@ class Results:
     attention: pd.DataFrame | None
     orders: pd.DataFrame | None = None  # orders.csv: each reordering's displacement (results/orders.py)
     patching: pd.DataFrame | None = None  # patching.csv: the share each activation patch recovered (spec's patching:)
+    summary: pd.DataFrame | None = None  # summary.csv's rows, their rates' counts and ties (None where it has none)
 
 
 def has_figures(folder: Path) -> bool:
@@ -137,7 +154,25 @@ def read_results(folder: Path) -> Results:
     has_maps = os.path.lexists(folder / "attention.csv")  # a link is there, and refused by the reader
     attention = read_attention(folder, manifest, swept_kinds(manifest)) if has_maps else None
     patching = read_patching(folder, swept_kinds(manifest))
-    return Results(metrics, manifest, attention, read_orders(folder), patching)
+    summary = read_rate_counts(folder, manifest, list(dict.fromkeys(metrics["encoding"])))
+    return Results(metrics, manifest, attention, read_orders(folder), patching, summary)
+
+
+COUNT = tables.integer(2**53, blank=True)  # a rate's answers or ties: any whole number a CSV's float holds exactly
+
+
+def read_rate_counts(folder: Path, manifest: ManifestFields, encodings: list[str]) -> pd.DataFrame | None:
+    """summary.csv held to what a rate's bar reads of it (which row, its count and ties: shown.rate_counts), so that
+    the bar's label is the terminal's and summary.csv's in either kind of metrics.csv (`rows: summary` writes no
+    count); None where the folder has no summary.csv (a folder written by hand: the bars then say no count)."""
+    path = folder / "summary.csv"
+    if not os.path.lexists(path):  # a link is there, and refused by the reader, not absent
+        return None
+    summary = tables.read_table(path, SUMMARY)
+    counts = [RATE_COUNT, RATE_TIES, *(condition_column(e, c) for e in encodings for c in (RATE_COUNT, RATE_TIES))]
+    kinds = {name: kind for name, kind in swept_kinds(manifest).items() if name != SEED}  # seeds: one row over all
+    kinds |= {"case": tables.TEXT, "subject": tables.TEXT, "metric": tables.TEXT}
+    return tables.require(summary, path, kinds | {name: COUNT for name in counts if name in summary.columns}, SUMMARY)
 
 
 def read_orders(folder: Path) -> pd.DataFrame | None:
@@ -209,7 +244,8 @@ def _drawings(folder: Path, results: Results) -> list[Drawing]:
         ~metrics["case"].isin(["decodability", TASK_CASE]) & (metrics["metric"].map(reduction_of) != "none")
     ]
     if not errors.empty:
-        drawn.append(Drawing("metrics_by_layer", "metrics", "", metrics_by_layer(errors, swept, name, manifest.dtype)))
+        figure = metrics_by_layer(errors, swept, name, manifest.dtype, results.summary)
+        drawn.append(Drawing("metrics_by_layer", "metrics", "", figure))
     probe = metrics[metrics["metric"] == POSITION_ACCURACY]
     if not probe.empty:
         chance = _one_value(folder, metrics, POSITION_CHANCE)
@@ -322,9 +358,12 @@ def _metric_order(names: list[str]) -> list[str]:
     return sorted(dict.fromkeys(names), key=lambda name: (rank.get(name, len(rank)), name))
 
 
-def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: str) -> Figure:
+def metrics_by_layer(
+    frame: pd.DataFrame, swept: list[str], name: str, dtype: str, summary: pd.DataFrame | None = None
+) -> Figure:
     """One panel per metric: the worst value over inputs, permutations and heads, per layer, log scale; a mean or
-    rate metric (one value per sequence) as its mean over permutations, on a linear axis at its whole layers."""
+    rate metric (one value per sequence) as its mean over permutations, on a linear axis at its whole layers, a
+    rate's bar labelled with its count and ties from `summary` (summary.csv)."""
     names = _metric_order(list(frame["metric"]))
     columns = min(3, len(names))
     rows = -(-len(names) // columns)
@@ -337,7 +376,7 @@ def metrics_by_layer(frame: pd.DataFrame, swept: list[str], name: str, dtype: st
             means = [(label, _mean_by_layer(group)) for label, _, _, group in lines]
             layers = sorted(frame.loc[frame["metric"] == metric, "layer"].unique())
             if len(layers) == 1:  # measured at one layer (an LM's scores of its output): bars, not a dot a line
-                counts = [(_share_count(group), _tie_count(group)) for _, _, _, group in lines]
+                counts = [_bar_counts(summary, metric, group, swept) for _, _, _, group in lines]
                 probes = bool((frame.loc[frame["metric"] == metric, "case"] == "probe").all())
                 _mean_bars(ax, metric, means, [e for _, e, _, _ in lines], int(layers[0]), counts, probes)
                 continue
@@ -397,29 +436,27 @@ def _mean_axes(ax: Axes, metric: str, layers: list[int]) -> None:
     ax.set_ylabel("share of reorderings at 1" if rate else f"mean {metric}")
 
 
-def _share_count(rows: pd.DataFrame) -> int | None:
-    """How many answers a rate's bar counts, where its height is their share (one sentence's reorderings, or probe
-    pairs of one answer each): the count the terminal and summary.csv show beside the rate; None for a mean over
-    sentences of unequal counts (no one count) or a metric that is not a rate."""
-    counted = _counted(rows)
-    return None if counted is None else int((~_tied(counted)).sum())
-
-
-def _tie_count(rows: pd.DataFrame) -> int | None:
-    """How many of a rate bar's answers were ties (left out of its share and count), as summary.csv's `ties`."""
-    counted = _counted(rows)
-    return None if counted is None else int(_tied(counted).sum())
-
-
-def _counted(rows: pd.DataFrame) -> pd.DataFrame | None:
-    """The answers a rate's bar is the share of (see _share_count); None where there is no one count."""
-    if not (rows["metric"].map(reduction_of) == "rate").all():
-        return None
-    counted = rows[rows["statistic"] == "mean"] if "statistic" in rows.columns else rows
-    counted = counted[(counted["permuted"] != counted["input"]) | (counted["case"] == "probe")]
-    if "statistic" in rows.columns or ((counted["case"] != "probe").any() and counted["input"].nunique() > 1):
-        return None
-    return counted
+def _bar_counts(
+    summary: pd.DataFrame | None, metric: str, rows: pd.DataFrame, swept: list[str]
+) -> tuple[int | None, int | None]:
+    """A rate bar's count and ties, read from the one summary.csv row the bar shows (a sentence's rate over its
+    reorderings, or the probes' 'all N probes' row) as every view reads them (shown.rate_counts); (None, None) for a
+    bar that is no one row (a mean over sentences, one seed of a seed sweep), a metric that is not a rate, or a
+    folder without summary.csv."""
+    probes = bool((rows["case"] == "probe").all())
+    one_sentence = bool((rows["case"] == "permutation").all()) and rows["input"].nunique() == 1
+    if summary is None or reduction_of(metric) != "rate" or SEED in swept or not (probes or one_sentence):
+        return None, None
+    first = rows.iloc[0]
+    subject = all_probes((rows["input"] + " vs " + rows["permuted"]).nunique()) if probes else first["input"]
+    found = (summary["metric"] == metric) & (summary["case"] == ("probes" if probes else "permutation"))
+    found &= summary["subject"] == subject
+    for column in swept:
+        found &= summary[column].astype(str) == str(first[column])
+    if found.sum() != 1:
+        return None, None
+    count, ties = rate_counts(summary[found].iloc[0], str(first["encoding"]))
+    return (None if pd.isna(count) else int(count)), (None if pd.isna(ties) else int(ties))
 
 
 def _tied(rows: pd.DataFrame) -> pd.Series:
@@ -437,15 +474,17 @@ def _mean_bars(
     probes: bool,
 ) -> None:
     """A mean or rate measured at one layer: a bar per line with its value written on it (a rate within 0..1, with
-    its count and ties as share_text writes them: '0.25 (1/4, 1 tie)'); counts: (count, ties) per bar."""
+    its count and ties as share_text writes them: '0.25 (1/4, 1 tie)'; 'nan !' at 0 where no answer was decided, as
+    the terminal says it); counts: (count, ties) per bar."""
     palette, rate = _colours(), reduction_of(metric) == "rate"
-    values = [float(series.iloc[0]) for _, series in means]
-    bars = ax.bar(range(len(means)), values, color=[palette[c % len(palette)] for c in colours])
+    values = [float(series.iloc[0]) if len(series) else math.nan for _, series in means]  # every answer a tie: none
+    heights = [value if math.isfinite(value) else 0.0 for value in values]  # no number: its label at the axis says so
+    bars = ax.bar(range(len(means)), heights, color=[palette[c % len(palette)] for c in colours])
     shown = zip(values, counts, strict=True)
     labels = [share_text(value, *counted) if rate else f"{value:.2e}" for value, counted in shown]
     ax.bar_label(bars, labels, fontsize="small")
     ax.set_xticks(range(len(means)), [label for label, _ in means], rotation=30, ha="right", fontsize="small")
-    ax.set_ylim(0, 1.1 if rate else max(values, default=0) * 1.2 or 1)
+    ax.set_ylim(0, 1.1 if rate else max(heights, default=0) * 1.2 or 1)
     over = share_of(probes) if rate else "permutations"
     ax.set_title(f"{metric}\n({'rate' if rate else 'mean'} over {over}, layer {layer})")
     ax.set_ylabel(f"share of {over} at 1" if rate else f"mean {metric}")

@@ -37,6 +37,11 @@ def condition_column(encoding: str, column: str) -> str:
     return f"{encoding} {column}"
 
 
+def all_probes(count: int) -> str:
+    """summary.csv's subject of a probe rate's row over every probe ('all 4 probes'): the row its figure bar shows."""
+    return f"all {count} probes"
+
+
 def earliest(layers: list[str]) -> str:
     """The earliest of several first layers (a seed sweep's cell: where any seed shows order), blank if none does."""
     shown = [int(layer) for layer in layers if layer.isdigit()]

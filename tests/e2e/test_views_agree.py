@@ -5,6 +5,7 @@ ranks, means and verdicts), and on a spec of probes alone."""
 from __future__ import annotations
 
 import html
+import math
 import shutil
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def run(tmp_path: Path, spec: Path) -> tuple[str, Path, pd.DataFrame]:
     counts = [RATE_COUNT, RATE_TIES, *(f"{name} {column}" for name in CONDITIONS for column in (RATE_COUNT, RATE_TIES))]
     kinds = dict.fromkeys(counts, "Int64") | {f"{name} verdict": str for name in CONDITIONS}
     summary = pd.read_csv(folder / "summary.csv", dtype=kinds, keep_default_na=False, na_values=[""])
+    summary = summary.astype(dict.fromkeys(CONDITIONS, float))  # 'nan' too: a rate without a decided answer
     return result.output, folder, summary.fillna({f"{name} verdict": "" for name in CONDITIONS})
 
 
@@ -87,7 +89,8 @@ def assert_bars_agree(folder: Path, summary: pd.DataFrame) -> None:
             condition, *family = tick.get_text().split(" · family=")
             row = rows[rows["family"] == family[0]] if family else rows
             (value,) = row[condition]
-            assert bar.get_height() == pytest.approx(value), (metric, tick.get_text())
+            drawn = value if math.isfinite(value) else 0.0  # no rate (every answer a tie): its label at the axis
+            assert bar.get_height() == pytest.approx(drawn), (metric, tick.get_text())
             assert label == expected_cell(row.iloc[0], condition), (metric, tick.get_text())
 
 
@@ -125,11 +128,17 @@ def test_a_spec_of_probes_alone_scores_its_minimal_pairs(tmp_path):
 @pytest.mark.slow
 def test_a_rates_ties_read_alike_in_every_view(tmp_path):
     """In bfloat16 some minimal pairs' margins lie within their round-off: every view leaves them out of the rate
-    and counts them beside it, the figure's bar label as summary.csv ('0.50 (1/2, 1 tie)')."""
+    and counts them beside it, the figure's bar label as summary.csv ('0.00 (0/2, 1 tie)'). With `rows: summary`,
+    whose metrics.csv holds no count, so the bars read summary.csv's (they read '0.00': no count, no tie), and a
+    sentence's rate beside the probes' (its one reordering a tie: a 0/0 mean that failed the run as non-finite)."""
     spec = tmp_path / "spec" / "probes_only.yaml"
     spec.parent.mkdir()
-    spec.write_text(PROBES_ONLY.replace("dtype: float64", "dtype: bfloat16"))
+    spec.write_text(
+        PROBES_ONLY.replace("dtype: float64", "dtype: bfloat16").replace("metrics: [", "metrics: [lm_logprob, ")
+        + "inputs: [{sentence: the dog bites the man, permutations: reverse}]\nrows: summary\n"
+    )
     output, folder, summary = run(tmp_path, spec)
+    assert (summary["metric"] == "permutation_preferred").any()  # a sentence's rate beside the probes'
     over_all = summary[summary["case"] == "probes"]
     for name in CONDITIONS:  # each condition's answers: decided or tied
         assert (over_all[f"{name} {RATE_COUNT}"] + over_all[f"{name} {RATE_TIES}"] == 3).all()
