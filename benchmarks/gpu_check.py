@@ -76,8 +76,8 @@ def bench_step(device: str, dtype: str, quick: bool, dry: bool, timeout: float) 
     """bench_zoo.py in `dtype` on the device, its figures read back from a scratch results file."""
     with tempfile.TemporaryDirectory() as scratch:
         results = Path(scratch) / "results.json"
-        sizes = ["--shape", "32,2,2", "--orders", "24", "--quick", "--families", "gpt2"] if dry else ["--quick", "--orders", "512"] if quick \
-            else ["--rounds", "2", "--lengths", "8"]  # fmt: skip
+        dry_sizes = ["--shape", "32,2,2", "--orders", "24", "--quick", "--families", "gpt2"]
+        sizes = dry_sizes if dry else ["--quick", "--orders", "512"] if quick else ["--rounds", "2", "--lengths", "8"]
         outcome = step([sys.executable, "benchmarks/bench_zoo.py", "--device", device, "--dtype", dtype,
                         "--results", str(results), *sizes], timeout)  # fmt: skip
         figures = json.loads(results.read_text()) if results.is_file() else {}

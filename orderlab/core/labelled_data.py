@@ -85,7 +85,7 @@ def offline_datasets(name: str) -> Any:
 
     os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
     try:
-        import datasets  # type: ignore[import-not-found,unused-ignore]  # lazy: the optional extra orderlab[data]
+        import datasets  # type: ignore[import-not-found,import-untyped,unused-ignore]  # lazy: extra orderlab[data]
     except ImportError:
         raise OrderlabError(
             f"hf_dataset {name!r}: the `datasets` library is not installed; expected `pip install "
@@ -195,7 +195,7 @@ def _parquet_records(path: Path, data: bytes) -> list[tuple[str, dict[str, Any]]
     if not (data.startswith(PARQUET_MAGIC) and data.endswith(PARQUET_MAGIC)):
         raise FileProblem(path, f"not Parquet (no PAR1 magic bytes); expected {EXPECTED} whose extension says its kind")
     try:
-        from pyarrow import parquet  # type: ignore[import-not-found,unused-ignore]  # lazy: optional
+        from pyarrow import parquet  # type: ignore[import-not-found,import-untyped,unused-ignore]  # lazy: optional
     except ImportError:
         raise OrderlabError(f"{path}: reading Parquet needs pyarrow, which is not installed; expected `pip install "
                             "'orderlab[data]'`, or the examples as JSONL or CSV") from None  # fmt: skip
