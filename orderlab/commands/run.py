@@ -39,7 +39,7 @@ from orderlab.results.run_writer import ShardOf, write_run
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
+from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
@@ -185,6 +185,8 @@ def _write_task(loaded: LoadedSpec, folder: Path, options: RunOptions, agreeing:
         assert isinstance(spec.inputs, DatasetInputs)
         if spec.inputs.dataset is not None:
             manifest["dataset"] = {"file": spec.inputs.dataset, "sha256": task.dataset_sha256}
+        if isinstance(spec.model, PretrainedModelSpec) and spec.model.train_head is not None:
+            manifest["train_head"] = {"file": spec.model.train_head.dataset, "sha256": task.train_head_sha256}
         return manifest
 
     written = write_run(folder, task, task_facts, settle=agreeing)
