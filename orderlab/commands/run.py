@@ -39,7 +39,7 @@ from orderlab.results.run_writer import ShardOf, write_run
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.spec.model_specs import CorpusInputs, HFModelSpec
+from orderlab.spec.model_specs import HEAD_DEFAULTS, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec, input_parses, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
@@ -185,6 +185,8 @@ def _write_task(loaded: LoadedSpec, folder: Path, options: RunOptions, agreeing:
         assert isinstance(spec.inputs, DatasetInputs)
         if spec.inputs.dataset is not None:
             manifest["dataset"] = {"file": spec.inputs.dataset, "sha256": task.dataset_sha256}
+        if isinstance(spec.model, PretrainedModelSpec) and spec.model.train_head is not None:
+            manifest["train_head"] = {"file": spec.model.train_head.dataset, "sha256": task.train_head_sha256}
         return manifest
 
     written = write_run(folder, task, task_facts, settle=agreeing)
@@ -257,7 +259,8 @@ def corpus_manifest(loaded: LoadedSpec, corpus: CorpusMeasurement, device: torch
 def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
     """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
     folder), added to a run's manifest."""
-    manifest["model"] = spec.model.model_dump()
+    manifest["model"] = {name: value for name, value in spec.model.model_dump().items()
+                         if name not in HEAD_DEFAULTS or value != HEAD_DEFAULTS[name]}  # fmt: skip
     if isinstance(spec.model, HFModelSpec) and spec.model.given is not None:
         manifest["model"]["given"] = spec.model.given.model_dump()  # class, config, weights hash: the object run
     if isinstance(spec.model, HFModelSpec) and spec.model.user_hooks:

@@ -178,8 +178,9 @@ def backend_of(adapter: Adapter) -> PretrainedBackend:
     from orderlab.models.pretrained import PretrainedAdapter
 
     if not isinstance(adapter, PretrainedAdapter):
-        raise OrderlabError("patching: the attention stack's points take no function yet; expected a model of the zoo "
-                            "(model: {kind: hf, family: gpt2}) or a model object (patch(spec, model=...))")  # fmt: skip
+        raise OrderlabError("patching: runs on transformers models, not yet on the attention stack; expected a "
+                            "model of the zoo (model: {kind: hf, family: gpt2}) or a model object "
+                            "(patch(spec, model=...))")  # fmt: skip
     return adapter.backend
 
 

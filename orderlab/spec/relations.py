@@ -18,7 +18,7 @@ from orderlab.encodings import ENCODINGS
 from orderlab.errors import OrderlabError, SpecError, raise_all
 from orderlab.families import FAMILIES
 from orderlab.metrics import INVARIANCE_FAMILY, LM_LOGPROB_FAMILY, MINIMAL_PAIRS_FAMILY
-from orderlab.spec.dataset_examples import examples_of
+from orderlab.spec.dataset_examples import examples_of, known_labels, training_examples
 from orderlab.spec.extras import MissingExtraError, packaged_model_folder, require_extra
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import (
@@ -177,8 +177,8 @@ def check_patching(spec: Spec, doc: LocatedDocument) -> None:
     if spec.patching is None:
         return
     if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
-        raise doc.error(("patching",), "the attention stack's points take no function yet; expected model.kind hf "
-                        "or pretrained")  # fmt: skip
+        raise doc.error(("patching",), "runs on transformers models, not yet on the attention stack; expected "
+                        "model.kind hf or pretrained")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         raise doc.error(("patching",), "a corpus's lines are measured in batched passes, never patched; expected "
                         "inputs: - sentence: ...")  # fmt: skip
@@ -375,9 +375,11 @@ def _check_classifier(spec: Spec, doc: LocatedDocument) -> None:
     """Dataset inputs are a classifier's: a zoo model with head: classification, or a model object (whose class
     the run checks), and nothing else to measure."""
     model = spec.model
-    if not isinstance(model, HFModelSpec) or (model.head != "classification" and model.given is None):
+    fitted = isinstance(model, PretrainedModelSpec) and model.head == "classification"
+    if not fitted and (not isinstance(model, HFModelSpec) or (model.head != "classification" and model.given is None)):
         raise doc.error(("model",), "dataset inputs measure a classifier's predictions; expected model: {kind: hf, "
-                        "head: classification} (or a *ForSequenceClassification object: orderlab.api.run(spec, "
+                        "head: classification}, {kind: pretrained, head: classification, train_head: {dataset, "
+                        "labels}} (or a *ForSequenceClassification object: orderlab.api.run(spec, "
                         "model=...))")  # fmt: skip
     others = [name for name in spec.metrics if "metrics" in spec.model_fields_set]
     if others:
@@ -397,13 +399,18 @@ def _check_dataset(spec: Spec, doc: LocatedDocument) -> None:
         examples = examples_of(spec.inputs, doc.origin)
     except OrderlabError as error:
         raise doc.error(where, str(error)) from None
-    model = spec.model
-    if isinstance(model, HFModelSpec) and model.seeded and model.head == "classification":  # its labels are known now
+    labels = known_labels(spec)
+    if labels is not None:  # a seeded or fitted head: its labels are known now
         try:
             for example in examples:
-                label_id(example, model.id2label)
+                label_id(example, labels)
         except OrderlabError as error:
             raise doc.error(where, str(error)) from None
+    if isinstance(spec.model, PretrainedModelSpec) and spec.model.train_head is not None:
+        try:
+            training_examples(spec.model, spec.inputs, doc.origin)
+        except OrderlabError as error:
+            raise doc.error(("model", "train_head", "dataset"), str(error)) from None
     if spec.inputs.permute != "text":
         single = next((e for e in examples if e.pair is None), None)
         if single is not None:

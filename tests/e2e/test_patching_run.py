@@ -45,4 +45,4 @@ def test_a_shard_or_the_attention_stack_is_refused_in_one_line(tmp_path):
     assert_refused(sharded, "patching: a shard holds some orders of a run")
     stack = {**SPEC, "model": {"d_model": 8, "n_heads": 2, "n_layers": 1}}
     path.write_text(yaml.safe_dump(stack))
-    assert_refused(invoke("validate", path), "patching: the attention stack's points take no function yet")
+    assert_refused(invoke("validate", path), "patching: runs on transformers models, not yet on the attention stack")

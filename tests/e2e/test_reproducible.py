@@ -69,7 +69,7 @@ def check(spec: Path, results: Path, *options: str) -> None:
 
 def shortened(spec: Path, folder: Path, steps: int = 8, lines: int = 3) -> Path:
     """A copy of a shipped spec in folder that trains for a few steps and reads the first lines of its corpus or of
-    its labelled examples."""
+    its labelled examples (and the whole file a head is fitted on)."""
     data = yaml.safe_load(spec.read_text())
     if "train" in data:
         data["train"]["steps"] = min(steps, data["train"]["steps"])
@@ -81,6 +81,10 @@ def shortened(spec: Path, folder: Path, steps: int = 8, lines: int = 3) -> Path:
         examples = (spec.parent / data["inputs"]["dataset"]).read_text().splitlines(keepends=True)
         (folder / "examples.jsonl").write_text("".join(examples[:lines]))
         data["inputs"]["dataset"] = "examples.jsonl"
+    if isinstance(data["model"], dict) and "train_head" in data["model"]:  # the file its head is fitted on, whole
+        fitted = data["model"]["train_head"]
+        (folder / "fitted.jsonl").write_bytes((spec.parent / fitted["dataset"]).read_bytes())
+        fitted["dataset"] = "fitted.jsonl"
     path = folder / spec.name
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

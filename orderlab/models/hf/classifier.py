@@ -3,7 +3,8 @@ a seeded head, loaded from a folder that holds its trained head, or a model obje
 position ablation (the family's hooks, as models/hf/loader.py runs its base models), its logits in float64.
 
 A folder's head must be in its weights: a classification head initialised at random would be measured as if trained,
-so a checkpoint without one is refused (one line), never filled in.
+so a checkpoint without one is refused (one line), never filled in, unless orderlab fits it (`HeadToFit`: a linear
+classifier layer on the frozen encoder, models/hf/head_fit.py) before anything is measured.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from orderlab.families import FAMILIES
 from orderlab.families.family import SeededSize
 from orderlab.models.hf.folder import ModelFolderError, checked_folder
 from orderlab.models.hf.given import UserModel
+from orderlab.models.hf.head_fit import HeadToFit, fit_linear_head
 from orderlab.models.hf.loader import (
     Seeded,
     converted_copy,
@@ -38,7 +40,7 @@ class ClassifierBackend:
 
     def __init__(
         self,
-        source: Path | Seeded | UserModel,
+        source: Path | Seeded | UserModel | HeadToFit,
         family: str,
         dtype: str = "float32",
         device: torch.device | str = "cpu",
@@ -68,9 +70,30 @@ class ClassifierBackend:
             own = weight.dtype == self.dtype and weight.device == self.device
             self.model = source.model if own else converted_copy(source.model, self.dtype).to(self.device)
             return
+        elif isinstance(source, HeadToFit):
+            self.tokenizer, self.model = _load_folder(transformers, source.folder, self.code.name, source.labels)
         else:
             self.tokenizer, self.model = _load_folder(transformers, source, self.code.name)
         self.model.to(device=self.device, dtype=self.dtype).eval()
+        if isinstance(source, HeadToFit):
+            self._fit_head(source)
+
+    def _fit_head(self, source: HeadToFit) -> None:
+        """The classifier layer fitted on the examples' pooled outputs (its inputs, under the trained positions)."""
+        layer = self.model.classifier
+        pooled: list[torch.Tensor] = []
+        handle = layer.register_forward_pre_hook(lambda _layer, args: pooled.append(args[0].double()))
+        try:
+            for start in range(0, len(source.texts), source.batch):
+                chunk = slice(start, start + source.batch)
+                self.logits(source.texts[chunk], None if source.pairs is None else source.pairs[chunk])
+        finally:
+            handle.remove()
+        fitted = fit_linear_head(torch.cat(pooled), torch.tensor(list(source.gold)), len(source.labels),
+                                 source.epochs, source.lr)  # fmt: skip
+        with torch.no_grad():
+            layer.weight.copy_(fitted[:, :-1])
+            layer.bias.copy_(fitted[:, -1])
 
     @property
     def id2label(self) -> list[str]:
@@ -111,9 +134,10 @@ def _auto_class(transformers: Any) -> Any:
     return transformers.AutoModelForSequenceClassification
 
 
-def _load_folder(transformers: Any, folder: Path, family: str) -> tuple[Any, Any]:
+def _load_folder(transformers: Any, folder: Path, family: str, fitted: Sequence[str] = ()) -> tuple[Any, Any]:
     """The tokenizer and classification model of a checked folder (safetensors only); refused if its weights lack the
-    head or any part the pass runs."""
+    head or any part the pass runs. fitted: the labels of a head orderlab fits, whose layer alone may be missing (it
+    must be one linear layer, `classifier`)."""
     code = FAMILIES.get(family)
     checked_folder(folder, code)
     try:
@@ -121,12 +145,18 @@ def _load_folder(transformers: Any, folder: Path, family: str) -> tuple[Any, Any
                                                                **dict(code.tokenizer_options))  # fmt: skip
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
+            labels = {"num_labels": len(fitted), "id2label": dict(enumerate(fitted)),
+                      "label2id": {name: i for i, name in enumerate(fitted)}} if fitted else {}  # fmt: skip
             model, info = _auto_class(transformers).from_pretrained(
-                folder, local_files_only=True, use_safetensors=True, output_loading_info=True
+                folder, local_files_only=True, use_safetensors=True, output_loading_info=True, **labels
             )
     except (OSError, ValueError, RuntimeError) as error:
         raise ModelFolderError(f"cannot load a classification model from {folder}: {first_line(error)}") from None
-    missing = [name for name in info.get("missing_keys", []) if not name.endswith("position_ids")]
+    if fitted and not isinstance(getattr(model, "classifier", None), torch.nn.Linear):
+        raise ModelFolderError(f"{folder}: a {type(model).__name__}'s head is not one linear layer (classifier); "
+                               "expected a family whose head orderlab can fit (bert)")  # fmt: skip
+    head = {"classifier.weight", "classifier.bias"} if fitted else set()
+    missing = [name for name in info.get("missing_keys", []) if not name.endswith("position_ids") and name not in head]
     if missing:
         raise ModelFolderError(f"{folder}: its weights lack {missing[0]}" + (f" and {len(missing) - 1} more" if
                                len(missing) > 1 else "") + "; expected a trained *ForSequenceClassification "

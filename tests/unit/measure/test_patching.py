@@ -145,5 +145,5 @@ def test_the_attention_stack_is_refused_in_one_line():
     import orderlab.api as ol
     from orderlab.errors import OrderlabError
 
-    with pytest.raises(OrderlabError, match=r"patching: the attention stack's points take no function yet"):
+    with pytest.raises(OrderlabError, match=r"patching: runs on transformers models, not yet on the attention stack"):
         ol.patch(spec({}, {"d_model": 16, "n_heads": 2, "n_layers": 1}))

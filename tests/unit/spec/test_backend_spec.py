@@ -12,6 +12,7 @@ from orderlab.errors import SpecError
 from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import ModelSpec
+from tests.minilm import needs_minilm
 
 STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"
 
@@ -141,3 +142,54 @@ def test_what_corpus_mode_would_ignore_is_refused_all_at_once(cli, write_spec, t
     assert lines[0].endswith("expected metrics: [invariance], [lm_logprob], both, or none") and "attention:" in lines[0]
     shipped = Path(__file__).resolve().parents[3] / "experiments" / "minilm_corpus.yaml"  # metrics: [invariance]
     assert cli.invoke(app, ["validate", str(shipped)]).exit_code == 0
+
+
+FITTED = ("model: {{kind: pretrained, name: minilm, head: classification{head}}}\n"
+          "inputs: {{dataset: test.jsonl, text: text, label: label}}\n")  # fmt: skip
+TRAIN_HEAD = ", train_head: {dataset: train.jsonl, labels: [negative, positive]}"
+
+
+@pytest.mark.parametrize(
+    ("head", "train", "test", "fragments"),
+    [
+        ("", '{"text": "a b", "label": "positive"}\n', '{"text": "a b", "label": "positive"}\n',
+         ["spec.yaml:1: model", "expected head: classification with train_head: {dataset, labels}"]),
+        (", train_head: {dataset: train.jsonl, labels: [positive, positive]}", "", "",
+         ["labels", "a name given twice"]),
+        (TRAIN_HEAD, '{"text": "a b", "label": "positive"}\n{"text": "c d", "label": "meh"}\n',
+         '{"text": "a b", "label": "positive"}\n', ["train.jsonl:2: label 'meh'", "negative, positive"]),
+        (TRAIN_HEAD, '{"text": "a b", "label": null}\n', '{"text": "a b", "label": "positive"}\n',
+         ["train.jsonl:1: label: got NoneType", "expected a label name or id"]),
+        (TRAIN_HEAD, '{"text": "a b", "label": "positive"}\n', '{"text": "a b", "label": "meh"}\n',
+         ["test.jsonl:1: label 'meh'"]),
+    ],
+)  # fmt: skip
+def test_a_head_orderlab_fits_is_refused_in_one_line_before_any_work(cli, write_spec, tmp_path, head, train, test,
+                                                                      fragments):  # fmt: skip
+    """A packaged encoder's head is fitted: without train_head it would be random; every label of both files must be
+    one of train_head.labels, and every example it is fitted on labelled (file:line)."""
+    needs_minilm()
+    (tmp_path / "train.jsonl").write_text(train)
+    (tmp_path / "test.jsonl").write_text(test)
+    result = cli.invoke(app, ["validate", str(write_spec(FITTED.format(head=head)))])
+    assert result.exit_code == 2 and result.output.startswith("error: "), result.output
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+
+
+def test_train_head_belongs_to_a_classification_head(write_spec):
+    with pytest.raises(SpecError, match="expected head: classification with train_head"):
+        load_spec(write_spec("model: {kind: pretrained, name: minilm, train_head: {dataset: t.jsonl, labels: [a, b]}}\n"
+                             "inputs: [{sentence: a b}]\n"))  # fmt: skip
+
+
+def test_a_head_is_fitted_on_labelled_examples_only(cli, write_spec, tmp_path):
+    """Inputs without a label column: the file the head is fitted on is read with the same columns, so it has none."""
+    needs_minilm()
+    (tmp_path / "train.jsonl").write_text('{"text": "a b", "label": "positive"}\n')
+    (tmp_path / "test.jsonl").write_text('{"text": "a b"}\n')
+    spec = FITTED.format(head=TRAIN_HEAD).replace("label: label", "label: null")
+    result = cli.invoke(app, ["validate", str(write_spec(spec))])
+    assert result.exit_code == 2 and "train.jsonl:1: no label; expected every example a head is fitted on labelled" in (
+        result.output
+    ), result.output
