@@ -266,20 +266,14 @@ def activations(
     {"random": 10}, [[2, 1, 0]]). Tensors that would not fit beside the run's own estimate are refused in one line.
     model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them."""
     from orderlab.measure.activations import collect_activations
-    from orderlab.measure.run_options import RunOptions
-    from orderlab.models.devices import resolve_device
-    from orderlab.models.hf.given import evaluating, given_model
+    from orderlab.models.hf.given import evaluating
 
     points = [points] if isinstance(points, str) else points
     if not isinstance(points, list | tuple) or not all(isinstance(point, str) for point in points):
         raise OrderlabError(f"points: got {check_argument.shown(points)}; expected hook point names, e.g. ['2.output']")
     orders = None if orders is None else check_argument.permutation_rule("orders", orders)
-    hooks, device = check_argument.hooks(hooks), check_argument.device(device)
-    shown = check_argument.progress(progress)
-    given = given_model(model, tokenizer)
-    options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
-    loaded = _load(spec, None, None if given is None else given.record, hooks)
-    with evaluating(model) if given else nullcontext():
+    loaded, options = _on_model(spec, device, model, tokenizer, hooks, progress)
+    with evaluating(model) if options.model else nullcontext():
         return collect_activations(loaded.spec, loaded.path, points, orders, options)
 
 
@@ -300,17 +294,32 @@ def patch(
     model, tokenizer, hooks: a transformers model object and your functions at its hook points, as `run` takes them
     (patched points must be others than yours)."""
     from orderlab.measure.patching import measure_patching
+    from orderlab.models.hf.given import evaluating
+
+    loaded, options = _on_model(spec, device, model, tokenizer, hooks, progress)
+    with evaluating(model) if options.model else nullcontext():
+        return Patched(loaded.spec.name, measure_patching(loaded.spec, loaded.path, options))
+
+
+def _on_model(
+    spec: SpecSource,
+    device: str,
+    model: Any,
+    tokenizer: Any,
+    hooks: Mapping[str, Callable[[Any], Any]] | None,
+    progress: Progress | None,
+) -> tuple[LoadedSpec, RunOptions]:
+    """The spec loaded for the model object (if any) and the user's hooks, with the run options that carry them: what
+    `activations` and `patch` measure on, checked alike."""
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.devices import resolve_device
-    from orderlab.models.hf.given import evaluating, given_model
+    from orderlab.models.hf.given import given_model
 
     hooks, device = check_argument.hooks(hooks), check_argument.device(device)
     shown = check_argument.progress(progress)
     given = given_model(model, tokenizer)
     options = RunOptions(resolve_device(device), progress=shown if callable(shown) else None, model=given, hooks=hooks)
-    loaded = _load(spec, None, None if given is None else given.record, hooks)
-    with evaluating(model) if given else nullcontext():
-        return Patched(loaded.spec.name, measure_patching(loaded.spec, loaded.path, options))
+    return _load(spec, None, None if given is None else given.record, hooks), options
 
 
 def load(results_dir: str | Path) -> Result:
