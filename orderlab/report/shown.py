@@ -66,11 +66,14 @@ def verdict_text(value: float, verdict: str) -> str:
 
 def share_text(rate: float, count: int | None = None, ties: int | None = None) -> str:
     """A rate as a person reads it, '0.42 (10/24)': how many of how many, and the answers left out as ties (within
-    their round-off) where there are some, '0.25 (1/4, 1 tie)'; '0.42' without a count; 'nan !'."""
+    their round-off) where there are some, '0.25 (1/4, 1 tie)'; '0.42' without a count; '- (2 ties)' where every
+    answer was a tie (no rate, and nothing non-finite); 'nan !'."""
+    tied = [f"{ties} tie{'s' if ties > 1 else ''}"] if ties else []
+    if math.isnan(rate) and tied and not count:
+        return f"- ({tied[0]})"
     if not math.isfinite(rate):
         return f"{rate} !"
-    told = [] if count is None else [f"{round(rate * count)}/{count}"]
-    told += [f"{ties} tie{'s' if ties > 1 else ''}"] if ties else []
+    told = ([] if count is None else [f"{round(rate * count)}/{count}"]) + tied
     return f"{rate:.2f}" + (f" ({', '.join(told)})" if told else "")
 
 

@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import itertools
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -53,6 +54,7 @@ from orderlab.vocabulary.verdict_words import (
     INDISTINGUISHABLE,
     NON_FINITE,
     ORDER_SENSITIVE,
+    TIE,
     UNRESOLVED,
 )
 
@@ -138,15 +140,18 @@ def interval_cell(mean: float, lower: float, upper: float, verdict: str) -> Text
 def rate_cell(row: pd.Series, name: str) -> Text:
     """A rate's cell, unmarked (a share is a finding, not a round-off test): '0.42 (10/24)' with the count of
     permutations it decides and, where answers were left out as ties, how many: '0.50 (1/2, 1 tie)'; over seeds
-    '0.42 [0.30, 0.55]', the mean rate and its interval; 'nan !' if non-finite."""
+    '0.42 [0.30, 0.55]', the mean rate and its interval; '- (1 tie)' where every answer was a tie; 'nan !' if
+    non-finite."""
     rate, verdict = row[name], row[f"{name} verdict"]
+    count, tied = rate_counts(row, name)
+    ties = None if tied is None or pd.isna(tied) else int(tied)
+    if verdict == TIE and pd.isna(rate):  # every answer a tie: no rate to show, nothing non-finite
+        return Text(share_text(math.nan, None, ties or None))
     if verdict == NON_FINITE or pd.isna(rate):
         return verdict_cell(rate, NON_FINITE)
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")
     if lower is not None and upper is not None and not (pd.isna(lower) or pd.isna(upper)):
         return Text(f"{rate:.2f} [{lower:.2f}, {upper:.2f}]")
-    count, tied = rate_counts(row, name)
-    ties = None if tied is None or pd.isna(tied) else int(tied)
     if count is None or pd.isna(count) or f"{name} {LOWER}" in row.index:  # a mean over seeds: no one count
         return Text(share_text(rate, None, ties))
     return Text(share_text(rate, int(count), ties))
