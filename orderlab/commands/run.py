@@ -39,7 +39,7 @@ from orderlab.results.run_writer import ShardOf, write_run
 from orderlab.results.spec_source import refuse_other_spec_file
 from orderlab.results.versions import versions
 from orderlab.spec.load import LoadedSpec, load_spec
-from orderlab.spec.model_specs import HEAD_DEFAULTS, CorpusInputs, HFModelSpec, PretrainedModelSpec
+from orderlab.spec.model_specs import HEAD_FIELDS, CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec, input_parses, uses_backend
 from orderlab.spec.sweep import swept_fields
 from orderlab.vocabulary.columns import TRAINED, UNTRAINED, WEIGHTS
@@ -259,8 +259,9 @@ def corpus_manifest(loaded: LoadedSpec, corpus: CorpusMeasurement, device: torch
 def describe_model(spec: Spec, manifest: Manifest, model_files: dict[str, list[str]] | None) -> None:
     """The pretrained model's spec, its folder's tensors outside the parts measured (`model_files`, when it has a
     folder), added to a run's manifest."""
-    manifest["model"] = {name: value for name, value in spec.model.model_dump().items()
-                         if name not in HEAD_DEFAULTS or value != HEAD_DEFAULTS[name]}  # fmt: skip
+    manifest["model"] = spec.model.model_dump()
+    if manifest["model"].get("head", "none") == "none":  # a base model: no task head's fields
+        manifest["model"] = {name: value for name, value in manifest["model"].items() if name not in HEAD_FIELDS}
     if isinstance(spec.model, HFModelSpec) and spec.model.given is not None:
         manifest["model"]["given"] = spec.model.given.model_dump()  # class, config, weights hash: the object run
     if isinstance(spec.model, HFModelSpec) and spec.model.user_hooks:

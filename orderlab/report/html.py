@@ -214,11 +214,13 @@ def _first_layer_cell(text: str) -> Cell:
 def _rate_cell(text: str, count: str | None, tied: str | None = None) -> Cell:
     """A rate's cell, unmarked: '0.42 (10/24)' when the row counts its permutations, '0.25 (1/4, 1 tie)' with ties."""
     rate, total, ties = _number(text), _number(count or ""), _number(tied or "")
+    counted = int(total) if total is not None and total == total else None
+    tie_count = int(ties) if ties is not None and ties == ties else None
+    if rate is not None and rate != rate and tie_count and not counted:  # every answer a tie: no rate, not non-finite
+        return Cell(share_text(rate, counted, tie_count), "", "")
     if rate is None or rate != rate:  # not a number, or NaN
         return _cell(text, NON_FINITE)
-    shown = share_text(rate, int(total) if total is not None and total == total else None,
-                       int(ties) if ties is not None and ties == ties else None)  # fmt: skip
-    return Cell(shown, repr(rate), "")
+    return Cell(share_text(rate, counted, tie_count), repr(rate), "")
 
 
 def _number(text: str) -> float | None:

@@ -54,7 +54,6 @@ from orderlab.vocabulary.verdict_words import (
     INDISTINGUISHABLE,
     NON_FINITE,
     ORDER_SENSITIVE,
-    TIE,
     UNRESOLVED,
 )
 
@@ -145,8 +144,9 @@ def rate_cell(row: pd.Series, name: str) -> Text:
     rate, verdict = row[name], row[f"{name} verdict"]
     count, tied = rate_counts(row, name)
     ties = None if tied is None or pd.isna(tied) else int(tied)
-    if verdict == TIE and pd.isna(rate):  # every answer a tie: no rate to show, nothing non-finite
-        return Text(share_text(math.nan, None, ties or None))
+    decided = None if count is None or pd.isna(count) else int(count)
+    if pd.isna(rate) and ties and not decided and verdict != NON_FINITE:  # every answer a tie: no rate, nothing
+        return Text(share_text(math.nan, decided, ties))  # non-finite
     if verdict == NON_FINITE or pd.isna(rate):
         return verdict_cell(rate, NON_FINITE)
     lower, upper = row.get(f"{name} {LOWER}"), row.get(f"{name} {UPPER}")

