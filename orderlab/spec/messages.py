@@ -100,6 +100,7 @@ def _known_fields(path: FieldPath, data: Any) -> set[str]:
     """Field names allowed at `path`, found by walking the models along the user's data."""
     annotation: Any = Spec
     for part in path:
+        model = _pick_model(annotation, data)  # picked by the data it describes (a union by its `kind`)
         if isinstance(data, dict):
             data = data[part]
         elif isinstance(data, list):
@@ -107,7 +108,6 @@ def _known_fields(path: FieldPath, data: Any) -> set[str]:
             data = data[part]
         else:
             data = None
-        model = _pick_model(annotation, data)
         if model is not None and isinstance(part, str):
             annotation = model.model_fields[part].annotation
         elif isinstance(part, int):

@@ -193,3 +193,12 @@ def test_a_head_is_fitted_on_labelled_examples_only(cli, write_spec, tmp_path):
     assert result.exit_code == 2 and "train.jsonl:1: no label; expected every example a head is fitted on labelled" in (
         result.output
     ), result.output
+
+
+def test_an_unknown_key_inside_a_models_nested_block_lists_that_blocks_keys(write_spec):
+    """The block's model is picked by its parent's `kind` (a pretrained model's train_head), not by its own keys."""
+    spec = (
+        "model: {kind: pretrained, name: minilm, head: classification, train_head: {name: x}}\ninputs: {file: c.txt}\n"
+    )
+    with pytest.raises(SpecError, match=r"model.train_head.name: unknown key 'name'. Expected one of: dataset, epochs"):
+        load_spec(write_spec(spec))
