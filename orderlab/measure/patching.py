@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.hook_points import hook_name
+from orderlab.core.hook_points import hook_name, point_of, token_axes
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
@@ -123,7 +123,7 @@ def _names(block: PatchingSpec, n_layers: int, backend: PretrainedBackend) -> li
         raise OrderlabError(f"patching: layers {block.layers}: the model has {n_layers}; expected layers 1..{n_layers}")
     names = [hook_name(layer, point) for point in block.points for layer in layers]
     try:
-        checked_hooks(backend.model, backend.code, {name: _recorder(name, {}) for name in names})
+        checked_hooks(backend.model, backend.code, recorders(names, {}))
     except OrderlabError as refused:
         raise OrderlabError(f"patching: points: {str(refused).removeprefix('hooks: ')}") from None
     return names
@@ -197,13 +197,12 @@ def recovered(
     masks = slot_masks(target, groups)
     recorded: dict[str, torch.Tensor] = {}
     ids = torch.tensor([source.ids, target.ids])
-    with torch.inference_mode(), added_hooks(backend, {name: _recorder(name, recorded) for name in names}):
+    with torch.inference_mode(), added_hooks(backend, recorders(names, recorded)):
         ends = effect_of(backend.forward(ids), ids, [source.spans[-1], target.spans[-1]], block.effect)
     patched_ids = torch.tensor([target.ids] * len(groups))
     shares = np.empty((len(names), len(groups)))
     for i, name in enumerate(names):
-        value = recorded[name][0].index_select(0, reads.to(recorded[name].device))  # the source's, in target's slots
-        with torch.inference_mode(), added_hooks(backend, {name: _writer(name, value, masks)}):
+        with torch.inference_mode(), added_hooks(backend, writers([name], recorded, reads, masks)):
             patched = effect_of(backend.forward(patched_ids), patched_ids, [target.spans[-1]] * len(groups),
                                 block.effect)  # fmt: skip
         shares[i] = share_of(ends[0], ends[1], patched, block.effect)
@@ -223,6 +222,14 @@ def source_tokens(source: WordTokens, target: WordTokens, pair: OrderPair, match
                                 "the source slot it reads; expected match: word, or one token a word")  # fmt: skip
         reads[start:stop] = range(begin, end)
     return torch.tensor(reads)
+
+
+def in_target_slots(source: torch.Tensor, reads: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+    """The source's point (one row, its batch axis gone) in the target's slots: each token axis (token_axes: the
+    queries' and the keys' of an attention map) reordered by `reads`."""
+    for axis in axes:
+        source = source.index_select(axis - 1, reads.to(source.device))
+    return source
 
 
 def slot_masks(target: WordTokens, groups: list[tuple[int, ...]]) -> torch.Tensor:
@@ -248,6 +255,22 @@ def added_hooks(backend: PretrainedBackend, hooks: Mapping[str, UserHook]) -> It
         backend.user_hooks = own
 
 
+def recorders(names: list[str], into: dict[str, torch.Tensor]) -> dict[str, UserHook]:
+    """A function per name that keeps what passes its point in `into` and changes nothing."""
+    return {name: _recorder(name, into) for name in names}
+
+
+def writers(
+    names: list[str], recorded: Mapping[str, torch.Tensor], reads: torch.Tensor, masks: torch.Tensor
+) -> dict[str, UserHook]:
+    """A function per name that writes the source's recorded point (row 0 of `recorded`) in the target's slots
+    (`reads`) into each slot group of a pass (`masks`): several names at once patch their points together."""
+    return {
+        name: _writer(name, in_target_slots(recorded[name][0], reads, token_axes(point_of(name))), masks)
+        for name in names
+    }
+
+
 def _recorder(name: str, into: dict[str, torch.Tensor]) -> UserHook:
     """A function that keeps what passes its point and changes nothing."""
 
@@ -259,15 +282,18 @@ def _recorder(name: str, into: dict[str, torch.Tensor]) -> UserHook:
 
 
 def _writer(name: str, value: torch.Tensor, masks: torch.Tensor) -> UserHook:
-    """A function that gives row g of a pass the source's `value` (T, ...) at the tokens masks[g] marks; rows past
-    the groups' (a batch padded to whole row tiles) pass unchanged. The point's token axis is its second."""
+    """A function that gives row g of a pass the source's `value` (the point without its batch axis) at the tokens
+    masks[g] marks on the point's slot axis (token_axes' first: q's third); rows past the groups' (a batch padded to
+    whole row tiles) pass unchanged."""
+    axis = token_axes(point_of(name))[0]
 
     def write(tensor: torch.Tensor) -> torch.Tensor:
         groups, tokens = masks.shape
-        if tensor.dim() < 2 or tensor.shape[1] != tokens or tensor.shape[2:] != value.shape[1:]:
-            raise OrderlabError(f"patching: {name!r} is {tuple(tensor.shape)}; expected (batch, {tokens} tokens, "
-                                f"...) as its source's {tuple(value.shape)}")  # fmt: skip
-        where = masks.to(tensor.device).reshape(groups, tokens, *[1] * (tensor.dim() - 2))
+        if tensor.dim() <= axis or tensor.shape[axis] != tokens or tensor.shape[1:] != value.shape:
+            raise OrderlabError(f"patching: {name!r} is {tuple(tensor.shape)}; expected {tokens} tokens on its axis "
+                                f"{axis}, as its source's {tuple(value.shape)} after the batch")  # fmt: skip
+        shape = [groups if dim == 0 else tokens if dim == axis else 1 for dim in range(tensor.dim())]
+        where = masks.to(tensor.device).reshape(shape)
         head = torch.where(where, value.to(tensor)[None], tensor[:groups])
         return torch.cat([head, tensor[groups:]])
 
