@@ -198,11 +198,3 @@ def test_a_patch_that_cannot_be_made_is_one_line(seeded, patching, expected):
 
     with pytest.raises(OrderlabError, match="^" + expected.replace("[", r"\[").replace("]", r"\]")):
         ol.patch(spec(patching), model=seeded.model, tokenizer=seeded.tokenizer)
-
-
-def test_the_attention_stack_is_refused_in_one_line():
-    import orderlab.api as ol
-    from orderlab.errors import OrderlabError
-
-    with pytest.raises(OrderlabError, match=r"patching: runs on transformers models, not yet on the attention stack"):
-        ol.patch(spec({}, {"d_model": 16, "n_heads": 2, "n_layers": 1}))
