@@ -96,12 +96,12 @@ def test_one_earlier_slot_recovers_the_share_two_hand_written_hooks_give(patched
 
 @pytest.fixture(scope="module")
 def attention_patched(seeded):
-    """Layer 2's queries, keys and values patched, each on its own: the last word's state at layer 2 reads its own
-    query (its layer-1 state is the same in both orders) and every slot's key and value."""
+    """Layer 2's queries, keys, values and mid patched, each on its own: the last word's state at layer 2 reads its
+    own query (its layer-1 state is the same in both orders) and every slot's key and value, and its own mid alone."""
     import orderlab.api as ol
 
     groups = [[0, 1, 2, 3, 4], [], [1], [4]]
-    patching = {"points": ["q", "k", "v"], "layers": [2], "slots": groups}
+    patching = {"points": ["q", "k", "v", "mid"], "layers": [2], "slots": groups}
     return ol.patch(spec(patching), model=seeded.model, tokenizer=seeded.tokenizer).shares
 
 
@@ -111,6 +111,12 @@ def test_queries_keys_and_values_are_patched_on_their_token_axis(attention_patch
     for point in ("k", "v"):
         assert by_point[point, "none"] == by_point[point, "4"] == "recovers none"
         assert by_point[point, "0+1+2+3+4"] == by_point[point, "1"] == "recovers part"
+
+
+def test_mid_formed_inline_is_patched_into_the_residual_stream(attention_patched):
+    by_slots = attention_patched[attention_patched.point == "mid"].set_index("slots")["verdict"]
+    assert by_slots["4"] == by_slots["0+1+2+3+4"] == "recovers all"  # the last slot's own mid, residual and all
+    assert by_slots["1"] == by_slots["none"] == "recovers none"
 
 
 def test_one_slots_keys_recover_the_share_two_hand_written_hooks_give(attention_patched, seeded):
