@@ -45,3 +45,17 @@ def test_a_point_the_stack_does_not_form_is_refused_in_one_line():
     without_ffn = {**STACK, "ffn": False}
     with pytest.raises(OrderlabError, match=r"^patching: points: '1\.mid' is no hook point; expected L\.POINT"):
         ol.patch(spec({"points": ["mid"]}, without_ffn))
+
+
+def test_an_attention_map_is_read_in_the_target_slots_on_its_query_and_its_key_axis():
+    import torch
+
+    from orderlab.core.hook_points import token_axes
+    from orderlab.measure.patching import in_target_slots
+
+    pattern = torch.arange(9.0).reshape(1, 3, 3)  # one head: row i is query slot i, column j key slot j
+    reads = torch.tensor([2, 0, 1])  # target slot 0 holds the source's slot-2 word, ...
+    moved = in_target_slots(pattern, reads, token_axes("pattern"))
+    assert moved[0].tolist() == [[8.0, 6.0, 7.0], [2.0, 0.0, 1.0], [5.0, 3.0, 4.0]]
+    q = torch.arange(6.0).reshape(1, 3, 2)  # (heads, slots, d_head): only the slots move
+    assert in_target_slots(q, reads, token_axes("q"))[0].tolist() == [[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]]
