@@ -36,6 +36,19 @@ def hook_name(layer: int, point: str) -> str:
 ATTENTION_POINTS = ("q", "k", "v", "raw_scores", "scores", "pattern", "heads")
 
 
+# The axes of a point's batched tensor that run over the tokens, the first the one a slot selects: the slots' own
+# (B, slots, ...) for the residual stream's points; (B, heads, slots, d_head) for q, k, v and heads; the queries' and
+# then the keys' for attention's (B, heads, slots, slots) scores and probabilities. A write of one slot group
+# (measure/patching.py) marks the first axis and reorders every one of them.
+TOKEN_AXES = {"q": (2,), "k": (2,), "v": (2,), "heads": (2,), "raw_scores": (2, 3), "scores": (2, 3),
+              "pattern": (2, 3)}  # fmt: skip
+
+
+def token_axes(point: str) -> tuple[int, ...]:
+    """The axes of `point`'s batched tensor that run over the tokens, the slot's first (TOKEN_AXES; else (1,))."""
+    return TOKEN_AXES.get(point, (1,))
+
+
 def point_of(name: str) -> str:
     """'2.pattern' -> 'pattern'; a whole pass's point ('tokens') is its own."""
     return name.partition(".")[2] or name

@@ -79,7 +79,7 @@ HOOK_SITES = {
     "k": HookSite("self_attention.query_key_value", part=1, fused="heads"),
     "v": HookSite("self_attention.query_key_value", part=2, fused="heads"),
     "attn_out": HookSite("self_attention.dense"),
-    "mid": HookSite("post_attention_layernorm", side="input"),
+    "mid": HookSite("post_attention_layernorm", side="input", in_place=True),
     "mlp_out": HookSite("mlp.dense_4h_to_h"),
 }
 

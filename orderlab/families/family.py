@@ -44,16 +44,19 @@ class HookSite:
     fused query-key-value projection (0 q, 1 k, 2 v), laid out as `fused` says: 'blocks' [q | k | v] along the width
     (GPT-2's c_attn), 'heads' interleaved per head (BLOOM's and GPT-NeoX's query_key_value). A point read at a
     module's input is formed inline (GPT-2's residual between attention and MLP is ln_2's input): read only, as
-    writing it there would change the next module's input and not the residual stream."""
+    replacing that argument would change the next module's input and not the residual stream, unless `in_place`: the
+    argument is the very tensor the block goes on with (GPT-2's `residual = hidden_states; self.ln_2(hidden_states)`),
+    so a function's output copied into it writes the point for every later use (models/hf/sites.points_written)."""
 
     module: str
     side: Literal["output", "input"] = "output"
     part: int | None = None
     fused: Literal["blocks", "heads"] = "blocks"
+    in_place: bool = False
 
     @property
     def writable(self) -> bool:
-        return self.side == "output"
+        return self.side == "output" or self.in_place
 
 
 HookSites = Callable[[Any], dict[str, HookSite]]  # (a loaded config, or None for the documented default) -> sites

@@ -61,7 +61,7 @@ HOOK_SITES = {
     "k": HookSite("attn.c_attn", part=1),
     "v": HookSite("attn.c_attn", part=2),
     "attn_out": HookSite("attn"),
-    "mid": HookSite("ln_2", side="input"),
+    "mid": HookSite("ln_2", side="input", in_place=True),
     "mlp_out": HookSite("mlp"),
 }
 

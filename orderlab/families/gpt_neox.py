@@ -61,7 +61,7 @@ def hook_sites(config: Any) -> dict[str, HookSite]:
     """A parallel-residual block (the default) has no residual between attention and MLP."""
     if getattr(config, "use_parallel_residual", True):
         return PARALLEL_SITES
-    return {**PARALLEL_SITES, "mid": HookSite("post_attention_layernorm", side="input")}
+    return {**PARALLEL_SITES, "mid": HookSite("post_attention_layernorm", side="input", in_place=True)}
 
 
 FAMILY = Family(

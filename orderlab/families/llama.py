@@ -63,7 +63,7 @@ HOOK_SITES = {
     "k": HookSite("self_attn.k_proj"),
     "v": HookSite("self_attn.v_proj"),
     "attn_out": HookSite("self_attn"),
-    "mid": HookSite("post_attention_layernorm", side="input"),
+    "mid": HookSite("post_attention_layernorm", side="input", in_place=True),
     "mlp_out": HookSite("mlp"),
 }
 

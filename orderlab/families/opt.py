@@ -75,7 +75,7 @@ PRE_NORM_SITES = {
     "k": HookSite("self_attn.k_proj"),
     "v": HookSite("self_attn.v_proj"),
     "attn_out": HookSite("self_attn"),
-    "mid": HookSite("final_layer_norm", side="input"),
+    "mid": HookSite("final_layer_norm", side="input", in_place=True),
     "mlp_out": HookSite("fc2"),
 }
 

@@ -12,11 +12,13 @@ The scalar is the last word's log P given the words before it, not the whole sen
 different tokens at every moved slot, so no patch could move one's log P to the other's; the last word (kept in place
 by a reordering of the words before it) is the same token in both runs.
 so 0 is "nothing moved with the patch" and 1 "everything did". Reading and writing both go through the one hook
-channel of the model (the user's hooks, models/hf/interventions.py), at the same place of the pass, so any point a
-function may write there can be patched; the patched runs of one point and layer (one per slot group) go through the
-model together. Every share is measured again by the round-off twin, and judged against that round-off as every
-metric is (measure/verdicts.py): within its line of 0 the patch recovers none, within its line of 1 the whole,
-else part; a pair whose full difference is itself round-off has nothing to recover (indistinguishable, share NaN).
+channel of the model (the user's hooks: models/hf/interventions.py on a transformers model, the stack's record() on
+the attention stack; measure/patch_targets.py), at the same place of the pass, so any point a function may write
+there can be patched, q, k, v and attention's maps on their own token axis (core/hook_points.TOKEN_AXES); the
+patched runs of one point and layer (one per slot group) go through the model together. Every share is measured
+again by the round-off twin, and judged against that round-off as every metric is (measure/verdicts.py): within its
+line of 0 the patch recovers none, within its line of 1 the whole, else part; a pair whose full difference is itself
+round-off has nothing to recover (indistinguishable, share NaN).
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ import pandas as pd
 import torch
 
 from orderlab.core import permutations as perms
-from orderlab.core.hook_points import hook_name
+from orderlab.core.hook_points import hook_name, point_of, token_axes
 from orderlab.core.text import tokenize
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import Adapter, build_adapters
+from orderlab.measure.patch_targets import Channel, Ran, check_writable, patchable
 from orderlab.measure.run_options import DEFAULTS, RunOptions
 from orderlab.measure.verdicts import noise_scale, round_off_lines
-from orderlab.models.hf.interventions import checked_hooks
 from orderlab.models.precision import dtype_name
 from orderlab.models.user_hooks import UserHook
 from orderlab.spec.model_specs import CorpusInputs
@@ -49,7 +51,6 @@ from orderlab.vocabulary.verdict_words import INDISTINGUISHABLE, NON_FINITE, PAT
 
 if TYPE_CHECKING:
     from orderlab.models.hf.grouping import WordTokens
-    from orderlab.models.hf.loader import Forward, PretrainedBackend
 
 PATCHING = "patching"  # a run's patching.csv (beside metrics.csv), as results/run_writer.py writes its tables
 SHARE = "share"  # the column of the recovered share
@@ -95,7 +96,7 @@ def measure_patching(spec: Spec, spec_file: Path, options: RunOptions = DEFAULTS
 def _condition_rows(
     adapter: Adapter, spec: Spec, block: PatchingSpec, columns: dict[str, SweptValue]
 ) -> list[dict[str, object]]:
-    names = _names(block, adapter.n_layers, backend_of(adapter))  # refused here, once: no point to write
+    names = _names(block, adapter)  # refused here, once: no point to write
     twin = adapter.twin()
     rows: list[dict[str, object]] = []
     for sentence, words, pairs in _inputs(spec, block):
@@ -115,15 +116,16 @@ def _condition_rows(
     return rows
 
 
-def _names(block: PatchingSpec, n_layers: int, backend: PretrainedBackend) -> list[str]:
+def _names(block: PatchingSpec, adapter: Adapter) -> list[str]:
     """The hook names patched, point by point and layer by layer; a layer past the model's or a point no function may
-    write on it is refused in one line, by the check the user's own hooks pass (models/hf/interventions.py)."""
+    write on it is refused in one line, by the check the user's own hooks pass (patch_targets.check_writable)."""
+    n_layers = adapter.n_layers
     layers = list(range(1, n_layers + 1)) if block.layers == "all" else block.layers
     if max(layers) > n_layers:
         raise OrderlabError(f"patching: layers {block.layers}: the model has {n_layers}; expected layers 1..{n_layers}")
     names = [hook_name(layer, point) for point in block.points for layer in layers]
     try:
-        checked_hooks(backend.model, backend.code, {name: _recorder(name, {}) for name in names})
+        check_writable(adapter, recorders(names, {}))
     except OrderlabError as refused:
         raise OrderlabError(f"patching: points: {str(refused).removeprefix('hooks: ')}") from None
     return names
@@ -172,39 +174,26 @@ def group_label(group: tuple[int, ...]) -> str:
     return "+".join(str(slot) for slot in group) or "none"
 
 
-def backend_of(adapter: Adapter) -> PretrainedBackend:
-    """The transformers model an adapter runs, with the adapter's condition around its passes; a model whose points
-    no function may write (the attention stack) is refused."""
-    from orderlab.models.pretrained import PretrainedAdapter
-
-    if not isinstance(adapter, PretrainedAdapter):
-        raise OrderlabError("patching: runs on transformers models, not yet on the attention stack; expected a "
-                            "model of the zoo (model: {kind: hf, family: gpt2}) or a model object "
-                            "(patch(spec, model=...))")  # fmt: skip
-    return adapter.backend
-
-
 def recovered(
     adapter: Adapter, words: list[str], pair: OrderPair, names: list[str], groups: list[tuple[int, ...]],
     block: PatchingSpec,
 ) -> Recovered:  # fmt: skip
     """The share each slot group of each hook name recovers, in this adapter's precision: one pass of the source and
     the target, recording every name, then one pass per name with every group's patched run in it."""
-    backend = backend_of(adapter)
-    tokens = backend.word_tokens(words)
+    model = patchable(adapter, words)
+    tokens = model.tokens
     source, target = tokens.permuted(pair.source), tokens.permuted(pair.target)
     reads = source_tokens(source, target, pair, block.match)
     masks = slot_masks(target, groups)
     recorded: dict[str, torch.Tensor] = {}
     ids = torch.tensor([source.ids, target.ids])
-    with torch.inference_mode(), added_hooks(backend, {name: _recorder(name, recorded) for name in names}):
-        ends = effect_of(backend.forward(ids), ids, [source.spans[-1], target.spans[-1]], block.effect)
+    with torch.inference_mode(), added_hooks(model.channel, recorders(names, recorded)):
+        ends = effect_of(model.forward(ids), ids, [source.spans[-1], target.spans[-1]], block.effect)
     patched_ids = torch.tensor([target.ids] * len(groups))
     shares = np.empty((len(names), len(groups)))
     for i, name in enumerate(names):
-        value = recorded[name][0].index_select(0, reads.to(recorded[name].device))  # the source's, in target's slots
-        with torch.inference_mode(), added_hooks(backend, {name: _writer(name, value, masks)}):
-            patched = effect_of(backend.forward(patched_ids), patched_ids, [target.spans[-1]] * len(groups),
+        with torch.inference_mode(), added_hooks(model.channel, writers([name], recorded, reads, masks)):
+            patched = effect_of(model.forward(patched_ids), patched_ids, [target.spans[-1]] * len(groups),
                                 block.effect)  # fmt: skip
         shares[i] = share_of(ends[0], ends[1], patched, block.effect)
     return Recovered(float((ends[0] - ends[1]).norm()), shares)  # |source - target|: a scalar's, a state's
@@ -225,6 +214,14 @@ def source_tokens(source: WordTokens, target: WordTokens, pair: OrderPair, match
     return torch.tensor(reads)
 
 
+def in_target_slots(source: torch.Tensor, reads: torch.Tensor, axes: tuple[int, ...]) -> torch.Tensor:
+    """The source's point (one row, its batch axis gone) in the target's slots: each token axis (token_axes: the
+    queries' and the keys' of an attention map) reordered by `reads`."""
+    for axis in axes:
+        source = source.index_select(axis - 1, reads.to(source.device))
+    return source
+
+
 def slot_masks(target: WordTokens, groups: list[tuple[int, ...]]) -> torch.Tensor:
     """(G, T) bool: the target tokens each group patches."""
     masks = torch.zeros(len(groups), target.n_tokens, dtype=torch.bool)
@@ -235,17 +232,33 @@ def slot_masks(target: WordTokens, groups: list[tuple[int, ...]]) -> torch.Tenso
 
 
 @contextmanager
-def added_hooks(backend: PretrainedBackend, hooks: Mapping[str, UserHook]) -> Iterator[None]:
+def added_hooks(channel: Channel, hooks: Mapping[str, UserHook]) -> Iterator[None]:
     """While open, `hooks` run beside the user's own (the one hook channel); a point that has the user's is refused."""
-    own = backend.user_hooks
+    own = channel.user_hooks
     clash = sorted(set(own) & set(hooks))
     if clash:
         raise OrderlabError(f"patching: {clash[0]!r} has a function of yours (hooks=); expected patching elsewhere")
-    backend.user_hooks = {**own, **hooks}
+    channel.user_hooks = {**own, **hooks}
     try:
         yield
     finally:
-        backend.user_hooks = own
+        channel.user_hooks = own
+
+
+def recorders(names: list[str], into: dict[str, torch.Tensor]) -> dict[str, UserHook]:
+    """A function per name that keeps what passes its point in `into` and changes nothing."""
+    return {name: _recorder(name, into) for name in names}
+
+
+def writers(
+    names: list[str], recorded: Mapping[str, torch.Tensor], reads: torch.Tensor, masks: torch.Tensor
+) -> dict[str, UserHook]:
+    """A function per name that writes the source's recorded point (row 0 of `recorded`) in the target's slots
+    (`reads`) into each slot group of a pass (`masks`): several names at once patch their points together."""
+    return {
+        name: _writer(name, in_target_slots(recorded[name][0], reads, token_axes(point_of(name))), masks)
+        for name in names
+    }
 
 
 def _recorder(name: str, into: dict[str, torch.Tensor]) -> UserHook:
@@ -259,22 +272,25 @@ def _recorder(name: str, into: dict[str, torch.Tensor]) -> UserHook:
 
 
 def _writer(name: str, value: torch.Tensor, masks: torch.Tensor) -> UserHook:
-    """A function that gives row g of a pass the source's `value` (T, ...) at the tokens masks[g] marks; rows past
-    the groups' (a batch padded to whole row tiles) pass unchanged. The point's token axis is its second."""
+    """A function that gives row g of a pass the source's `value` (the point without its batch axis) at the tokens
+    masks[g] marks on the point's slot axis (token_axes' first: q's third); rows past the groups' (a batch padded to
+    whole row tiles) pass unchanged."""
+    axis = token_axes(point_of(name))[0]
 
     def write(tensor: torch.Tensor) -> torch.Tensor:
         groups, tokens = masks.shape
-        if tensor.dim() < 2 or tensor.shape[1] != tokens or tensor.shape[2:] != value.shape[1:]:
-            raise OrderlabError(f"patching: {name!r} is {tuple(tensor.shape)}; expected (batch, {tokens} tokens, "
-                                f"...) as its source's {tuple(value.shape)}")  # fmt: skip
-        where = masks.to(tensor.device).reshape(groups, tokens, *[1] * (tensor.dim() - 2))
+        if tensor.dim() <= axis or tensor.shape[axis] != tokens or tensor.shape[1:] != value.shape:
+            raise OrderlabError(f"patching: {name!r} is {tuple(tensor.shape)}; expected {tokens} tokens on its axis "
+                                f"{axis}, as its source's {tuple(value.shape)} after the batch")  # fmt: skip
+        shape = [groups if dim == 0 else tokens if dim == axis else 1 for dim in range(tensor.dim())]
+        where = masks.to(tensor.device).reshape(shape)
         head = torch.where(where, value.to(tensor)[None], tensor[:groups])
         return torch.cat([head, tensor[groups:]])
 
     return write
 
 
-def effect_of(forward: Forward, ids: torch.Tensor, lasts: list[tuple[int, int]], effect: str) -> torch.Tensor:
+def effect_of(forward: Ran, ids: torch.Tensor, lasts: list[tuple[int, int]], effect: str) -> torch.Tensor:
     """Each row's output judged, in float64, at its last slot (tokens start..stop-1): the last word's log P given the
     words before it (B,), or its word state at the last layer (B, d) (the mean of its tokens, as every word state)."""
     from orderlab.models.pretrained import token_logprobs

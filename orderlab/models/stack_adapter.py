@@ -101,13 +101,19 @@ def checked_writes(config: ModelSpec, user_hooks: Mapping[str, UserHook]) -> dic
     if set(config.user_hooks) != set(user_hooks):
         raise OrderlabError(f"hooks: the spec records {sorted(config.user_hooks)}, the run was given "
                             f"{sorted(user_hooks)}; expected orderlab.api.run(spec, hooks=...)")  # fmt: skip
-    for name, function in user_hooks.items():
+    writable_on_stack(config, user_hooks)
+    return dict(user_hooks)
+
+
+def writable_on_stack(config: ModelSpec, hooks: Mapping[str, UserHook]) -> None:
+    """OrderlabError ('hooks: ...', one line naming the valid points) for a function at a point this stack does not
+    form (every point it forms may be written), or one that is not a function."""
+    for name, function in hooks.items():
         problem = unknown_point(name, int(config.n_layers), formed_points(config))
         if problem is None and not callable(function):
             problem = f"{name!r}: {function!r}; expected a function of the point's tensor"
         if problem is not None:
             raise OrderlabError(f"hooks: {problem}")
-    return dict(user_hooks)
 
 
 def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) -> list[dict[str, object]]:
@@ -150,10 +156,6 @@ class StackAdapter:
         self.stack = build_stack(spec.stack, self.encoding, weights, device, dtype)
         self.config, self.dtype = self.stack.config, pass_dtype(self.stack.dtype)
         self.allow_sharing = share_prefixes
-        # a causal stack computes each distinct prefix of a chunk once, where its encoding allows (prefix_trie.py) and
-        # no user's function changes what later slots see
-        self.shares_prefixes = (share_prefixes and self.config.causal and self.encoding.shares_prefixes
-                                and not self.user_hooks)  # fmt: skip
         self.compiles = compile_dense and not self.shares_prefixes and not self.user_hooks
         if self.compiles:
             self.stack.compile()
@@ -161,6 +163,13 @@ class StackAdapter:
     @property
     def n_layers(self) -> int:
         return self.config.n_layers
+
+    @property
+    def shares_prefixes(self) -> bool:
+        """Whether a causal stack computes each distinct prefix of a chunk once (prefix_trie.py): where its encoding
+        allows, and while no function changes what later slots see (the user's, or patching's, added for a while:
+        measure/patching.py)."""
+        return self.allow_sharing and self.config.causal and self.encoding.shares_prefixes and not self.user_hooks
 
     def sentence(self, words: list[str]) -> StackSentence:
         return StackSentence(self, words)

@@ -31,17 +31,17 @@ class PatchingCost:
 
 
 def patching_cost(spec: Spec, spec_file: str | Path, estimates: list[Estimate]) -> PatchingCost | None:
-    """None without a patching block, or for a model whose points take no function (the run refuses it); each sweep
-    combination's sequences priced at its own estimate's seconds per sequence."""
+    """None without a patching block (or with a corpus: the run refuses it); each sweep combination's sequences priced
+    at its own estimate's seconds per sequence."""
     block = spec.patching
-    if block is None or not uses_backend(spec) or isinstance(spec.inputs, CorpusInputs):
+    if block is None or isinstance(spec.inputs, CorpusInputs):
         return None
     sequences = passes = rows = 0
     seconds = 0.0
     for configuration, estimate in zip(plan(spec), estimates, strict=True):
         concrete = configuration.spec
-        layers = backend_shape(concrete, Path(spec_file)).n_layers if block.layers == "all" else len(block.layers)
-        names, conditions = layers * len(block.points), len(concrete.pretrained.position_embeddings)
+        layers = _n_layers(concrete, Path(spec_file)) if block.layers == "all" else len(block.layers)
+        names, conditions = layers * len(block.points), _n_conditions(concrete)
         own = 0
         for words, pairs in _pairs(concrete):
             groups = len(words) + 1 if block.slots == "each" else 1 if block.slots == "all" else len(block.slots)
@@ -52,6 +52,16 @@ def patching_cost(spec: Spec, spec_file: str | Path, estimates: list[Estimate]) 
         forward = sum(cost.amount for cost in estimate.seconds if cost.what != LOADING)  # the model is loaded already
         seconds += own * forward / max(estimate.sequences, 1)
     return PatchingCost(sequences, passes, rows, seconds)
+
+
+def _n_layers(spec: Spec, spec_file: Path) -> int:
+    """The model's layers: a transformers model's from its shape, the stack's from the spec."""
+    return backend_shape(spec, spec_file).n_layers if uses_backend(spec) else int(spec.stack.n_layers)
+
+
+def _n_conditions(spec: Spec) -> int:
+    """The conditions patched: a transformers model's position ablations, the stack's encodings."""
+    return len(spec.pretrained.position_embeddings) if uses_backend(spec) else len(spec.encodings)
 
 
 def _pairs(spec: Spec) -> list[tuple[list[str], int]]:

@@ -172,13 +172,10 @@ def _check_encodings(spec: Spec, doc: LocatedDocument) -> None:
 
 
 def check_patching(spec: Spec, doc: LocatedDocument) -> None:
-    """patching: copies activations through a transformers model's hook channel, between orders of listed sentences:
-    the attention stack takes no function at its points yet, and a corpus run would skip the block."""
+    """patching: copies activations through a model's hook channel (every model's: measure/patch_targets.py), between
+    orders of listed sentences: a corpus run would skip the block."""
     if spec.patching is None:
         return
-    if not isinstance(spec.model, PretrainedModelSpec | HFModelSpec):
-        raise doc.error(("patching",), "runs on transformers models, not yet on the attention stack; expected "
-                        "model.kind hf or pretrained")  # fmt: skip
     if isinstance(spec.inputs, CorpusInputs):
         raise doc.error(("patching",), "a corpus's lines are measured in batched passes, never patched; expected "
                         "inputs: - sentence: ...")  # fmt: skip

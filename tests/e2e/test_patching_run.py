@@ -1,5 +1,6 @@
 """A spec's patching: block in a run (issue 41): `orderlab run` writes patching.csv beside metrics.csv through the one
-writer, the same rows api.patch returns, `plot` draws its heat map, and what cannot hold it is refused in one line."""
+writer, the same rows api.patch returns, `plot` draws its heat map, and what cannot hold it (a shard, a corpus) is
+refused in one line."""
 
 from __future__ import annotations
 
@@ -38,11 +39,11 @@ def test_a_run_writes_patching_csv_as_api_patch_measures_it_and_plot_draws_it(tm
     assert (tmp_path / "patched" / "figures" / "patching.png").is_file()
 
 
-def test_a_shard_or_the_attention_stack_is_refused_in_one_line(tmp_path):
+def test_a_shard_or_a_corpus_is_refused_in_one_line(tmp_path):
     path = tmp_path / "patched.yaml"
     path.write_text(yaml.safe_dump(SPEC))
     sharded = invoke("run", path, "--out", tmp_path, "--shard", "1/2")
     assert_refused(sharded, "patching: a shard holds some orders of a run")
-    stack = {**SPEC, "model": {"d_model": 8, "n_heads": 2, "n_layers": 1}}
-    path.write_text(yaml.safe_dump(stack))
-    assert_refused(invoke("validate", path), "patching: runs on transformers models, not yet on the attention stack")
+    (tmp_path / "lines.txt").write_text("the dog saw a\n")
+    path.write_text(yaml.safe_dump({**SPEC, "inputs": {"file": "lines.txt"}, "metrics": ["invariance"]}))
+    assert_refused(invoke("validate", path), "patching: a corpus's lines are measured in batched passes, never patched")

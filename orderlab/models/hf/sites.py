@@ -142,7 +142,8 @@ def points_written(
     model: torch.nn.Module, family: Family, name: str, rows: Rows, replace: Callable[[torch.Tensor], torch.Tensor]
 ) -> torch.utils.hooks.RemovableHandle:
     """A hook replacing a module-formed point of every pass by replace(point); its handle removes it. The point must
-    be writable (checked_hooks refuses others)."""
+    be writable (checked_hooks refuses others): a module's output, or an argument the block goes on with (in_place),
+    changed in place before the module runs, so that the residual stream carries it too."""
     found = locate(model, family, name)
     assert found is not None and found.site.writable, "interventions.checked_hooks refuses other points"
     calls = [0]  # the module's first call of the pass only, as _reader reads
@@ -151,11 +152,21 @@ def points_written(
         calls[0] += 1
         return found.write(output, replace(found.read(output, rows)), rows) if calls[0] == 1 else None
 
+    def in_place(_module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            point = args[0]
+            with torch.no_grad():
+                point.copy_(found.write(point, replace(found.read(point, rows)), rows))
+
+    if found.site.side == "input":
+        return found.module.register_forward_pre_hook(in_place, prepend=True)
     return found.module.register_forward_hook(hook, prepend=True)
 
 
 def writable_points(family: Family, config: Any) -> tuple[str, ...]:
-    """A family's per-layer points that a user's function may replace: those a module emits, and the layer's input."""
+    """A family's per-layer points that a user's function may replace: those a module emits or that the block goes on
+    with from a module's argument (HookSite.in_place), and the layer's input."""
     formed = sites(family, config)
     return tuple(point for point in family.hook_points(config) if point == "input" or
                  (point in formed and formed[point].writable))  # fmt: skip

@@ -52,11 +52,13 @@ def test_every_slot_recovers_the_whole_difference_the_last_alone_none_and_nothin
     assert set(patched.layer) == {1} and set(patched.point) == {"output"}
 
 
-def hand_share(backend, slot: int) -> float:
-    """The share by hand: positions zeroed and layer 1's output of one slot copied with torch forward hooks."""
+def hand_share(backend, slot: int, module=None, columns: slice = slice(None)) -> float:
+    """The share by hand: positions zeroed and one slot's output of `module` (layer 1's block unless given; its
+    `columns` of the last axis) copied from the source's run into the target's with torch forward hooks."""
     import torch
 
-    model, blocks = backend.model, backend.model.transformer.h
+    model = backend.model
+    module = module or model.transformer.h[0]
     bos = backend.tokenizer.bos_token_id
     vocab = backend.tokenizer.get_vocab()
     ids = {name: torch.tensor([[bos, *(vocab[WORDS[i]] for i in order)]])
@@ -68,12 +70,12 @@ def hand_share(backend, slot: int) -> float:
 
     def copy(_module, _args, output):
         hidden = (output if isinstance(output, torch.Tensor) else output[0]).clone()
-        hidden[:, slot + 1] = kept["source"][:, slot + 1]  # by position; token 0 is BOS
+        hidden[:, slot + 1, columns] = kept["source"][:, slot + 1, columns]  # by position; token 0 is BOS
         return hidden if isinstance(output, torch.Tensor) else (hidden, *output[1:])
 
     def last(order: str, hook=None) -> torch.Tensor:
         handles = [model.transformer.wpe.register_forward_hook(lambda _m, _a, out: torch.zeros_like(out))]
-        handles += [blocks[0].register_forward_hook(hook)] if hook else []
+        handles += [module.register_forward_hook(hook)] if hook else []
         with torch.no_grad():
             state = model(input_ids=ids[order], output_hidden_states=True).hidden_states[-1][0, -1]
         for handle in handles:
@@ -90,6 +92,69 @@ def test_one_earlier_slot_recovers_the_share_two_hand_written_hooks_give(patched
     measured, verdict = share(patched, str(slot))
     assert verdict == "recovers part" and 0 < measured < 1
     assert measured == pytest.approx(hand_share(seeded, slot), abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def attention_patched(seeded):
+    """Layer 2's queries, keys, values and mid patched, each on its own: the last word's state at layer 2 reads its
+    own query (its layer-1 state is the same in both orders) and every slot's key and value, and its own mid alone."""
+    import orderlab.api as ol
+
+    groups = [[0, 1, 2, 3, 4], [], [1], [4]]
+    patching = {"points": ["q", "k", "v", "mid"], "layers": [2], "slots": groups}
+    return ol.patch(spec(patching), model=seeded.model, tokenizer=seeded.tokenizer).shares
+
+
+def test_queries_keys_and_values_are_patched_on_their_token_axis(attention_patched):
+    by_point = attention_patched.set_index(["point", "slots"])["verdict"]
+    assert set(by_point["q"]) == {"recovers none"}  # only the last slot's query reads, and it is the same
+    for point in ("k", "v"):
+        assert by_point[point, "none"] == by_point[point, "4"] == "recovers none"
+        assert by_point[point, "0+1+2+3+4"] == by_point[point, "1"] == "recovers part"
+
+
+def test_mid_formed_inline_is_patched_into_the_residual_stream(attention_patched):
+    by_slots = attention_patched[attention_patched.point == "mid"].set_index("slots")["verdict"]
+    assert by_slots["4"] == by_slots["0+1+2+3+4"] == "recovers all"  # the last slot's own mid, residual and all
+    assert by_slots["1"] == by_slots["none"] == "recovers none"
+
+
+def test_one_slots_keys_recover_the_share_two_hand_written_hooks_give(attention_patched, seeded):
+    width = seeded.model.config.n_embd  # GPT-2's c_attn emits [q | k | v]
+    rows = attention_patched[(attention_patched.point == "k") & (attention_patched.slots == "1")]
+    by_hand = hand_share(seeded, 1, seeded.model.transformer.h[1].attn.c_attn, slice(width, 2 * width))
+    assert float(rows.share.iloc[0]) == pytest.approx(by_hand, abs=1e-5)
+
+
+def test_every_slots_queries_keys_and_values_together_give_the_source_state():
+    """The patching's own recording and writing functions, all three points at once through the one hook channel."""
+    import torch
+
+    from orderlab.measure.patching import (
+        OrderPair,
+        added_hooks,
+        recorders,
+        share_of,
+        slot_masks,
+        source_tokens,
+        writers,
+    )
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    backend = PretrainedBackend(Seeded(32, 2, 2, tuple(sorted(WORDS)), 2), family="gpt2")
+    backend.set_positions("zero", 0)
+    pair = OrderPair(tuple(range(5)), tuple(TARGET))
+    source, target = (backend.word_tokens(WORDS).permuted(order) for order in (pair.source, pair.target))
+    names, recorded = ["2.q", "2.k", "2.v"], {}
+    ids = torch.tensor([source.ids, target.ids])
+    with torch.inference_mode(), added_hooks(backend, recorders(names, recorded)):
+        ends = backend.forward(ids).hidden[-1][:, -1].double()
+    every = slot_masks(target, [tuple(range(5)), ()])
+    reads = source_tokens(source, target, pair, "position")
+    with torch.inference_mode(), added_hooks(backend, writers(names, recorded, reads, every)):
+        patched = backend.forward(torch.tensor([target.ids] * 2)).hidden[-1][:, -1].double()
+    assert (ends[0] - ends[1]).norm() > 1e-2
+    assert share_of(ends[0], ends[1], patched, "state") == pytest.approx([1, 0], abs=1e-5)  # float32 round-off
 
 
 def test_each_slot_at_every_layer_on_the_last_words_log_p():
@@ -139,11 +204,3 @@ def test_a_patch_that_cannot_be_made_is_one_line(seeded, patching, expected):
 
     with pytest.raises(OrderlabError, match="^" + expected.replace("[", r"\[").replace("]", r"\]")):
         ol.patch(spec(patching), model=seeded.model, tokenizer=seeded.tokenizer)
-
-
-def test_the_attention_stack_is_refused_in_one_line():
-    import orderlab.api as ol
-    from orderlab.errors import OrderlabError
-
-    with pytest.raises(OrderlabError, match=r"patching: runs on transformers models, not yet on the attention stack"):
-        ol.patch(spec({}, {"d_model": 16, "n_heads": 2, "n_layers": 1}))

@@ -177,3 +177,33 @@ def test_a_function_written_at_a_point_is_what_the_point_reads_and_what_follows_
     for point in sorted(set(backend.code.hook_points(config)) - set(writable)):  # formed inline: read only
         with pytest.raises(OrderlabError, match=rf"^hooks: '1.{point}' is .*read only on {family}; expected one of"):
             checked_hooks(backend.model, backend.code, {f"1.{point}": torch.zeros_like})
+
+
+def inline_mid(family: str) -> bool:
+    """Whether the family's default block forms `mid` inline and writes it in place (HookSite.in_place)."""
+    site = FAMILIES.get(family).hook_sites(None).get("mid")
+    return site is not None and site.in_place
+
+
+@pytest.mark.parametrize("family", [*filter(inline_mid, FAMILIES.names()), "gpt_neox"])
+def test_mid_formed_inline_is_written_into_the_residual_stream_the_block_goes_on_with(family: str):
+    """Written at the norm's argument, in place: the block's output is the written mid plus the MLP's output of it, not
+    the old mid's residual plus the MLP's output of the new (what replacing the norm's argument alone would give).
+    GPT-NeoX's blocks made sequential (use_parallel_residual off, as its config may say) to have a mid."""
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+    from orderlab.models.pretrained import record_hooks
+
+    backend = PretrainedBackend(Seeded(16, 2, 2, tuple(WORDS), 0), "float64", family=family)
+    if family == "gpt_neox":
+        for module in (backend.model.config, *layer_blocks(backend.model)):
+            module.use_parallel_residual = False
+    assert inline_mid(family) or backend.code.hook_sites(backend.model.config)["mid"].in_place
+    ids = torch.tensor([backend.word_tokens(WORDS).ids])
+    names = ["1.mid", "1.mlp_out", "1.output"]
+    with torch.no_grad():
+        plain = record_hooks(backend.forward(ids, points=names))
+        backend.user_hooks = {"1.mid": lambda mid: mid + 1}
+        hooked = record_hooks(backend.forward(ids, points=names))
+    assert torch.equal(hooked["1.mid"], plain["1.mid"] + 1)
+    assert torch.allclose(hooked["1.output"], hooked["1.mid"] + hooked["1.mlp_out"], atol=1e-12)
+    assert not torch.allclose(hooked["1.output"], plain["1.mid"] + hooked["1.mlp_out"], atol=1e-3)

@@ -132,12 +132,32 @@ def test_what_cannot_be_hooked_is_one_line():
         ),  # the spec's check
         (
             spec(),
-            {"1.mid": doubled},
-            r"^hooks: '1.mid' is formed inline \(ln_2's input\): read only on gpt2; "
-            r"expected one of input, q, k, v, attn_out, mlp_out, output$",
+            {"1.pattern": doubled},
+            r"^hooks: '1.pattern' is formed inside attention: read only on gpt2; "
+            r"expected one of input, q, k, v, attn_out, mid, mlp_out, output$",
         ),
     ]
     for written, hooks, message in cases:
         with pytest.raises(OrderlabError, match=message) as error:
             ol.run(written, hooks=hooks)
         assert "\n" not in str(error.value)
+
+
+def test_a_point_formed_inline_that_the_block_does_not_go_on_with_is_read_only():
+    """A family (a plug-in's) declaring `mid` at a module's argument without in_place: replacing that argument would
+    change the module's input only, never the residual stream."""
+    from dataclasses import replace
+
+    from orderlab.errors import OrderlabError
+    from orderlab.families import FAMILIES as REGISTRY
+    from orderlab.families.family import HookSite, fixed_sites
+    from orderlab.models.hf.interventions import checked_hooks
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    gpt2 = REGISTRY.get("gpt2")
+    plug_in = replace(gpt2, hook_sites=fixed_sites({**gpt2.hook_sites(None), "mid": HookSite("ln_2", side="input")}))
+    backend = PretrainedBackend(Seeded(16, 2, 1, ("dog",), 0), family="gpt2")
+    checked_hooks(backend.model, gpt2, {"1.mid": doubled})  # gpt2's own: written in place
+    with pytest.raises(OrderlabError, match=r"^hooks: '1.mid' is formed inline \(ln_2's input\): read only on gpt2; "
+                       r"expected one of input, q, k, v, attn_out, mlp_out, output$"):  # fmt: skip
+        checked_hooks(backend.model, plug_in, {"1.mid": doubled})

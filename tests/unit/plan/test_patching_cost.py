@@ -15,10 +15,12 @@ from orderlab.spec.load import load_spec
 GPT2 = {"kind": "hf", "family": "gpt2", "d_model": 16, "n_heads": 2, "n_layers": 2, "position_embeddings": ["zero"]}
 
 
-def priced(tmp_path: Path, patching: dict | None, model: dict = GPT2):
+def priced(tmp_path: Path, patching: dict | None, model: dict = GPT2, encodings: list[str] | None = None):
     orders = [[2, 0, 3, 1, 4], [1, 0, 2, 3, 4]]
     spec = {"name": "priced", "model": model, "metrics": ["equivariance"],
             "inputs": [{"sentence": "the dog saw a cat", "permutations": orders}]}  # fmt: skip
+    if encodings is not None:
+        spec["encodings"] = encodings
     if patching is not None:
         spec["patching"] = patching
     path = tmp_path / "priced.yaml"
@@ -40,6 +42,14 @@ def test_passes_sequences_and_rows_are_counted_as_the_measurement_makes_them(tmp
     assert cost.passes == 2 * pairs * (1 + layers)  # the twin's too: a recording pass, then one per point and layer
     assert cost.sequences == 2 * pairs * (2 + layers * groups)
     assert cost.seconds > 0
+
+
+def test_the_stack_is_priced_per_encoding_and_layer(tmp_path):
+    stack = {"d_model": 16, "n_heads": 2, "n_layers": 3}
+    cost = priced(tmp_path, {"slots": "all"}, stack, ["none", "rope"])
+    assert cost is not None
+    assert cost.rows == 2 * 2 * 3  # two encodings' two reorderings, each layer's one group
+    assert cost.passes == 2 * 2 * 2 * (1 + 3) and cost.seconds > 0
 
 
 def test_a_spec_without_patching_prices_none(tmp_path):

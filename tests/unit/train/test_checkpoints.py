@@ -221,6 +221,14 @@ def test_a_spec_whose_encodings_were_swapped_after_loading_is_refused_by_the_loa
     assert load_checkpoint(trained, loaded).choice == loaded.encodings[0]
 
 
+def test_a_checkpoints_stack_is_patched_through_the_same_hook_channel(trained, tmp_path):
+    import orderlab.api as ol
+
+    patching = "patching: {pairs: [[[0, 1, 2], [1, 0, 2]]], slots: [[0, 1, 2], []]}\n"
+    shares = ol.patch(measuring_spec(tmp_path, trained, patching)).shares
+    assert shares["verdict"].tolist() == ["recovers all", "recovers none"]  # the last layer's every slot, or none
+
+
 def test_compare_refuses_to_swap_a_checkpoints_encoding(cli, trained, tmp_path):
     spec = measuring_spec(tmp_path, trained)
     result = cli.invoke(app, ["compare", str(spec), "--encodings", "rope", "--out", str(tmp_path / "out")])
