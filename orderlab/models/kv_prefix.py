@@ -97,9 +97,15 @@ def shared_pass(
     return SharedForward(hidden, logprob)
 
 
+MASKED_ATTENTION = ("eager", "sdpa")  # implementations that apply a 4D mask as given (flash attention drops it)
+
+
 def packs(backend: PretrainedBackend, packed_tokens: int) -> bool:
-    """Whether top depths may run packed: asked for, declared exact for the ablation, and a slot cache to fill."""
-    return packed_tokens > 0 and backend.ablation in backend.code.packed_ablations and cache_classes() is not None
+    """Whether top depths may run packed: asked for, declared exact for the ablation, attention that applies the
+    ancestor mask (a model passed from Python may run another), and a slot cache to fill."""
+    implementation = getattr(backend.model.config, "_attn_implementation", None)
+    return (packed_tokens > 0 and backend.ablation in backend.code.packed_ablations
+            and implementation in MASKED_ATTENTION and cache_classes() is not None)  # fmt: skip
 
 
 def top_pass(

@@ -21,7 +21,8 @@ from orderlab.plan.prefix_walk import prefix_walk_pays
 from orderlab.spec.schema import Spec
 
 COMPILE_SETTINGS = ("auto", "always", "never")  # ORDERLAB_COMPILE's values
-MAX_PACKED_TOKENS = 8192  # its mask is (T, T): 256 MiB in float32 at this many tokens
+# The packed call holds as many tokens as a walk's call of that many prefixes, and a (T, T) mask and scores per head
+MAX_PACKED_TOKENS = 4096
 COMPILE_AFTER_SECONDS = 300.0  # estimated (at rates.py's conservative rates); compiling took 10-60 s here
 
 

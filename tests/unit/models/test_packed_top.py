@@ -14,6 +14,7 @@ from orderlab.measure.adapters import build_adapters, prefix_sharing
 from orderlab.measure.run_options import RunOptions
 from orderlab.measure.sweep_measure import run_sweep
 from orderlab.models.devices import CPU
+from orderlab.models.kv_prefix import packs
 from orderlab.plan.decisions import Decisions
 from orderlab.spec.extras import installed
 from orderlab.spec.schema import Spec
@@ -67,10 +68,10 @@ def test_packed_top_depths_give_the_walks_numbers_in_fewer_calls(family, metrics
     walks = adapters(family, metrics, 0)
     states = len(metrics) > 1
     for budget, packed in ((ALL, len(WORDS)), (TOP_TWO, 2)):
-        for walk, packs in zip(walks, adapters(family, metrics, budget), strict=True):
+        for walk, packing in zip(walks, adapters(family, metrics, budget), strict=True):
             expected, walked = calls(walk.sentence(WORDS), ORDERS)
             for rows in (slice(0, 120), slice(7, 57)):  # all orders; a chunk that splits the trie below the top
-                got, called = calls(packs.sentence(WORDS), ORDERS[rows])
+                got, called = calls(packing.sentence(WORDS), ORDERS[rows])
                 assert_close(got.logprob, expected.logprob[rows])
                 assert len(got.hidden) == len(expected.hidden) == (3 if states else 0)  # embeddings, 2 layers
                 for layer, states_of_layer in enumerate(expected.hidden):
@@ -113,3 +114,24 @@ def test_the_manifest_says_which_conditions_pack_their_top_depths():
     assert set(notes.values()) == {f"shared, top depths packed in one call up to {ALL} tokens"}
     assert set(prefix_sharing(lm_spec("opt", ["lm_logprob"]), packing).values()) == {"shared"}  # declares none
     assert set(prefix_sharing(lm_spec("gpt2", ["lm_logprob"]), walking).values()) == {"shared"}
+
+
+@pytest.mark.parametrize(
+    ("implementation", "packs_there"), [("sdpa", True), ("eager", True), ("flash_attention_2", False)]
+)
+def test_only_attention_that_applies_the_mask_as_given_packs(implementation, packs_there, monkeypatch):
+    backend = adapters("gpt2", ["lm_logprob"], ALL)[0].backend
+    monkeypatch.setattr(backend.model.config, "_attn_implementation", implementation, raising=False)
+    assert packs(backend, ALL) is packs_there and not packs(backend, 0)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_eager_attention_adds_the_mask_to_the_same_numbers(family):  # a model passed from Python may run eager
+    walk, packing = (adapters(family, ["equivariance", "lm_logprob"], budget)[0] for budget in (0, ALL))
+    for adapter in (walk, packing):
+        adapter.backend.model.set_attn_implementation("eager")
+    (expected, walked), (got, called) = (calls(a.sentence(WORDS), ORDERS) for a in (walk, packing))
+    assert called == 1 < walked
+    assert_close(got.logprob, expected.logprob)
+    for layer, states in enumerate(expected.hidden):
+        assert_close(got.hidden[layer], states)
