@@ -242,7 +242,7 @@ class Family:
     cached_ablations: tuple[str, ...] = ()
     # Of those, the ablations under which the top depths packed in one pass (models/packed_trie.py: an ancestor mask
     # given as a 4D attention mask, each token at its depth's position id) equal the walk to round-off: the model takes
-    # both as given (not ALiBi built from a 2D mask, nor a table read past an offset computed from the mask).
+    # both as given (not BLOOM's ALiBi, which is built from a 2D mask).
     packed_ablations: tuple[str, ...] = ()
     # Children of the base model that no measurement runs (BERT's pooler): a checkpoint may lack or add them.
     unused_parts: tuple[str, ...] = ()

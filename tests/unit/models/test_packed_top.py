@@ -28,6 +28,7 @@ ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, i
 # float32: the packed call's attention sums over more (masked) keys and its matmuls have other shapes than the walk's,
 # so the two agree to a few ulps of each tensor's largest magnitude, not bit for bit (measured: under 1e-6)
 TOLERANCE = 1e-5
+PACKING = [family.name for family in FAMILIES.values() if family.packed_ablations]
 ALL, TOP_TWO = 512, 64  # budgets: every depth in one call; the root and 5 + 20 prefixes (32 slots in row tiles)
 
 
@@ -62,7 +63,7 @@ def assert_close(got: torch.Tensor, expected: torch.Tensor) -> None:
     torch.testing.assert_close(got, expected, rtol=TOLERANCE, atol=TOLERANCE * scale)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama"])
+@pytest.mark.parametrize("family", PACKING)
 @pytest.mark.parametrize("metrics", [["lm_logprob", "invariance"], ["lm_logprob"]], ids=["states", "lm-only"])
 def test_packed_top_depths_give_the_walks_numbers_in_fewer_calls(family, metrics):
     walks = adapters(family, metrics, 0)
@@ -82,8 +83,8 @@ def test_packed_top_depths_give_the_walks_numbers_in_fewer_calls(family, metrics
                     assert called == walked - min(packed, len(WORDS) - 1 + states)  # packed depths ride the root's
 
 
-def test_a_family_that_does_not_declare_packing_walks_depth_by_depth():
-    for walk, asked in zip(adapters("opt", ["lm_logprob"], 0), adapters("opt", ["lm_logprob"], ALL), strict=True):
+def test_a_family_that_does_not_declare_packing_walks_depth_by_depth():  # BLOOM: ALiBi built from a 2D mask
+    for walk, asked in zip(adapters("bloom", ["lm_logprob"], 0), adapters("bloom", ["lm_logprob"], ALL), strict=True):
         (expected, walked), (got, called) = (calls(a.sentence(WORDS), ORDERS) for a in (walk, asked))
         assert torch.equal(got.logprob, expected.logprob) and called == walked  # the same calls, bit for bit
 
@@ -91,7 +92,7 @@ def test_a_family_that_does_not_declare_packing_walks_depth_by_depth():
 def test_every_packed_ablation_is_one_the_family_walks_with_a_cache():
     for family in FAMILIES.values():
         assert set(family.packed_ablations) <= set(family.cached_ablations), family.name
-    assert FAMILIES.get("gpt2").packed_ablations and FAMILIES.get("llama").packed_ablations
+    assert set(PACKING) == {"gpt2", "llama", "opt", "qwen2", "gpt_neox"}
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
@@ -112,7 +113,7 @@ def test_the_manifest_says_which_conditions_pack_their_top_depths():
     packing, walking = (Decisions(share_prefixes=True, compile=False, packed_tokens=budget) for budget in (ALL, 0))
     notes = prefix_sharing(lm_spec("gpt2", ["lm_logprob"]), packing)
     assert set(notes.values()) == {f"shared, top depths packed in one call up to {ALL} tokens"}
-    assert set(prefix_sharing(lm_spec("opt", ["lm_logprob"]), packing).values()) == {"shared"}  # declares none
+    assert set(prefix_sharing(lm_spec("bloom", ["lm_logprob"]), packing).values()) == {"shared"}  # declares none
     assert set(prefix_sharing(lm_spec("gpt2", ["lm_logprob"]), walking).values()) == {"shared"}
 
 
