@@ -19,12 +19,14 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from orderlab.core import permutations as perms
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
+from orderlab.models.pretrained import PretrainedAdapter
 from orderlab.plan.decisions import Decisions
 from orderlab.spec.schema import Spec
 
@@ -48,6 +50,7 @@ def passes(spec: Spec, packed_tokens: int) -> tuple[float, int]:
     """Seconds of the adapter's passes over the spec's orders in the run's chunks, and the model calls they made."""
     decisions = Decisions(share_prefixes=True, compile=False, packed_tokens=packed_tokens)
     adapter = build_adapters(spec, CPU, ROOT / "spec.yaml", decisions=decisions)[0]
+    assert isinstance(adapter, PretrainedAdapter)
     words = spec.sentences[0].sentence.split()
     chunks = [torch.tensor(c) for c in perms.chunks(perms.iterate("all", words), adapter.chunk_size(len(words), False))]
     sentence, calls = adapter.sentence(words), [0]
@@ -62,7 +65,7 @@ def passes(spec: Spec, packed_tokens: int) -> tuple[float, int]:
         handle.remove()
 
 
-def measure(spec: Spec, packed_tokens: int, rounds: int) -> dict:
+def measure(spec: Spec, packed_tokens: int, rounds: int) -> dict[str, Any]:
     """The walk and the packed passes timed round by round, after one untimed round each."""
     passes(spec, 0), passes(spec, packed_tokens)
     pairs = [(passes(spec, 0), passes(spec, packed_tokens)) for _ in range(rounds)]
@@ -80,7 +83,7 @@ def main() -> None:
     parser.add_argument("--packed-tokens", type=int, default=512)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    figures: dict = {
+    figures: dict[str, Any] = {
         "model": "seeded zoo, d_model 64, 4 heads, 4 layers, float32, ablation trained",
         "packed_tokens": args.packed_tokens, "torch_threads": 1, "load_average_at_start": os.getloadavg(),
     }  # fmt: skip

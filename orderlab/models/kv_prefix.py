@@ -7,6 +7,9 @@ position ids (GPT-2's table, Llama's rotation) and the attention mask (BLOOM's A
 from the cache's length, under the ablation's hooks as a dense pass. Token states are gathered back to (B, T, d)
 per layer; a reordering's log-probability sums its words' terms, each read from its parent's next-token
 distribution. Every call runs on whole row tiles (pad_to_tiles), so results do not depend on the chunk.
+Opt-in (Batching.packed_tokens), the top depths run first as one call over a packed tree of their prefixes
+(top_pass, models/packed_trie.py), for the families that declare it (Family.packed_ablations): fewer, larger calls
+for a GPU, the walk's numbers to round-off.
 
 Valid only for a sentence of one token per word after a single BOS (a word is one trie edge), for the ablations
 a family declares (Family.cached_ablations), and without attention maps or hook points: models/pretrained.py
