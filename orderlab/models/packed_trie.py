@@ -44,11 +44,9 @@ def tree_layout(depths: list[Depth], alignment: int) -> TreeLayout:
     """Depths (each padded as trie_depths pads it: its first `distinct` prefixes real, the rest copies of the first)
     laid out in one sequence, its slots a multiple of `alignment`."""
     device = depths[0].word.device
-    rows, words, positions = (
-        [],
-        [torch.full((1,), -1, device=device)],
-        [torch.zeros(1, dtype=torch.long, device=device)],
-    )
+    rows: list[torch.Tensor] = []
+    words = [torch.full((1,), -1, device=device)]  # the root's slot first
+    positions = [torch.zeros(1, dtype=torch.long, device=device)]
     ancestors = torch.zeros(1, 1, dtype=torch.long, device=device)  # the root's own slot
     chains = []  # per depth (distinct, t + 2): the slots of each prefix's tokens, root first, its own last
     start = 1
