@@ -7,7 +7,9 @@ On a CUDA machine, in order, each step timed and its outcome kept whatever the o
      (--quick: its own --quick, gpt2 and bert at 7 words, one round, 512 orders),
   4. the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
      against the best plain transformers loop over the same sequences, both timed from the same start (library
-     imported, model built on the card), with the run's time by stage (cProfile; --quick: float32 only).
+     imported, model built on the card), with the run's time by stage (cProfile; --quick: float32 only); then the
+     same run timed unprofiled twice, walking its prefixes depth by depth and with its top depths packed in one
+     call (ORDERLAB_PACKED_TOKENS, opt-in until this measures it).
 Writes everything under "zoo_cuda" of benchmarks/results.json (bench_zoo's own figures inside), leaving the
 file's other keys as they are; exit 1 if a step failed. --dry-run runs the same steps on the CPU at tiny sizes
 (tests/e2e/test_gpu_check.py runs it, so that this script cannot rot) and writes "zoo_cuda_dry_run" to --results.
@@ -27,8 +29,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import torch
 import yaml
@@ -39,6 +43,7 @@ WORDS = "the old dog chased a red ball today".split()
 QUICK_SPECS = ("experiments/dog_bites_man.yaml", "experiments/zoo_causal.yaml")
 DRY_SPECS = ("experiments/worked_example.yaml",)
 TAIL = 2_000  # characters of a step's output kept
+PACKED_TOKENS = 512  # the all-orders run again with its top depths packed in one call (Decisions.packed_tokens)
 
 
 def step(command: list[str], timeout: float) -> dict[str, Any]:
@@ -109,6 +114,9 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
         options = RunOptions(device, force=True)
         seconds, stages = stage_shares(lambda: (write_experiment(loaded, Path(scratch) / "out", options),
                                                 synchronize(device)))  # fmt: skip
+        walked, packed = (timed_run(partial(write_experiment, loaded, Path(scratch) / name, options), device, budget)
+                          for name, budget in (("walked", 0), ("packed", PACKED_TOKENS)))  # fmt: skip
+        manifest = json.loads((Path(scratch) / "packed" / "manifest.json").read_text())
     started = time.perf_counter()
     backend = PretrainedBackend(Seeded(d_model, heads, layers, tuple(sorted(set(WORDS[:n]))), 0), dtype, device,
                                 family="gpt2")  # fmt: skip
@@ -125,10 +133,22 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
     figures = {"words": n, "orders": math.factorial(n), "sequences": sequences, "dtype": dtype,
                "orderlab_end_to_end_seconds": seconds, "plain_loop_seconds": plain, "plain_loop_best_batch": best,
                "plain_loop_build_seconds": built, "speedup_over_best_plain_loop": plain / seconds,
-               "orderlab_sequences_per_s": sequences / seconds, "stages": stages}  # fmt: skip
+               "orderlab_sequences_per_s": sequences / seconds, "stages": stages,
+               "packed_top_depths": {"packed_tokens": PACKED_TOKENS, "walked_seconds": walked,
+                                     "packed_seconds": packed, "speedup_over_the_walk": walked / packed,
+                                     "prefix_sharing": manifest["prefix_sharing"]}}  # fmt: skip
     print(f"ok  {seconds:6.1f} s  all {math.factorial(n):,} orders of {n} words, {dtype}: {plain / seconds:.2f}x the "
           f"best plain loop ({plain:.1f} s, batches of {best})", flush=True)  # fmt: skip
     return figures
+
+
+def timed_run(run: Callable[[], Any], device: torch.device, packed_tokens: int) -> float:
+    """Seconds of one run, unprofiled, with its prefix walk's top depths packed up to `packed_tokens` (0: walked)."""
+    with mock.patch.dict(os.environ, {"ORDERLAB_PACKED_TOKENS": str(packed_tokens)}):
+        started = time.perf_counter()
+        run()
+        synchronize(device)
+        return time.perf_counter() - started
 
 
 def kept(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -243,6 +243,10 @@ class Family:
     # A causal family's ablations under which a pass fed one token at a time, after its prefix's KV cache, equals
     # the dense pass (positions at token t depend on t alone): these share prefixes (models/kv_prefix.py).
     cached_ablations: tuple[str, ...] = ()
+    # Of those, the ablations under which the top depths packed in one pass (models/packed_trie.py: an ancestor mask
+    # given as a 4D attention mask, each token at its depth's position id) equal the walk to round-off: the model takes
+    # both as given (not BLOOM's ALiBi, which is built from a 2D mask).
+    packed_ablations: tuple[str, ...] = ()
     # Children of the base model that no measurement runs (BERT's pooler): a checkpoint may lack or add them.
     unused_parts: tuple[str, ...] = ()
     # The most tokens a sequence may hold, from the loaded model's config (None: no limit).

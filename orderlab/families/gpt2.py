@@ -80,5 +80,6 @@ FAMILY = Family(
     ablate=table_ablation("wpe"),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
+    packed_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # position ids, 4D mask as given
     hook_sites=fixed_sites(HOOK_SITES),
 )

@@ -79,6 +79,7 @@ FAMILY = Family(
     ablate=rotary_ablation,
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
+    packed_ablations=("trained", "zero", "shuffled"),  # position ids, 4D mask as given
     head_width_multiple=8,
     head_width_reason="RoPE rotates pairs of a quarter of each head",
     hook_sites=hook_sites,

@@ -101,5 +101,6 @@ FAMILY = Family(
     ablate=table_ablation("embed_positions", table_ids),
     tokenizer_options=(("add_prefix_space", True),),
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
+    packed_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # position ids as given (the offset added after)
     hook_sites=hook_sites,
 )

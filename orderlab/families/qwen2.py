@@ -54,6 +54,7 @@ FAMILY = Family(
     seeded_config=seeded_config,
     ablate=rotary_ablation,
     cached_ablations=("trained", "zero", "shuffled"),  # cached keys keep the rotation of their position id
+    packed_ablations=("trained", "zero", "shuffled"),  # position ids, 4D mask as given
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",
     hook_sites=fixed_sites(HOOK_SITES),

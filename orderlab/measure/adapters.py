@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -52,8 +53,8 @@ def build_adapters(
     matmul precision the device cannot run is refused first, in one line."""
     require_dtype(spec.model.dtype, device)
     use_matmul_precision(spec.model.matmul_precision, device)
-    batching = device_batching(device)
     decided = decisions or run_decisions(spec, spec_file, device)
+    batching = replace(device_batching(device), packed_tokens=decided.packed_tokens)
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
@@ -69,9 +70,9 @@ def build_adapters(
 def run_decisions(spec: Spec, spec_file: Path, device: torch.device) -> Decisions:
     """How a run of `spec` computes on `device`, decided once (plan/decisions.py): prefixes shared always on the CPU,
     elsewhere where the plan prices the walk cheaper at the device's measured rate; compilation as
-    ORDERLAB_COMPILE asks."""
+    ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks."""
     priced = None if device.type == "cpu" else run_device(device, spec.model.dtype, read_rates(rates_file()))
-    return decide(spec, spec_file, priced, compile_setting())
+    return decide(spec, spec_file, priced, compile_setting(), packed_setting())
 
 
 def compile_wanted(spec: Spec) -> bool:
@@ -84,10 +85,17 @@ def compile_setting() -> str:
     return os.environ.get("ORDERLAB_COMPILE", "never")  # opt-in: no gain measured yet on this loaded 2-core box
 
 
+def packed_setting() -> str:
+    """ORDERLAB_PACKED_TOKENS: the token budget of a causal prefix walk's packed top depths; 0 (the default): off."""
+    return os.environ.get("ORDERLAB_PACKED_TOKENS", "0")  # opt-in: no card has measured it yet
+
+
 def prefix_sharing(spec: Spec, decisions: Decisions) -> dict[str, str]:
     """manifest.json's `prefix_sharing`: how each condition's causal passes ran under the run's decisions, shared
     prefixes or dense (empty for a spec without causal models)."""
-    notes = kv_prefix.prefix_sharing(spec) if uses_backend(spec) else stack_prefix_sharing(spec)
+    notes = (
+        kv_prefix.prefix_sharing(spec, decisions.packed_tokens) if uses_backend(spec) else stack_prefix_sharing(spec)
+    )
     if notes and not decisions.share_prefixes:
         return {label: NOT_PAYING if note.startswith("shared") else note for label, note in notes.items()}
     return notes

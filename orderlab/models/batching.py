@@ -34,6 +34,9 @@ class Batching:
 
     row_alignment: int  # rows of every matmul padded to a multiple of this (1: unpadded)
     chunk_size: ChunkSizer
+    # A causal LM's prefix walk runs its top depths as one packed call while they hold at most this many tokens
+    # (models/kv_prefix.py, top_pass): fewer, larger calls for a GPU. 0: a call per depth, as every committed result.
+    packed_tokens: int = 0
 
 
 def aligned_batch(x: torch.Tensor, alignment: int) -> torch.Tensor:

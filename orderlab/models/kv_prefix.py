@@ -7,6 +7,9 @@ position ids (GPT-2's table, Llama's rotation) and the attention mask (BLOOM's A
 from the cache's length, under the ablation's hooks as a dense pass. Token states are gathered back to (B, T, d)
 per layer; a reordering's log-probability sums its words' terms, each read from its parent's next-token
 distribution. Every call runs on whole row tiles (pad_to_tiles), so results do not depend on the chunk.
+Opt-in (Batching.packed_tokens), the top depths run first as one call over a packed tree of their prefixes
+(top_pass, models/packed_trie.py), for the families that declare it (Family.packed_ablations): fewer, larger calls
+for a GPU, the walk's numbers to round-off.
 
 Valid only for a sentence of one token per word after a single BOS (a word is one trie edge), for the ablations
 a family declares (Family.cached_ablations), and without attention maps or hook points: models/pretrained.py
@@ -26,7 +29,8 @@ from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.batching import pad_to_tiles
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend
-from orderlab.models.hf.slot_cache import slot_cache
+from orderlab.models.hf.slot_cache import cache_classes, slot_cache
+from orderlab.models.packed_trie import TreeLayout, packed_depths, tree_layout
 from orderlab.models.precision import widened
 from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
 from orderlab.spec.model_specs import HFModelSpec
@@ -48,32 +52,44 @@ def one_token_words(tokens: WordTokens) -> bool:
 
 
 def shared_pass(
-    backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor, states: bool = True
+    backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor, states: bool = True, packed_tokens: int = 0
 ) -> SharedForward:
     """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module).
 
     states=False: log-probabilities only (hidden empty). The last word's term is read from its parent's logits, so the
     deepest depth, which runs each order's last word for its own state alone (the most prefixes: n! of all orders),
-    is never run; every term is computed as with states (the same calls, on the same rows)."""
+    is never run; every term is computed as with states (the same calls, on the same rows).
+    packed_tokens: the top depths that fit this many tokens run as one call (top_pass), where the family declares it
+    exact (Family.packed_ablations); the same numbers to round-off, not bit for bit. 0: one call per depth."""
     B, n = orders.shape
     orders = orders.to(backend.device)
     depths = trie_depths(orders, backend.row_alignment)
+    run = depths if states else depths[:-1]  # the depths whose own pass is read
     words = torch.tensor([tokens.ids[start] for start, _ in tokens.spans], device=backend.device)  # (n,) token ids
-    root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device), backend.row_alignment)  # BOS: a row tile
     terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
     keyword = cache_keyword(backend.model)
+    packed = packed_depths(run, packed_tokens, backend.row_alignment) if packs(backend, packed_tokens) else 0
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
-        out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
-        kept = [[h[:1, 0]] for h in out.hidden_states]  # per layer, per depth (U, d); the root once
-        parents = 1  # distinct prefixes at the previous depth (the root: BOS)
-        for depth in depths:
+        if packed:
+            logits, kept, cache = top_pass(backend, tree_layout(run[:packed], backend.row_alignment), words,
+                                           tokens.ids[0], keyword, n)  # fmt: skip
+        else:  # BOS: the root, run once on a row tile
+            root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device), backend.row_alignment)
+            out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
+            logits, kept, cache = [out.logits[:, -1]], [[h[:1, 0]] for h in out.hidden_states], getattr(out, keyword)
+        parents = 1 if packed == 0 else run[packed - 1].distinct  # distinct prefixes in the cache
+        for t, depth in enumerate(depths):  # logits[t]: the next-token logits of depth t's parents
             new = words.index_select(0, depth.word)  # (U,)
-            terms.append(torch.log_softmax(widened(out.logits[:, -1]), dim=-1)[depth.parent, new][depth.of_order])
-            if not states and depth is depths[-1]:
+            terms.append(torch.log_softmax(widened(logits[t]), dim=-1)[depth.parent, new][depth.of_order])
+            if t < packed:
+                continue  # its own pass is in the packed call
+            if t == len(run):
                 break  # the last word's own pass feeds only its state
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
-                getattr(out, keyword).reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            out, parents = next_tokens(backend, new, getattr(out, keyword), keyword), depth.distinct
+                cache.reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            out, parents = next_tokens(backend, new, cache, keyword), depth.distinct
+            logits.append(out.logits[:, -1])
+            cache = getattr(out, keyword)
             for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
                 layer.append(h[:, 0])
     logprob = torch.stack(terms, dim=1).sum(dim=-1)
@@ -82,6 +98,40 @@ def shared_pass(
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
     hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in kept]
     return SharedForward(hidden, logprob)
+
+
+MASKED_ATTENTION = ("eager", "sdpa")  # implementations that apply a 4D mask as given (flash attention drops it)
+
+
+def packs(backend: PretrainedBackend, packed_tokens: int) -> bool:
+    """Whether top depths may run packed: asked for, declared exact for the ablation, attention that applies the
+    ancestor mask (a model passed from Python may run another), and a slot cache to fill."""
+    implementation = getattr(backend.model.config, "_attn_implementation", None)
+    return (packed_tokens > 0 and backend.ablation in backend.code.packed_ablations
+            and implementation in MASKED_ATTENTION and cache_classes() is not None)  # fmt: skip
+
+
+def top_pass(
+    backend: PretrainedBackend, layout: TreeLayout, words: torch.Tensor, bos: int, keyword: str, n: int
+) -> tuple[list[torch.Tensor], list[list[torch.Tensor]], Any]:
+    """The packed depths of `layout` in one call (ancestor mask, each token at its depth's position): the next-token
+    logits of the root and of each depth's prefixes, each layer's states of the root and of each depth's prefixes
+    (as the walk keeps them), and a slot cache of n + 1 slots holding the deepest packed depth's prefixes' keys and
+    values, each gathered from its tokens' slots in order."""
+    ids = torch.where(layout.word < 0, bos, words.index_select(0, layout.word.clamp(min=0)))
+    blocked = torch.finfo(backend.dtype).min  # as transformers' own additive masks: eager adds it, sdpa takes it
+    mask = torch.zeros(layout.mask.shape, dtype=backend.dtype, device=ids.device).masked_fill(~layout.mask, blocked)
+    layers = backend.model.config.num_hidden_layers
+    given = {keyword: slot_cache(layers, len(ids))}  # filled with every packed token's keys and values
+    out = backend.model(input_ids=ids[None], attention_mask=mask[None, None], position_ids=layout.position[None],
+                        use_cache=True, output_hidden_states=True, **given)  # fmt: skip
+    rows = [torch.zeros(1, dtype=torch.long, device=ids.device), *layout.rows]  # the root's slot, then each depth's
+    logits = [out.logits[0].index_select(0, slots) for slots in rows]
+    kept = [[h[0].index_select(0, slots) for slots in rows] for h in out.hidden_states]
+    cache = slot_cache(layers, n + 1)
+    for walked, packed in zip(cache.layers, getattr(out, keyword).layers, strict=True):
+        walked.update(*(tensor[0][:, layout.ancestors].transpose(0, 1) for tensor in (packed.keys, packed.values)))
+    return logits, kept, cache
 
 
 def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str) -> Any:
@@ -98,10 +148,11 @@ def cache_keyword(model: Any) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def prefix_sharing(spec: Spec) -> dict[str, str]:
+def prefix_sharing(spec: Spec, packed_tokens: int = 0) -> dict[str, str]:
     """For a spec with a causal zoo model, how each ablation runs (manifest.json's `prefix_sharing`); else empty.
 
     Keyed by the ablation's label (spec/model_specs.py), or by 'family/label' where the family is swept.
+    packed_tokens: the run's budget for packed top depths (Decisions.packed_tokens; 0: off).
     """
     model = spec.model
     if not isinstance(model, HFModelSpec):
@@ -115,6 +166,7 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
             maps,
             not model.seeded,
             bool(model.user_hooks),
+            packed_tokens,
         )
         for family in families
         if FAMILIES.get(family).causal
@@ -122,15 +174,20 @@ def prefix_sharing(spec: Spec) -> dict[str, str]:
     }
 
 
-def sharing_note(code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False) -> str:
+def sharing_note(
+    code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False, packed_tokens: int = 0
+) -> str:
     """'shared', or 'dense: why', for one ablation of a causal family (checkpoint: its own tokenizer, which may split
-    a word; hooked: with the user's functions at hook points)."""
+    a word; hooked: with the user's functions at hook points; packed_tokens: the run's budget for packed top depths,
+    named where the family packs this ablation)."""
     if maps:
         return "dense: attention maps asked for (the attention metric); cached passes do not return them"
     if hooked:
         return "dense: the user's hooks (model.user_hooks) see whole sequences, never one token after a cache"
     if ablation not in code.cached_ablations:
         return f"dense: {code.name} does not declare {ablation} exact with a KV cache (Family.cached_ablations)"
+    packed = f", top depths packed in one call up to {packed_tokens} tokens" if packed_tokens else ""
+    packed = packed if ablation in code.packed_ablations else ""
     if checkpoint:
-        return "shared for sentences whose every word is one token; dense for the others"
-    return "shared"
+        return f"shared{packed} for sentences whose every word is one token; dense for the others"
+    return f"shared{packed}"

@@ -337,7 +337,10 @@ class PretrainedSentence:
     def shared_prefixes(self, orders: torch.Tensor) -> Pass:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps. A run that
         reads no state (Shared.states) gets the log-probabilities alone: a Pass without states or sentence vectors."""
-        shared = shared_pass(self.adapter.backend, self.tokens, orders, self.adapter.shared.states)
+        settings = self.adapter.shared
+        shared = shared_pass(
+            self.adapter.backend, self.tokens, orders, settings.states, settings.batching.packed_tokens
+        )
         if not shared.hidden:
             return Pass([], {}, shared.logprob)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1

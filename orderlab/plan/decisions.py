@@ -21,6 +21,8 @@ from orderlab.plan.prefix_walk import prefix_walk_pays
 from orderlab.spec.schema import Spec
 
 COMPILE_SETTINGS = ("auto", "always", "never")  # ORDERLAB_COMPILE's values
+# The packed call holds as many tokens as a walk's call of that many prefixes, and a (T, T) mask and scores per head
+MAX_PACKED_TOKENS = 4096
 COMPILE_AFTER_SECONDS = 300.0  # estimated (at rates.py's conservative rates); compiling took 10-60 s here
 
 
@@ -30,13 +32,28 @@ class Decisions:
 
     share_prefixes: bool  # causal passes share prefixes where the model and encoding allow it; else dense
     compile: bool  # the stack's dense passes go through torch.compile
+    # a causal LM's prefix walk runs its top depths as one packed call up to this many tokens (0: a call per depth);
+    # opt-in on every device until measured on a card: the numbers equal the walk's to round-off, not bit for bit
+    packed_tokens: int = 0
 
 
-def decide(spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str) -> Decisions:
+def decide(
+    spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str, packed_setting: str = "0"
+) -> Decisions:
     """The run's decisions: prefixes shared where the walk pays on `device` (None: the CPU, where it always runs,
-    so its committed baselines stay as they were measured), compilation as `compile_setting` asks."""
+    so its committed baselines stay as they were measured), compilation as `compile_setting` asks, top depths
+    packed as `packed_setting` asks (packed_tokens)."""
     share = device is None or prefix_walk_pays(spec, spec_file, device)
-    return Decisions(share_prefixes=share, compile=compile_pays(spec, compile_setting))
+    return Decisions(share_prefixes=share, compile=compile_pays(spec, compile_setting),
+                     packed_tokens=packed_tokens(packed_setting))  # fmt: skip
+
+
+def packed_tokens(setting: str) -> int:
+    """ORDERLAB_PACKED_TOKENS as a token budget: a whole number from 0 (off) to MAX_PACKED_TOKENS."""
+    if not setting.isdigit() or int(setting) > MAX_PACKED_TOKENS:
+        raise OrderlabError(f"ORDERLAB_PACKED_TOKENS={setting!r}; expected a whole number of tokens from 0 (off) "
+                            f"to {MAX_PACKED_TOKENS}")  # fmt: skip
+    return int(setting)
 
 
 def compile_pays(spec: Spec, setting: str) -> bool:

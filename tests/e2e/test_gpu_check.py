@@ -34,6 +34,9 @@ def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
     run = check["all_orders_float32"]
     assert run["sequences"] == 2 * (120 + 1) and run["speedup_over_best_plain_loop"] > 0
     assert set(run["stages"]) >= {"building the seeded model", "the chunks' passes and metrics"}
+    packed = run["packed_top_depths"]  # the same run with its top depths packed: the CPU walks, so it packs
+    assert set(packed["prefix_sharing"].values()) == {"shared, top depths packed in one call up to 512 tokens"}
+    assert packed["speedup_over_the_walk"] > 0
 
 
 def test_without_a_gpu_the_check_says_so_in_one_line(tmp_path):

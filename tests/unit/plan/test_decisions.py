@@ -50,3 +50,12 @@ def test_compilation_is_asked_for_or_pays_for_itself_on_long_runs(setting, spec,
 def test_an_unknown_compile_setting_is_refused_in_one_line():
     with pytest.raises(OrderlabError, match=r"ORDERLAB_COMPILE='sometimes'; expected one of auto, always, never"):
         compile_pays(CAUSAL, "sometimes")
+
+
+def test_packed_top_depths_are_off_unless_asked_for_and_a_bad_budget_is_refused_in_one_line():
+    assert decide(CAUSAL, Path("spec.yaml"), None, "never").packed_tokens == 0  # no committed number moves
+    assert decide(CAUSAL, Path("spec.yaml"), None, "never", "512").packed_tokens == 512
+    for setting in ("-1", "lots", "1e3", "", "4097"):
+        with pytest.raises(OrderlabError, match=rf"ORDERLAB_PACKED_TOKENS={setting!r}; expected a whole number of "
+                                                r"tokens from 0 \(off\) to 4096$"):  # fmt: skip
+            decide(CAUSAL, Path("spec.yaml"), None, "never", setting)
