@@ -188,7 +188,7 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     spec = tmp_path / "figs.yaml"
     spec.write_text(
         "model: {d_model: 16, n_heads: 2, n_layers: 2, causal: [false, true]}\n"
-        "encodings: [none, sinusoidal]\n"
+        "encodings: [none]\n"
         "inputs: [{sentence: the cat saw the dog, permutations: prefixes}]\n"
         "metrics: [equivariance, prefix_invariance, repeated_words, attention, decodability]\n"
         "decodability: {sentences: 32, length: 4}\n"
@@ -196,8 +196,7 @@ def test_run_with_plot_writes_non_empty_figures(tmp_path):
     result = CliRunner().invoke(app, ["run", str(spec), "--out", str(tmp_path), "--plot", "--quiet"])
     assert result.exit_code == 0, result.output
     figures = sorted(p.name for p in (tmp_path / "figs" / "figures").glob("*.png"))
-    heads = [f"attention_causal-{c}_{e}_layer{layer}.png" for c in ("false", "true") for e in ("none", "sinusoidal")
-             for layer in (1, 2)]  # fmt: skip
+    heads = [f"attention_causal-{c}_none_layer{layer}.png" for c in ("false", "true") for layer in (1, 2)]
     assert figures == sorted([*heads, "decodability.png", "metrics_by_displacement.png", "metrics_by_layer.png"])
     manifest = json.loads((tmp_path / "figs" / "figures" / "manifest.json").read_text())
     assert manifest["files"] == sorted([*figures, "manifest.json"]) and manifest["written_by"] == {"command": "plot"}

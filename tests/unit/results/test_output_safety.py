@@ -27,7 +27,14 @@ SENTINEL = "a user's notes: must survive\n"
 
 def spec_named(folder: Path, name: str, file_name: str = "spec.yaml") -> Path:
     path = folder / file_name
-    path.write_text(f"name: {json.dumps(name)}\nencodings: [none]\ninputs: [{{sentence: dog bites man}}]\n")
+    # figures, but no map per attention head (a figure each)
+    lines = [
+        f"name: {json.dumps(name)}",
+        "encodings: [none]",
+        "inputs: [{sentence: dog bites man}]",
+        "metrics: [equivariance]",
+    ]
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 
@@ -452,7 +459,7 @@ def test_scratch_that_carries_orderlabs_token_is_orderlabs_to_replace(tmp_path: 
     (out / "mine" / ".figures.lock").write_bytes(LOCK_TOKEN)
     assert invoke("run", spec, "--out", out, "-q").exit_code == 0
     assert sorted(p.name for p in (out / "mine").iterdir()) == [
-        "attention.csv", "manifest.json", "metrics.csv", "orders.csv", "summary.csv"
+        "manifest.json", "metrics.csv", "orders.csv", "summary.csv"
     ]  # fmt: skip
 
 
