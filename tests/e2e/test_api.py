@@ -89,6 +89,7 @@ def test_a_dict_specs_relative_paths_resolve_against_the_working_folder_or_base(
 
 TINY = (
     "name: tiny\nmodel: {d_model: 8, n_heads: 2, n_layers: 1}\nencodings: [none, rope]\ninputs: [{sentence: a b c}]\n"
+    "metrics: [equivariance, invariance]\n"  # no map per attention head: a figure each
 )
 
 
