@@ -37,7 +37,7 @@ EFFICIENCY: dict[tuple[Model, str], float] = {
 }
 KERNELS_PER_LAYER = 12  # norms, projections, attention, FFN, residuals: the round trips of one layer's pass
 RATES_FILE_LIMIT = 2**16  # bytes: a cache of a few devices' rates; a larger file is no cache of orderlab's
-RATES_VERSION = 1
+RATES_VERSION = 2  # 2: the CPU's matmul timed by CPU time (models/devices.measure_rate); older caches measured again
 
 DeviceKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x20-\x7e]+$")]
 

@@ -38,6 +38,7 @@ from orderlab.plan.device import Device
 from orderlab.plan.escalation_cost import escalation_seconds
 from orderlab.plan.rates import (
     CORPUS_ROW_FIXED_BYTES,
+    FLOPS_PER_SECOND,
     MODEL_BUILD_SECONDS,
     PRETRAINED_FLOPS_PER_SECOND,
     ROW_FIXED_BYTES,
@@ -282,7 +283,17 @@ def pretrained_estimate(
         Cost(load, LOADING, ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
-    if escalation := escalation_seconds(spec, seconds[1:]):
+    everything = work.passes + [(words, count) for words, count, _ in work.shared]  # as the twin runs them: dense
+    twin_flops = ablations * sum(count * sequence_flops(shape, tokens(words)) for words, count in everything)
+    twin_calls = ablations * sum(math.ceil(count / dense) for _, count in everything)
+
+    def twin_seconds(finer: str) -> float:
+        """The twin's dense passes over every order in `finer`, at the device's rate there (else the built-in rate
+        scaled as the built-in rates of the two dtypes are)."""
+        built_in = PRETRAINED_FLOPS_PER_SECOND * FLOPS_PER_SECOND[finer] / FLOPS_PER_SECOND[model.dtype]
+        return forward_seconds(device, "pretrained", finer, twin_flops, twin_calls, layers, built_in)
+
+    if escalation := escalation_seconds(spec, twin_seconds):
         seconds.append(escalation)
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
