@@ -35,10 +35,9 @@ from orderlab.metrics import (
 from orderlab.plan.chunks import PRETRAINED_CHUNK, orders_per_pass, pass_values, shared_prefix_values, tiles
 from orderlab.plan.cost import Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
-from orderlab.plan.escalation_cost import escalation_seconds
+from orderlab.plan.escalation_cost import at_built_in_rates, escalation_seconds
 from orderlab.plan.rates import (
     CORPUS_ROW_FIXED_BYTES,
-    FLOPS_PER_SECOND,
     MODEL_BUILD_SECONDS,
     PRETRAINED_FLOPS_PER_SECOND,
     ROW_FIXED_BYTES,
@@ -288,10 +287,14 @@ def pretrained_estimate(
     twin_calls = ablations * sum(math.ceil(count / dense) for _, count in everything)
 
     def twin_seconds(finer: str) -> float:
-        """The twin's dense passes over every order in `finer`, at the device's rate there (else the built-in rate
-        scaled as the built-in rates of the two dtypes are)."""
-        built_in = PRETRAINED_FLOPS_PER_SECOND * FLOPS_PER_SECOND[finer] / FLOPS_PER_SECOND[model.dtype]
-        return forward_seconds(device, "pretrained", finer, twin_flops, twin_calls, layers, built_in)
+        """The twin's dense passes over every order in `finer`, at the device's rate there; without one, as the run's
+        dtype prices them, scaled by the built-in rates of the two dtypes."""
+        measured = device.forward_seconds("pretrained", finer, twin_flops, twin_calls, layers)
+        if measured is not None:
+            return measured
+        in_run_dtype = forward_seconds(device, "pretrained", model.dtype, twin_flops, twin_calls, layers,
+                                       PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+        return at_built_in_rates(model.dtype, in_run_dtype)(finer)
 
     if escalation := escalation_seconds(spec, twin_seconds):
         seconds.append(escalation)

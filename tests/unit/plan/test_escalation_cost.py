@@ -11,7 +11,7 @@ import pytest
 from orderlab.plan.device import Device, Rate
 from orderlab.plan.estimate import estimate
 from orderlab.plan.pretrained_cost import pretrained_estimate
-from orderlab.plan.rates import SECONDS_PER_ROW
+from orderlab.plan.rates import FLOPS_PER_SECOND, SECONDS_PER_ROW
 from orderlab.spec.schema import Spec
 
 RE_MEASURING = "re-measuring in {} (at most)"
@@ -72,3 +72,10 @@ def test_float32_escalates_to_float64_only_below_its_round_off():
     finer = parts(zoo("bert", "float32", resolution=1e-6), device)
     assert math.isclose(finer[RE_MEASURING.format("float64")], 2 * passes(zoo("bert", "float32"), device),
                         rel_tol=1e-4)  # fmt: skip
+
+
+def test_without_a_rate_in_the_finer_dtype_the_runs_measured_rate_prices_it_at_the_built_in_ratio():
+    device, what = cpu(float32=1e11), RE_MEASURING.format("float64")
+    finer = parts(zoo("bert", "float32", resolution=1e-6), device)[what]
+    slower = FLOPS_PER_SECOND["float32"] / FLOPS_PER_SECOND["float64"]
+    assert math.isclose(finer, slower * passes(zoo("bert", "float32"), device), rel_tol=1e-4)
