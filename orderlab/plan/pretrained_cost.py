@@ -265,19 +265,21 @@ def pretrained_estimate(
     batch = dense * values * item_bytes if work.passes else 0  # dense passes (none where every order shares a prefix)
     flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
+    walk_flops, walk_calls = 0.0, 0
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
         chunk = orders_per_pass("pretrained", shape, longest, False, True, item_bytes, device.memory, device.kind)
         orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
         batch = max(batch, min(chunk, orders) * shared * item_bytes)
-        flops += sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
-                     * sequence_flops(shape, tokens(words)) / tokens(words)
-                     for words, count, rule in work.shared)  # fmt: skip
-        calls += sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
+        walk_flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
+                         * sequence_flops(shape, tokens(words)) / tokens(words)
+                         for words, count, rule in work.shared)  # fmt: skip
+        walk_calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
     rows = ablations * work.rows
     load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
-    passes = forward_seconds(device, "pretrained", model.dtype, ablations * flops, ablations * calls, layers,
-                              PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+    passes = sum(forward_seconds(device, "pretrained", model.dtype, ablations * f, ablations * c, layers,
+                                 PRETRAINED_FLOPS_PER_SECOND, walk)
+                 for f, c, walk in ((flops, calls, False), (walk_flops, walk_calls, True)) if c)  # fmt: skip
     seconds = [
         Cost(load, LOADING, ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),

@@ -36,8 +36,10 @@ SECONDS_PER_WEIGHT = 40e-9
 SECONDS_PER_WORD = 30e-6
 # Drawing one random permutation (numpy), checking it is new and keeping it.
 SECONDS_PER_DRAW = 5e-6
-# Starting a run: importing torch, pandas and orderlab (1.7 s measured on a quiet 2-core machine).
-START_SECONDS = 2.0
+# Starting a run from the command line: importing torch, pandas and orderlab (1.7 s measured on a quiet 2-core machine),
+# and the command line's own typer, rich and terminal modules: 2.7-3.0 s of CPU against 2.0 for the former alone,
+# measured side by side on the busy machine (load 8).
+START_SECONDS = 2.5
 # A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
 # (seeded: twice, the layer's own initialisation and then the family's; 8 ns a weight measured at BERT-base shape)
 # or read from a folder, and copied into the round-off twin (2 ns a weight); its tokenizer and config.
