@@ -45,9 +45,9 @@ def measure_rate(device: torch.device, dtype: str) -> tuple[float, float]:
     """FLOP/s of a large matmul in `dtype` on `device`, and the round trip of a small op there (seconds), each from
     the fastest of its calls over about MEASURE_SECONDS: the device's own speed, not the load of a shared machine's
     other processes at that moment (the figure is cached for good). On the CPU the matmul is timed on one thread by
-    that thread's CPU time, which other processes do not stretch, and counted for each of the threads a run uses
-    (a large GEMM's rate scales with them; the fastest wall-clock call of all threads read 4-20x under it on a busy
-    2-core machine)."""
+    that thread's CPU time, and counted for each of the threads a run uses (a large GEMM's rate scales with them):
+    time spent waiting for a core does not count, where the fastest wall-clock call of all threads read 4-20x low on
+    a busy 2-core machine (a core shared with another process still slows it, up to ~2x there)."""
     side = MATMUL_SIDE.get(device.type, 1024)
     a = torch.randn(side, side, device=device).to(getattr(torch, dtype))
     small = a[:16, :16].contiguous()
