@@ -51,7 +51,7 @@ from typing import Any
 import torch
 import yaml
 
-from orderlab.commands.pricing import priced_device
+from orderlab.commands.pricing import priced_plan
 from orderlab.commands.run import write_experiment
 from orderlab.errors import OrderlabError
 from orderlab.measure.adapters import build_adapters
@@ -62,7 +62,6 @@ from orderlab.models.hf.loader import import_transformers
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import cpu_flags
-from orderlab.plan.estimate import estimate
 from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,7 +304,7 @@ import sys
 sys.path.insert(0, {root!r})
 from pathlib import Path
 import torch
-from orderlab.commands.pricing import priced_device
+from orderlab.commands.pricing import priced_plan
 from orderlab.commands.run import write_experiment
 from orderlab.measure.run_options import RunOptions
 from orderlab.spec.load import load_spec
@@ -449,8 +448,8 @@ def main() -> None:
                     agreement = case.agreement()
                 batches = case.find_best_batch()
                 entry = measure(case, rounds) | {"agreement": agreement, "plain_loop_batch_seconds": batches}
-                priced = priced_device(device, args.dtype)  # as `validate --plan --device` prices it
-                entry["plan_seconds"] = run_seconds(estimate(case.loaded.spec, case.path, priced))
+                # as `validate --plan --device` prices it: the dtype's rate and, where it may escalate, its twin's
+                entry["plan_seconds"] = run_seconds(priced_plan(case.loaded.spec, case.path, device).estimates)
                 entry["cli_seconds"] = cli_seconds(case, torch.get_num_threads())
                 entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
                 figures[family][f"{n}_words"] = entry
@@ -461,7 +460,9 @@ def main() -> None:
                         agreement = lm_only.agreement()
                     lm_only.find_best_batch()
                     entry = measure(lm_only, rounds) | {"agreement": agreement}
-                    entry["plan_seconds"] = run_seconds(estimate(lm_only.loaded.spec, lm_only.path, priced))
+                    entry["plan_seconds"] = run_seconds(
+                        priced_plan(lm_only.loaded.spec, lm_only.path, device).estimates
+                    )
                     entry["cli_seconds"] = cli_seconds(lm_only, torch.get_num_threads())
                     entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
                     figures.setdefault(f"{family}_lm_only", {})[f"{n}_words"] = entry
@@ -617,8 +618,10 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
                       for n, e in sorted(lengths_of(figures, family).items()))  # fmt: skip
     causes["validate --plan within 2x of the measured time"] = (
         f"plan over measured: {plans}; plan/estimate.py prices the matmuls at this device's measured matmul rate in "
-        f"the dtype (plan/device.py: cached, the fastest call of ~0.3 s) times a share that such passes reach, with "
-        f"a causal LM's shared prefixes counted, and start-up at fixed figures; load {load:.1f}"
+        f"the dtype (plan/device.py: cached; on the CPU one thread's CPU time, counted per thread) times a share that "
+        f"such passes reach (a causal LM's prefix walk less than dense passes), escalation at most as the twin "
+        f"re-measures (every order, dense, in its dtype at the rate measured there: none where the run resolves every "
+        f"order, as a seeded Llama does), and start-up at fixed figures; load {load:.1f}"
     )
     causes["round-off twin costs no more than one extra small pass"] = (
         f"the twin's pass runs in float64 ({twin['twin_pass_in_small_passes']:.1f} small passes), and making it "

@@ -102,15 +102,17 @@ def run(
 
 
 def after_run(folder: Path, plot: bool, html: bool, phases: Phases) -> tuple[list[Path], Path | None]:
-    """`--plot` and `--html` over a run's folder: the figure files and the report written."""
-    from orderlab.report import figures
-    from orderlab.report import html as html_report
-
+    """`--plot` and `--html` over a run's folder: the figure files and the report written. Each imports its drawing
+    code (matplotlib: ~1 s of a run's start) only when asked."""
     drawn, written = [], None
     if plot:
+        from orderlab.report import figures
+
         with phases.phase("figures", f"drawing the figures into {folder}/figures/"):
             drawn = figures.plot_results(folder)
     if html:
+        from orderlab.report import html as html_report
+
         report = folder / html_report.REPORT_FILE
         with phases.phase("report", f"writing {report}"):
             written = html_report.write_report([folder], report, "--html")

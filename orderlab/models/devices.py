@@ -44,23 +44,36 @@ def device_name(device: torch.device) -> str:
 def measure_rate(device: torch.device, dtype: str) -> tuple[float, float]:
     """FLOP/s of a large matmul in `dtype` on `device`, and the round trip of a small op there (seconds), each from
     the fastest of its calls over about MEASURE_SECONDS: the device's own speed, not the load of a shared machine's
-    other processes at that moment (the figure is cached for good)."""
+    other processes at that moment (the figure is cached for good). On the CPU the matmul is timed on one thread by
+    that thread's CPU time, and counted for each of the threads a run uses (a large GEMM's rate scales with them):
+    time spent waiting for a core does not count, where the fastest wall-clock call of all threads read 4-20x low on
+    a busy 2-core machine (a core shared with another process still slows it, up to ~2x there)."""
     side = MATMUL_SIDE.get(device.type, 1024)
     a = torch.randn(side, side, device=device).to(getattr(torch, dtype))
     small = a[:16, :16].contiguous()
-    return 2 * side**3 / _fastest_call(lambda: a @ a, device), _fastest_call(lambda: small @ small, device)
+    small_call = _fastest_call(lambda: small @ small, device, time.perf_counter)
+    if device.type != "cpu":
+        return 2 * side**3 / _fastest_call(lambda: a @ a, device, time.perf_counter), small_call
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one_thread = _fastest_call(lambda: a @ a, device, time.thread_time)
+    finally:
+        torch.set_num_threads(threads)
+    return 2 * side**3 * threads / one_thread, small_call
 
 
-def _fastest_call(step: Callable[[], object], device: torch.device) -> float:
-    """The fastest of calls to `step` (synchronised on CUDA) made over MEASURE_SECONDS, after a warm-up call."""
+def _fastest_call(step: Callable[[], object], device: torch.device, clock: Callable[[], float]) -> float:
+    """The fastest of calls to `step` (synchronised on CUDA) by `clock`, made over MEASURE_SECONDS of wall time, after
+    a warm-up call."""
     step()
     _synchronize(device)
     fastest, deadline = math.inf, time.perf_counter() + MEASURE_SECONDS
     while time.perf_counter() < deadline or fastest == math.inf:
-        start = time.perf_counter()
+        start = clock()
         step()
         _synchronize(device)
-        fastest = min(fastest, time.perf_counter() - start)
+        fastest = min(fastest, clock() - start)
     return fastest
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orderlab.metrics import Model
-from orderlab.plan.device import Device
+from orderlab.plan.device import WALK_SHARE, Device
 from orderlab.plan.rates import BASE_BYTES, START_SECONDS
 from orderlab.spec.sweep import SweptValue
 
@@ -59,8 +59,9 @@ def run_seconds(estimates: list[Estimate]) -> float:
     return START_SECONDS + sum(item.total_seconds for item in estimates)
 
 
-def forward_seconds(device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float
-                    ) -> float:  # fmt: skip
-    """Forward passes at the device's measured rate for `dtype`, else at the conservative built-in `rate`."""
-    priced = device.forward_seconds(model, dtype, flops, calls, layers)
-    return flops / rate if priced is None else priced
+def forward_seconds(device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float,
+                    walk: bool = False) -> float:  # fmt: skip
+    """Forward passes at the device's measured rate for `dtype`, else at the conservative built-in `rate`; walk: a
+    causal LM's prefix walk, which reaches a share of the rate dense passes reach (plan/device.WALK_SHARE)."""
+    priced = device.forward_seconds(model, dtype, flops, calls, layers, walk)
+    return flops / (rate * (WALK_SHARE if walk else 1.0)) if priced is None else priced

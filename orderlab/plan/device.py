@@ -26,18 +26,23 @@ from orderlab.metrics import Model
 from orderlab.plan.memory import memory_room
 
 # The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
-# small matmuls and elementwise work on the CPU; a transformers forward's GEMMs (BERT-base shape: 310 GFLOP/s against
-# a ~330 GFLOP/s float32 peak on 2 threads); on a GPU the best plain loop ran at ~17% of the card's bfloat16 peak
-# (issue 32), its smaller passes lower.
+# small matmuls and elementwise work on the CPU; a transformers forward's dense GEMMs (BERT-base shape: 310 GFLOP/s
+# against a ~330 GFLOP/s float32 peak on 2 threads; a 12-layer d_model 768 BERT's dense batches of 9 tokens 0.77-0.85
+# of a 1,024-side matmul on one thread, float32 and bfloat16, by CPU time); on a GPU the best plain loop ran at ~17%
+# of the card's bfloat16 peak (issue 32), its smaller passes lower.
 EFFICIENCY: dict[tuple[Model, str], float] = {
     ("stack", "cpu"): 0.25,
-    ("pretrained", "cpu"): 0.6,
+    ("pretrained", "cpu"): 0.8,
     ("stack", "cuda"): 0.05,
     ("pretrained", "cuda"): 0.1,
 }
+# A causal LM's prefix walk (models/kv_prefix.py) reaches this share of what dense passes reach: each depth gathers its
+# prefixes' cached keys and values and runs a call of few rows (GPT-2 shape, 7 words, one thread: 0.45-0.6 of the
+# matmul rate where dense BERT passes reached 0.77-0.85).
+WALK_SHARE = 0.7
 KERNELS_PER_LAYER = 12  # norms, projections, attention, FFN, residuals: the round trips of one layer's pass
 RATES_FILE_LIMIT = 2**16  # bytes: a cache of a few devices' rates; a larger file is no cache of orderlab's
-RATES_VERSION = 1
+RATES_VERSION = 2  # 2: the CPU's matmul timed by CPU time (models/devices.measure_rate); older caches measured again
 
 DeviceKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x20-\x7e]+$")]
 
@@ -66,13 +71,15 @@ class Device:
     memory: int  # bytes
     rates: dict[str, Rate] = field(default_factory=dict)  # by dtype
 
-    def forward_seconds(self, model: Model, dtype: str, flops: float, calls: float, layers: int) -> float | None:
+    def forward_seconds(self, model: Model, dtype: str, flops: float, calls: float, layers: int, walk: bool = False
+                        ) -> float | None:  # fmt: skip
         """Seconds of `calls` forward passes of `layers` layers doing `flops` in all, at this device's measured rate
-        for `dtype`; None without one."""
+        for `dtype`; None without one. walk: a causal LM's prefix walk (WALK_SHARE)."""
         rate = self.rates.get(dtype)
         if rate is None:
             return None
-        return pass_seconds(flops, calls * layers * KERNELS_PER_LAYER, rate, EFFICIENCY[model, self.kind])
+        efficiency = EFFICIENCY[model, self.kind] * (WALK_SHARE if walk else 1.0)
+        return pass_seconds(flops, calls * layers * KERNELS_PER_LAYER, rate, efficiency)
 
     def sharing_pays(self, dtype: str, layers: int, tokens: int, dense_states: float, shared_states: float,
                      flops_per_state: float) -> bool:  # fmt: skip

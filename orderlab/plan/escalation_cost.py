@@ -4,11 +4,12 @@ finer precision. stack_cost.py and pretrained_cost.py add it to their forward pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from orderlab.plan.cost import Cost
 from orderlab.plan.rates import FLOPS_PER_SECOND
-from orderlab.spec.fields import LOW_PRECISION
+from orderlab.spec.fields import LOW_PRECISION, twin_dtype
 
 if TYPE_CHECKING:
     from orderlab.spec.schema import Spec
@@ -18,17 +19,28 @@ if TYPE_CHECKING:
 FLOAT32_LINES = 1e-4
 
 
-def escalation_seconds(spec: Spec, passes: list[Cost]) -> Cost | None:
-    """The worst case of escalation: every input and probe measured again, in the twin's finer precision (16-bit:
-    float32; float32: float64), at that precision's rate; None where a run does not escalate (a float64 run,
-    `escalate: false`, a float32 run whose resolution is above its lines). passes: the costs of the run's own forward
-    passes over inputs and probes."""
+def escalation_dtype(spec: Spec) -> str | None:
+    """The twin's precision a run re-measures in (16-bit: float32; float32: float64), or None where it does not
+    escalate (a float64 run, `escalate: false`, a float32 run whose resolution is above its lines)."""
     dtype = spec.model.dtype
-    low = dtype in LOW_PRECISION
-    if not spec.escalate or dtype == "float64" or (not low and spec.resolution >= FLOAT32_LINES):
+    if not spec.escalate or dtype == "float64" or (dtype not in LOW_PRECISION and spec.resolution >= FLOAT32_LINES):
         return None
-    finer = "float32" if low else "float64"
-    slower = FLOPS_PER_SECOND[dtype] / FLOPS_PER_SECOND[finer]
-    seconds = slower * sum(cost.amount for cost in passes)
-    return Cost(seconds, f"re-measuring in {finer} (at most)", ("escalate",), f"escalate: true ({dtype})",
-                "escalate: false, or a resolution above this run's round-off")  # fmt: skip
+    return twin_dtype(dtype)
+
+
+def escalation_seconds(spec: Spec, twin_seconds: Callable[[str], float]) -> Cost | None:
+    """The worst case of escalation: every input and probe measured again, as the twin computes them (a causal LM's
+    twin runs dense, its prefixes not shared: models/pretrained.Shared.twin), in the twin's finer precision;
+    twin_seconds(finer): those passes' seconds in `finer`. None where the run does not escalate."""
+    finer = escalation_dtype(spec)
+    if finer is None:
+        return None
+    expected = "escalate: false, or a resolution above this run's round-off"
+    return Cost(twin_seconds(finer), f"re-measuring in {finer} (at most)", ("escalate",),
+                f"escalate: true ({spec.model.dtype})", expected)  # fmt: skip
+
+
+def at_built_in_rates(dtype: str, seconds: float) -> Callable[[str], float]:
+    """`seconds` of passes in `dtype` priced in another dtype at the ratio of the conservative built-in rates (where no
+    device rate prices the twin's passes)."""
+    return lambda finer: seconds * FLOPS_PER_SECOND[dtype] / FLOPS_PER_SECOND[finer]

@@ -35,7 +35,7 @@ from orderlab.metrics import (
 from orderlab.plan.chunks import PRETRAINED_CHUNK, orders_per_pass, pass_values, shared_prefix_values, tiles
 from orderlab.plan.cost import Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
-from orderlab.plan.escalation_cost import escalation_seconds
+from orderlab.plan.escalation_cost import at_built_in_rates, escalation_seconds
 from orderlab.plan.rates import (
     CORPUS_ROW_FIXED_BYTES,
     MODEL_BUILD_SECONDS,
@@ -265,24 +265,40 @@ def pretrained_estimate(
     batch = dense * values * item_bytes if work.passes else 0  # dense passes (none where every order shares a prefix)
     flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
+    walk_flops, walk_calls = 0.0, 0
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
         chunk = orders_per_pass("pretrained", shape, longest, False, True, item_bytes, device.memory, device.kind)
         orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
         batch = max(batch, min(chunk, orders) * shared * item_bytes)
-        flops += sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
-                     * sequence_flops(shape, tokens(words)) / tokens(words)
-                     for words, count, rule in work.shared)  # fmt: skip
-        calls += sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
+        walk_flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
+                         * sequence_flops(shape, tokens(words)) / tokens(words)
+                         for words, count, rule in work.shared)  # fmt: skip
+        walk_calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
     rows = ablations * work.rows
     load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
-    passes = forward_seconds(device, "pretrained", model.dtype, ablations * flops, ablations * calls, layers,
-                              PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+    passes = sum(forward_seconds(device, "pretrained", model.dtype, ablations * f, ablations * c, layers,
+                                 PRETRAINED_FLOPS_PER_SECOND, walk)
+                 for f, c, walk in ((flops, calls, False), (walk_flops, walk_calls, True)) if c)  # fmt: skip
     seconds = [
         Cost(load, LOADING, ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
-    if escalation := escalation_seconds(spec, seconds[1:]):
+    everything = work.passes + [(words, count) for words, count, _ in work.shared]  # as the twin runs them: dense
+    twin_flops = ablations * sum(count * sequence_flops(shape, tokens(words)) for words, count in everything)
+    twin_calls = ablations * sum(math.ceil(count / dense) for _, count in everything)
+
+    def twin_seconds(finer: str) -> float:
+        """The twin's dense passes over every order in `finer`, at the device's rate there; without one, as the run's
+        dtype prices them, scaled by the built-in rates of the two dtypes."""
+        measured = device.forward_seconds("pretrained", finer, twin_flops, twin_calls, layers)
+        if measured is not None:
+            return measured
+        in_run_dtype = forward_seconds(device, "pretrained", model.dtype, twin_flops, twin_calls, layers,
+                                       PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+        return at_built_in_rates(model.dtype, in_run_dtype)(finer)
+
+    if escalation := escalation_seconds(spec, twin_seconds):
         seconds.append(escalation)
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label

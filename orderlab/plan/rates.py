@@ -36,13 +36,19 @@ SECONDS_PER_WEIGHT = 40e-9
 SECONDS_PER_WORD = 30e-6
 # Drawing one random permutation (numpy), checking it is new and keeping it.
 SECONDS_PER_DRAW = 5e-6
-# Starting a run: importing torch, pandas and orderlab (1.7 s measured on a quiet 2-core machine).
-START_SECONDS = 2.0
+# Starting a run from the command line: importing torch, pandas and orderlab (1.7 s measured on a quiet 2-core machine),
+# and the command line's own typer, rich and terminal modules: 2.9-3.4 s of CPU for both against 2.0 for the former
+# alone, side by side on the busy machine (load 7-8). The zoo's quiet figures agree: a fresh `orderlab run` took 7.1 s
+# more than the same run in a warm process (benchmarks/results.json, zoo, 7 words), transformers' import (below) and
+# matplotlib's (no longer imported without --plot) included.
+START_SECONDS = 3.0
 # A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
-# (seeded: twice, the layer's own initialisation and then the family's; 8 ns a weight measured at BERT-base shape)
-# or read from a folder, and copied into the round-off twin (2 ns a weight); its tokenizer and config.
+# (seeded: two or three times, the layer's own initialisation, then the family's, GPT-2's output projections a third:
+# 206 M numbers for its 85 M weights) or read from a folder, and copied into the round-off twin; its tokenizer and
+# config. The zoo's quiet figures give 1.9 s (BERT) and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M
+# weights, the build most of it (drawing is ~95% of a build: docs/performance.md): about 20 ns a weight.
 TRANSFORMERS_IMPORT_SECONDS = 2.5
-SECONDS_PER_MODEL_WEIGHT = 12e-9
+SECONDS_PER_MODEL_WEIGHT = 20e-9
 MODEL_BUILD_SECONDS = 0.2
 # A materialised permutation of n tokens (tuple, set entry, sort label): 325 B measured at n = 13, 5 kB at n = 300.
 PERMUTATION_BYTES, PERMUTATION_BYTES_PER_TOKEN = 200, 16

@@ -30,7 +30,7 @@ from orderlab.metrics import (
 from orderlab.plan.chunks import ROW_ALIGNMENT, orders_per_pass, sequence_values
 from orderlab.plan.cost import Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
-from orderlab.plan.escalation_cost import escalation_seconds
+from orderlab.plan.escalation_cost import at_built_in_rates, escalation_seconds
 from orderlab.plan.rates import (
     ATTENTION_ROW_MEMORY_BYTES,
     FLOPS_PER_SECOND,
@@ -91,7 +91,8 @@ def stack_estimate(spec: Spec, columns: dict[str, SweptValue], device: Device) -
     tally = _Tally(seconds=[Cost(drawing, "drawing the weights", weights.field, weights.subject, weights.expected)])
     _add_inputs(spec, tally, device)
     _add_probes(spec, tally, device)
-    if escalation := escalation_seconds(spec, tally.seconds[1:]):
+    passes = sum(cost.amount for cost in tally.seconds[1:])  # the twin re-measures them as the run measured them
+    if escalation := escalation_seconds(spec, at_built_in_rates(m.dtype, passes)):
         tally.seconds.append(escalation)
     if DECODABILITY_FAMILY in spec.metrics:
         probe = spec.decodability

@@ -222,12 +222,12 @@ def test_the_plan_says_when_a_run_does_not_fit_the_cards_free_memory(monkeypatch
     [
         b"not json",
         b"[1, 2, 3]",
-        b'{"version": 1, "rates": {"cpu | float32": {"flops": NaN, "call_seconds": 1e-6}}}',
-        b'{"version": 1, "rates": {"cpu | float32": {"flops": -5, "call_seconds": 1e-6}}}',
-        b'{"version": 1, "rates": {"cpu | float32": {"flops": 1e40, "call_seconds": 1e-6}}}',
-        b'{"version": 2, "rates": {}}',
-        b'{"version": 1, "rates": {"' + b"x" * 300 + b'": {"flops": 1e10, "call_seconds": 1e-6}}}',
-        b'{"version": 1, "rates": {"a\\u0000b": {"flops": 1e10, "call_seconds": 1e-6}}}',
+        b'{"version": 2, "rates": {"cpu | float32": {"flops": NaN, "call_seconds": 1e-6}}}',
+        b'{"version": 2, "rates": {"cpu | float32": {"flops": -5, "call_seconds": 1e-6}}}',
+        b'{"version": 2, "rates": {"cpu | float32": {"flops": 1e40, "call_seconds": 1e-6}}}',
+        b'{"version": 3, "rates": {}}',
+        b'{"version": 2, "rates": {"' + b"x" * 300 + b'": {"flops": 1e10, "call_seconds": 1e-6}}}',
+        b'{"version": 2, "rates": {"a\\u0000b": {"flops": 1e10, "call_seconds": 1e-6}}}',
         b" " * (RATES_FILE_LIMIT + 1),
     ],
 )
