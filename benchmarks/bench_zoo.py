@@ -73,8 +73,10 @@ FAMILIES = {"gpt2": True, "bert": False, "llama": True}  # family -> causal LM
 BATCH = 64  # the plain loop's batch, as a user would pick
 BEST_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096)  # the plain loop's batches tried for its best
 DTYPES = ("float32", "float64", "bfloat16", "float16")
-TARGETS = {"encoder_end_to_end": 1.0, "encoder_loop": 1.2, "causal_shared_7_words": 2.0, "plan_within": 2.0,
-           "rss_growth_mb": 100.0, "twin_small_passes": 1.0, "lm_only_8_words": 3.5}  # fmt: skip
+TARGETS = {"encoder_end_to_end": 0.95, "encoder_loop": 1.2, "causal_shared_7_words": 2.0, "plan_within": 1.5,
+           "plan_within_gpu": 2.0, "rss_growth_mb": 100.0, "twin_small_passes": 1.0, "lm_only_8_words": 3.5,
+           "causal_8_words_float32": 2.7, "causal_8_words_16_bit": 2.5, "causal_end_to_end_8_words": 2.0}  # fmt: skip
+# (issue 43's: at 8 words, over the best plain loop in the run's dtype; the plan within 1.5x on a CPU, 2x on a GPU)
 PROFILED = {  # torch.profiler op names -> the part of a forward they are
     "matmuls": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear"),
     "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_efficient_attention_forward",
@@ -282,6 +284,21 @@ def cli_seconds(case: Case, threads: int) -> float:
     return time.perf_counter() - started
 
 
+def plan_against_run(case: Case, device: torch.device) -> dict[str, float]:
+    """`validate --plan`'s time against `orderlab run`'s: the plan's range (no order to every order measured again in
+    the twin's precision) and, compared, its figure at the share of orders the run re-measured (its manifest)."""
+    estimates = priced_plan(case.loaded.spec, case.path, device).estimates
+    measured = cli_seconds(case, torch.get_num_threads())
+    manifest = json.loads((case.out / "cli" / case.loaded.spec.name / "manifest.json").read_text())
+    conditions = (manifest.get("resolution") or {}).get("conditions", {})
+    remeasured = sum(record["remeasured"] for record in conditions.values()) / max(
+        1, len(case.orders) * len(conditions))  # fmt: skip
+    planned = run_seconds(estimates, remeasured=min(1.0, remeasured))
+    return {"plan_seconds_range": [run_seconds(estimates, remeasured=0.0), run_seconds(estimates)],
+            "remeasured_share": remeasured, "plan_seconds": planned, "cli_seconds": measured,
+            "plan_over_measured": planned / measured}  # fmt: skip
+
+
 def twin_cost(case: Case) -> dict[str, float]:
     """The round-off twin (made anew, as a run makes it) and its pass, against one small pass of the model itself."""
     adapter = case.adapters[0]
@@ -449,9 +466,7 @@ def main() -> None:
                 batches = case.find_best_batch()
                 entry = measure(case, rounds) | {"agreement": agreement, "plain_loop_batch_seconds": batches}
                 # as `validate --plan --device` prices it: the dtype's rate and, where it may escalate, its twin's
-                entry["plan_seconds"] = run_seconds(priced_plan(case.loaded.spec, case.path, device).estimates)
-                entry["cli_seconds"] = cli_seconds(case, torch.get_num_threads())
-                entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
+                entry |= plan_against_run(case, device)
                 figures[family][f"{n}_words"] = entry
                 print_entry(family, n, entry)
                 if FAMILIES[family]:  # the same model's log-probabilities alone: the walk skips its deepest depth
@@ -460,11 +475,7 @@ def main() -> None:
                         agreement = lm_only.agreement()
                     lm_only.find_best_batch()
                     entry = measure(lm_only, rounds) | {"agreement": agreement}
-                    entry["plan_seconds"] = run_seconds(
-                        priced_plan(lm_only.loaded.spec, lm_only.path, device).estimates
-                    )
-                    entry["cli_seconds"] = cli_seconds(lm_only, torch.get_num_threads())
-                    entry["plan_over_measured"] = entry["plan_seconds"] / entry["cli_seconds"]
+                    entry |= plan_against_run(lm_only, device)
                     figures.setdefault(f"{family}_lm_only", {})[f"{n}_words"] = entry
                     print_entry(f"{family} (lm_logprob only)", n, entry)
         case = Case("gpt2", 7, orders, folder, device, args.dtype)
@@ -526,7 +537,7 @@ def lengths_of(figures: dict[str, Any], family: str) -> dict[int, dict[str, Any]
 
 def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
     bert, targets = lengths_of(figures, "bert"), {}
-    targets["encoder (bert) end to end >= 1.0x the best plain loop"] = all(
+    targets["encoder (bert) end to end >= 0.95x the best plain loop"] = all(
         e["speedup_over_best_plain_loop"]["orderlab_end_to_end"] >= TARGETS["encoder_end_to_end"] for e in bert.values()
     )
     targets["encoder (bert) measuring loop >= 1.2x the best plain loop"] = all(
@@ -537,6 +548,16 @@ def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
         if 7 in entries:
             targets[f"{family} with prefix sharing >= 2.0x the best plain loop at 7 words (loop)"] = (
                 entries[7]["speedup_over_best_plain_loop"]["orderlab_loop"] >= TARGETS["causal_shared_7_words"]
+            )
+        if 8 in entries:
+            loop = TARGETS["causal_8_words_float32" if figures["dtype"] == "float32" else "causal_8_words_16_bit"]
+            best = entries[8]["speedup_over_best_plain_loop"]
+            targets[f"{family} with states >= {loop}x the best plain loop at 8 words (loop)"] = (
+                best["orderlab_loop"] >= loop
+            )
+            end = TARGETS["causal_end_to_end_8_words"]
+            targets[f"{family} with states >= {end}x the best plain loop at 8 words (end to end)"] = (
+                best["orderlab_end_to_end"] >= end
             )
         speedups = [entries[n]["speedup_over_best_plain_loop"]["orderlab_loop"] for n in sorted(entries)]
         if len(speedups) > 1:
@@ -549,9 +570,8 @@ def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
             )
     ratios = [e["plan_over_measured"] for f in [*FAMILIES, *(f"{f}_lm_only" for f in FAMILIES)]
               for e in lengths_of(figures, f).values()]  # fmt: skip
-    targets["validate --plan within 2x of the measured time"] = all(
-        1 / TARGETS["plan_within"] <= r <= TARGETS["plan_within"] for r in ratios
-    )
+    within = plan_within(figures)
+    targets[f"validate --plan within {within}x of the measured time"] = all(1 / within <= r <= within for r in ratios)
     targets["round-off twin costs no more than one extra small pass"] = (
         figures["twin"]["twin_pass_in_small_passes"] <= 1 + TARGETS["twin_small_passes"]
     )
@@ -560,6 +580,10 @@ def check_targets(figures: dict[str, Any]) -> dict[str, bool]:
             figures["rss_growth_mb"] < TARGETS["rss_growth_mb"]
         )
     return targets  # fmt: skip
+
+
+def plan_within(figures: dict[str, Any]) -> float:
+    return TARGETS["plan_within" if figures["device"] == "cpu" else "plan_within_gpu"]
 
 
 def explain_gaps(figures: dict[str, Any]) -> list[str]:
@@ -582,6 +606,16 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
             f"{prof['loop_matmuls_of_one_row_tile']:.0%} of its time and the KV cache's and states' concatenations "
             f"{prof['loop_concatenations']:.0%} (all ops: {ops}); load {load:.1f}"
         )
+        loop = TARGETS["causal_8_words_float32" if figures["dtype"] == "float32" else "causal_8_words_16_bit"]
+        causes[f"{family} with states >= {loop}x the best plain loop at 8 words (loop)"] = causes[
+            f"{family} with prefix sharing >= 2.0x the best plain loop at 7 words (loop)"]  # fmt: skip
+        causes[f"{family} with states >= {TARGETS['causal_end_to_end_8_words']}x the best plain loop at 8 words "
+               "(end to end)"] = (
+            f"the loop (above), plus what the plain loop, timed on a built model, leaves out: building the seeded "
+            f"model (transformers draws most weights two or three times; docs/performance.md: skipping the draws "
+            f"that are overwritten gave no gain), the round-off twin and writing the folder; by cProfile over the "
+            f"GPT-2 run: {stages}; load {load:.1f}"
+        )  # fmt: skip
         causes[f"{family} speed-up grows with length"] = (
             f"the trie's saving grows with length ({ideal}), but what it does not share grows with the words too: "
             f"every order's states gathered back to (B, T, d) for the metrics, the metrics over them, and each "
@@ -600,7 +634,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         "forward itself; the loop adds its round-off twin's float64 pass and its metrics (by cProfile over the "
         f"GPT-2 run, the metrics are {prof['stages']['of which the metrics']:.0%}); load {load:.1f}"
     )
-    causes["encoder (bert) end to end >= 1.0x the best plain loop"] = (
+    causes["encoder (bert) end to end >= 0.95x the best plain loop"] = (
         "the loop alone is no faster than the best plain loop (above), and the end-to-end run also builds the seeded "
         "model (transformers draws its weights twice), its round-off twin and writes the folder, which the plain loop, "
         f"timed on a built model, leaves out; by cProfile over the GPT-2 run: {stages}; load {load:.1f}"
@@ -616,7 +650,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         )
     plans = ", ".join(f"{family} {n} words {e['plan_over_measured']:.2f}" for family in FAMILIES
                       for n, e in sorted(lengths_of(figures, family).items()))  # fmt: skip
-    causes["validate --plan within 2x of the measured time"] = (
+    causes[f"validate --plan within {plan_within(figures)}x of the measured time"] = (
         f"plan over measured: {plans}; plan/estimate.py prices the matmuls at this device's measured matmul rate in "
         f"the dtype (plan/device.py: cached; on the CPU one thread's CPU time, counted per thread) times a share that "
         f"such passes reach (a causal LM's prefix walk less than dense passes), escalation at most as the twin "

@@ -16,6 +16,8 @@ from orderlab.spec.sweep import SweptValue
 if TYPE_CHECKING:
     from orderlab.spec.yamlsource import FieldPath
 
+ESCALATE: FieldPath = ("escalate",)  # the field of escalation's cost (plan/escalation_cost.py)
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -51,12 +53,20 @@ class Estimate:
 
     @property
     def total_seconds(self) -> float:
+        """At most: escalation priced as if every order were measured again (plan/escalation_cost.py)."""
         return sum(cost.amount for cost in self.seconds)
 
+    @property
+    def escalation_seconds(self) -> float:
+        """The part of total_seconds that re-measures orders in the twin's precision: a run pays the share of it that
+        its orders within round-off need (none where every verdict resolves)."""
+        return sum(cost.amount for cost in self.seconds if cost.field == ESCALATE)
 
-def run_seconds(estimates: list[Estimate]) -> float:
-    """The whole run: start-up once, then every combination."""
-    return START_SECONDS + sum(item.total_seconds for item in estimates)
+
+def run_seconds(estimates: list[Estimate], remeasured: float = 1.0) -> float:
+    """The whole run: start-up once, then every combination, with `remeasured` (0 to 1) of the orders measured again
+    in the twin's precision (1: at most; 0: where every verdict resolves in the run's own)."""
+    return START_SECONDS + sum(e.total_seconds - (1.0 - remeasured) * e.escalation_seconds for e in estimates)
 
 
 def forward_seconds(device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from orderlab.plan.cost import Cost
+from orderlab.plan.cost import ESCALATE, Cost
 from orderlab.plan.rates import FLOPS_PER_SECOND
 from orderlab.spec.fields import LOW_PRECISION, twin_dtype
 
@@ -36,7 +36,7 @@ def escalation_seconds(spec: Spec, twin_seconds: Callable[[str], float]) -> Cost
     if finer is None:
         return None
     expected = "escalate: false, or a resolution above this run's round-off"
-    return Cost(twin_seconds(finer), f"re-measuring in {finer} (at most)", ("escalate",),
+    return Cost(twin_seconds(finer), f"re-measuring in {finer} (at most)", ESCALATE,
                 f"escalate: true ({spec.model.dtype})", expected)  # fmt: skip
 
 

@@ -35,23 +35,33 @@ def plan_lines(priced: PricedPlan) -> list[str]:
 
 def plan_table(estimates: list[Estimate]) -> list[str]:
     """One aligned line per sweep combination (none without a sweep), then the whole run."""
-    lines = [_plan_row(e.name, e.chunk_bytes, e.peak_bytes, e.sequences, e.total_seconds, e.metrics_rows,
-                       e.metrics_bytes.amount, e.attention_rows, e.attention_bytes.amount)
+    lines = [_plan_row(e.name, e.chunk_bytes, e.peak_bytes, e.sequences, _time(e.total_seconds, e.escalation_seconds),
+                       e.metrics_rows, e.metrics_bytes.amount, e.attention_rows, e.attention_bytes.amount)
              for e in estimates if e.columns]  # fmt: skip
+    most = run_seconds(estimates)
     lines.append(_plan_row(
         "whole run", max(e.chunk_bytes for e in estimates), max(e.peak_bytes for e in estimates),
-        sum(e.sequences for e in estimates), run_seconds(estimates), sum(e.metrics_rows for e in estimates),
-        sum(e.metrics_bytes.amount for e in estimates), sum(e.attention_rows for e in estimates),
-        sum(e.attention_bytes.amount for e in estimates),
+        sum(e.sequences for e in estimates), _time(most, most - run_seconds(estimates, remeasured=0.0)),
+        sum(e.metrics_rows for e in estimates), sum(e.metrics_bytes.amount for e in estimates),
+        sum(e.attention_rows for e in estimates), sum(e.attention_bytes.amount for e in estimates),
     ))  # fmt: skip
-    return _aligned([PLAN_HEADER, *lines])
+    table = _aligned([PLAN_HEADER, *lines])
+    if any(" to " in row[4] for row in lines):
+        table.append("time: 'to' if every order is measured again in a finer precision (escalate)")
+    return table
 
 
-def _plan_row(name: str, chunk: float, peak: float, sequences: int, seconds: float, rows: float, row_bytes: float,
+def _time(most: float, escalation: float) -> str:
+    """'~2.7 s', or '~2.7 s to 5.1 s' where escalation may add up to `escalation` seconds."""
+    least, at_most = duration(most - escalation), duration(most)
+    return f"~{least}" + (f" to {at_most}" if at_most != least else "")
+
+
+def _plan_row(name: str, chunk: float, peak: float, sequences: int, time: str, rows: float, row_bytes: float,
               maps: float, map_bytes: float) -> list[str]:  # fmt: skip
     attention = [f"{maps:,.0f}", size(map_bytes)] if maps else ["-", "-"]  # no attention.csv
-    return [name, size(chunk), size(peak), f"{sequences:,}", f"~{duration(seconds)}", f"{rows:,.0f}",
-            size(row_bytes), *attention]  # fmt: skip
+    return [name, size(chunk), size(peak), f"{sequences:,}", time, f"{rows:,.0f}", size(row_bytes),
+            *attention]  # fmt: skip
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from orderlab.plan.amounts import duration
+from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import Device, Rate
 from orderlab.plan.estimate import estimate
 from orderlab.plan.pretrained_cost import pretrained_estimate
 from orderlab.plan.rates import FLOPS_PER_SECOND, SECONDS_PER_ROW
+from orderlab.report.plan_table import plan_table
 from orderlab.spec.schema import Spec
 
 RE_MEASURING = "re-measuring in {} (at most)"
@@ -79,3 +82,20 @@ def test_without_a_rate_in_the_finer_dtype_the_runs_measured_rate_prices_it_at_t
     finer = parts(zoo("bert", "float32", resolution=1e-6), device)[what]
     slower = FLOPS_PER_SECOND["float32"] / FLOPS_PER_SECOND["float64"]
     assert math.isclose(finer, slower * passes(zoo("bert", "float32"), device), rel_tol=1e-4)
+
+
+def test_the_plan_gives_a_range_from_no_order_to_every_order_re_measured():
+    spec, device = zoo("gpt2", "bfloat16"), cpu(bfloat16=4e11, float32=1e11)
+    planned = estimate(spec, "spec.yaml", device)
+    escalation = parts(spec, device)[RE_MEASURING.format("float32")]
+    most, least = run_seconds(planned), run_seconds(planned, remeasured=0.0)
+    assert math.isclose(most - least, escalation, rel_tol=1e-9)
+    assert math.isclose(run_seconds(planned, remeasured=0.25), least + escalation / 4, rel_tol=1e-9)
+    whole = plan_table(planned)[-2]  # the whole run's row, above the note that explains the range
+    assert f"~{duration(least)} to {duration(most)}" in whole and "escalate" in plan_table(planned)[-1]
+
+
+def test_a_plan_that_cannot_escalate_gives_one_time():
+    planned = estimate(zoo("bert", "float32"), "spec.yaml", cpu(float32=1e11))
+    assert run_seconds(planned, remeasured=0.0) == run_seconds(planned)
+    assert " to " not in plan_table(planned)[-1] and "escalate" not in plan_table(planned)[-1]
