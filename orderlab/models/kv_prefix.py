@@ -12,18 +12,21 @@ Opt-in (Batching.packed_tokens), the top depths run first as one call over a pac
 for a GPU, the walk's numbers to round-off.
 
 Valid only for a sentence of one token per word after a single BOS (a word is one trie edge), for the ablations
-a family declares (Family.cached_ablations), and without attention maps or hook points: models/pretrained.py
-runs the rest dense. Knows nothing of metrics or of the measuring loop.
+a family declares (Family.cached_ablations), and without attention maps or writes at hook points: models/pretrained.py
+runs the rest dense. Points read per token (models/walk_points.py) come from the walk's own calls. Knows nothing of
+metrics or of the measuring loop.
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from orderlab.core.hook_points import LOGITS
 from orderlab.families import FAMILIES, Family
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.batching import pad_to_tiles
@@ -33,6 +36,7 @@ from orderlab.models.hf.slot_cache import cache_classes, slot_cache
 from orderlab.models.packed_trie import TreeLayout, packed_depths, tree_layout
 from orderlab.models.precision import widened
 from orderlab.models.prefix_trie import gather_rows, state_rows, trie_depths
+from orderlab.models.walk_points import WalkPoints
 from orderlab.spec.model_specs import HFModelSpec
 from orderlab.spec.schema import Spec
 
@@ -43,6 +47,8 @@ class SharedForward:
 
     hidden: list[torch.Tensor]  # L+1 x (B, T, d): token states, BOS at slot 0, as the dense pass's (none: not asked)
     logprob: torch.Tensor  # (B,): each reordering's log-probability, as sentence_logprob's
+    logits: torch.Tensor | None = None  # (B, T, V): next-token logits, as the dense pass's (None: not asked)
+    points: dict[str, torch.Tensor] = field(default_factory=dict)  # the points asked for that a module forms
 
 
 def one_token_words(tokens: WordTokens) -> bool:
@@ -52,7 +58,12 @@ def one_token_words(tokens: WordTokens) -> bool:
 
 
 def shared_pass(
-    backend: PretrainedBackend, tokens: WordTokens, orders: torch.Tensor, states: bool = True, packed_tokens: int = 0
+    backend: PretrainedBackend,
+    tokens: WordTokens,
+    orders: torch.Tensor,
+    states: bool = True,
+    packed_tokens: int = 0,
+    points: Sequence[str] = (),
 ) -> SharedForward:
     """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module).
 
@@ -60,7 +71,10 @@ def shared_pass(
     deepest depth, which runs each order's last word for its own state alone (the most prefixes: n! of all orders),
     is never run; every term is computed as with states (the same calls, on the same rows).
     packed_tokens: the top depths that fit this many tokens run as one call (top_pass), where the family declares it
-    exact (Family.packed_ablations); the same numbers to round-off, not bit for bit. 0: one call per depth."""
+    exact (Family.packed_ablations); the same numbers to round-off, not bit for bit. 0: one call per depth.
+    points: hook points to read (models/walk_points.py: those a module forms; logits), each as the dense pass's; with
+    states and one call per depth only."""
+    assert not points or (states and not packed_tokens), "points are read at each depth's own call"
     B, n = orders.shape
     orders = orders.to(backend.device)
     depths = trie_depths(orders, backend.row_alignment)
@@ -69,13 +83,15 @@ def shared_pass(
     terms = []  # per depth (B,): log P(slot t's word | the prefix before it)
     keyword = cache_keyword(backend.model)
     packed = packed_depths(run, packed_tokens, backend.row_alignment) if packs(backend, packed_tokens) else 0
+    read = WalkPoints(backend, points)
     with backend.code.ablate(backend.model, backend.ablation, backend.seed):
         if packed:
             logits, kept, cache = top_pass(backend, tree_layout(run[:packed], backend.row_alignment), words,
                                            tokens.ids[0], keyword, n)  # fmt: skip
         else:  # BOS: the root, run once on a row tile
             root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device), backend.row_alignment)
-            out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
+            with read.call(len(root), keep=1):
+                out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
             logits, kept, cache = [out.logits[:, -1]], [[h[:1, 0]] for h in out.hidden_states], getattr(out, keyword)
         parents = 1 if packed == 0 else run[packed - 1].distinct  # distinct prefixes in the cache
         for t, depth in enumerate(depths):  # logits[t]: the next-token logits of depth t's parents
@@ -87,7 +103,8 @@ def shared_pass(
                 break  # the last word's own pass feeds only its state
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 cache.reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            out, parents = next_tokens(backend, new, cache, keyword), depth.distinct
+            with read.call(len(new)):
+                out, parents = next_tokens(backend, new, cache, keyword), depth.distinct
             logits.append(out.logits[:, -1])
             cache = getattr(out, keyword)
             for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
@@ -97,7 +114,10 @@ def shared_pass(
         return SharedForward([], logprob)
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
     hidden = [widened(gather_rows(torch.cat(layer), rows).view(B, n + 1, -1)) for layer in kept]
-    return SharedForward(hidden, logprob)
+    every = None
+    if LOGITS in points:  # the root's row, then each depth's prefixes', as the states
+        every = widened(gather_rows(torch.cat([logits[0][:1], *logits[1:]]), rows).view(B, n + 1, -1))
+    return SharedForward(hidden, logprob, every, read.gathered(rows, B, n + 1))
 
 
 MASKED_ATTENTION = ("eager", "sdpa")  # implementations that apply a 4D mask as given (flash attention drops it)

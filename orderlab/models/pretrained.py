@@ -311,10 +311,11 @@ class PretrainedSentence:
     def forward(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """B reorderings through the model, with the requested hook points it exposes (record_hooks).
 
-        Without hooks, a sentence that shares prefixes gets the dense pass's numbers from the KV-cached one.
+        A sentence that shares prefixes gets the dense pass's numbers from the KV-cached one, its points too where each
+        is read per token (models/walk_points.py); attention probabilities need whole rows: dense.
         """
-        if self.shares_prefixes and not hooks:
-            return self.shared_prefixes(orders)
+        if self.shares_prefixes and all(point_of(name) != "pattern" for name in hooks):
+            return self.shared_prefixes(orders, hooks)
         return self.dense(orders, hooks)
 
     def token_logprobs(self) -> list[tuple[str, int | None, float]]:
@@ -334,17 +335,22 @@ class PretrainedSentence:
     def slot_names(self) -> list[str]:
         return [str(token) for token in self.adapter.shared.backend.tokenizer.convert_ids_to_tokens(self.tokens.ids)]
 
-    def shared_prefixes(self, orders: torch.Tensor) -> Pass:
+    def shared_prefixes(self, orders: torch.Tensor, hooks: HookRequest = ()) -> Pass:
         """Each distinct prefix of the reorderings computed once (models/kv_prefix.py); no attention maps. A run that
-        reads no state (Shared.states) gets the log-probabilities alone: a Pass without states or sentence vectors."""
+        reads no state (Shared.states) and no point gets the log-probabilities alone: a Pass without states or
+        sentence vectors. Points are read at each depth's own call, so a pass reading them walks every depth unpacked
+        (Batching.packed_tokens: the walk's numbers to round-off)."""
         settings = self.adapter.shared
+        packed = 0 if hooks else settings.batching.packed_tokens
         shared = shared_pass(
-            self.adapter.backend, self.tokens, orders, settings.states, settings.batching.packed_tokens
+            self.adapter.backend, self.tokens, orders, settings.states or bool(hooks), packed, list(hooks)
         )
         if not shared.hidden:
             return Pass([], {}, shared.logprob)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
-        return token_pass(shared.hidden, words, shared.logprob)
+        read = Forward(shared.hidden, [], shared.logits, shared.points)
+        points = requested(record_hooks(read), hooks, len(orders)) if hooks else None  # none asked: none gathered
+        return token_pass(shared.hidden, words, shared.logprob, points)
 
     def dense(self, orders: torch.Tensor, hooks: HookRequest) -> Pass:
         """Every reordering's tokens computed whole (with its attention probabilities when a pattern is requested:

@@ -116,24 +116,25 @@ def test_shared_results_do_not_depend_on_the_chunk_size(family):
         )
 
 
-def test_attention_maps_and_hook_points_come_from_the_dense_pass():
+def test_attention_maps_come_from_the_dense_pass_and_points_read_per_token_from_the_walk():
     shared, dense = sentences("llama", "trained", "float64", metrics=("attention", "invariance"))
     request = [hook_name(layer, "output") for layer in (1, 2)]
     with torch.inference_mode():
         maps = pattern_points(2)
         with_maps, with_hooks = shared.forward(ORDERS[:8], maps), shared.forward(ORDERS[:8], hooks=request)
-        expected = dense.forward(ORDERS[:8], maps)
+        expected = dense.forward(ORDERS[:8], maps + request)
     assert len(with_maps.patterns()) == 2 and set(with_hooks.hooks) == set(request) and not with_hooks.patterns()
-    for got in (with_maps, with_hooks):
-        for layer, states in enumerate(expected.hidden):
-            assert torch.equal(got.hidden[layer], states)  # bit for bit: the same dense pass
+    for layer, states in enumerate(expected.hidden):
+        assert torch.equal(with_maps.hidden[layer], states)  # bit for bit: the same dense pass
+    for name in request:  # the walk's (models/walk_points.py), to round-off
+        assert_close(with_hooks.hooks[name], expected.hooks[name], "float64")
 
 
 @pytest.mark.parametrize(
     ("request_", "path"),
     [
         ([], "shared"),
-        (["1.q", "1.attn_out", "2.mid", "2.mlp_out", "logits"], "dense"),  # modules' outputs: no eager attention
+        (["1.q", "1.attn_out", "2.mid", "2.mlp_out", "logits"], "shared"),  # read per token: the walk's own calls
         (["1.pattern"], "dense, eager attention"),  # only eager attention returns the probabilities
     ],
 )  # fmt: skip
