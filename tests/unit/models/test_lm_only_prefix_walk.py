@@ -3,37 +3,23 @@ the last word's own pass feeds only its state. Its numbers are the full walk's, 
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
+from causal_walks import CAUSAL, ORDERS, WORDS, fed_tokens, lm_spec
 
-from orderlab.families import FAMILIES
 from orderlab.measure.adapters import build_adapters
 from orderlab.metrics import CAUSAL_POOLINGS, ENCODER_POOLINGS, reads_states
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.chunks import ROW_ALIGNMENT
 from orderlab.spec.extras import installed
-from orderlab.spec.schema import Spec
 
 pytestmark = [
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
     pytest.mark.usefixtures("one_thread"),
 ]
-CAUSAL = [family.name for family in FAMILIES.values() if family.causal]
-WORDS = ["the", "dog", "bit", "a", "man"]
-ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
-
-
-def lm_spec(family: str, metrics: list[str], dtype: str = "float32") -> Spec:
-    return Spec.model_validate({
-        "model": {"kind": "hf", "family": family, "d_model": 32, "n_heads": 2, "n_layers": 2, "dtype": dtype,
-                  "position_embeddings": list(FAMILIES.get(family).cached_ablations)},
-        "inputs": [{"sentence": " ".join(WORDS), "permutations": "all"}],
-        "metrics": metrics,
-    })  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -52,22 +38,10 @@ def test_only_log_probability_metrics_read_no_states(families, expected):
     assert reads_states(["invariance"], "pretrained", ENCODER_POOLINGS)
 
 
-def fed_tokens(sentence, orders: torch.Tensor):
-    """The pass over `orders`, and the tokens its model was fed call by call."""
-    fed: list[int] = []
-    embeddings = sentence.adapter.shared.backend.model.get_input_embeddings()
-    handle = embeddings.register_forward_hook(lambda _m, args, _out: fed.append(args[0].numel()))
-    try:
-        with torch.inference_mode():
-            return sentence.forward(orders), fed
-    finally:
-        handle.remove()
-
-
 @pytest.mark.parametrize("family", CAUSAL)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_a_log_probability_run_skips_the_deepest_depth_and_gets_the_same_bytes(family, dtype):
-    only, full = (build_adapters(lm_spec(family, metrics, dtype), CPU, Path("spec.yaml"))[0]
+    only, full = (build_adapters(lm_spec(family, metrics, dtype=dtype), CPU, Path("spec.yaml"))[0]
                   for metrics in (["lm_logprob"], ["lm_logprob", "invariance"]))  # fmt: skip
     assert not only.shared.states and full.shared.states
     for rows in (slice(0, 120), slice(7, 57)):  # all orders; a chunk that splits the trie below its first level

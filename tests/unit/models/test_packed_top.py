@@ -3,11 +3,11 @@ Decisions.packed_tokens): the walk's log-probabilities, states and verdicts to f
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
+from causal_walks import ORDERS, WORDS, fed_tokens, lm_spec
 
 from orderlab.families import FAMILIES
 from orderlab.measure.adapters import build_adapters, prefix_sharing
@@ -17,28 +17,16 @@ from orderlab.models.devices import CPU
 from orderlab.models.kv_prefix import packs
 from orderlab.plan.decisions import Decisions
 from orderlab.spec.extras import installed
-from orderlab.spec.schema import Spec
 
 pytestmark = [
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
     pytest.mark.usefixtures("one_thread"),
 ]
-WORDS = ["the", "dog", "bit", "a", "man"]
-ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order: 5, 20, 60, 120, 120
 # float32: the packed call's attention sums over more (masked) keys and its matmuls have other shapes than the walk's,
 # so the two agree to a few ulps of each tensor's largest magnitude, not bit for bit (measured: under 1e-6)
 TOLERANCE = 1e-5
 PACKING = [family.name for family in FAMILIES.values() if family.packed_ablations]
 ALL, TOP_TWO = 512, 64  # budgets: every depth in one call; the root and 5 + 20 prefixes (32 slots in row tiles)
-
-
-def lm_spec(family: str, metrics: list[str], words: list[str] = WORDS) -> Spec:
-    return Spec.model_validate({
-        "model": {"kind": "hf", "family": family, "d_model": 32, "n_heads": 2, "n_layers": 2,
-                  "position_embeddings": list(FAMILIES.get(family).cached_ablations)},
-        "inputs": [{"sentence": " ".join(words), "permutations": "all"}],
-        "metrics": metrics,
-    })  # fmt: skip
 
 
 def adapters(family: str, metrics: list[str], packed_tokens: int):
@@ -48,14 +36,8 @@ def adapters(family: str, metrics: list[str], packed_tokens: int):
 
 def calls(sentence, orders: torch.Tensor):
     """The pass over `orders`, and how many times its model was called."""
-    fed: list[int] = []
-    embeddings = sentence.adapter.shared.backend.model.get_input_embeddings()
-    handle = embeddings.register_forward_hook(lambda _m, args, _out: fed.append(args[0].numel()))
-    try:
-        with torch.inference_mode():
-            return sentence.forward(orders), len(fed)
-    finally:
-        handle.remove()
+    done, fed = fed_tokens(sentence, orders)
+    return done, len(fed)
 
 
 def assert_close(got: torch.Tensor, expected: torch.Tensor) -> None:

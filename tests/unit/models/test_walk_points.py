@@ -3,14 +3,13 @@ dense pass's to float32 round-off, the same keys and shapes; attention probabili
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
+from causal_walks import CAUSAL, ORDERS, WORDS
 
 from orderlab.core.hook_points import LOGITS, hook_name
-from orderlab.families import FAMILIES
 from orderlab.measure.adapters import build_adapters
 from orderlab.models.devices import CPU
 from orderlab.models.pretrained import PretrainedSentence
@@ -22,9 +21,6 @@ pytestmark = [
     pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
     pytest.mark.usefixtures("one_thread"),
 ]
-CAUSAL = [family.name for family in FAMILIES.values() if family.causal]
-WORDS = ["the", "dog", "bit", "a", "man"]
-ORDERS = torch.tensor(list(itertools.permutations(range(len(WORDS)))))  # 120, in label order
 TOLERANCE = 1e-5  # float32, relative to each tensor's largest magnitude
 
 
