@@ -190,7 +190,9 @@ def run_orders(
     backend: ClassifierBackend, examples: list[Example], orders: list[Orders], batch: int,
     advance: Callable[[int], None],
 ) -> list[np.ndarray]:  # fmt: skip
-    """Each example's logits (orders, labels), its orders run in batches of `batch` sequences across examples."""
+    """Each example's logits (orders, labels), its orders run in batches of `batch` sequences across examples, taken in
+    order of their token counts so that a batch pads little (in the order given, each batch pads to its longest: at 8
+    to 12 words, a sixth more rows through every matmul than the tokens need)."""
     texts: list[list[str]] = []
     pairs: list[list[str]] = []
     owners: list[int] = []
@@ -200,12 +202,13 @@ def run_orders(
         pairs += pair or [[] for _ in text]
         owners += [index] * len(text)
     with_pairs = any(example.pair is not None for example in examples)
-    rows = []
+    taken = np.argsort(backend.token_counts(texts, pairs if with_pairs else None), kind="stable")
+    logits = np.zeros((len(texts), len(backend.id2label)))
     for start in range(0, len(texts), batch):
-        chunk = slice(start, start + batch)
-        rows.append(backend.logits(texts[chunk], pairs[chunk] if with_pairs else None).cpu().numpy())
+        chunk = taken[start : start + batch]
+        run = backend.logits([texts[i] for i in chunk], [pairs[i] for i in chunk] if with_pairs else None)
+        logits[chunk] = run.cpu().numpy()
         advance(min(start + batch, len(texts)))
-    logits = np.concatenate(rows) if rows else np.zeros((0, 0))
     owner = np.array(owners)
     return [logits[owner == index] for index in range(len(examples))]
 
