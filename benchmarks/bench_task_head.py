@@ -148,14 +148,16 @@ def timed(call: Callable[[], object]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 examples x 20 orders, one round")
+    parser.add_argument("--quick", action="store_true", help="40 examples x 20 orders, one round unless --rounds")
     parser.add_argument("--examples", type=int, default=1000, help="labelled examples")
     parser.add_argument("--orders", type=int, default=100, help="shuffles per example")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
+    parser.add_argument("--rounds", type=int, help="alternating rounds, medians reported (default 3; --quick: 1)")
     parser.add_argument("--dtype", default="bfloat16", help="the classifier's dtype, both sides")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the figures go into")
     args = parser.parse_args()
-    examples, orders, rounds = (40, 20, 1) if args.quick else (args.examples, args.orders, args.rounds)
+    examples, orders, rounds = (
+        (40, 20, args.rounds or 1) if args.quick else (args.examples, args.orders, args.rounds or 3)
+    )
     tune_allocator()  # as `orderlab run` does: both sides under the same allocator
     figures: dict[str, Any] = {
         "model": f"seeded BERT sequence classifier, 12 layers, d_model 768, 12 heads, 2 labels, {args.dtype}",
