@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orderlab.core import bounds
 from orderlab.core.text import tokenize
-from orderlab.core.userfiles import FileProblem, read_file
+from orderlab.core.userfiles import FileProblem, json_object_lines, read_file
 from orderlab.errors import OrderlabError
 
 MAX_DATASET_BYTES = 256 * 2**20  # ~1 million NLI pairs; a larger file is refused unread
@@ -140,24 +139,8 @@ def _jsonl_records(path: Path, data: bytes) -> list[tuple[str, dict[str, Any]]]:
     """One JSON object a line (blank lines skipped); a line that is not one is file:line."""
     if data.startswith(PARQUET_MAGIC):
         raise FileProblem(path, f"Parquet bytes in a .jsonl file; expected {EXPECTED} whose extension says its kind")
-    text = _utf8(path, data)
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as error:
-            reason = str(error).split(":")[0][:80]
-            raise OrderlabError(f"{path}:{number}: not a JSON object ({reason}); expected one example a line") from None
-        if not isinstance(record, dict):
-            raise OrderlabError(f"{path}:{number}: a JSON {type(record).__name__}; expected one JSON object a line")
-        records.append((f"{path}:{number}", record))
-    return records
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    lines = json_object_lines(path, _utf8(path, data), "one JSON object a line, one example each")
+    return [(f"{path}:{number}", record) for number, record in lines]
 
 
 def _csv_records(path: Path, data: bytes) -> list[tuple[str, dict[str, Any]]]:

@@ -11,13 +11,12 @@ pandas: `orderlab validate` reads the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from orderlab.core import bounds
 from orderlab.core.text import tokenize
-from orderlab.core.userfiles import FileProblem, folder_name_problem, read_text
+from orderlab.core.userfiles import FileProblem, folder_name_problem, json_object_lines, read_text
 
 # 64 MiB holds BLiMP whole (67 paradigms x 1,000 pairs, about 30 MiB as released) with room for notes in its keys.
 MAX_PAIRS_BYTES = 64 * 2**20
@@ -44,9 +43,8 @@ def read_minimal_pairs(path: Path) -> list[MinimalPair]:
     """The pairs of `path`, in file order; one FileProblem line (`file:line: ...`) for the first bad line."""
     text = read_text(path, MAX_PAIRS_BYTES, "a BLiMP-format JSONL file of minimal pairs")
     pairs = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.strip():
-            pairs.append(_pair(f"{path}:{number}", number, raw))
+    for number, entry in json_object_lines(path, text, EXPECTED):
+        pairs.append(_pair(f"{path}:{number}", number, entry))
         if len(pairs) > MAX_PAIRS:
             raise FileProblem(f"{path}:{number}", f"over {MAX_PAIRS:,} pairs; expected at most {MAX_PAIRS:,}")
     if not pairs:
@@ -54,13 +52,7 @@ def read_minimal_pairs(path: Path) -> list[MinimalPair]:
     return pairs
 
 
-def _pair(where: str, number: int, raw: str) -> MinimalPair:
-    try:
-        entry = json.loads(raw, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as error:
-        raise FileProblem(where, f"not valid JSON ({str(error)[:80]}); expected {EXPECTED}") from None
-    if not isinstance(entry, dict):
-        raise FileProblem(where, f"a JSON {type(entry).__name__}; expected {EXPECTED}")
+def _pair(where: str, number: int, entry: dict[str, object]) -> MinimalPair:
     good, bad = (_sentence(where, entry, key) for key in ("sentence_good", "sentence_bad"))
     if tokenize(good) == tokenize(bad):
         raise FileProblem(where, f"{' '.join(tokenize(good))!r} twice; expected a sentence and its minimal "
@@ -70,10 +62,6 @@ def _pair(where: str, number: int, raw: str) -> MinimalPair:
         number, good, bad, _name(where, entry, phenomenon, True) or "", _name(where, entry, "UID", False),
         _name(where, entry, "field", False),
     )  # fmt: skip
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _sentence(where: str, entry: dict[str, object], key: str) -> str:

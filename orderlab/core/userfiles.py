@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -193,7 +194,7 @@ def read_text(path: Path, limit: int, expected: str) -> str:
         raise FileProblem(path, f"not UTF-8 text (byte {error.start}); expected {expected}") from None
 
 
-def parse_json(path: Path, text: str, expected: str, non_finite: bool = False) -> Any:
+def parse_json(path: Path | str, text: str, expected: str, non_finite: bool = False) -> Any:
     """Strict JSON: no integer past Python's digit limit, no nesting past the recursion limit, and no NaN or
     Infinity unless `non_finite` (a shard's partials.json, where Python's json wrote measured NaN as NaN)."""
 
@@ -206,6 +207,20 @@ def parse_json(path: Path, text: str, expected: str, non_finite: bool = False) -
         raise FileProblem(path, f"not valid JSON ({str(error)[:120]}); expected {expected}") from None
     except RecursionError:
         raise FileProblem(path, f"JSON nested too deep to read; expected {expected}") from None
+
+
+def json_object_lines(path: Path, text: str, expected: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file's text as a JSON object, with its 1-based number, read as it is asked for
+    (a caller bounds how many it takes); the first line that is not one is one FileProblem line, `file:line: ...`,
+    held to parse_json's strict rules."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        record = parse_json(where, line, expected)
+        if not isinstance(record, dict):
+            raise FileProblem(where, f"a JSON {type(record).__name__}; expected {expected}")
+        yield number, record
 
 
 def read_json(

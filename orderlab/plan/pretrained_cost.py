@@ -53,7 +53,7 @@ from orderlab.plan.rates import (
     itemsize,
 )
 from orderlab.plan.written import attention_csv, kept_last, probe_row_bytes, probe_rows_per_layer, reordering_needs
-from orderlab.spec.dataset_examples import examples_of
+from orderlab.spec.dataset_examples import examples_of, training_examples
 from orderlab.spec.extras import packaged_model_folder
 from orderlab.spec.model_specs import CorpusInputs, HFModelSpec, PretrainedModelSpec
 from orderlab.spec.schema import DatasetInputs, Spec, relative_to_spec
@@ -134,6 +134,7 @@ class _Workload:
     held: float  # bytes of rows kept in memory until the end
     field: FieldPath  # what to change when it is too much
     subject: str
+    fit: tuple[tuple[int, int], ...] = ()  # passes run once, not per ablation: a head's fit (as `passes`)
 
 
 def walked_depths(spec: Spec, words: int) -> int:
@@ -211,7 +212,8 @@ def _dataset_workload(spec: Spec, spec_file: Path) -> _Workload:
     in the twin precision. Rows: per order the prediction and margin, and a labelled example's gold probability; per
     example at most the published metrics that can apply to it (an unlabelled one: flip_rate; a labelled one: all but
     one of p_c and p_f, correct_surviving only where the original is right, which the estimate counts as if it were:
-    at most one row over per example)."""
+    at most one row over per example). A head orderlab fits (models/hf/head_fit.py) first runs each of its training
+    examples once, under the trained positions; the descent after it is hundredths of a second, not priced."""
     inputs = spec.inputs
     assert isinstance(inputs, DatasetInputs)
     examples = examples_of(inputs, spec_file)
@@ -227,8 +229,12 @@ def _dataset_workload(spec: Spec, spec_file: Path) -> _Workload:
         rows += written
         row_bytes += written * (TASK_ROW_FIXED_BYTES + TASK_ROW_BYTES_PER_WORD * words)
     subject = f"{len(examples):,} examples and their shuffles"
+    model = spec.model
+    fitted = training_examples(model, inputs, spec_file) if isinstance(model, PretrainedModelSpec) and \
+        model.train_head is not None else []  # fmt: skip
+    fit = tuple((len(example.text) + len(example.pair or []), 1) for example, _ in fitted)
     return _Workload(passes, [], rows, row_bytes, inputs.batch_size, rows * ROW_MEMORY_BYTES,
-                     ("inputs", "permutations"), subject)  # fmt: skip
+                     ("inputs", "permutations"), subject, fit)  # fmt: skip
 
 
 def pretrained_estimate(
@@ -258,7 +264,8 @@ def pretrained_estimate(
         """A sequence's tokens: its words' pieces and the specials ([CLS] and [SEP], or a causal LM's BOS)."""
         return (1.0 if seeded else TOKENS_PER_WORD) * words + (1 if shape.head else 2)
 
-    longest = math.ceil(tokens(max([words for words, _ in work.passes] + [words for words, _, _ in work.shared])))
+    longest = math.ceil(tokens(max([words for words, _ in [*work.passes, *work.fit]] +
+                                   [words for words, _, _ in work.shared])))  # fmt: skip
     values = pass_values(shape, longest, maps)
     dense = work.batch if corpus else orders_per_pass("pretrained", shape, longest, maps, False, item_bytes,
                                                       device.memory, device.kind)  # fmt: skip
@@ -300,6 +307,12 @@ def pretrained_estimate(
 
     if escalation := escalation_seconds(spec, twin_seconds):
         seconds.append(escalation)
+    if work.fit:
+        fit_flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.fit)
+        fit = forward_seconds(device, "pretrained", model.dtype, fit_flops, math.ceil(len(work.fit) / dense), layers,
+                              PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+        seconds.append(Cost(fit, "fitting the head", ("model", "train_head", "dataset"),
+                            f"{len(work.fit):,} examples to fit the head on", "fewer examples"))  # fmt: skip
     working = Cost(batch + ablations * work.held, "rows held until the end", work.field, work.subject, expected)
     labels = sum(map(len, model.labels)) / ablations  # the encoding column: each row's label
     metrics = Cost(ablations * work.row_bytes + rows * labels, "metrics.csv", work.field, f"{rows:,.0f} rows",

@@ -125,7 +125,7 @@ def test_validate_prices_a_dataset_run(tmp_path: Path):
         (MODEL, '{"premise": "a b", "hypothesis": "c d", "label": "maybe", "genre": "x"}\n',
          ["nli_tiny.jsonl:1: label 'maybe'", "entailment, neutral, contradiction"]),
         (MODEL, '{"premise": "a b", "hypothesis": "c d", "label": 0, "genre": "x"}\n{"premise": \n',
-         ["nli_tiny.jsonl:2: not a JSON object"]),
+         ["nli_tiny.jsonl:2: not valid JSON"]),
         ("{d_model: 32, n_heads: 2, n_layers: 1}", '{"premise": "a b", "hypothesis": "c", "label": 0, "genre": "x"}\n',
          ["dataset inputs need a sequence-classification model"]),
         ("{kind: hf, family: bert, d_model: 32, n_heads: 2, n_layers: 1}",

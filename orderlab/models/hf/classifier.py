@@ -112,13 +112,14 @@ class ClassifierBackend:
         other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
+    def token_counts(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> list[int]:
+        """Each sequence's tokens as `logits` runs it (special tokens included, no padding)."""
+        return [len(ids) for ids in self._tokenized(texts, pairs)["input_ids"]]
+
     def logits(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> torch.Tensor:
         """(B, num_labels) float64 logits of each sequence: words tokenized one by one (is_split_into_words), so a
         shuffled sentence has exactly the sub-tokens the tokenizer gives it; padded, with the attention mask."""
-        encoded = self.tokenizer(
-            [list(words) for words in texts], None if pairs is None else [list(words) for words in pairs],
-            is_split_into_words=True, padding=True, return_tensors="pt",
-        )  # fmt: skip
+        encoded = self._tokenized(texts, pairs, padding=True, return_tensors="pt")
         encoded = {key: value.to(self.device) for key, value in encoded.items()}
         limit = self.code.max_tokens(self.model.config)
         if limit is not None and encoded["input_ids"].shape[1] > limit:
@@ -128,6 +129,12 @@ class ClassifierBackend:
             out = self.model(**encoded)
         logits: torch.Tensor = out.logits.double()
         return logits
+
+    def _tokenized(self, texts: Sequence[Words], pairs: Sequence[Words] | None, **options: Any) -> Any:
+        return self.tokenizer(
+            [list(words) for words in texts], None if pairs is None else [list(words) for words in pairs],
+            is_split_into_words=True, **options,
+        )  # fmt: skip
 
 
 def _auto_class(transformers: Any) -> Any:

@@ -37,7 +37,7 @@ def test_jsonl_and_csv_give_the_same_examples(tmp_path: Path):
 @pytest.mark.parametrize(
     ("name", "content", "fragment"),
     [
-        ("bad.jsonl", '{"premise": "a b", "label": 0}\n{"premise": "c d", \n', "bad.jsonl:2: not a JSON object"),
+        ("bad.jsonl", '{"premise": "a b", "label": 0}\n{"premise": "c d", \n', "bad.jsonl:2: not valid JSON"),
         ("bad.jsonl", '{"premise": "a b", "label": 0}\n[1, 2]\n', "bad.jsonl:2: a JSON list"),
         ("bad.csv", "premise,label\na b,0\nc d,1,extra\n", "bad.csv:3: 3 cells; expected 2"),
         ("bad.csv", '{"premise": "a b"}\n', "JSON contents in a .csv file"),

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from orderlab.core.userfiles import FileModel, FileProblem, SafeName, read_json, read_text
+from orderlab.core.userfiles import FileModel, FileProblem, SafeName, json_object_lines, read_json, read_text
 
 
 class Shard(FileModel):
@@ -100,3 +100,16 @@ def _raised(call) -> BaseException | None:
     except BaseException as error:  # the test inspects it
         return error
     return None
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [("[1, 2]", "data.jsonl:3: a JSON list; expected one object"), ('{"a": NaN}', "data.jsonl:3: not valid JSON"),
+     ("{oops", "data.jsonl:3: not valid JSON"), ("[" * 100_000, "data.jsonl:3: JSON nested too deep")],
+)  # fmt: skip
+def test_json_lines_are_objects_with_their_numbers_and_a_bad_one_is_file_line(line, fragment):
+    text = '{"a": 1}\n\n' + line + "\n"
+    with pytest.raises(FileProblem, match=fragment.replace("[", r"\[")):
+        list(json_object_lines(Path("data.jsonl"), text, "one object"))
+    assert list(json_object_lines(Path("data.jsonl"), '{"a": 1}\n  \n{"b": [2]}\n', "one object")) == [
+        (1, {"a": 1}), (3, {"b": [2]})]  # fmt: skip

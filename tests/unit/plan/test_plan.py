@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +34,12 @@ def plan_table(cli, path: Path) -> list[str]:
 def cells(line: str) -> list[str]:
     """A plan line's cells: columns are separated by two or more spaces."""
     return re.split(r"\s{2,}", line.strip())
+
+
+def seconds(shown: str) -> float:
+    """A plan's time cell ('~20.5 s', '~1.5 min') in seconds."""
+    amount, unit = shown.removeprefix("~").split()
+    return float(amount.replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[unit]
 
 
 def test_validate_plan_prints_one_aligned_line_per_sweep_combination(cli):
@@ -179,3 +186,27 @@ def test_the_plan_counts_the_token_states_a_shared_prefix_pass_computes(words, c
     listed = pretrained_cost.shared_token_states(words, len(orders), chunk, orders.tolist())
     assert listed == computed  # a list: counted
     assert computed <= counted * 1.05 and counted <= computed * 1.5
+
+
+@pytest.mark.skipif(not HAS_HF, reason="needs the optional extra: pip install 'orderlab[hf]'")
+def test_validate_plan_prices_the_passes_that_fit_a_head(cli, tmp_path):
+    """A head orderlab fits runs each training example through the encoder once: twenty times the examples, twenty
+    times that part, and a longer plan."""
+    (tmp_path / "data").mkdir()
+    for name in ("sentiment_train.jsonl", "sentiment_test.jsonl"):
+        shutil.copy(ROOT / "experiments" / "data" / name, tmp_path / "data" / name)
+    (tmp_path / "data" / "more_train.jsonl").write_text((tmp_path / "data" / "sentiment_train.jsonl").read_text() * 20)
+    shipped = (ROOT / "experiments" / "minilm_task_head.yaml").read_text()
+    specs = [tmp_path / "few.yaml", tmp_path / "more.yaml"]
+    specs[0].write_text(shipped.replace("name: minilm_task_head", "name: few"))
+    specs[1].write_text(
+        shipped.replace("name: minilm_task_head", "name: more").replace("sentiment_train", "more_train")
+    )
+    estimates = [estimate.estimate(load_spec(p).spec, p) for p in specs]
+    fits = [
+        [cost.amount for e in found for cost in e.seconds if cost.what == "fitting the head"] for found in estimates
+    ]
+    assert len(fits[0]) == len(fits[1]) == 1 and fits[0][0] > 0
+    assert fits[1][0] == pytest.approx(20 * fits[0][0], rel=0.1)  # per-pass overheads aside
+    few, more = (seconds(cells(plan_table(cli, p)[1])[4]) for p in specs)  # this machine's measured rates
+    assert more > few
