@@ -247,7 +247,8 @@ def pretrained_estimate(
     ablations, item_bytes = len(model.position_embeddings), itemsize(model.dtype)
     d, layers = shape.d_model, shape.n_layers
     name = f"model {_model_name(model)}"
-    weights = Cost(model_weight_bytes(shape, model.dtype), "model weights", ("model",), name, "a smaller model")
+    copied = isinstance(spec.inputs, DatasetInputs)  # a classifier's twin is a copy (models/hf/classifier.py)
+    weights = Cost(model_weight_bytes(shape, model.dtype, copied), "model weights", ("model",), name, "a smaller model")
     corpus = isinstance(spec.inputs, CorpusInputs | DatasetInputs)  # batched as the spec says, not by the plan
     seeded = isinstance(model, HFModelSpec) and model.seeded  # a word-level tokenizer: one token a word
     # A seeded causal LM's sentences share prefixes (a checkpoint's, where its words are one token each: not known
@@ -342,11 +343,12 @@ def _model_name(model: PretrainedModelSpec | HFModelSpec) -> str:
     return model.given.model_class.rsplit(".", 1)[-1] if model.given else model.name or model.path or str(model.family)
 
 
-def model_weight_bytes(shape: ModelShape, dtype: str) -> float:
+def model_weight_bytes(shape: ModelShape, dtype: str, twin_copied: bool = False) -> float:
     """A zoo model's weights at their peak. float32 and float64: loaded in float32 (4 bytes), then held in the run's
     dtype and in its round-off twin's, the other one (4 + 8). A 16-bit model is drawn or loaded straight in its
     dtype, and its twin borrows its weights, widening each to float32 while an op reads it, a vocabulary-wide one a
-    piece at a time (models/precision.py)."""
+    piece at a time (models/precision.py); twin_copied: a classifier's twin, a float32 copy of the whole model."""
     if dtype in ("float32", "float64"):
         return shape.parameters * 16
-    return shape.parameters * WEIGHT_BYTES[dtype] + min(shape.vocab * shape.d_model, WIDEN_NUMBERS) * 4
+    twin = shape.parameters * 4 if twin_copied else min(shape.vocab * shape.d_model, WIDEN_NUMBERS) * 4
+    return shape.parameters * WEIGHT_BYTES[dtype] + twin

@@ -210,3 +210,20 @@ def test_validate_plan_prices_the_passes_that_fit_a_head(cli, tmp_path):
     assert fits[1][0] == pytest.approx(20 * fits[0][0], rel=0.1)  # per-pass overheads aside
     few, more = (seconds(cells(plan_table(cli, p)[1])[4]) for p in specs)  # this machine's measured rates
     assert more > few
+
+
+@pytest.mark.skipif(not HAS_HF, reason="needs the optional extra: pip install 'orderlab[hf]'")
+def test_a_16_bit_classifiers_weights_count_its_twins_float32_copy(tmp_path):
+    """A classifier's round-off twin is a float32 copy of the model (models/hf/classifier.py), where a zoo model's
+    twin borrows the 16-bit weights: its plan holds 2 + 4 bytes a weight."""
+    (tmp_path / "data").mkdir()
+    for name in ("sentiment_train.jsonl", "sentiment_test.jsonl"):
+        shutil.copy(ROOT / "experiments" / "data" / name, tmp_path / "data" / name)
+    shipped = (ROOT / "experiments" / "minilm_task_head.yaml").read_text()
+    weights = {}
+    for dtype in ("float32", "bfloat16"):
+        path = tmp_path / f"{dtype}.yaml"
+        path.write_text(shipped.replace("  kind: pretrained\n", f"  kind: pretrained\n  dtype: {dtype}\n"))
+        (found,) = estimate.estimate(load_spec(path).spec, path)
+        weights[dtype] = found.weights.amount
+    assert weights["bfloat16"] == pytest.approx(weights["float32"] * 6 / 16)  # float32: 4 + 8 + the 4 it loads in
