@@ -97,6 +97,8 @@ def shared_pass(
         for t, depth in enumerate(depths):  # logits[t]: the next-token logits of depth t's parents
             new = words.index_select(0, depth.word)  # (U,)
             terms.append(torch.log_softmax(widened(logits[t]), dim=-1)[depth.parent, new][depth.of_order])
+            if LOGITS not in points:  # read: its rows (prefixes x vocabulary) freed, as one call's output was before
+                logits[t] = logits[t][:0]
             if t < packed:
                 continue  # its own pass is in the packed call
             if t == len(run):

@@ -134,7 +134,7 @@ def test_other_cpu_kernels_pass_check_against_the_committed_baseline(spec: str, 
     and `default`, all of them round-off, before round-off was written as 0.
     """
     path = ROOT / "experiments" / f"{spec}.yaml"  # checked against its committed baseline, as CI checks it
-    other = python_orderlab("check", path, env={"ATEN_CPU_CAPABILITY": kernels}, cwd=ROOT, timeout=300)
+    other = python_orderlab("check", path, env={"ATEN_CPU_CAPABILITY": kernels}, timeout=300)
     assert other.returncode == 0, other.stdout + other.stderr
 
 
