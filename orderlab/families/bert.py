@@ -71,4 +71,5 @@ FAMILY = Family(
     ablate=table_ablation("embeddings.position_embeddings"),
     unused_parts=("pooler",),
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

@@ -78,4 +78,5 @@ FAMILY = Family(
     seeded_config=seeded_config,
     ablate=table_ablation("embeddings.position_embeddings"),
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

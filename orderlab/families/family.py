@@ -254,6 +254,10 @@ class Family:
     # A seeded model's head width must be a multiple of this (2 where rotary positions rotate pairs), and why.
     head_width_multiple: int = 1
     head_width_reason: str = ""
+    # Whether its attention goes through transformers' AttentionInterface (ALL_ATTENTION_FUNCTIONS.get_interface), so
+    # that a pass may run an implementation of orderlab's that replaces a layer's probabilities: `L.pattern` is then
+    # writable (models/hf/pattern_writes.py); else its attention is its own code, and the pattern read only.
+    attention_interface: bool = False
 
     def hook_points(self, config: Any = None) -> tuple[str, ...]:
         """Its per-layer points in the vocabulary's order (core/hook_points.LAYER_POINTS), for a loaded model's config

@@ -82,4 +82,5 @@ FAMILY = Family(
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
     packed_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # position ids, 4D mask as given
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

@@ -83,4 +83,5 @@ FAMILY = Family(
     head_width_multiple=8,
     head_width_reason="RoPE rotates pairs of a quarter of each head",
     hook_sites=hook_sites,
+    attention_interface=True,
 )

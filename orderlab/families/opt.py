@@ -103,4 +103,5 @@ FAMILY = Family(
     cached_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # the table is read at position ids
     packed_ablations=("trained", "zero", "shuffled", "sinusoidal"),  # position ids as given (the offset added after)
     hook_sites=hook_sites,
+    attention_interface=True,
 )

@@ -58,4 +58,5 @@ FAMILY = Family(
     head_width_multiple=2,
     head_width_reason="RoPE rotates pairs",
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

@@ -62,4 +62,5 @@ FAMILY = Family(
     unused_parts=("pooler",),
     max_tokens=max_tokens,
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

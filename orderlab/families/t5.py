@@ -92,4 +92,5 @@ FAMILY = Family(
     ablate=ablate,
     max_tokens=no_limit,
     hook_sites=fixed_sites(HOOK_SITES),
+    attention_interface=True,
 )

@@ -2,12 +2,13 @@
 
 `L.output` is what layer L's block returns (its hidden states), `L.input` what layer L receives (for L >= 2, layer
 L-1's output; for L = 1, the embeddings' output, however the family forms it); the points a module forms inside a
-block (q, k, v, attn_out, mid, mlp_out where the family's file declares them: models/hf/sites.py) and a causal LM's
-logits likewise. A function maps the point's tensor to one of the same shape. Like an ablation, each is a hook
-around one pass, removed after it, so no weight is written; unlike one, it is the user's: the spec records it under
-`model.user_hooks` by its name and its rows' labels carry USER_HOOK (spec/model_specs.py), never a built-in ablation's
-name alone. The hidden states a pass records reflect the change: a causal LM's and T5's last recorded output is
-after their final norm, as transformers returns it.
+block (q, k, v, attn_out, mid, mlp_out where the family's file declares them: models/hf/sites.py), the attention
+pattern formed inside attention (where it goes through transformers' AttentionInterface: models/hf/pattern_writes.py)
+and a causal LM's logits likewise. A function maps the point's tensor to one of the same shape. Like an ablation,
+each is a hook around one pass, removed after it, so no weight is written; unlike one, it is the user's: the spec
+records it under `model.user_hooks` by its name and its rows' labels carry USER_HOOK (spec/model_specs.py), never a
+built-in ablation's name alone. The hidden states a pass records reflect the change: a causal LM's and T5's last
+recorded output is after their final norm, as transformers returns it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from orderlab.core.hook_points import LOGITS, layer_of, point_of, unknown_point
 from orderlab.errors import OrderlabError
 from orderlab.families.family import Family
+from orderlab.models.hf.pattern_writes import patterns_written
 from orderlab.models.hf.sites import Rows, layer_blocks, points_written, read_only, writable_points
 from orderlab.models.user_hooks import UserHook, applied
 
@@ -64,8 +66,12 @@ def user_hooks_applied(
         yield
         return
     blocks = layer_blocks(model)
+    patterns = {name: function for name, function in hooks.items() if point_of(name) == "pattern"}
     with ExitStack() as stack:
+        stack.enter_context(patterns_written(model, patterns))  # formed inside attention: models/hf/pattern_writes.py
         for name, function in hooks.items():
+            if name in patterns:
+                continue
             where = hooked_block(name, len(blocks))
             # before transformers' own hooks, which record a layer's input or output as the hidden states it returns
             if name == LOGITS:

@@ -166,9 +166,11 @@ def points_written(
 
 def writable_points(family: Family, config: Any) -> tuple[str, ...]:
     """A family's per-layer points that a user's function may replace: those a module emits or that the block goes on
-    with from a module's argument (HookSite.in_place), and the layer's input."""
+    with from a module's argument (HookSite.in_place), the layer's input, and the pattern where the family's attention
+    goes through transformers' AttentionInterface (models/hf/pattern_writes.py)."""
     formed = sites(family, config)
     return tuple(point for point in family.hook_points(config) if point == "input" or
+                 (point == "pattern" and family.attention_interface) or
                  (point in formed and formed[point].writable))  # fmt: skip
 
 
@@ -177,7 +179,9 @@ def read_only(family: Family, config: Any, point: str) -> str:
     site = sites(family, config).get(point)
     if site is not None and site.side == "input":
         return f"formed inline ({site.module}'s input): read only"
-    return "formed inside attention: read only" if point == "pattern" else "read only"
+    if point == "pattern":
+        return "formed inside attention code of the family's own (not transformers' AttentionInterface): read only"
+    return "read only"
 
 
 def blocks_path(model: torch.nn.Module) -> str:
