@@ -47,3 +47,12 @@ def test_a_shard_or_a_corpus_is_refused_in_one_line(tmp_path):
     (tmp_path / "lines.txt").write_text("the dog saw a\n")
     path.write_text(yaml.safe_dump({**SPEC, "inputs": {"file": "lines.txt"}, "metrics": ["invariance"]}))
     assert_refused(invoke("validate", path), "patching: a corpus's lines are measured in batched passes, never patched")
+
+
+def test_a_pattern_that_the_family_forms_in_attention_code_of_its_own_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "patched.yaml"
+    model = {**SPEC["model"], "family": "bloom"}
+    path.write_text(yaml.safe_dump({**SPEC, "model": model, "patching": {"points": ["pattern"], "layers": [1]}}))
+    assert_refused(invoke("run", path, "--out", tmp_path), "patching: points: '1.pattern' is formed inside attention "
+                   "code of the family's own (not transformers' AttentionInterface): read only on bloom")  # fmt: skip
+    assert not (tmp_path / "patched").exists()

@@ -197,8 +197,10 @@ def nnsight_path(model: torch.nn.Module, family: Family, name: str) -> str:
     if layer is None:  # a whole pass's: a causal LM's logits
         return "model.output.logits"
     block = f"model.{blocks_path(model)}[{layer - 1}]"
-    if point in ("input", "pattern"):  # what transformers returns: the block's input, its attention probabilities
-        return f"{block}.input" if point == "input" else f"model.output.attentions[{layer - 1}] (eager attention)"
+    if point == "input":
+        return f"{block}.input"
+    if point == "pattern":  # what transformers returns after the pass: no write there reaches the pass
+        return f"model.output.attentions[{layer - 1}] (eager attention; read only there)"
     site = sites(family, config)[point]
     part = "" if site.part is None else f" (its {point} third)" if site.fused == "blocks" else f" (each head's {point})"
     return f"{block}{'.' if site.module else ''}{site.module}.{site.side}{part}"

@@ -126,6 +126,22 @@ def test_one_slots_keys_recover_the_share_two_hand_written_hooks_give(attention_
     assert float(rows.share.iloc[0]) == pytest.approx(by_hand, abs=1e-5)
 
 
+def test_every_slots_layer_1_pattern_by_word_recovers_the_whole_difference_the_last_alone_none(seeded):
+    """Without positions a layer-1 value is its word's alone, so a word's layer-1 state is its attention over the
+    words' values: given the source's probabilities by word (match: word reorders the key columns too), every word's
+    layer-1 state is the source's, and the last word's layer-2 attention over the same states in another order is
+    too. The last word's own row already matches by word (it saw every word in both orders)."""
+    import orderlab.api as ol
+
+    patching = {"points": ["pattern"], "layers": [1], "slots": [[0, 1, 2, 3, 4], [4], [], [1]], "match": "word"}
+    frame = ol.patch(spec(patching), model=seeded.model, tokenizer=seeded.tokenizer).shares
+    assert share(frame, "0+1+2+3+4") == (1.0, "recovers all")
+    assert share(frame, "4") == share(frame, "none") == (0.0, "recovers none")
+    assert share(frame, "1")[1] == "recovers part"
+    assert set(frame.point) == {"pattern"}
+    assert seeded.model.config._attn_implementation == "sdpa"  # the model's own, after the eager passes patched
+
+
 def test_every_slots_queries_keys_and_values_together_give_the_source_state():
     """The patching's own recording and writing functions, all three points at once through the one hook channel."""
     import torch
@@ -193,7 +209,6 @@ def test_a_slot_reads_the_source_at_its_position_or_where_its_word_is():
     ("patching", "expected"),
     [
         ({"layers": [3]}, "patching: layers [3]: the model has 2"),
-        ({"points": ["pattern"]}, "patching: points: '1.pattern' is formed inside attention: read only on gpt2"),
         ({"slots": [[5]]}, "patching: slots: [5] reaches past the 5 word slots"),
         ({"pairs": [[[0, 1], [1, 0]]]}, "patching: pairs: [0, 1] is no order of the 5 words"),
     ],

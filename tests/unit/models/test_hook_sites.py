@@ -161,20 +161,20 @@ def test_a_function_written_at_a_point_is_what_the_point_reads_and_what_follows_
     from orderlab.models.hf.sites import writable_points
     from orderlab.models.pretrained import record_hooks
 
-    backend = PretrainedBackend(Seeded(16, 2, 2, tuple(WORDS), 0), "float64", family=family)
+    backend = PretrainedBackend(Seeded(16, 2, 2, tuple(WORDS), 0), "float64", attention=True, family=family)
     ids = torch.tensor([backend.word_tokens(WORDS).ids])
     config = backend.model.config
     writable = writable_points(backend.code, config)
     names = [hook_name(1, point) for point in writable] + ["2.output"]
     with torch.no_grad():
-        plain = record_hooks(backend.forward(ids, points=names))
+        plain = record_hooks(backend.forward(ids, attention=True, points=names))
         for point in [name for name in names[:-1] if name != "1.input"]:
             checked_hooks(backend.model, backend.code, {point: torch.zeros_like})
             backend.user_hooks = {point: torch.zeros_like}
-            hooked = record_hooks(backend.forward(ids, points=names))
+            hooked = record_hooks(backend.forward(ids, attention=True, points=names))
             assert hooked[point].abs().max() == 0, point  # read after the write, in the same layout
             assert not torch.allclose(hooked["2.output"], plain["2.output"]), point
-    for point in sorted(set(backend.code.hook_points(config)) - set(writable)):  # formed inline: read only
+    for point in sorted(set(backend.code.hook_points(config)) - set(writable)):  # formed inline or in attention
         with pytest.raises(OrderlabError, match=rf"^hooks: '1.{point}' is .*read only on {family}; expected one of"):
             checked_hooks(backend.model, backend.code, {f"1.{point}": torch.zeros_like})
 

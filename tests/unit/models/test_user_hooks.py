@@ -139,10 +139,10 @@ def test_what_cannot_be_hooked_is_one_line():
             r"from 1 and POINT one of input, q, k, v, pattern, attn_out, mid, mlp_out, output$",
         ),  # the spec's check
         (
-            spec(),
+            spec("bloom"),
             {"1.pattern": doubled},
-            r"^hooks: '1.pattern' is formed inside attention: read only on gpt2; "
-            r"expected one of input, q, k, v, attn_out, mid, mlp_out, output$",
+            r"^hooks: '1.pattern' is formed inside attention code of the family's own \(not transformers' "
+            r"AttentionInterface\): read only on bloom; expected one of input, q, k, v, attn_out, mid, mlp_out, output$",
         ),
     ]
     for written, hooks, message in cases:
