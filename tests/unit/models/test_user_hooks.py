@@ -142,7 +142,8 @@ def test_what_cannot_be_hooked_is_one_line():
             spec("bloom"),
             {"1.pattern": doubled},
             r"^hooks: '1.pattern' is formed inside attention code of the family's own \(not transformers' "
-            r"AttentionInterface\): read only on bloom; expected one of input, q, k, v, attn_out, mid, mlp_out, output$",
+            r"AttentionInterface\): read only on bloom; expected one of input, q, k, v, attn_out, mid, mlp_out, "
+            r"output$",
         ),
     ]
     for written, hooks, message in cases:
@@ -167,5 +168,5 @@ def test_a_point_formed_inline_that_the_block_does_not_go_on_with_is_read_only()
     backend = PretrainedBackend(Seeded(16, 2, 1, ("dog",), 0), family="gpt2")
     checked_hooks(backend.model, gpt2, {"1.mid": doubled})  # gpt2's own: written in place
     with pytest.raises(OrderlabError, match=r"^hooks: '1.mid' is formed inline \(ln_2's input\): read only on gpt2; "
-                       r"expected one of input, q, k, v, attn_out, mlp_out, output$"):  # fmt: skip
+                       r"expected one of input, q, k, v, pattern, attn_out, mlp_out, output$"):  # fmt: skip
         checked_hooks(backend.model, plug_in, {"1.mid": doubled})
