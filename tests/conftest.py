@@ -19,6 +19,9 @@ pytest_plugins = ["minilm"]
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if WORKERS > 1:
     torch.set_num_threads(max(1, torch.get_num_threads() // WORKERS))
+    # and so does every child process a test starts (a CLI in a subprocess, Dask's workers, the GPU check's steps),
+    # which would otherwise take all the cores' threads each (the GPU check's dry run: 143 s, and 55 s at one thread)
+    os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
 DEFAULT_THREADS = torch.get_num_threads()
 
 

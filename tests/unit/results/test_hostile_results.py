@@ -203,6 +203,9 @@ def test_a_5000_digit_shard_option_is_one_line(tmp_path, shard):
 MARKER = "orderlab-test-secret-7f3a9c"
 
 
+SMALL = "worked_example"  # a folder whose whole report draws in a second: the tests that report it whole
+
+
 def results_copy(tmp_path: Path, name: str = "dog_bites_man") -> Path:
     folder = tmp_path / "results" / name
     shutil.copytree(RESULTS / name, folder)
@@ -214,7 +217,7 @@ def results_copy(tmp_path: Path, name: str = "dog_bites_man") -> Path:
 def test_a_manifest_naming_another_file_as_its_spec_never_puts_it_into_the_report(tmp_path, recorded):
     secret = tmp_path / "secret.txt"
     secret.write_text(f"root:x:0:0:{MARKER}:/root:/bin/bash\n")
-    folder = results_copy(tmp_path)
+    folder = results_copy(tmp_path, SMALL)
     sha = hashlib.sha256(b"something else").hexdigest()
     if recorded == "its own sha256":  # a manifest forged by someone who knows the file: nothing to leak, yet out
         sha = hashlib.sha256(secret.read_bytes()).hexdigest()
@@ -232,7 +235,7 @@ def test_a_manifest_naming_another_file_as_its_spec_never_puts_it_into_the_repor
 def test_a_manifest_naming_a_fifo_as_its_spec_neither_hangs_nor_leaks(tmp_path):
     fifo = tmp_path / "spec.yaml"
     os.mkfifo(fifo)
-    folder = results_copy(tmp_path)
+    folder = results_copy(tmp_path, SMALL)
     edit_json(folder / "manifest.json", lambda m: m["spec"].update(path=str(fifo)))
     result = invoke("report", folder, "--out", tmp_path / "report.html")
     assert result.exit_code == 0, result.output
@@ -241,8 +244,8 @@ def test_a_manifest_naming_a_fifo_as_its_spec_neither_hangs_nor_leaks(tmp_path):
 
 @pytest.mark.slow
 def test_the_spec_whose_sha256_is_recorded_is_still_shown(tmp_path):
-    folder = results_copy(tmp_path)
-    spec = ROOT / "experiments" / "dog_bites_man.yaml"
+    folder = results_copy(tmp_path, SMALL)
+    spec = ROOT / "experiments" / f"{SMALL}.yaml"
     edit_json(folder / "manifest.json", lambda m: m["spec"].update(path=str(spec)))
     result = invoke("report", folder, "--out", tmp_path / "report.html")
     assert result.exit_code == 0, result.output

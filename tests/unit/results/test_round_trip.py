@@ -70,7 +70,7 @@ def sentences(draw: st.DrawFn) -> str:
     ]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sentence=sentences())
 @pytest.mark.slow
 def test_any_sentence_reads_back_through_check_report_load_and_plot(tmp_path_factory, sentence: str):
