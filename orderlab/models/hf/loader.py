@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -74,7 +74,7 @@ def import_transformers() -> ModuleType:
         raise MissingExtraError(missing_message("hf", "transformers")) from None
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    return transformers
+    return cast(ModuleType, transformers)  # typed as Any: mypy skips transformers' own modules (pyproject.toml)
 
 
 def model_folder(model: PretrainedModelSpec | HFModelSpec, spec_file: Path) -> Path | None:
