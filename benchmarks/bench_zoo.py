@@ -653,9 +653,10 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
     causes[f"validate --plan within {plan_within(figures)}x of the measured time"] = (
         f"plan over measured: {plans}; plan/estimate.py prices the matmuls at this device's measured matmul rate in "
         f"the dtype (plan/device.py: cached; on the CPU one thread's CPU time, counted per thread) times a share that "
-        f"such passes reach (a causal LM's prefix walk less than dense passes), escalation at most as the twin "
-        f"re-measures (every order, dense, in its dtype at the rate measured there: none where the run resolves every "
-        f"order, as a seeded Llama does), and start-up at fixed figures; load {load:.1f}"
+        f"such passes reach (a causal LM's prefix walk less than dense passes), escalation at most as the finer model "
+        f"re-measures (every order, passed as the run's, a causal LM's prefixes walked, in the twin's dtype at the "
+        f"rate measured there: none where the run resolves every order), and start-up at fixed figures; "
+        f"load {load:.1f}"
     )
     causes["round-off twin costs no more than one extra small pass"] = (
         f"the twin's pass runs in float64 ({twin['twin_pass_in_small_passes']:.1f} small passes), and making it "
@@ -680,8 +681,9 @@ def escalated(figures: dict[str, Any], target: str) -> str:
         return ""
     twin = "float32" if figures["dtype"] in ("bfloat16", "float16") else "float64"
     return (f"{share:.0%} of the orders measured again in {twin} (escalation: their effect on some metric lies within "
-            f"{figures['dtype']}'s round-off line, wider than the resolution; the twin runs them dense, in its own "
-            f"precision, on top of the run's pass), which the plain loop never does; then ")  # fmt: skip
+            f"{figures['dtype']}'s round-off line, wider than the resolution; they are passed again as the run's, a "
+            f"causal LM's prefixes walked, in {twin}, on top of the run's pass), which the plain loop never does; "
+            "then ")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ value within it could be 0.08 or 0. Where a condition's line for an input is wid
 some judged layer, head and metric (`escalates`, from the measured round-off alone, before the orders run), the loop
 measures every order in the run's precision as usual, and an order with some judged value within such a line
 (`unresolved_orders`) is measured again in the twin's precision (16-bit: float32; float32: float64; float64 never
-escalates), judged by the twin's own round-off (measured against its own twin). An order whose values all clear their
+escalates), passed as the run passes them (Adapter.finer: a causal LM's shared prefixes walked again, where the
+round-off twin runs dense, one identity pass per input), judged by that model's own round-off (measured against its
+own twin, so that its line covers the walk). An order whose values all clear their
 lines, or whose lines are no wider than the resolution, keeps the run's values and verdicts. The decision is taken
 per order from that order's own values, which do not depend on the chunk it ran in, so every shard decides alike.
 Never prints.

@@ -181,13 +181,15 @@ class MeasuringLoop:
             self.total = sum(unit.weight for unit in units if unit.kind in (PERMUTATIONS, PROBES))
         # The round-off pass also measures the metrics others take their noise from (token_shift for repeated words).
         self.noise_spec = spec.model_copy(update={"metrics": noise_families(spec.metrics)})
-        self.finer: dict[str, tuple[Adapter, Adapter]] = {}  # per condition: its twin and the twin's own twin
+        self.finer: dict[str, tuple[Adapter, Adapter]] = {}  # per condition: its finer model and that one's twin
 
-    def finer_pair(self, twin: Adapter) -> tuple[Adapter, Adapter]:
-        """A condition's twin as the model measured, with its own twin for its round-off (built once per condition)."""
-        if twin.label not in self.finer:
-            self.finer[twin.label] = (twin, twin.twin())
-        return self.finer[twin.label]
+    def finer_pair(self, adapter: Adapter) -> tuple[Adapter, Adapter]:
+        """A condition's model in the twin's precision, its passes cut as the run's (Adapter.finer: shared prefixes
+        where the run shares them), with its own round-off twin (built once per condition)."""
+        if adapter.label not in self.finer:
+            finer = adapter.finer()
+            self.finer[adapter.label] = (finer, finer.twin())
+        return self.finer[adapter.label]
 
     def escalates(self, noise: dict[NoiseKey, float], dtype: str) -> bool:
         return escalates(noise, dtype, self.spec.resolution, self.spec.escalate)
@@ -295,7 +297,7 @@ class MeasuringLoop:
                 sides[-1].margin = float((out.logprob - other.logprob).abs().max().double()) * sides[-1].scale
         noise = merge(*sides)
         if not escalated and self.escalates(noise, dtype):  # once: the twin's verdicts stand, resolved or not
-            finer, finer_twin = self.finer_pair(twin)
+            finer, finer_twin = self.finer_pair(adapter)
             reach.remeasured += 1
             reach.remeasured_in = dtype_name(finer.dtype)
             margin_round_off = max(side.margin for side in sides)
@@ -348,7 +350,8 @@ class MeasuringLoop:
             round_off = self.measure_noise(adapter, twin, words, reference)
             summary = SummaryCollector("permutation", sentence, label, words)
             run = Setting(adapter, bound, reference, round_off.figures, self.dtype, summary)
-            finer = self.finer_setting(twin, sentence, label, words) if self.escalates(run.noise, self.dtype) else None
+            escalating = self.escalates(run.noise, self.dtype)
+            finer = self.finer_setting(adapter, sentence, label, words) if escalating else None
         unresolved = unresolvable(run.noise, self.dtype, spec.resolution) if finer else {}
         if capture:
             capture.keep_original(label, reference.patterns(), bound.word_maps)
@@ -389,10 +392,10 @@ class MeasuringLoop:
         if not self.per_permutation:
             yield summary_rows
 
-    def finer_setting(self, twin: Adapter, sentence: str, label: str, words: list[str]) -> Setting:
+    def finer_setting(self, adapter: Adapter, sentence: str, label: str, words: list[str]) -> Setting:
         """The twin's precision for this sentence, set up before any order needs it: its f(X) and its own round-off
         (measured against its own twin), so every shard of the sentence judges its re-measured orders alike."""
-        finer, finer_twin = self.finer_pair(twin)
+        finer, finer_twin = self.finer_pair(adapter)
         bound = finer.sentence(words)
         reference, _ = self.first_pass(finer, bound, [])
         noise = self.measure_noise(finer, finer_twin, words, reference).figures
@@ -427,9 +430,11 @@ class MeasuringLoop:
             record.replay(collector, ~again)
             tables += self.judged(run, rows, digest)
         redone = [order for order, redo in zip(chunk, again.tolist(), strict=True) if redo]
-        if redone:
-            collector, rows = self.collecting(finer, redone)
-            self.measure_chunk(finer.adapter, finer.bound, finer.reference, redone, collector, None, margin_round_off)
+        size = self.chunk_size or finer.adapter.chunk_size(len(finer.bound.words), self.attention_maps)  # its bytes
+        for start in range(0, len(redone), size):
+            part = redone[start : start + size]
+            collector, rows = self.collecting(finer, part)
+            self.measure_chunk(finer.adapter, finer.bound, finer.reference, part, collector, None, margin_round_off)
             tables += self.judged(finer, rows, digest)
         return output, tables, len(redone)
 

@@ -126,6 +126,11 @@ class Adapter(Protocol):
         """The same model in its twin's precision (spec/fields.twin_dtype): its passes measure this one's round-off."""
         ...
 
+    def finer(self) -> Adapter:
+        """The same model in its twin's precision, its passes cut as this one's (shared prefixes where this one shares
+        them): what measures escalated orders again (measure/escalation.py), a chunk at a time."""
+        ...
+
     def computed_dtype(self, words: list[str]) -> torch.dtype:
         """The coarsest precision a pass over `words` computes in: the model's dtype, or coarser where the model
         casts its states down inside (models/precision.py)."""

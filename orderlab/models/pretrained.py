@@ -155,6 +155,7 @@ class Shared:
         self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
         self.states = states
         self.twin_backend: PretrainedBackend | None = None
+        self.finer_shared: Shared | None = None
         self.computed: torch.dtype | None = None
 
     def computed_dtype(self, tokens: WordTokens) -> torch.dtype:
@@ -166,11 +167,26 @@ class Shared:
         return self.computed
 
     def twin(self) -> Shared:
-        """The twin runs dense: its one identity pass per input is then one call, where the prefix walk makes one per
-        token (n + 1 small calls against one); the round-off line it draws is the same."""
+        """The round-off twin runs dense: its one identity pass per input is then one call, where the prefix walk makes
+        one per token (n + 1 small calls against one); the round-off line it draws is the same."""
+        return Shared(self.twin_model(), self.seed, self.batching, share_prefixes=False)
+
+    def finer(self) -> Shared:
+        """The twin's model as the run measures with it (escalation: measure/escalation.py). Escalated orders come a
+        chunk at a time, as the run's do, so they are passed as the run's passes are: walking shared prefixes where
+        the run does (a prefix computed once, not once per order) and padded to the run's row tiles, so that no
+        order's number depends on which others escalated with it. Made once: every ablation's shares it, and its own
+        round-off twin."""
+        if self.finer_shared is None:
+            backend = self.twin_model().aligned(self.backend.row_alignment)
+            self.finer_shared = Shared(backend, self.seed, self.batching, self.share_prefixes, self.states)
+        return self.finer_shared
+
+    def twin_model(self) -> PretrainedBackend:
+        """The model in its twin's precision (PretrainedBackend.twin), made when first asked for."""
         if self.twin_backend is None:
             self.twin_backend = self.backend.twin(twin_dtype(str(self.backend.dtype).removeprefix("torch.")))
-        return Shared(self.twin_backend, self.seed, self.batching, share_prefixes=False)
+        return self.twin_backend
 
 
 class PretrainedAdapter:
@@ -220,6 +236,9 @@ class PretrainedAdapter:
 
     def twin(self) -> PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
+
+    def finer(self) -> PretrainedAdapter:
+        return type(self)(self.shared.finer(), self.ablation, self.label)
 
     def computed_dtype(self, words: list[str]) -> torch.dtype:
         return self.shared.computed_dtype(self.backend.word_tokens(words))

@@ -191,6 +191,10 @@ class StackAdapter:
                             self.allow_sharing, probe_inputs=self.probe_inputs,
                             dtype=twin_dtype(self.config.dtype), user_hooks=self.user_hooks)  # fmt: skip
 
+    def finer(self) -> StackAdapter:
+        """The twin: a stack's twin already cuts its passes as this one's (prefixes shared alike, the same batching)."""
+        return self.twin()
+
     def computed_dtype(self, words: list[str]) -> torch.dtype:
         computed: torch.dtype = self.stack.dtype  # one dtype throughout (a user's encoding's output is cast to it)
         return computed

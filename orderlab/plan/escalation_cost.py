@@ -29,9 +29,9 @@ def escalation_dtype(spec: Spec) -> str | None:
 
 
 def escalation_seconds(spec: Spec, twin_seconds: Callable[[str], float]) -> Cost | None:
-    """The worst case of escalation: every input and probe measured again, as the twin computes them (a causal LM's
-    twin runs dense, its prefixes not shared: models/pretrained.Shared.twin), in the twin's finer precision;
-    twin_seconds(finer): those passes' seconds in `finer`. None where the run does not escalate."""
+    """The worst case of escalation: every input and probe measured again in the twin's finer precision, passed as the
+    run passes them (a causal LM's shared prefixes walked again: models/pretrained.Shared.finer); twin_seconds(finer):
+    those passes' seconds in `finer`. None where the run does not escalate."""
     finer = escalation_dtype(spec)
     if finer is None:
         return None

@@ -273,16 +273,23 @@ def pretrained_estimate(
     batch = dense * values * item_bytes if work.passes else 0  # dense passes (none where every order shares a prefix)
     flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
+
+    def walked(item: int) -> tuple[float, int, int]:
+        """The prefix walk's FLOPs and calls over every shared sentence's orders, in chunks sized for a dtype of
+        `item` bytes (the run's, or the finer one escalation walks in), and that chunk."""
+        chunk = orders_per_pass("pretrained", shape, longest, False, True, item, device.memory, device.kind)
+        flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
+                    * sequence_flops(shape, tokens(words)) / tokens(words)
+                    for words, count, rule in work.shared)  # fmt: skip
+        calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
+        return flops, calls, chunk
+
     walk_flops, walk_calls = 0.0, 0
     if work.shared:
         shared = shared_prefix_values(longest, d, layers, shape.vocab, shape.keys)
-        chunk = orders_per_pass("pretrained", shape, longest, False, True, item_bytes, device.memory, device.kind)
+        walk_flops, walk_calls, chunk = walked(item_bytes)
         orders = tiles(max(count for _, count, _ in work.shared))  # a chunk holds no more orders than there are
         batch = max(batch, min(chunk, orders) * shared * item_bytes)
-        walk_flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
-                         * sequence_flops(shape, tokens(words)) / tokens(words)
-                         for words, count, rule in work.shared)  # fmt: skip
-        walk_calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
     rows = ablations * work.rows
     load = MODEL_BUILD_SECONDS + shape.parameters * SECONDS_PER_MODEL_WEIGHT + first * TRANSFORMERS_IMPORT_SECONDS
     passes = sum(forward_seconds(device, "pretrained", model.dtype, ablations * f, ablations * c, layers,
@@ -292,18 +299,19 @@ def pretrained_estimate(
         Cost(load, LOADING, ("model",), name, "a smaller model"),
         Cost(passes + rows * SECONDS_PER_ROW, "the forward passes", work.field, work.subject, expected),
     ]
-    everything = work.passes + [(words, count) for words, count, _ in work.shared]  # as the twin runs them: dense
-    twin_flops = ablations * sum(count * sequence_flops(shape, tokens(words)) for words, count in everything)
-    twin_calls = ablations * sum(math.ceil(count / dense) for _, count in everything)
+    twin_flops, twin_calls = ablations * flops, ablations * calls  # dense passes: again, dense
 
     def twin_seconds(finer: str) -> float:
-        """The twin's dense passes over every order in `finer`, at the device's rate there; without one, as the run's
-        dtype prices them, scaled by the built-in rates of the two dtypes."""
-        measured = device.forward_seconds("pretrained", finer, twin_flops, twin_calls, layers)
-        if measured is not None:
-            return measured
-        in_run_dtype = forward_seconds(device, "pretrained", model.dtype, twin_flops, twin_calls, layers,
-                                       PRETRAINED_FLOPS_PER_SECOND)  # fmt: skip
+        """Every order measured again in `finer` as the run measures it (models/pretrained.Shared.finer): dense
+        passes dense, shared prefixes walked in chunks sized for `finer`, at the device's rate there; without one, as
+        the run's dtype prices them, scaled by the built-in rates of the two dtypes."""
+        walk = walked(itemsize(finer))[:2] if work.shared else (0.0, 0)
+        parts = ((twin_flops, twin_calls, False), (ablations * walk[0], ablations * walk[1], True))
+        measured = [device.forward_seconds("pretrained", finer, f, c, layers, w) for f, c, w in parts if c]
+        if all(seconds is not None for seconds in measured):
+            return sum(seconds for seconds in measured if seconds is not None)
+        in_run_dtype = sum(forward_seconds(device, "pretrained", model.dtype, f, c, layers,
+                                           PRETRAINED_FLOPS_PER_SECOND, w) for f, c, w in parts if c)  # fmt: skip
         return at_built_in_rates(model.dtype, in_run_dtype)(finer)
 
     if escalation := escalation_seconds(spec, twin_seconds):

@@ -18,7 +18,7 @@ import importlib
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -248,13 +248,25 @@ class PretrainedBackend:
 
         A 16-bit model's twin borrows its weights and widens them an op at a time (precision.widened_ops): a model
         of billions of parameters has room for itself, not for a float32 copy. Others are copied whole."""
-        other = copy.copy(self)
-        other.dtype, other.row_alignment = getattr(torch, dtype), 1  # one order a pass: unpadded (forward)
+        other = self.aligned(1)  # one order a pass: unpadded (forward)
+        other.dtype = getattr(torch, dtype)
         if self.dtype in (torch.bfloat16, torch.float16):
             other.widened_from = self.dtype
         else:
             other.model = converted_copy(self.model, other.dtype).eval()
         return other
+
+    def aligned(self, rows: int) -> PretrainedBackend:
+        """The same model (shared, not copied), its batches padded to a multiple of `rows` rows: a twin's passes as
+        the run's where it measures orders a chunk at a time (escalation), so that no number depends on the chunk."""
+        other = copy.copy(self)
+        other.row_alignment = rows
+        return other
+
+    def widening(self) -> AbstractContextManager[None]:
+        """While open, a 16-bit model's twin computes in its own dtype, each borrowed weight widened while an op reads
+        it (precision.widened_ops); any other backend's passes as they are. Around every pass: dense or walked."""
+        return nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
 
     @property
     def max_tokens(self) -> int | None:
@@ -302,14 +314,13 @@ class PretrainedBackend:
         count = ids.shape[0]
         ids = aligned_batch(ids.to(self.device), self.row_alignment)
         mask = torch.ones_like(ids) if self.code.needs_mask else None  # e.g. BLOOM builds ALiBi from it
-        widening = nullcontext() if self.widened_from is None else widened_ops(self.widened_from, self.dtype)
         rows, formed = (ids.shape[0], ids.shape[1]), dict[str, torch.Tensor]()
         with (
             self.code.ablate(self.model, self.ablation, self.seed),
             eager_attention(self.model, attention and self.given),
             user_hooks_applied(self.model, self.code, self.user_hooks, rows),
             points_read(self.model, self.code, list(points), rows, formed),
-            widening,
+            self.widening(),
         ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
                              output_attentions=attention)  # fmt: skip

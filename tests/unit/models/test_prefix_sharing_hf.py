@@ -218,6 +218,21 @@ def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weig
     assert (copied.get_output_embeddings().weight is copied.get_input_embeddings().weight) == tied
 
 
+@pytest.mark.parametrize("family", CAUSAL)
+def test_a_16_bit_models_finer_model_walks_in_float32_to_the_dense_float32_numbers(family: str) -> None:
+    """Escalated orders (Adapter.finer) walk shared prefixes on the run's row tiles, each borrowed bfloat16 weight
+    widened as in the dense twin's passes: float32's numbers to float32's round-off, not bfloat16's."""
+    adapter = build_adapters(zoo_spec(family, ["trained"], "bfloat16"), CPU, Path("spec.yaml"))[0]
+    finer, twin = adapter.finer(), adapter.twin()
+    assert finer.sentence(WORDS).shares_prefixes and not twin.shares_prefixes
+    assert finer.shared.backend.row_alignment == adapter.shared.backend.row_alignment
+    assert finer.shared.backend.model is adapter.shared.backend.model  # borrowed, never copied
+    with torch.inference_mode():
+        walked, dense = finer.sentence(WORDS).forward(ORDERS), twin.sentence(WORDS).forward(ORDERS)
+    for a, b in [*zip(walked.hidden, dense.hidden, strict=True), (walked.logprob, dense.logprob)]:
+        assert a.dtype == torch.float32 and float((a - b).abs().max()) <= TOLERANCE["float32"] * float(b.abs().max())
+
+
 def test_a_shared_prefix_pass_takes_as_many_orders_as_its_budget_holds_and_a_dense_one_keeps_its_chunk():
     spec = zoo_spec("gpt2", ["trained"])
     shared = build_adapters(spec, CPU, Path("spec.yaml"))[0]
