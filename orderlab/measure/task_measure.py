@@ -196,22 +196,22 @@ def run_orders(
     to 12 words, a sixth more rows through every matmul than the tokens need)."""
     texts: list[list[str]] = []
     pairs: list[list[str]] = []
-    owners: list[int] = []
-    for index, (example, order) in enumerate(zip(examples, orders, strict=True)):
+    counts: list[int] = []
+    for example, order in zip(examples, orders, strict=True):
         text, pair = order.sequences(example)
         texts += text
         pairs += pair or [[] for _ in text]
-        owners += [index] * len(text)
+        counts.append(len(text))
     with_pairs = any(example.pair is not None for example in examples)
-    taken = np.argsort(backend.token_counts(texts, pairs if with_pairs else None), kind="stable")
+    encoded = backend.encoded(texts, pairs if with_pairs else None)  # tokenized once: counted, then run
+    taken = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
     logits = np.zeros((len(texts), len(backend.id2label)))
     for start in range(0, len(texts), batch):
         chunk = taken[start : start + batch]
-        run = backend.logits([texts[i] for i in chunk], [pairs[i] for i in chunk] if with_pairs else None)
+        run = backend.run({key: [column[i] for i in chunk] for key, column in encoded.items()})
         logits[chunk] = run.cpu().numpy()
         advance(min(start + batch, len(texts)))
-    owner = np.array(owners)
-    return [logits[owner == index] for index in range(len(examples))]
+    return np.split(logits, np.cumsum(counts)[:-1]) if counts else []  # each example's orders, in their order
 
 
 def order_rows(
