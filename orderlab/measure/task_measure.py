@@ -225,15 +225,17 @@ def order_rows(
     metrics = [(PREDICTED_LABEL, predicted), (LABEL_MARGIN, found.margin)]
     if example.label is not None:  # an unlabelled example has no gold label
         metrics.append((GOLD_PROBABILITY, found.gold_probability))
-    verdicts = np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE)
+    columns = [(metric, values.astype(np.float64).tolist()) for metric, values in metrics]  # Python floats, once
+    verdicts = np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE).tolist()
+    finite = found.finite.tolist()
+    labels = [id2label[label] if finite[order] else "" for order, label in enumerate(found.predicted.tolist())]
     rows = []
     for order, (text, words) in enumerate(zip(orders.text, texts, strict=True)):
         pair = orders.pair[order]
         described = [perms.label(text), "" if pair is None else perms.label(pair), " ".join(words),
                      "" if pairs is None else " ".join(pairs[order])]  # fmt: skip
-        label = id2label[int(found.predicted[order])] if found.finite[order] else ""
-        rows += [[*identity, *described, metric, float(values[order]), label, str(verdicts[order])]
-                 for metric, values in metrics]  # fmt: skip
+        rows += [[*identity, *described, metric, values[order], labels[order], verdicts[order]]
+                 for metric, values in columns]  # fmt: skip
     return rows
 
 
