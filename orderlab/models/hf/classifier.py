@@ -131,8 +131,8 @@ class ClassifierBackend:
     def run(self, encoded: Encoded) -> torch.Tensor:
         """(B, num_labels) float64 logits of a batch of `encoded`'s sequences, padded as the tokenizer pads (its pad
         id and side), with the attention mask."""
-        padded = self.tokenizer.pad(encoded, return_tensors="pt")
-        inputs = {key: value.to(self.device) for key, value in padded.items()}
+        padded = self.tokenizer.pad(encoded, return_tensors="np")  # numpy, then torch: a third of "pt"'s time
+        inputs = {key: torch.from_numpy(value).to(self.device) for key, value in padded.items()}
         limit = self.code.max_tokens(self.model.config)
         if limit is not None and inputs["input_ids"].shape[1] > limit:
             raise OrderlabError(f"an example of {inputs['input_ids'].shape[1]} tokens; the model's positions cover "

@@ -39,7 +39,7 @@ def test_a_batch_padded_from_its_ids_is_the_batch_the_tokenizer_pads(
         tokenizer.padding_side = "right"
     assert sorted(seen[0]) == sorted(expected)
     for key, value in expected.items():
-        assert torch.equal(seen[0][key], value), key
+        assert seen[0][key].dtype == value.dtype and torch.equal(seen[0][key], value), key
     assert (seen[0]["attention_mask"] == 0).any()  # padded, and on the side asked
     assert bool((seen[0]["attention_mask"][:, 0 if side == "left" else -1] == 0).any())
     with torch.inference_mode():
