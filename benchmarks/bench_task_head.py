@@ -19,9 +19,10 @@ bfloat16: its float32 copy of the model and one more pass), which the plain loop
 (the same twin, the same originals, in the same batches) and "ratio_like_for_like" leaves out both, the two loops'
 passes over the same sequences alone. Orderlab takes its sequences in order of their token counts (each batch pads
 little); the plain loop pads each batch to its longest, as a loop over the orders as given does.
-Writes its figures under "task_head" (and "task_head_quick" with --quick) in benchmarks/task_head_results.json,
-leaving the file's other keys as they are. The full size is hours on two shared cores; --quick (40 examples x 20
-orders) is the one that fits a test session, and its ratio is the figure to compare, not its rates.
+Writes its figures under "task_head" (the full size; "task_head_quick" with --quick, "task_head_<E>x<O>" at any other
+size) in benchmarks/task_head_results.json, leaving the file's other keys as they are. The full size is hours on two
+shared cores; --quick (40 examples x 20 orders) is the one that fits a test session, and its ratio is the figure to
+compare, not its rates; a mid size (--examples 100 --orders 100) has several batches, as the full size does.
 
     python benchmarks/bench_task_head.py [--quick] [--examples 1000] [--orders 100] [--rounds 3] [--dtype bfloat16]
         [--results FILE]
@@ -197,7 +198,8 @@ def main() -> None:
           f"{figures['agreement']:.3f}; load {figures['load_average_at_start'][0]:.1f} -> "
           f"{figures['load_average_at_end'][0]:.1f}")  # fmt: skip
     results = json.loads(args.results.read_text()) if args.results.is_file() else {}
-    key = "task_head" + ("_quick" if args.quick else "")
+    size = "" if (examples, orders) == (1000, 100) else f"_{examples}x{orders}"
+    key = "task_head" + ("_quick" if args.quick else size)
     results[key] = figures
     args.results.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.results} ({key!r})")

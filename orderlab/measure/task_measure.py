@@ -196,22 +196,22 @@ def run_orders(
     to 12 words, a sixth more rows through every matmul than the tokens need)."""
     texts: list[list[str]] = []
     pairs: list[list[str]] = []
-    owners: list[int] = []
-    for index, (example, order) in enumerate(zip(examples, orders, strict=True)):
+    counts: list[int] = []
+    for example, order in zip(examples, orders, strict=True):
         text, pair = order.sequences(example)
         texts += text
         pairs += pair or [[] for _ in text]
-        owners += [index] * len(text)
+        counts.append(len(text))
     with_pairs = any(example.pair is not None for example in examples)
-    taken = np.argsort(backend.token_counts(texts, pairs if with_pairs else None), kind="stable")
+    encoded = backend.encoded(texts, pairs if with_pairs else None)  # tokenized once: counted, then run
+    taken = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
     logits = np.zeros((len(texts), len(backend.id2label)))
     for start in range(0, len(texts), batch):
         chunk = taken[start : start + batch]
-        run = backend.logits([texts[i] for i in chunk], [pairs[i] for i in chunk] if with_pairs else None)
+        run = backend.run({key: [column[i] for i in chunk] for key, column in encoded.items()})
         logits[chunk] = run.cpu().numpy()
         advance(min(start + batch, len(texts)))
-    owner = np.array(owners)
-    return [logits[owner == index] for index in range(len(examples))]
+    return np.split(logits, np.cumsum(counts)[:-1]) if counts else []  # each example's orders, in their order
 
 
 def order_rows(
@@ -225,15 +225,17 @@ def order_rows(
     metrics = [(PREDICTED_LABEL, predicted), (LABEL_MARGIN, found.margin)]
     if example.label is not None:  # an unlabelled example has no gold label
         metrics.append((GOLD_PROBABILITY, found.gold_probability))
-    verdicts = np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE)
+    columns = [(metric, values.astype(np.float64).tolist()) for metric, values in metrics]  # Python floats, once
+    verdicts = np.where(found.finite, np.where(found.tied, TIE, ""), NON_FINITE).tolist()
+    finite = found.finite.tolist()
+    labels = [id2label[label] if finite[order] else "" for order, label in enumerate(found.predicted.tolist())]
     rows = []
     for order, (text, words) in enumerate(zip(orders.text, texts, strict=True)):
         pair = orders.pair[order]
         described = [perms.label(text), "" if pair is None else perms.label(pair), " ".join(words),
                      "" if pairs is None else " ".join(pairs[order])]  # fmt: skip
-        label = id2label[int(found.predicted[order])] if found.finite[order] else ""
-        rows += [[*identity, *described, metric, float(values[order]), label, str(verdicts[order])]
-                 for metric, values in metrics]  # fmt: skip
+        rows += [[*identity, *described, metric, values[order], labels[order], verdicts[order]]
+                 for metric, values in columns]  # fmt: skip
     return rows
 
 

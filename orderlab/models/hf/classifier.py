@@ -32,6 +32,7 @@ from orderlab.models.hf.loader import (
 )
 
 Words = Sequence[str]
+Encoded = dict[str, list[list[int]]]  # a tokenizer's columns (input_ids, attention_mask, ...), per sequence
 
 
 class ClassifierBackend:
@@ -112,29 +113,34 @@ class ClassifierBackend:
         other.model = converted_copy(self.model, other.dtype).eval()
         return other
 
-    def token_counts(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> list[int]:
-        """Each sequence's tokens as `logits` runs it (special tokens included, no padding)."""
-        return [len(ids) for ids in self._tokenized(texts, pairs)["input_ids"]]
+    def encoded(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> Encoded:
+        """Each sequence's token ids (and the tokenizer's other columns: attention mask, token types) as `logits`
+        runs it, unpadded: words tokenized one by one (is_split_into_words), so a shuffled sentence has exactly the
+        sub-tokens the tokenizer gives it. Tokenized once, then run in batches by `run` (a batch padded from these
+        ids is the one the tokenizer pads itself, in under a tenth of the time it takes to tokenize it again)."""
+        found = self.tokenizer(
+            [list(words) for words in texts], None if pairs is None else [list(words) for words in pairs],
+            is_split_into_words=True,
+        )  # fmt: skip
+        return {key: list(values) for key, values in found.items()}
 
     def logits(self, texts: Sequence[Words], pairs: Sequence[Words] | None) -> torch.Tensor:
-        """(B, num_labels) float64 logits of each sequence: words tokenized one by one (is_split_into_words), so a
-        shuffled sentence has exactly the sub-tokens the tokenizer gives it; padded, with the attention mask."""
-        encoded = self._tokenized(texts, pairs, padding=True, return_tensors="pt")
-        encoded = {key: value.to(self.device) for key, value in encoded.items()}
+        """(B, num_labels) float64 logits of each sequence (tokenized as `encoded` says)."""
+        return self.run(self.encoded(texts, pairs))
+
+    def run(self, encoded: Encoded) -> torch.Tensor:
+        """(B, num_labels) float64 logits of a batch of `encoded`'s sequences, padded as the tokenizer pads (its pad
+        id and side), with the attention mask."""
+        padded = self.tokenizer.pad(encoded, return_tensors="np")  # numpy, then torch: a third of "pt"'s time
+        inputs = {key: torch.from_numpy(value).to(self.device) for key, value in padded.items()}
         limit = self.code.max_tokens(self.model.config)
-        if limit is not None and encoded["input_ids"].shape[1] > limit:
-            raise OrderlabError(f"an example of {encoded['input_ids'].shape[1]} tokens; the model's positions cover "
+        if limit is not None and inputs["input_ids"].shape[1] > limit:
+            raise OrderlabError(f"an example of {inputs['input_ids'].shape[1]} tokens; the model's positions cover "
                                 f"{limit}; expected shorter examples")  # fmt: skip
         with torch.inference_mode(), self.code.ablate(self.model, self.ablation, self.seed):
-            out = self.model(**encoded)
+            out = self.model(**inputs)
         logits: torch.Tensor = out.logits.double()
         return logits
-
-    def _tokenized(self, texts: Sequence[Words], pairs: Sequence[Words] | None, **options: Any) -> Any:
-        return self.tokenizer(
-            [list(words) for words in texts], None if pairs is None else [list(words) for words in pairs],
-            is_split_into_words=True, **options,
-        )  # fmt: skip
 
 
 def _auto_class(transformers: Any) -> Any:

@@ -27,17 +27,17 @@ def test_batches_are_taken_by_token_count_and_each_example_gets_its_own_logits(b
     examples = [Example(f"examples[{i}]", WORDS[:n], None, None, None) for i, n in enumerate(lengths)]
     orders = [Orders([tuple(range(n)), tuple(reversed(range(n)))], [None, None]) for n in lengths]
     batches: list[list[int]] = []
-    run = backend.logits
+    run = backend.run
 
-    def recorded(texts, pairs):
-        batches.append([len(words) for words in texts])
-        return run(texts, pairs)
+    def recorded(encoded):
+        batches.append([len(ids) - 2 for ids in encoded["input_ids"]])  # words: [CLS] and [SEP] aside
+        return run(encoded)
 
-    backend.logits = recorded  # type: ignore[method-assign]
+    backend.run = recorded  # type: ignore[method-assign]
     try:
         found = run_orders(backend, examples, orders, 3, lambda _count: None)
     finally:
-        del backend.logits
+        del backend.run
     assert [n for batch in batches for n in batch] == sorted(n for n in lengths for _ in range(2))
     for example, order, logits in zip(examples, orders, found, strict=True):
         alone = backend.logits(*order.sequences(example)).numpy()  # each example's orders in a batch of their own
