@@ -5,6 +5,7 @@ breaks is one line."""
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -51,13 +52,17 @@ def install(folder: Path, module: str, source: str, value: str, name: str = "tin
 
 @pytest.fixture
 def plugins(tmp_path, monkeypatch):
-    """tmp_path on sys.path, and the registry as if never read: it finds what is installed there; restored after."""
+    """tmp_path on sys.path, and the registry as if never read: it finds what is installed there; restored after,
+    the plug-in modules imported from there included (a cached `broken_family` made the next test's import a no-op)."""
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(FAMILIES, "_items", dict(FAMILIES._items))
     monkeypatch.setattr(FAMILIES, "discovered", False)
     monkeypatch.setattr(FAMILIES, "broken", {})
     importlib.invalidate_caches()
-    return tmp_path
+    yield tmp_path
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def test_a_plugged_in_family_is_validated_run_listed_and_tabulated(plugins):
