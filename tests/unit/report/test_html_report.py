@@ -300,19 +300,22 @@ def layout_pages(flagship: Path, tmp_path_factory: pytest.TempPathFactory) -> li
 
 
 @needs_chromium
-@pytest.mark.parametrize("width", [700, 1400])
 @pytest.mark.slow
-def test_report_layout_holds_at_narrow_and_wide_windows(layout_pages: list[Path], width: int, tmp_path: Path):
-    for page in layout_pages:
-        found = laid_out(page, width, tmp_path)
-        assert found["page"] <= 1, (page.name, "the page itself scrolls sideways")
-        assert found["boxes"], page.name
-        for box in found["boxes"]:
-            assert box["right"] <= 1 and box["overflow"] in ("auto", "scroll"), (page.name, box)
-        if page.stem == "minilm_corpus":
-            assert any(box["wide"] for box in found["boxes"]), "expected the corpus tables to need scrolling"
-        assert found["split"] == [], (page.name, "a value wrapped apart from its mark", found["split"][:5])
-        assert found["clipped"] == [], (page.name, "figure text cut off at the figure's edge", found["clipped"][:5])
+def test_report_layout_holds_at_narrow_and_wide_windows(layout_pages: list[Path], tmp_path: Path):
+    """Both widths in one test: the pages are written once (a parametrised pair ran on both xdist workers, each
+    writing the three reports anew)."""
+    for width in (700, 1400):
+        for page in layout_pages:
+            found = laid_out(page, width, tmp_path)
+            where = (page.name, width)
+            assert found["page"] <= 1, (*where, "the page itself scrolls sideways")
+            assert found["boxes"], where
+            for box in found["boxes"]:
+                assert box["right"] <= 1 and box["overflow"] in ("auto", "scroll"), (*where, box)
+            if page.stem == "minilm_corpus":
+                assert any(box["wide"] for box in found["boxes"]), "expected the corpus tables to need scrolling"
+            assert found["split"] == [], (*where, "a value wrapped apart from its mark", found["split"][:5])
+            assert found["clipped"] == [], (*where, "figure text cut off at the figure's edge", found["clipped"][:5])
 
 
 def test_the_legend_of_metrics_by_layer_is_readable_and_above_the_panels_too():
