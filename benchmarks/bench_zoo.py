@@ -131,6 +131,14 @@ class Case:
         self.model, self.tokenizer = backend.model, backend.tokenizer
         self.lens: Any = None
         self.best_batch = BATCH  # the plain loop's fastest batch (find_best_batch)
+        # In 16 bits, orders whose effect lies within the dtype's round-off line are measured again in float32 (a
+        # true verdict), which the plain loop never does: the same run with `escalate: false` is timed beside it.
+        self.unescalated = None
+        if dtype in ("bfloat16", "float16") and not lm_only:
+            path = folder / f"{family}_{n}_unescalated.yaml"
+            path.write_text(yaml.safe_dump(spec_text(family, n, orders, dtype) | {"escalate": False}, sort_keys=False,
+                                           default_flow_style=None))  # fmt: skip
+            self.unescalated = load_spec(path)
 
     def end_to_end(self) -> None:
         """`orderlab run` as the CLI runs it, without the terminal table: build, measure, write the folder."""
@@ -139,6 +147,18 @@ class Case:
     def loop(self) -> None:
         """The measuring loop alone, on the adapters built once (the round-off twin made in the warm-up)."""
         for _ in MeasuringLoop(self.loaded.spec).frames(self.adapters):
+            pass
+
+    def end_to_end_unescalated(self) -> None:
+        """`orderlab run` of the spec with `escalate: false`: verdicts `unresolved` where the line is too wide."""
+        assert self.unescalated is not None
+        name = self.unescalated.spec.name
+        write_experiment(self.unescalated, self.out / f"{name}_unescalated", RunOptions(self.device, force=True))
+
+    def loop_unescalated(self) -> None:
+        """The measuring loop with `escalate: false`, on the same adapters: no order measured again."""
+        assert self.unescalated is not None
+        for _ in MeasuringLoop(self.unescalated.spec).frames(self.adapters):
             pass
 
     def batches(self, size: int = BATCH) -> list[list[list[str]]]:
@@ -236,6 +256,9 @@ def measure(case: Case, rounds: int) -> dict[str, Any]:
     }  # fmt: skip
     if case.lens is not None:
         sides["transformer_lens"] = case.transformer_lens
+    if case.unescalated is not None:
+        sides |= {"orderlab_end_to_end_unescalated": case.end_to_end_unescalated,
+                  "orderlab_loop_unescalated": case.loop_unescalated}  # fmt: skip
     for call in sides.values():
         timed(call)
     load = [os.getloadavg()[0]]
@@ -680,10 +703,15 @@ def escalated(figures: dict[str, Any], target: str) -> str:
     if share == 0:
         return ""
     twin = "float32" if figures["dtype"] in ("bfloat16", "float16") else "float64"
+    alike = [e["speedup_over_best_plain_loop"] for e in lengths_of(figures, family).values()
+             if "orderlab_loop_unescalated" in e["speedup_over_best_plain_loop"]]  # fmt: skip
+    like_for_like = "".join(f"; like for like (`escalate: false`, verdicts `unresolved` where the line is too wide) "
+                            f"the loop is {a['orderlab_loop_unescalated']:.2f}x and end to end "
+                            f"{a['orderlab_end_to_end_unescalated']:.2f}x" for a in alike)  # fmt: skip
     return (f"{share:.0%} of the orders measured again in {twin} (escalation: their effect on some metric lies within "
             f"{figures['dtype']}'s round-off line, wider than the resolution; they are passed again as the run's, a "
-            f"causal LM's prefixes walked, in {twin}, on top of the run's pass), which the plain loop never does; "
-            "then ")  # fmt: skip
+            f"causal LM's prefixes walked, in {twin}, on top of the run's pass), which the plain loop never does"
+            f"{like_for_like}; then ")  # fmt: skip
 
 
 if __name__ == "__main__":
