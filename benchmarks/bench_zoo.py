@@ -414,7 +414,8 @@ def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
 
 def matmul_efficiency(case: Case) -> dict[str, float]:
     """The plain loop's matmuls (torch.profiler, with their FLOPs): their share of its time and their rate, against
-    this machine's GEMM peak (the loop's largest product, (64 x 9) x 768 @ 768 x 3072, timed alone for a second)."""
+    this machine's GEMM peak (the loop's largest product, (64 x 9) x 768 @ 768 x 3072, timed alone for a second, in the
+    model's dtype: a float32 peak read bfloat16's matmuls at 2.96x "the peak")."""
     from torch.profiler import profile as torch_profile
 
     with torch_profile(with_flops=True) as recorded:
@@ -424,11 +425,13 @@ def matmul_efficiency(case: Case) -> dict[str, float]:
     matmuls = [e for e in events if e.key in PROFILED["matmuls"]]
     seconds = sum(e.self_cpu_time_total for e in matmuls) / 1e6
     flops = sum(e.flops for e in matmuls)
-    a, b = torch.randn(BATCH * 9, 768), torch.randn(768, 3072)
+    like = {"dtype": case.model.dtype, "device": case.device}
+    a, b = torch.randn(BATCH * 9, 768, **like), torch.randn(768, 3072, **like)
     products, started = 0, time.perf_counter()
     while time.perf_counter() - started < 1.0:
         torch.mm(a, b)
         products += 1
+    synchronize(case.device)
     peak = products * 2 * a.shape[0] * a.shape[1] * b.shape[1] / (time.perf_counter() - started)
     return {"matmul_share": seconds * 1e6 / everything, "matmul_gflops": flops / seconds / 1e9,
             "gemm_peak_gflops": peak / 1e9, "fraction_of_peak": flops / seconds / peak}  # fmt: skip

@@ -1,0 +1,51 @@
+"""benchmarks/bench_zoo.py's 16-bit sides at a tiny shape: a run with states is timed beside itself with
+`escalate: false` (like for like with the plain loop), so that the figure the docs quote cannot rot (the GPU check's
+dry run benches float32 only)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from orderlab.spec.extras import installed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
+
+
+@pytest.fixture
+def bench_zoo(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_zoo
+
+    monkeypatch.setitem(bench_zoo.SHAPE, "d_model", 32)
+    monkeypatch.setitem(bench_zoo.SHAPE, "n_heads", 2)
+    monkeypatch.setitem(bench_zoo.SHAPE, "n_layers", 2)
+    yield bench_zoo
+    sys.modules.pop("bench_zoo", None)
+
+
+def test_a_16_bit_run_with_states_is_timed_with_and_without_escalation(bench_zoo, tmp_path):
+    case = bench_zoo.Case("gpt2", 5, 24, tmp_path, torch.device("cpu"), "bfloat16")
+    figures = bench_zoo.measure(case, rounds=1)
+    assert {"orderlab_loop_unescalated", "orderlab_end_to_end_unescalated"} <= set(
+        figures["speedup_over_best_plain_loop"]
+    )
+
+    def remeasured(folder: str) -> int:
+        manifest = json.loads((tmp_path / "out" / folder / "manifest.json").read_text())
+        return int(manifest["resolution"]["conditions"]["seeded"]["remeasured"])
+
+    name = case.loaded.spec.name
+    assert remeasured(name) > 0 and remeasured(f"{name}_unescalated") == 0  # the one side re-measures, the other not
+    lm_only = bench_zoo.Case("gpt2", 5, 24, tmp_path, torch.device("cpu"), "bfloat16", lm_only=True)
+    float32 = bench_zoo.Case("gpt2", 5, 24, tmp_path, torch.device("cpu"))
+    assert lm_only.unescalated is None and float32.unescalated is None  # nothing to compare like for like
