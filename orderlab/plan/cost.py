@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from orderlab.spec.yamlsource import FieldPath
 
 ESCALATE: FieldPath = ("escalate",)  # the field of escalation's cost (plan/escalation_cost.py)
+# What escalation pays once a model whatever share of orders it re-measures: building the finer model and its twin
+FINER_BUILD = "building the finer model (once, if any order is re-measured)"
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,25 @@ class Estimate:
 
     @property
     def escalation_seconds(self) -> float:
-        """The part of total_seconds that re-measures orders in the twin's precision: a run pays the share of it that
-        its orders within round-off need (none where every verdict resolves)."""
+        """The part of total_seconds that re-measures orders in the twin's precision: a run pays the finer model's
+        build if any order needs it and the share of the rest that its orders within round-off need (none where every
+        verdict resolves)."""
         return sum(cost.amount for cost in self.seconds if cost.field == ESCALATE)
+
+    def escalation_paid(self, remeasured: float) -> float:
+        """What escalation costs at `remeasured` (0 to 1) of the orders measured again."""
+        if remeasured <= 0.0:
+            return 0.0
+        once = sum(cost.amount for cost in self.seconds if cost.field == ESCALATE and cost.what == FINER_BUILD)
+        return once + remeasured * (self.escalation_seconds - once)
 
 
 def run_seconds(estimates: list[Estimate], remeasured: float = 1.0) -> float:
     """The whole run: start-up once, then every combination, with `remeasured` (0 to 1) of the orders measured again
     in the twin's precision (1: at most; 0: where every verdict resolves in the run's own)."""
-    return START_SECONDS + sum(e.total_seconds - (1.0 - remeasured) * e.escalation_seconds for e in estimates)
+    return START_SECONDS + sum(
+        e.total_seconds - e.escalation_seconds + e.escalation_paid(remeasured) for e in estimates
+    )
 
 
 def forward_seconds(device: Device, model: Model, dtype: str, flops: float, calls: float, layers: int, rate: float,

@@ -24,6 +24,7 @@ from pydantic import Field, StringConstraints
 from orderlab.core.userfiles import FileModel, FileProblem, read_json
 from orderlab.metrics import Model
 from orderlab.plan.memory import memory_room
+from orderlab.spec.fields import LOW_PRECISION
 
 # The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
 # small matmuls and elementwise work on the CPU; a transformers forward's dense GEMMs (BERT-base shape: 310 GFLOP/s
@@ -40,6 +41,12 @@ EFFICIENCY: dict[tuple[Model, str], float] = {
 # prefixes' cached keys and values and runs a call of few rows (GPT-2 shape, 7 words, one thread: 0.45-0.6 of the
 # matmul rate where dense BERT passes reached 0.77-0.85).
 WALK_SHARE = 0.7
+# A transformers model's 16-bit passes on the CPU reach this share of what its float32 passes reach of their dtype's
+# measured matmul rate: what is not a matmul (norms, activations, gathers, the walk's calls of few rows) runs no faster
+# in 16 bits, and a fresh process pays for each new shape's first bfloat16 kernel. bench_zoo, GPT-2 shape, 8 words,
+# 1,024 orders, log-probabilities alone, bfloat16: the loop took 2.5 s fresh and 1.9 s warm where the full share
+# priced 1.3 s (the matmul rate 2.45x float32's; the loop 1.5-1.9x float32's speed).
+SIXTEEN_BIT_SHARE: dict[tuple[Model, str], float] = {("pretrained", "cpu"): 0.6}
 KERNELS_PER_LAYER = 12  # norms, projections, attention, FFN, residuals: the round trips of one layer's pass
 RATES_FILE_LIMIT = 2**16  # bytes: a cache of a few devices' rates; a larger file is no cache of orderlab's
 RATES_VERSION = 2  # 2: the CPU's matmul timed by CPU time (models/devices.measure_rate); older caches measured again
@@ -79,6 +86,8 @@ class Device:
         if rate is None:
             return None
         efficiency = EFFICIENCY[model, self.kind] * (WALK_SHARE if walk else 1.0)
+        if dtype in LOW_PRECISION:
+            efficiency *= SIXTEEN_BIT_SHARE.get((model, self.kind), 1.0)
         return pass_seconds(flops, calls * layers * KERNELS_PER_LAYER, rate, efficiency)
 
     def sharing_pays(self, dtype: str, layers: int, tokens: int, dense_states: float, shared_states: float,

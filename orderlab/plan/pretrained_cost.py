@@ -33,7 +33,7 @@ from orderlab.metrics import (
     reads_states,
 )
 from orderlab.plan.chunks import PRETRAINED_CHUNK, orders_per_pass, pass_values, shared_prefix_values, tiles
-from orderlab.plan.cost import Cost, Estimate, forward_seconds
+from orderlab.plan.cost import ESCALATE, FINER_BUILD, Cost, Estimate, forward_seconds
 from orderlab.plan.device import Device
 from orderlab.plan.escalation_cost import at_built_in_rates, escalation_seconds
 from orderlab.plan.rates import (
@@ -315,7 +315,10 @@ def pretrained_estimate(
         return at_built_in_rates(model.dtype, in_run_dtype)(finer)
 
     if escalation := escalation_seconds(spec, twin_seconds):
-        seconds.append(escalation)
+        # and, once, the finer model (models/pretrained.Shared.finer) and its twin, built as the model was
+        finer = Cost(shape.parameters * SECONDS_PER_MODEL_WEIGHT, FINER_BUILD, ESCALATE, escalation.subject,
+                     escalation.expected)  # fmt: skip
+        seconds += [escalation, finer]
     if work.fit:
         fit_flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.fit)
         fit = forward_seconds(device, "pretrained", model.dtype, fit_flops, math.ceil(len(work.fit) / dense), layers,
