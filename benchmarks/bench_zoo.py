@@ -62,6 +62,7 @@ from orderlab.models.hf.loader import import_transformers
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import cpu_flags
+from orderlab.spec.fields import LOW_PRECISION
 from orderlab.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +135,7 @@ class Case:
         # In 16 bits, orders whose effect lies within the dtype's round-off line are measured again in float32 (a
         # true verdict), which the plain loop never does: the same run with `escalate: false` is timed beside it.
         self.unescalated = None
-        if dtype in ("bfloat16", "float16") and not lm_only:
+        if dtype in LOW_PRECISION and not lm_only:
             path = folder / f"{family}_{n}_unescalated.yaml"
             path.write_text(yaml.safe_dump(spec_text(family, n, orders, dtype) | {"escalate": False}, sort_keys=False,
                                            default_flow_style=None))  # fmt: skip
@@ -705,7 +706,7 @@ def escalated(figures: dict[str, Any], target: str) -> str:
     share = max(shares, default=0.0)
     if share == 0:
         return ""
-    twin = "float32" if figures["dtype"] in ("bfloat16", "float16") else "float64"
+    twin = "float32" if figures["dtype"] in LOW_PRECISION else "float64"
     alike = [e["speedup_over_best_plain_loop"] for e in lengths_of(figures, family).values()
              if "orderlab_loop_unescalated" in e["speedup_over_best_plain_loop"]]  # fmt: skip
     like_for_like = "".join(f"; like for like (`escalate: false`, verdicts `unresolved` where the line is too wide) "

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from orderlab.spec.yamlsource import FieldPath
 
 ESCALATE: FieldPath = ("escalate",)  # the field of escalation's cost (plan/escalation_cost.py)
-# What escalation pays once a model whatever share of orders it re-measures: building the finer model and its twin
+# What escalation pays once per model, whatever share of the orders it re-measures: the finer model and its twin built
 FINER_BUILD = "building the finer model (once, if any order is re-measured)"
 
 

@@ -43,7 +43,7 @@ EFFICIENCY: dict[tuple[Model, str], float] = {
 WALK_SHARE = 0.7
 # A transformers model's 16-bit passes on the CPU reach this share of what its float32 passes reach of their dtype's
 # measured matmul rate: what is not a matmul (norms, activations, gathers, the walk's calls of few rows) runs no faster
-# in 16 bits, and a fresh process pays for each new shape's first bfloat16 kernel. bench_zoo, GPT-2 shape, 8 words,
+# in 16 bits, and a fresh process's first bfloat16 passes are slower still. bench_zoo's GPT-2 shape, 8 words,
 # 1,024 orders, log-probabilities alone, bfloat16: the loop took 2.5 s fresh and 1.9 s warm where the full share
 # priced 1.3 s (the matmul rate 2.45x float32's; the loop 1.5-1.9x float32's speed).
 SIXTEEN_BIT_SHARE: dict[tuple[Model, str], float] = {("pretrained", "cpu"): 0.6}
