@@ -63,7 +63,7 @@ from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import cpu_flags
 from orderlab.spec.fields import LOW_PRECISION
-from orderlab.spec.load import load_spec
+from orderlab.spec.load import LoadedSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -298,25 +298,25 @@ def walked_states(orders: torch.Tensor, lm_only: bool) -> int:
     return sum(depth.distinct for depth in depths[: len(depths) - lm_only])
 
 
-def cli_seconds(case: Case, threads: int) -> float:
-    """Wall time of `orderlab run` on the case's spec in a fresh process, as a user runs it (imports, model, measuring,
+def cli_seconds(spec: Path, out: Path, threads: int) -> float:
+    """Wall time of `orderlab run` on the spec in a fresh process, as a user runs it (imports, model, measuring,
     folder), at the benchmark's thread count: what `validate --plan` estimates."""
-    command = [sys.executable, "-m", "orderlab", "run", str(case.path), "--out", str(case.out / "cli"), "-q", "--force"]
+    command = [sys.executable, "-m", "orderlab", "run", str(spec), "--out", str(out / "cli"), "-q", "--force"]
     environment = os.environ | {"OMP_NUM_THREADS": str(threads)}
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=environment)
     return time.perf_counter() - started
 
 
-def plan_against_run(case: Case, device: torch.device) -> dict[str, float]:
-    """`validate --plan`'s time against `orderlab run`'s: the plan's range (no order to every order measured again in
-    the twin's precision) and, compared, its figure at the share of orders the run re-measured (its manifest)."""
-    estimates = priced_plan(case.loaded.spec, case.path, device).estimates
-    measured = cli_seconds(case, torch.get_num_threads())
-    manifest = json.loads((case.out / "cli" / case.loaded.spec.name / "manifest.json").read_text())
+def plan_against_run(loaded: LoadedSpec, out: Path, orders: int, device: torch.device) -> dict[str, Any]:
+    """`validate --plan`'s time against `orderlab run`'s (of `orders` orders a condition): the plan's range (no order
+    to every order measured again in the twin's precision) and, compared, its figure at the share of orders the run
+    re-measured (its manifest)."""
+    estimates = priced_plan(loaded.spec, loaded.path, device).estimates
+    measured = cli_seconds(loaded.path, out, torch.get_num_threads())
+    manifest = json.loads((out / "cli" / loaded.spec.name / "manifest.json").read_text())
     conditions = (manifest.get("resolution") or {}).get("conditions", {})
-    remeasured = sum(record["remeasured"] for record in conditions.values()) / max(
-        1, len(case.orders) * len(conditions))  # fmt: skip
+    remeasured = sum(record["remeasured"] for record in conditions.values()) / max(1, orders * len(conditions))
     planned = run_seconds(estimates, remeasured=min(1.0, remeasured))
     return {"plan_seconds_range": [run_seconds(estimates, remeasured=0.0), run_seconds(estimates)],
             "remeasured_share": remeasured, "plan_seconds": planned, "cli_seconds": measured,
@@ -358,14 +358,18 @@ print(before, hwm())
 """
 
 
-def peak_rss(family: str, n: int, orders: int, folder: Path, device: str, dtype: str) -> dict[str, float]:
-    """VmHWM (MB) of a fresh process that runs the spec end to end (imports first, then the run)."""
+def peak_rss(family: str, n: int, orders: int, folder: Path, device: str, dtype: str) -> dict[str, Any]:
+    """VmHWM (MB) of a fresh process that runs the spec end to end (imports first, then the run); the end of its
+    error where it failed (the bench's other figures stand)."""
     path = folder / f"rss_{family}_{n}_{orders}.yaml"
     path.write_text(yaml.safe_dump(spec_text(family, n, orders, dtype), sort_keys=False, default_flow_style=None))
     code = RSS_PROBE.format(root=str(ROOT), path=str(path), device=device, out=str(folder / "rss_out"))
-    line = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True)
-    before, after = map(float, line.stdout.split())
-    return {"orders": min(orders, math.factorial(n)), "after_imports_mb": before, "peak_mb": after}
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=False)
+    measured = {"orders": min(orders, math.factorial(n))}
+    if done.returncode != 0:
+        return measured | {"error": done.stderr.strip()[-1_000:]}
+    before, after = map(float, done.stdout.split())
+    return measured | {"after_imports_mb": before, "peak_mb": after}
 
 
 def profile(case: Case) -> dict[str, Any]:
@@ -478,6 +482,8 @@ def main() -> None:
         "cores": os.cpu_count(), "plain_loop_batch": BATCH, "orders_per_sentence": orders, "rounds": rounds,
         "load_average_at_start": os.getloadavg(),
     }  # fmt: skip
+    key = "zoo" + ("" if device.type == "cpu" else f"_{device.type}") + ("" if args.dtype == "float32" else
+                                                                         f"_{args.dtype}")  # fmt: skip
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         for family in families:
@@ -493,18 +499,20 @@ def main() -> None:
                 batches = case.find_best_batch()
                 entry = measure(case, rounds) | {"agreement": agreement, "plain_loop_batch_seconds": batches}
                 # as `validate --plan --device` prices it: the dtype's rate and, where it may escalate, its twin's
-                entry |= plan_against_run(case, device)
+                entry |= plan_against_run(case.loaded, case.out, len(case.orders), device)
                 figures[family][f"{n}_words"] = entry
                 print_entry(family, n, entry)
+                save(args.results, key, figures | {"partial": True})  # a bench cut short keeps what it measured
                 if FAMILIES[family]:  # the same model's log-probabilities alone: the walk skips its deepest depth
                     lm_only = Case(family, n, orders, folder, device, args.dtype, lm_only=True)
                     with torch.inference_mode():
                         agreement = lm_only.agreement()
                     lm_only.find_best_batch()
                     entry = measure(lm_only, rounds) | {"agreement": agreement}
-                    entry |= plan_against_run(lm_only, device)
+                    entry |= plan_against_run(lm_only.loaded, lm_only.out, len(lm_only.orders), device)
                     figures.setdefault(f"{family}_lm_only", {})[f"{n}_words"] = entry
                     print_entry(f"{family} (lm_logprob only)", n, entry)
+                    save(args.results, key, figures | {"partial": True})
         case = Case("gpt2", 7, orders, folder, device, args.dtype)
         figures["twin"] = twin_cost(case)
         twin = figures["twin"]
@@ -524,10 +532,13 @@ def main() -> None:
             # 4 chunks and 8: glibc's heap settles over a run's first chunks, then holds
             figures["peak_rss"] = [peak_rss("gpt2", n, k, folder, device.type, args.dtype)
                                    for k in (4 * chunk, 8 * chunk)]  # fmt: skip
-            figures["rss_growth_mb"] = figures["peak_rss"][1]["peak_mb"] - figures["peak_rss"][0]["peak_mb"]
-            print(
-                "peak RSS (MB): " + ", ".join(f"{r['orders']} orders {r['peak_mb']:.0f}" for r in figures["peak_rss"])
-            )
+            peaks = [probe.get("peak_mb") for probe in figures["peak_rss"]]
+            if None in peaks:
+                print("peak RSS: a probe failed: " + next(p["error"] for p in figures["peak_rss"] if "error" in p))
+            else:
+                figures["rss_growth_mb"] = peaks[1] - peaks[0]
+                print("peak RSS (MB): " + ", ".join(f"{r['orders']} orders {r['peak_mb']:.0f}"
+                                                    for r in figures["peak_rss"]))  # fmt: skip
     figures["load_average_at_end"] = os.getloadavg()
     figures["targets"] = check_targets(figures)
     figures["gaps"] = explain_gaps(figures)
@@ -535,13 +546,18 @@ def main() -> None:
         print(f"  {'met   ' if met else 'MISSED'} {target}")
     for gap in figures["gaps"]:
         print(f"  gap: {gap}")
-    results = json.loads(args.results.read_text()) if args.results.is_file() else {}
-    key = "zoo" + ("" if device.type == "cpu" else f"_{device.type}") + ("" if args.dtype == "float32" else
-                                                                         f"_{args.dtype}")  # fmt: skip
-    results[key] = figures
-    args.results.write_text(json.dumps(results, indent=2) + "\n")
+    save(args.results, key, figures)
     print(f"load average {figures['load_average_at_start'][0]:.1f} at start, "
           f"{figures['load_average_at_end'][0]:.1f} at end; wrote {args.results} ({key!r})")  # fmt: skip
+
+
+def save(path: Path, key: str, figures: dict[str, Any]) -> None:
+    """The figures under `key`, the file's other keys as they were; written whole through a temporary file."""
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    results[key] = figures
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(results, indent=2) + "\n")
+    temporary.replace(path)
 
 
 def shares_line(shares: dict[str, float]) -> str:

@@ -1,18 +1,23 @@
 """A GPU check in one command, for the first minutes a CUDA machine is at hand (issue 43).
 
-On a CUDA machine, in order, each step timed and its outcome kept whatever the others do:
+On a CUDA machine, each step timed and its outcome kept whatever the others do, in order of need:
   1. the tests that need a GPU (every test module that asks torch.cuda.is_available(); --quick: those named cuda),
-  2. `orderlab check --device cuda`: the shipped specs against their CPU baselines (--quick: two of them),
-  3. bench_zoo.py on the card in float32 and in bfloat16, each against the best plain loop in the same dtype
-     (--quick: its own --quick, gpt2 and bert at 7 words, one round, 512 orders),
-  4. the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
-     against the best plain transformers loop over the same sequences, both timed from the same start (library
-     imported, model built on the card), with the run's time by stage (cProfile; --quick: float32 only); then the
-     same run timed unprofiled twice, walking its prefixes depth by depth and with its top depths packed in one
-     call (ORDERLAB_PACKED_TOKENS, opt-in until this measures it).
-Writes everything under "zoo_cuda" of benchmarks/results.json (bench_zoo's own figures inside), leaving the
-file's other keys as they are; exit 1 if a step failed. --dry-run runs the same steps on the CPU at tiny sizes
-(tests/e2e/test_gpu_check.py runs it, so that this script cannot rot) and writes "zoo_cuda_dry_run" to --results.
+  2. `orderlab check --device cuda` of two shipped specs against their CPU baselines,
+  3. the card's measured rates in float32 and bfloat16, which `validate --plan --device cuda` prices with,
+  4. in float32, then in bfloat16 (--quick: the all-orders run in float32 only):
+     - the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
+       against the best plain transformers loop over the same sequences, both timed from the same start (library
+       imported, model built on the card), with the run's time by stage (cProfile) and the plan's time; then the
+       same run timed unprofiled twice, walking its prefixes depth by depth and with its top depths packed in one
+       call (ORDERLAB_PACKED_TOKENS, opt-in until this measures it),
+     - bench_zoo.py on the card against the best plain loop in the same dtype (--quick: its own --quick, gpt2 and
+       bert at 7 words, one round, 512 orders),
+  5. (not --quick) `orderlab check --device cuda` of the other shipped specs.
+--budget SECONDS bounds the whole check (a lent card's minutes are few): a command step may take what is left, and a
+step that would start with too little left is recorded as skipped. The figures are written after every step, so that
+a check cut short keeps what it measured: under "zoo_cuda" of benchmarks/results.json (bench_zoo's own figures
+inside), the file's other keys left as they are; exit 1 if a step failed. --dry-run runs the same steps on the CPU at
+tiny sizes (tests/e2e/test_gpu_check.py runs it, so that this script cannot rot) and writes "zoo_cuda_dry_run".
 
     bash .whl/on-gpu.sh python3 benchmarks/gpu_check.py [--quick]     # or: make gpu-check ARGS=--quick
 """
@@ -38,11 +43,15 @@ import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_zoo import plan_against_run, save, stage_shares  # noqa: E402  (as the zoo bench measures them)
+
 RESULTS = ROOT / "benchmarks" / "results.json"
 WORDS = "the old dog chased a red ball today".split()
 QUICK_SPECS = ("experiments/dog_bites_man.yaml", "experiments/zoo_causal.yaml")
 DRY_SPECS = ("experiments/worked_example.yaml",)
 TAIL = 2_000  # characters of a step's output kept
+FIRST_LOOK = 150.0  # seconds the tests, and two specs' check, may each take: the figures after them need the card too
 PACKED_TOKENS = 512  # the all-orders run again with its top depths packed in one call (Decisions.packed_tokens)
 
 
@@ -68,13 +77,30 @@ def gpu_test_files() -> list[str]:
 def tests_step(quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
     files = gpu_test_files()
     selection = ["--collect-only"] if dry else (["-k", "cuda"] if quick else [])  # the CPU collects, never runs them
-    return step([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *selection, *files],
-                timeout)  # fmt: skip
+    workers = "0" if dry else "4"  # a card's machine has cores to spare; the CPU only collects
+    plugins = ["-p", "no:cacheprovider", "-p", "no:benchmark"]  # pytest-benchmark, where installed, fails under xdist
+    return step([sys.executable, "-m", "pytest", "-q", "-n", workers, *plugins, *selection, *files], timeout)
 
 
-def check_step(device: str, quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
-    specs = list(DRY_SPECS if dry else QUICK_SPECS if quick else ())
+def check_step(device: str, specs: list[str], timeout: float) -> dict[str, Any]:
     return step([sys.executable, "-m", "orderlab", "check", "--device", device, *specs], timeout)
+
+
+def other_specs() -> list[str]:
+    """The shipped specs that --quick's check leaves out."""
+    return sorted(str(path.relative_to(ROOT)) for path in (ROOT / "experiments").glob("*.yaml")
+                  if str(path.relative_to(ROOT)) not in QUICK_SPECS)  # fmt: skip
+
+
+def rates_step(device: torch.device) -> dict[str, Any]:
+    """The card's measured rates in float32 and bfloat16 (a large matmul's FLOP/s, a small op's round trip) and the
+    memory free there: what `validate --plan --device` prices a run with, kept so that the GPU cost model can be
+    calibrated against this check's measured times."""
+    from orderlab.commands.pricing import priced_device
+
+    priced = priced_device(device, "float32", "bfloat16")
+    return {"name": priced.name, "memory_bytes": priced.memory,
+            "rates": {dtype: rate.model_dump() for dtype, rate in priced.rates.items()}}  # fmt: skip
 
 
 def bench_step(device: str, dtype: str, quick: bool, dry: bool, timeout: float) -> dict[str, Any]:
@@ -92,9 +118,6 @@ def bench_step(device: str, dtype: str, quick: bool, dry: bool, timeout: float) 
 def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]:
     """All orders of 8 words (dry: 5) through GPT-2 with two ablations, orderlab end to end against the best plain
     loop over the same sequences, each from a built model on the device, with the run's stages."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_zoo import stage_shares  # the benchmarks' one stage breakdown
-
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
@@ -117,6 +140,7 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
         walked, packed = (timed_run(partial(write_experiment, loaded, Path(scratch) / name, options), device, budget)
                           for name, budget in (("walked", 0), ("packed", PACKED_TOKENS)))  # fmt: skip
         manifest = json.loads((Path(scratch) / "packed" / "manifest.json").read_text())
+        plan = plan_against_run(loaded, Path(scratch), math.factorial(n), device)  # `orderlab run`, a fresh process
     started = time.perf_counter()
     backend = PretrainedBackend(Seeded(d_model, heads, layers, tuple(sorted(set(WORDS[:n]))), 0), dtype, device,
                                 family="gpt2")  # fmt: skip
@@ -134,6 +158,7 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
                "orderlab_end_to_end_seconds": seconds, "plain_loop_seconds": plain, "plain_loop_best_batch": best,
                "plain_loop_build_seconds": built, "speedup_over_best_plain_loop": plain / seconds,
                "orderlab_sequences_per_s": sequences / seconds, "stages": stages,
+               "plan": plan,
                "packed_top_depths": {"packed_tokens": PACKED_TOKENS, "walked_seconds": walked,
                                      "packed_seconds": packed, "speedup_over_the_walk": walked / packed,
                                      "prefix_sharing": manifest["prefix_sharing"]}}  # fmt: skip
@@ -181,6 +206,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a first look, in under 5 minutes on one card")
     parser.add_argument("--dry-run", action="store_true", help="the same steps on the CPU at tiny sizes")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the figures go into")
+    parser.add_argument("--budget", type=float, default=None, help="seconds the whole check may take (default: none)")
+    parser.add_argument("--only", nargs="+", default=None, metavar="STEP", help="these steps alone (e.g. to rerun "
+                        "those that failed): gpu_tests check device_rates all_orders_<dtype> bench_zoo_<dtype> "
+                        "check_other_specs")  # fmt: skip
     args = parser.parse_args()
     if not args.dry_run and not torch.cuda.is_available():
         print("gpu_check: no CUDA device here; expected a GPU machine (or --dry-run)", file=sys.stderr)
@@ -189,29 +218,80 @@ def main() -> int:
     quick, dry = args.quick, args.dry_run
     limit = 120.0 if quick else 600.0  # seconds a step may take (a dry run's on a loaded CPU: as long as a full one's;
     # bench_zoo's tiny dry run took 600 s at load 25 on 2 cores, about a minute quiet)
-    dtypes = ("float32",) if quick or dry else ("float32", "bfloat16")  # the all-orders run's
     figures: dict[str, Any] = {
         "device": device.type, **({"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else {}),
         "torch": torch.__version__, "python": sys.version.split()[0], "quick": quick, "dry_run": dry,
-        "load_average_at_start": os.getloadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "budget_seconds": args.budget, "load_average_at_start": os.getloadavg(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }  # fmt: skip
-    started = time.perf_counter()
-    figures["gpu_tests"] = tests_step(quick, dry, limit)
-    figures["check"] = check_step(device.type, quick, dry, limit)
-    for dtype in ("float32",) if dry else ("float32", "bfloat16"):
-        figures[f"bench_zoo_{dtype}"] = bench_step(device.type, dtype, quick, dry, (4 if dry else 2) * limit)
-    for dtype in dtypes:
-        figures[f"all_orders_{dtype}"] = kept(lambda dtype=dtype: full_run_step(device, dtype, dry))
-    figures["seconds"] = time.perf_counter() - started
+    key = "zoo_cuda_dry_run" if dry else "zoo_cuda"
+    clock = Budget(args.budget)
+    steps = planned_steps(device, quick, dry, limit)
+    unknown = set(args.only or ()) - {name for name, _ in steps}
+    if unknown:
+        print(f"gpu_check: no step named {', '.join(sorted(unknown))}; expected some of "
+              f"{', '.join(name for name, _ in steps)}", file=sys.stderr)  # fmt: skip
+        return 2
+    for name, run_step in steps:
+        if args.only and name not in args.only:
+            continue
+        figures[name] = clock.run(run_step)
+        save(args.results, key, figures | {"seconds": clock.spent(), "partial": True})
+    figures["seconds"] = clock.spent()
     figures["load_average_at_end"] = os.getloadavg()
     failed = [name for name, value in figures.items() if isinstance(value, dict) and value.get("exit_code", 0) != 0]
     figures["failed_steps"] = failed
-    results = json.loads(args.results.read_text()) if args.results.is_file() else {}
-    key = "zoo_cuda_dry_run" if dry else "zoo_cuda"
-    results[key] = figures
-    args.results.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"{figures['seconds']:.0f} s in all; failed: {', '.join(failed) or 'none'}; wrote {args.results} ({key!r})")
+    figures["skipped_steps"] = [
+        name for name, value in figures.items() if isinstance(value, dict) and "skipped" in value
+    ]
+    save(args.results, key, figures)
+    print(f"{figures['seconds']:.0f} s in all; failed: {', '.join(failed) or 'none'}; skipped: "
+          f"{', '.join(figures['skipped_steps']) or 'none'}; wrote {args.results} ({key!r})")  # fmt: skip
     return 1 if failed else 0
+
+
+Step = Callable[[float], dict[str, Any]]  # a step given the seconds it may take
+
+
+def planned_steps(device: torch.device, quick: bool, dry: bool, limit: float) -> list[tuple[str, Step]]:
+    """The check's steps in order of need: correctness on the card, then float32's figures, then bfloat16's, then the
+    shipped specs that a quick check leaves out."""
+    kind = device.type
+    first_specs = list(DRY_SPECS if dry else QUICK_SPECS)
+    steps: list[tuple[str, Step]] = [
+        ("gpu_tests", lambda left: tests_step(quick, dry, min(limit, FIRST_LOOK, left))),
+        ("check", lambda left: check_step(kind, first_specs, min(limit, FIRST_LOOK, left))),
+        ("device_rates", lambda left: kept(lambda: rates_step(device))),
+    ]
+    bench_limit = (4 if dry else 2) * limit
+    for dtype in ("float32",) if dry else ("float32", "bfloat16"):
+        if dtype == "float32" or not quick:  # the all-orders run's dtypes
+            steps.append((f"all_orders_{dtype}", lambda left, dtype=dtype: kept(
+                lambda: full_run_step(device, dtype, dry))))  # fmt: skip
+        steps.append((f"bench_zoo_{dtype}", lambda left, dtype=dtype: bench_step(
+            kind, dtype, quick, dry, min(bench_limit, left))))  # fmt: skip
+    if not (quick or dry):
+        steps.append(("check_other_specs", lambda left: check_step(kind, other_specs(), min(limit, left))))
+    return steps
+
+
+class Budget:
+    """The seconds a check may take: a step starts only with at least MIN_STEP_SECONDS of them left."""
+
+    MIN_STEP_SECONDS = 30.0
+
+    def __init__(self, seconds: float | None):
+        self.seconds, self.started = seconds, time.perf_counter()
+
+    def spent(self) -> float:
+        return time.perf_counter() - self.started
+
+    def run(self, run_step: Step) -> dict[str, Any]:
+        left = math.inf if self.seconds is None else self.seconds - self.spent()
+        if left < self.MIN_STEP_SECONDS:
+            print(f"skip {left:6.1f} s left of the budget", flush=True)
+            return {"skipped": f"{max(left, 0.0):.0f} s of the {self.seconds:.0f} s budget left"}
+        return run_step(left)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,21 @@ def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
     packed = run["packed_top_depths"]  # the same run with its top depths packed: the CPU walks, so it packs
     assert set(packed["prefix_sharing"].values()) == {"shared, top depths packed in one call up to 512 tokens"}
     assert packed["speedup_over_the_walk"] > 0
+    plan = run["plan"]  # validate --plan's time beside `orderlab run`'s in a fresh process
+    assert plan["cli_seconds"] > 0 and plan["plan_over_measured"] == plan["plan_seconds"] / plan["cli_seconds"]
+    assert set(check["device_rates"]["rates"]) == {"float32", "bfloat16"}  # what the plan prices with
+
+
+def test_a_spent_budget_skips_every_step_and_still_writes_the_figures(tmp_path):
+    results = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--dry-run", "--budget", "1",
+                           "--results", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3_000:] + done.stderr[-3_000:]
+    check = json.loads(results.read_text())["zoo_cuda_dry_run"]
+    steps = ["gpu_tests", "check", "device_rates", "all_orders_float32", "bench_zoo_float32"]
+    assert check["skipped_steps"] == steps and check["failed_steps"] == []
+    assert "partial" not in check and check["budget_seconds"] == 1
 
 
 def test_without_a_gpu_the_check_says_so_in_one_line(tmp_path):
