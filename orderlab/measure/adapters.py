@@ -21,7 +21,7 @@ from orderlab.models.precision import require_dtype, use_matmul_precision
 from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
 from orderlab.models.user_hooks import UserHook
-from orderlab.plan.decisions import Decisions, compile_pays, decide
+from orderlab.plan.decisions import GPU_PACKED_TOKENS, Decisions, compile_pays, decide
 from orderlab.plan.device import rates_file, read_rates
 from orderlab.spec.schema import CheckpointModelSpec, Spec, uses_backend
 from orderlab.train.adapters import checkpoint_adapters, probe_inputs_for
@@ -70,9 +70,9 @@ def build_adapters(
 def run_decisions(spec: Spec, spec_file: Path, device: torch.device) -> Decisions:
     """How a run of `spec` computes on `device`, decided once (plan/decisions.py): prefixes shared always on the CPU,
     elsewhere where the plan prices the walk cheaper at the device's measured rate; compilation as
-    ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks."""
+    ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks (by default on a GPU only)."""
     priced = None if device.type == "cpu" else run_device(device, spec.model.dtype, read_rates(rates_file()))
-    return decide(spec, spec_file, priced, compile_setting(), packed_setting())
+    return decide(spec, spec_file, priced, compile_setting(), packed_setting(device))
 
 
 def compile_wanted(spec: Spec) -> bool:
@@ -85,9 +85,10 @@ def compile_setting() -> str:
     return os.environ.get("ORDERLAB_COMPILE", "never")  # opt-in: no gain measured yet on this loaded 2-core box
 
 
-def packed_setting() -> str:
-    """ORDERLAB_PACKED_TOKENS: the token budget of a causal prefix walk's packed top depths; 0 (the default): off."""
-    return os.environ.get("ORDERLAB_PACKED_TOKENS", "0")  # opt-in: no card has measured it yet
+def packed_setting(device: torch.device) -> str:
+    """ORDERLAB_PACKED_TOKENS: the token budget of a causal prefix walk's packed top depths (0: off); unset, off on
+    the CPU (its committed baselines were measured walking) and GPU_PACKED_TOKENS on a GPU."""
+    return os.environ.get("ORDERLAB_PACKED_TOKENS", "0" if device.type == "cpu" else str(GPU_PACKED_TOKENS))
 
 
 def prefix_sharing(spec: Spec, decisions: Decisions) -> dict[str, str]:
