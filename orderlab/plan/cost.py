@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 ESCALATE: FieldPath = ("escalate",)  # the field of escalation's cost (plan/escalation_cost.py)
 # What escalation pays once per model, whatever share of the orders it re-measures: the finer model and its twin built
 FINER_BUILD = "building the finer model (once, if any order is re-measured)"
+DEVICE_START = "starting the GPU (its context and libraries, once a run)"  # plan/device.py START_SECONDS_ON
 
 
 @dataclass(frozen=True)

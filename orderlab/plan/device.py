@@ -29,13 +29,14 @@ from orderlab.spec.fields import LOW_PRECISION
 # The share of a large matmul's measured rate that a run's passes reach, per model kind and device type: the stack's
 # small matmuls and elementwise work on the CPU; a transformers forward's dense GEMMs (BERT-base shape: 310 GFLOP/s
 # against a ~330 GFLOP/s float32 peak on 2 threads; a 12-layer d_model 768 BERT's dense batches of 9 tokens 0.77-0.85
-# of a 1,024-side matmul on one thread, float32 and bfloat16, by CPU time); on a GPU the best plain loop ran at ~17%
-# of the card's bfloat16 peak (issue 32), its smaller passes lower.
+# of a 1,024-side matmul on one thread, float32 and bfloat16, by CPU time); on a GPU, an H200's 40,320-order 8-word
+# GPT-2 run (12 x 768 x 12, two ablations, float32, benchmarks/gpu_check.py) passed its prefixes in about 3.9 s where
+# 0.1 of the card's measured 51 TFLOP/s priced 11.7 s. The stack on a GPU is unmeasured.
 EFFICIENCY: dict[tuple[Model, str], float] = {
     ("stack", "cpu"): 0.25,
     ("pretrained", "cpu"): 0.8,
     ("stack", "cuda"): 0.05,
-    ("pretrained", "cuda"): 0.1,
+    ("pretrained", "cuda"): 0.3,
 }
 # A causal LM's prefix walk (models/kv_prefix.py) reaches this share of what dense passes reach: each depth gathers its
 # prefixes' cached keys and values and runs a call of few rows (GPT-2 shape, 7 words, one thread: 0.45-0.6 of the
@@ -46,7 +47,13 @@ WALK_SHARE = 0.7
 # in 16 bits, and a fresh process's first bfloat16 passes are slower still. bench_zoo's GPT-2 shape, 8 words,
 # 1,024 orders, log-probabilities alone, bfloat16: the loop took 2.5 s fresh and 1.9 s warm where the full share
 # priced 1.3 s (the matmul rate 2.45x float32's; the loop 1.5-1.9x float32's speed).
-SIXTEEN_BIT_SHARE: dict[tuple[Model, str], float] = {("pretrained", "cpu"): 0.6}
+# On an H200 the same all-orders run's bfloat16 passes took about 2.2 s, 1.8x faster than float32's, where the card's
+# bfloat16 matmuls run 15x faster: small passes there are bound by their launches and memory, not their matmuls.
+SIXTEEN_BIT_SHARE: dict[tuple[Model, str], float] = {("pretrained", "cpu"): 0.6, ("pretrained", "cuda"): 0.25}
+# Bringing a GPU up in a fresh process: the CUDA context, cuBLAS and the kernels torch loads on first use. On an H200
+# machine (torch 2.11, 16 cores) `orderlab run` of five 1,024-order zoo specs took 14-21 s (median 15.4 s) longer than
+# the same runs in a warm process, of which the start-up and transformers' import that rates.py prices hold 5.5 s.
+START_SECONDS_ON: dict[str, float] = {"cuda": 10.0}
 KERNELS_PER_LAYER = 12  # norms, projections, attention, FFN, residuals: the round trips of one layer's pass
 RATES_FILE_LIMIT = 2**16  # bytes: a cache of a few devices' rates; a larger file is no cache of orderlab's
 RATES_VERSION = 2  # 2: the CPU's matmul timed by CPU time (models/devices.measure_rate); older caches measured again
@@ -77,6 +84,11 @@ class Device:
     name: str  # e.g. the CPU's model name, or the card's
     memory: int  # bytes
     rates: dict[str, Rate] = field(default_factory=dict)  # by dtype
+
+    @property
+    def start_seconds(self) -> float:
+        """Seconds a fresh process takes to bring this device up (0 on the CPU: rates.START_SECONDS covers it)."""
+        return START_SECONDS_ON.get(self.kind, 0.0)
 
     def forward_seconds(self, model: Model, dtype: str, flops: float, calls: float, layers: int, walk: bool = False
                         ) -> float | None:  # fmt: skip

@@ -7,11 +7,11 @@ device (`PricedPlan`). Pure and torch-free: must not import torch, numpy or pand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orderlab.plan.cost import Estimate
+from orderlab.plan.cost import DEVICE_START, Cost, Estimate
 from orderlab.plan.device import Device, available_memory
 from orderlab.plan.patching_cost import PatchingCost
 from orderlab.plan.prefix_walk import prefix_walk_pays
@@ -32,10 +32,20 @@ def estimate(spec: Spec, spec_file: str | Path, device: Device | None = None) ->
     device = device or Device("cpu", "cpu", available_memory())  # no rates: the name is not read
     if uses_backend(spec):
         walk = prefix_walk_pays(spec, spec_file, device)
-        return [pretrained_estimate(configuration.spec, configuration.columns, Path(spec_file), device, walk,
-                                    first=index == 0)
-                for index, configuration in enumerate(plan(spec))]  # fmt: skip
-    return [stack_estimate(configuration.spec, configuration.columns, device) for configuration in plan(spec)]
+        estimates = [pretrained_estimate(configuration.spec, configuration.columns, Path(spec_file), device, walk,
+                                         first=index == 0)
+                     for index, configuration in enumerate(plan(spec))]  # fmt: skip
+    else:
+        estimates = [stack_estimate(configuration.spec, configuration.columns, device) for configuration in plan(spec)]
+    return with_device_start(estimates, device)
+
+
+def with_device_start(estimates: list[Estimate], device: Device) -> list[Estimate]:
+    """The first combination pays, once a run, for bringing the device up (a GPU's context and libraries)."""
+    if not device.start_seconds or not estimates:
+        return estimates
+    start = Cost(device.start_seconds, DEVICE_START, ("model",), device.name, "a run on the CPU (--device cpu)")
+    return [replace(estimates[0], seconds=[start, *estimates[0].seconds]), *estimates[1:]]
 
 
 @dataclass(frozen=True)
