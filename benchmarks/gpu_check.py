@@ -8,8 +8,8 @@ On a CUDA machine, each step timed and its outcome kept whatever the others do, 
      - the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
        against the best plain transformers loop over the same sequences, both timed from the same start (library
        imported, model built on the card), with the run's time by stage (cProfile) and the plan's time; then the
-       same run timed unprofiled twice, walking its prefixes depth by depth and with its top depths packed in one
-       call (ORDERLAB_PACKED_TOKENS, opt-in until this measures it),
+       same run, and its first 1,024 orders, timed unprofiled each way its passes can go: walking its prefixes depth
+       by depth, with its top depths packed in one call (ORDERLAB_PACKED_TOKENS) and dense (ORDERLAB_PREFIX_WALK),
      - bench_zoo.py on the card against the best plain loop in the same dtype (--quick: its own --quick, gpt2 and
        bert at 7 words, one round, 512 orders),
   5. (not --quick) `orderlab check --device cuda` of the other shipped specs.
@@ -34,7 +34,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -53,6 +52,12 @@ DRY_SPECS = ("experiments/worked_example.yaml",)
 TAIL = 2_000  # characters of a step's output kept
 FIRST_LOOK = 150.0  # seconds the tests, and two specs' check, may each take: the figures after them need the card too
 PACKED_TOKENS = 512  # the all-orders run again with its top depths packed in one call (Decisions.packed_tokens)
+WAYS = {  # how a causal model's passes can go, as the settings force them (plan/decisions.py)
+    "walked": {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": "0"},
+    "packed": {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": str(PACKED_TOKENS)},
+    "dense": {"ORDERLAB_PREFIX_WALK": "never"},
+}
+SMALL_RUN_ORDERS = 1_024  # the all-orders run's first orders again, as bench_zoo's cases
 
 
 def step(command: list[str], timeout: float) -> dict[str, Any]:
@@ -121,7 +126,6 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
-    from orderlab.spec.load import load_spec
 
     n, shape = (5, (32, 2, 2)) if dry else (8, (768, 12, 12))
     d_model, heads, layers = shape
@@ -131,15 +135,18 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
                       "dtype": dtype, "position_embeddings": ["trained", "zero"]},
             "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": "all"}]}  # fmt: skip
     with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "spec.yaml"
-        path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        loaded = load_spec(path)
+        loaded = written_spec(spec, Path(scratch) / "spec.yaml")
         options = RunOptions(device, force=True)
         seconds, stages = stage_shares(lambda: (write_experiment(loaded, Path(scratch) / "out", options),
                                                 synchronize(device)))  # fmt: skip
-        walked, packed = (timed_run(partial(write_experiment, loaded, Path(scratch) / name, options), device, budget)
-                          for name, budget in (("walked", 0), ("packed", PACKED_TOKENS)))  # fmt: skip
-        manifest = json.loads((Path(scratch) / "packed" / "manifest.json").read_text())
+        ways = ways_timed(loaded, Path(scratch) / "all", device)
+        few = min(SMALL_RUN_ORDERS, math.factorial(n) // 5)  # a small run, where a card's launches weigh most
+        first = [list(order) for order in itertools.islice(itertools.permutations(range(n)), few)]
+        small = spec | {
+            "name": "gpu_check_few_orders",
+            "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": first}],
+        }
+        small_ways = ways_timed(written_spec(small, Path(scratch) / "small.yaml"), Path(scratch) / "few", device)
         plan = plan_against_run(loaded, Path(scratch), math.factorial(n), device)  # `orderlab run`, a fresh process
     started = time.perf_counter()
     backend = PretrainedBackend(Seeded(d_model, heads, layers, tuple(sorted(set(WORDS[:n]))), 0), dtype, device,
@@ -159,21 +166,39 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
                "plain_loop_build_seconds": built, "speedup_over_best_plain_loop": plain / seconds,
                "orderlab_sequences_per_s": sequences / seconds, "stages": stages,
                "plan": plan,
-               "packed_top_depths": {"packed_tokens": PACKED_TOKENS, "walked_seconds": walked,
-                                     "packed_seconds": packed, "speedup_over_the_walk": walked / packed,
-                                     "prefix_sharing": manifest["prefix_sharing"]}}  # fmt: skip
+               "packed_top_depths": {"packed_tokens": PACKED_TOKENS, "walked_seconds": ways["walked"]["seconds"],
+                                     "packed_seconds": ways["packed"]["seconds"],
+                                     "speedup_over_the_walk": ways["walked"]["seconds"] / ways["packed"]["seconds"],
+                                     "prefix_sharing": ways["packed"]["prefix_sharing"]},
+               "ways": ways, f"ways_at_{few}_orders": small_ways}  # fmt: skip
     print(f"ok  {seconds:6.1f} s  all {math.factorial(n):,} orders of {n} words, {dtype}: {plain / seconds:.2f}x the "
           f"best plain loop ({plain:.1f} s, batches of {best})", flush=True)  # fmt: skip
     return figures
 
 
-def timed_run(run: Callable[[], Any], device: torch.device, packed_tokens: int) -> float:
-    """Seconds of one run, unprofiled, with its prefix walk's top depths packed up to `packed_tokens` (0: walked)."""
-    with mock.patch.dict(os.environ, {"ORDERLAB_PACKED_TOKENS": str(packed_tokens)}):
-        started = time.perf_counter()
-        run()
-        synchronize(device)
-        return time.perf_counter() - started
+def written_spec(data: dict[str, Any], path: Path) -> Any:
+    from orderlab.spec.load import load_spec
+
+    path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
+    return load_spec(path)
+
+
+def ways_timed(loaded: Any, out: Path, device: torch.device) -> dict[str, dict[str, Any]]:
+    """One run of the spec, unprofiled, each way a causal model's passes can go (WAYS), with how its manifest says
+    they went: what decides whether a card should walk, pack or run dense (plan/decisions.py)."""
+    from orderlab.commands.run import write_experiment
+    from orderlab.measure.run_options import RunOptions
+
+    timings = {}
+    for way, settings in WAYS.items():
+        with mock.patch.dict(os.environ, settings):
+            started = time.perf_counter()
+            write_experiment(loaded, out / way, RunOptions(device, force=True))
+            synchronize(device)
+            seconds = time.perf_counter() - started
+        manifest = json.loads((out / way / "manifest.json").read_text())
+        timings[way] = {"seconds": seconds, "prefix_sharing": manifest["prefix_sharing"]}
+    return timings
 
 
 def kept(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ __all__ = [
 ]  # fmt: skip
 
 NOT_PAYING = "dense: the prefix walk's calls cost more than one dense batch on this device (plan/device.py)"
+NOT_ASKED = "dense: ORDERLAB_PREFIX_WALK=never"
 
 
 def build_adapters(
@@ -70,9 +71,10 @@ def build_adapters(
 def run_decisions(spec: Spec, spec_file: Path, device: torch.device) -> Decisions:
     """How a run of `spec` computes on `device`, decided once (plan/decisions.py): prefixes shared always on the CPU,
     elsewhere where the plan prices the walk cheaper at the device's measured rate; compilation as
-    ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks (by default on a GPU only)."""
+    ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks (by default on a GPU only); the walk
+    forced on or off by ORDERLAB_PREFIX_WALK."""
     priced = None if device.type == "cpu" else run_device(device, spec.model.dtype, read_rates(rates_file()))
-    return decide(spec, spec_file, priced, compile_setting(), packed_setting(device))
+    return decide(spec, spec_file, priced, compile_setting(), packed_setting(device), walk_setting())
 
 
 def compile_wanted(spec: Spec) -> bool:
@@ -83,6 +85,11 @@ def compile_wanted(spec: Spec) -> bool:
 def compile_setting() -> str:
     """ORDERLAB_COMPILE: always, never (the default) or auto."""
     return os.environ.get("ORDERLAB_COMPILE", "never")  # opt-in: no gain measured yet on this loaded 2-core box
+
+
+def walk_setting() -> str:
+    """ORDERLAB_PREFIX_WALK: auto (the default: as the plan prices it on the device), always or never."""
+    return os.environ.get("ORDERLAB_PREFIX_WALK", "auto")
 
 
 def packed_setting(device: torch.device) -> str:
@@ -98,5 +105,6 @@ def prefix_sharing(spec: Spec, decisions: Decisions) -> dict[str, str]:
         kv_prefix.prefix_sharing(spec, decisions.packed_tokens) if uses_backend(spec) else stack_prefix_sharing(spec)
     )
     if notes and not decisions.share_prefixes:
-        return {label: NOT_PAYING if note.startswith("shared") else note for label, note in notes.items()}
+        dense = NOT_ASKED if decisions.walk_forced else NOT_PAYING
+        return {label: dense if note.startswith("shared") else note for label, note in notes.items()}
     return notes

@@ -21,6 +21,7 @@ from orderlab.plan.prefix_walk import prefix_walk_pays
 from orderlab.spec.schema import Spec
 
 COMPILE_SETTINGS = ("auto", "always", "never")  # ORDERLAB_COMPILE's values
+WALK_SETTINGS = ("auto", "always", "never")  # ORDERLAB_PREFIX_WALK's values
 # The packed call holds as many tokens as a walk's call of that many prefixes, and a (T, T) mask and scores per head
 MAX_PACKED_TOKENS = 4096
 # On a GPU the walk's top depths are packed in one call by default: an H200 ran the 40,320-order 8-word GPT-2 run
@@ -38,17 +39,29 @@ class Decisions:
     # a causal LM's prefix walk runs its top depths as one packed call up to this many tokens (0: a call per depth);
     # the numbers equal the walk's to round-off, not bit for bit, so the CPU, whose baselines walk, packs on request
     packed_tokens: int = 0
+    walk_forced: bool = False  # share_prefixes as ORDERLAB_PREFIX_WALK asked, not as the plan priced it
 
 
 def decide(
-    spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str, packed_setting: str = "0"
-) -> Decisions:
-    """The run's decisions: prefixes shared where the walk pays on `device` (None: the CPU, where it always runs,
-    so its committed baselines stay as they were measured), compilation as `compile_setting` asks, top depths
-    packed as `packed_setting` asks (packed_tokens)."""
-    share = device is None or prefix_walk_pays(spec, spec_file, device)
-    return Decisions(share_prefixes=share, compile=compile_pays(spec, compile_setting),
-                     packed_tokens=packed_tokens(packed_setting))  # fmt: skip
+    spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str, packed_setting: str = "0",
+    walk_setting: str = "auto",
+) -> Decisions:  # fmt: skip
+    """The run's decisions: prefixes shared as `walk_setting` asks (walks), compilation as `compile_setting` asks,
+    top depths packed as `packed_setting` asks (packed_tokens)."""
+    return Decisions(share_prefixes=walks(spec, spec_file, device, walk_setting),
+                     compile=compile_pays(spec, compile_setting), packed_tokens=packed_tokens(packed_setting),
+                     walk_forced=walk_setting != "auto")  # fmt: skip
+
+
+def walks(spec: Spec, spec_file: str | Path, device: Device | None, setting: str) -> bool:
+    """Whether causal passes share prefixes where the model and encoding allow it: `setting` always or never (so that
+    a card's walk and dense passes can be timed against each other), or auto: always on the CPU (None, where the
+    committed baselines were measured walking), elsewhere where the plan prices the walk cheaper on `device`."""
+    if setting not in WALK_SETTINGS:
+        raise OrderlabError(f"ORDERLAB_PREFIX_WALK={setting!r}; expected one of {', '.join(WALK_SETTINGS)}")
+    if setting != "auto":
+        return setting == "always"
+    return device is None or prefix_walk_pays(spec, spec_file, device)
 
 
 def packed_tokens(setting: str) -> int:

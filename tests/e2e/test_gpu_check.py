@@ -37,6 +37,9 @@ def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
     packed = run["packed_top_depths"]  # the same run with its top depths packed: the CPU walks, so it packs
     assert set(packed["prefix_sharing"].values()) == {"shared, top depths packed in one call up to 512 tokens"}
     assert packed["speedup_over_the_walk"] > 0
+    for ways in (run["ways"], run["ways_at_24_orders"]):  # each way the passes can go, as the manifest says it went
+        assert set(ways["dense"]["prefix_sharing"].values()) == {"dense: ORDERLAB_PREFIX_WALK=never"}
+        assert all(note.startswith("shared") for note in ways["walked"]["prefix_sharing"].values())
     plan = run["plan"]  # validate --plan's time beside `orderlab run`'s in a fresh process
     assert plan["cli_seconds"] > 0 and plan["plan_over_measured"] == plan["plan_seconds"] / plan["cli_seconds"]
     assert set(check["device_rates"]["rates"]) == {"float32", "bfloat16"}  # what the plan prices with

@@ -25,3 +25,12 @@ def test_the_manifest_says_how_the_run_decided_to_run_its_causal_passes(write_sp
     sharing = run_manifest(loaded, run, CPU, rows=0, maps=False)["prefix_sharing"]
     assert set(sharing) == {"rope", "sinusoidal"}
     assert all(note.startswith("shared" if share else "dense") for note in sharing.values()), sharing
+
+
+def test_a_walk_turned_off_by_its_setting_says_so_in_the_manifest(write_spec, monkeypatch):
+    monkeypatch.setenv("ORDERLAB_PREFIX_WALK", "never")
+    loaded = validate_limits(load_spec(write_spec(CAUSAL)))
+    run = SweepMeasurement(loaded.spec, spec_file=loaded.path)
+    assert run.decisions == Decisions(share_prefixes=False, compile=False, walk_forced=True)
+    sharing = run_manifest(loaded, run, CPU, rows=0, maps=False)["prefix_sharing"]
+    assert set(sharing.values()) == {"dense: ORDERLAB_PREFIX_WALK=never"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orderlab.errors import OrderlabError
-from orderlab.plan.decisions import Decisions, compile_pays, decide
+from orderlab.plan.decisions import Decisions, compile_pays, decide, walks
 from orderlab.plan.device import Device, Rate
 from orderlab.spec.schema import Spec
 
@@ -59,3 +59,12 @@ def test_packed_top_depths_are_off_unless_asked_for_and_a_bad_budget_is_refused_
         with pytest.raises(OrderlabError, match=rf"ORDERLAB_PACKED_TOKENS={setting!r}; expected a whole number of "
                                                 r"tokens from 0 \(off\) to 4096$"):  # fmt: skip
             decide(CAUSAL, Path("spec.yaml"), None, "never", setting)
+
+
+def test_the_walk_can_be_forced_either_way_and_a_bad_setting_is_refused_in_one_line():
+    card = Device("cuda", "a card", 10**10)  # unmeasured: auto runs dense there
+    assert not walks(CAUSAL, Path("spec.yaml"), card, "auto") and walks(CAUSAL, Path("spec.yaml"), card, "always")
+    assert walks(CAUSAL, Path("spec.yaml"), None, "auto") and not walks(CAUSAL, Path("spec.yaml"), None, "never")
+    assert not decide(CAUSAL, Path("spec.yaml"), None, "never", "0", "never").share_prefixes
+    with pytest.raises(OrderlabError, match=r"^ORDERLAB_PREFIX_WALK='sometimes'; expected one of auto, always, never$"):
+        decide(CAUSAL, Path("spec.yaml"), None, "never", "0", "sometimes")
