@@ -375,6 +375,7 @@ def fuzz_base(runs) -> list[Path]:
     return runs[1]
 
 
+@pytest.mark.slow  # 40 fuzzed merges: about 20 s
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_manifests_and_shard_sets_merge_well_or_are_one_line_and_write_only_under_out(fuzz_base, runs, data):
