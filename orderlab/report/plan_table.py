@@ -9,8 +9,9 @@ from orderlab.plan.amounts import duration, size
 from orderlab.plan.cost import Estimate, run_seconds
 from orderlab.plan.estimate import PricedPlan
 
-PLAN_HEADER = ["", "memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size", "attention.csv rows",
-               "size"]  # fmt: skip
+# Two header lines, so that a plan fits 80 columns: a group's label over its columns, then each column's own.
+PLAN_HEADER = ["", "chunk", "peak", "sequences", "time", "rows", "size", "rows", "size"]
+PLAN_GROUPS = {"memory": (1, 3), "metrics.csv": (5, 7), "attention.csv": (7, 9)}  # label -> its columns [start, end)
 
 
 def validated_lines(path: Path, name: str, priced: PricedPlan | None) -> list[str]:
@@ -23,7 +24,7 @@ def plan_lines(priced: PricedPlan) -> list[str]:
     weights and the largest working set fit the memory free on the card."""
     device, dtype, free = priced.device, priced.dtype, size(priced.device.memory)
     where = f"{device.name}: {device.rates[dtype].flops / 1e9:,.0f} GFLOP/s matmul in {dtype}, {free} free"
-    lines = [f"priced on {where} (measured once, cached in {priced.rates_file})", *plan_table(priced.estimates)]
+    lines = [f"priced on {where}", f"(measured once, cached in {priced.rates_file})", *plan_table(priced.estimates)]
     if not priced.fits:
         lines.append(f"does not fit: needs ~{size(priced.on_card)} on {device.name}, which has {free} free")
     if priced.patching is not None:
@@ -45,7 +46,7 @@ def plan_table(estimates: list[Estimate]) -> list[str]:
         sum(e.metrics_rows for e in estimates), sum(e.metrics_bytes.amount for e in estimates),
         sum(e.attention_rows for e in estimates), sum(e.attention_bytes.amount for e in estimates),
     ))  # fmt: skip
-    table = _aligned([PLAN_HEADER, *lines])
+    table = _aligned([PLAN_HEADER, *lines], PLAN_GROUPS)
     if any(" to " in row[4] for row in lines):
         table.append("time: 'to' if every order is measured again in a finer precision (escalate)")
     return table
@@ -64,8 +65,21 @@ def _plan_row(name: str, chunk: float, peak: float, sequences: int, time: str, r
             *attention]  # fmt: skip
 
 
-def _aligned(rows: list[list[str]]) -> list[str]:
-    """Columns padded to their widest cell: the first to the left, numbers to the right."""
+def _aligned(rows: list[list[str]], groups: dict[str, tuple[int, int]]) -> list[str]:
+    """Columns padded to their widest cell (the first to the left, numbers to the right), under a line that puts each
+    group's label over its columns, right-aligned (the group's last column widened where the label is wider)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths,
-            strict=True))).rstrip() for row in rows]  # fmt: skip
+    for label, (start, end) in groups.items():
+        widths[end - 1] += max(0, len(label) - _span(widths, start, end))
+    labels, column = [], 0
+    for label, (start, end) in sorted(groups.items(), key=lambda group: group[1]):
+        labels += [" " * width for width in widths[column:start]] + [label.rjust(_span(widths, start, end))]
+        column = end
+    return ["  ".join(labels).rstrip()] + [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths,
+                  strict=True))).rstrip() for row in rows]  # fmt: skip
+
+
+def _span(widths: list[int], start: int, end: int) -> int:
+    """The width of columns [start, end) and the gaps between them."""
+    return sum(widths[start:end]) + 2 * (end - start - 1)

@@ -116,7 +116,7 @@ def test_a_model_object_with_a_classification_head_is_measured_through_its_head(
 def test_validate_prices_a_dataset_run(tmp_path: Path):
     result = invoke("validate", write_spec(tmp_path), "--plan")
     assert result.exit_code == 0, result.output
-    assert "metrics.csv rows" in result.output
+    assert "metrics.csv" in result.output and "sequences" in result.output
 
 
 @pytest.mark.parametrize(

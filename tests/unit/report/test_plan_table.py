@@ -20,9 +20,18 @@ def lines(device: Device) -> list[str]:
 def test_the_device_then_a_line_per_combination_then_the_whole_run():
     shown = lines(Device("cpu", "a cpu", 10**10, RATE))
     device = "a cpu: 20 GFLOP/s matmul in float64, 10.0 GB free"
-    assert shown[0] == f"priced on {device} (measured once, cached in rates.json)"
-    assert [line.split()[0] for line in shown[2:]] == ["n_layers=1", "n_layers=2", "whole"]
-    assert len({len(line) for line in shown[1:]}) == 1  # aligned: every column padded to its widest cell
+    assert shown[:2] == [f"priced on {device}", "(measured once, cached in rates.json)"]
+    assert [line.split()[0] for line in shown[4:]] == ["n_layers=1", "n_layers=2", "whole"]
+    assert len({len(line) for line in shown[3:]}) == 1  # aligned: every column padded to its widest cell
+    assert max(len(line) for line in shown) <= 80  # a terminal's width
+
+
+def test_each_group_label_ends_over_its_last_column_widened_where_the_label_is_wider():
+    groups, header = lines(Device("cpu", "a cpu", 10**10, RATE))[2:4]  # no attention.csv: its columns hold "-"
+    for label, last in (("memory", "peak"), ("metrics.csv", "size"), ("attention.csv", "size")):
+        end = groups.index(label) + len(label)
+        assert header[:end].endswith(last), (groups, header)
+    assert len(groups) == len(header)  # "attention.csv" wider than "rows  size": the last column widened to it
 
 
 def test_a_card_too_small_for_the_run_is_said_last():
