@@ -105,9 +105,11 @@ def shared_pass(
                 break  # the last word's own pass feeds only its state
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 cache.reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            last = t == len(depths) - 1 and LOGITS not in points  # the full orders: nothing reads their logits
             with read.call(len(new)):
-                out, parents = next_tokens(backend, new, cache, keyword), depth.distinct
-            logits.append(out.logits[:, -1])
+                out, parents = next_tokens(backend, new, cache, keyword, logits=not last), depth.distinct
+            if not last:
+                logits.append(out.logits[:, -1])
             cache = getattr(out, keyword)
             for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
                 layer.append(h[:, 0])
@@ -156,12 +158,21 @@ def top_pass(
     return logits, kept, cache
 
 
-def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str) -> Any:
-    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output."""
+def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str, logits: bool = True) -> Any:
+    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output.
+    logits=False: the LM head skipped where the model's forward can (`logits_to_keep`, transformers 4.50 and later):
+    its logits then hold no position. At 8 words the deepest depth holds 37% of a chunk's prefixes, and GPT-2's head
+    (768 x 50,257) is 31% of a token's matmul work."""
     past = 0 if cache is None else cache.get_seq_length()
     mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
+    kept = {} if logits or not keeps_logits(backend.model) else {"logits_to_keep": ids.new_empty(0)}
     return backend.model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
-                         **{keyword: cache})  # fmt: skip
+                         **{keyword: cache}, **kept)  # fmt: skip
+
+
+def keeps_logits(model: Any) -> bool:
+    """Whether the model's forward computes logits at the positions it is given alone (`logits_to_keep`)."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
 
 
 def cache_keyword(model: Any) -> str:

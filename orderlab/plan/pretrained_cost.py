@@ -95,11 +95,24 @@ def model_folder(spec: Spec, spec_file: Path) -> Path | None:
     return None if model.given is not None else model.folder(spec_file)
 
 
+def head_flops(shape: ModelShape) -> float:
+    """A causal LM's logits of one token: 2 d V (none for an encoder)."""
+    return shape.head * 2 * shape.d_model * shape.vocab
+
+
 def sequence_flops(shape: ModelShape, n: float) -> float:
     """Matmul FLOPs of one sequence of n tokens (word pieces and specials): per token and layer twice its matrices'
     entries, scores and weights @ values 4 n x query width; a causal LM's logits 2 d V per token."""
     layers = shape.n_layers * (2 * n * shape.layer_parameters + 4 * n * n * shape.queries)
-    return layers + shape.head * 2 * n * shape.d_model * shape.vocab
+    return layers + n * head_flops(shape)
+
+
+def headless_states(spec: Spec, words: int, count: int, chunk: int, rule: perms.Rule) -> float:
+    """Token states of the walk's deepest depth, where it runs: the full orders, whose logits nothing reads, so their
+    call skips the LM head (models/kv_prefix.py, next_tokens)."""
+    if walked_depths(spec, words) < words:
+        return 0.0
+    return shared_token_states(words, count, chunk, rule) - shared_token_states(words, count, chunk, rule, words - 1)
 
 
 def shared_token_states(words: int, count: int, chunk: int, rule: perms.Rule, depths: int | None = None) -> float:
@@ -280,6 +293,7 @@ def pretrained_estimate(
         chunk = orders_per_pass("pretrained", shape, longest, False, True, item, device.memory, device.kind)
         flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
                     * sequence_flops(shape, tokens(words)) / tokens(words)
+                    - headless_states(spec, words, count, chunk, rule) * head_flops(shape)
                     for words, count, rule in work.shared)  # fmt: skip
         calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
         return flops, calls, chunk

@@ -50,3 +50,19 @@ def test_a_log_probability_run_skips_the_deepest_depth_and_gets_the_same_bytes(f
         assert torch.equal(got.logprob, expected.logprob)  # byte for byte: the same calls on the same rows
         deepest = len(trie_depths(ORDERS[rows], ROW_ALIGNMENT)[-1].word)
         assert fed == fed_full[:-1] and fed_full[-1] == deepest  # only the last word's own pass is left out
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+def test_a_walk_with_states_runs_no_lm_head_on_the_full_orders(family):
+    """The deepest depth's call feeds its word states alone: the LM head sees the root and every shallower depth."""
+    (adapter,) = build_adapters(lm_spec(family, ["lm_logprob", "invariance"]), CPU, Path("spec.yaml"))[:1]
+    head: list[int] = []
+    handle = adapter.shared.backend.model.get_output_embeddings().register_forward_hook(
+        lambda _m, args, _out: head.append(args[0].shape[0] * args[0].shape[1])
+    )
+    try:
+        _, fed = fed_tokens(adapter.sentence(WORDS), ORDERS)
+    finally:
+        handle.remove()
+    assert fed[-1] == len(trie_depths(ORDERS, ROW_ALIGNMENT)[-1].word) >= len(ORDERS)  # the full orders, padded
+    assert head == [*fed[:-1], 0]  # the rows of every call but the deepest, which gives it no position
