@@ -42,6 +42,7 @@ from orderlab.metrics.registry import (
     metrics_of,
     noise_families,
     per_permutation_mean,
+    reads_logprobs,
     reads_states,
     reduction_of,
     row_metric,
@@ -127,5 +128,6 @@ __all__ = [
     "SIMILARITY_MEAN", "STACK", "STACK_POOLINGS", "TASK_ACCURACY", "TOKEN_SHIFT", "TOKEN_SHIFT_FAMILY", "Compares",
     "Computation", "Keep", "Metric", "MetricFamily", "Model", "Needs", "Passing", "Pooling", "Reduction",
     "all_metrics", "computed_on", "default_families", "family", "family_names", "loop_rows", "metric", "metric_names",
-    "metrics_of", "noise_families", "per_permutation_mean", "reads_states", "reduction_of", "row_metric", "written_by",
+    "metrics_of", "noise_families", "per_permutation_mean", "reads_logprobs", "reads_states", "reduction_of",
+    "row_metric", "written_by",
 ]  # fmt: skip

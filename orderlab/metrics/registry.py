@@ -297,6 +297,17 @@ def reads_states(families: Iterable[str], model: Model, poolings: Collection[Poo
     )
 
 
+def reads_logprobs(families: Iterable[str], model: Model, poolings: Collection[Pooling]) -> bool:
+    """Whether the loop's metrics of `families` (and of the metrics their round-off comes from) read a causal LM's
+    log-probabilities: a run whose metrics read none runs no LM head (models/kv_prefix.py, models/pretrained.py)."""
+    chosen, compared = noise_families(families), get_args(Compares)
+    return any(
+        c.needs == "log-probabilities"
+        for compares in compared
+        for _, c in computed_on(compares, chosen, model, poolings)
+    )
+
+
 def noise_families(families: Iterable[str]) -> list[str]:
     """`families`, then those whose metrics the round-off pass must also measure to judge them."""
     chosen = list(families)

@@ -31,7 +31,7 @@ from orderlab.families import FAMILIES, Family
 from orderlab.metrics import ATTENTION_FAMILY
 from orderlab.models.batching import pad_to_tiles
 from orderlab.models.hf.grouping import WordTokens
-from orderlab.models.hf.loader import PretrainedBackend
+from orderlab.models.hf.loader import PretrainedBackend, no_logits
 from orderlab.models.hf.slot_cache import cache_classes, slot_cache
 from orderlab.models.packed_trie import TreeLayout, packed_depths, tree_layout
 from orderlab.models.precision import widened
@@ -46,7 +46,7 @@ class SharedForward:
     """What the dense pass gives the adapter, computed once per prefix."""
 
     hidden: list[torch.Tensor]  # L+1 x (B, T, d): token states, BOS at slot 0, as the dense pass's (none: not asked)
-    logprob: torch.Tensor  # (B,): each reordering's log-probability, as sentence_logprob's
+    logprob: torch.Tensor | None  # (B,): each reordering's log-probability, as sentence_logprob's (None: not asked)
     logits: torch.Tensor | None = None  # (B, T, V): next-token logits, as the dense pass's (None: not asked)
     points: dict[str, torch.Tensor] = field(default_factory=dict)  # the points asked for that a module forms
 
@@ -64,6 +64,7 @@ def shared_pass(
     states: bool = True,
     packed_tokens: int = 0,
     points: Sequence[str] = (),
+    logprobs: bool = True,
 ) -> SharedForward:
     """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module).
 
@@ -73,8 +74,12 @@ def shared_pass(
     packed_tokens: the top depths that fit this many tokens run as one call (top_pass), where the family declares it
     exact (Family.packed_ablations); the same numbers to round-off, not bit for bit. 0: one call per depth.
     points: hook points to read (models/walk_points.py: those a module forms; logits), each as the dense pass's; with
-    states and one call per depth only."""
+    states and one call per depth only.
+    logprobs=False: no log-probabilities (logprob None), and no call runs the LM head unless the logits are a point
+    read: a run whose metrics read states alone."""
     assert not points or (states and not packed_tokens), "points are read at each depth's own call"
+    assert states or logprobs, "a pass reads its states, its log-probabilities or both"
+    heads = logprobs or LOGITS in points  # whether any call's logits are read
     B, n = orders.shape
     orders = orders.to(backend.device)
     depths = trie_depths(orders, backend.row_alignment)
@@ -87,17 +92,20 @@ def shared_pass(
     with backend.code.ablate(backend.model, backend.ablation, backend.seed), backend.widening():
         if packed:
             logits, kept, cache = top_pass(backend, tree_layout(run[:packed], backend.row_alignment), words,
-                                           tokens.ids[0], keyword, n)  # fmt: skip
+                                           tokens.ids[0], keyword, n, heads)  # fmt: skip
         else:  # BOS: the root, run once on a row tile
             root = pad_to_tiles(torch.tensor(tokens.ids[:1], device=backend.device), backend.row_alignment)
             with read.call(len(root), keep=1):
-                out = next_tokens(backend, root, slot_cache(backend.model.config.num_hidden_layers, n + 1), keyword)
-            logits, kept, cache = [out.logits[:, -1]], [[h[:1, 0]] for h in out.hidden_states], getattr(out, keyword)
+                cache = slot_cache(backend.model.config.num_hidden_layers, n + 1)
+                out = next_tokens(backend, root, cache, keyword, logits=heads)
+            logits = [out.logits[:, -1]] if heads else []
+            kept, cache = [[h[:1, 0]] for h in out.hidden_states], getattr(out, keyword)
         parents = 1 if packed == 0 else run[packed - 1].distinct  # distinct prefixes in the cache
         for t, depth in enumerate(depths):  # logits[t]: the next-token logits of depth t's parents
             new = words.index_select(0, depth.word)  # (U,)
-            terms.append(torch.log_softmax(widened(logits[t]), dim=-1)[depth.parent, new][depth.of_order])
-            if LOGITS not in points:  # read: its rows (prefixes x vocabulary) freed, as one call's output was before
+            if logprobs:
+                terms.append(torch.log_softmax(widened(logits[t]), dim=-1)[depth.parent, new][depth.of_order])
+            if heads and LOGITS not in points:  # read: its rows (prefixes x vocabulary) freed, as one call's were
                 logits[t] = logits[t][:0]
             if t < packed:
                 continue  # its own pass is in the packed call
@@ -105,15 +113,15 @@ def shared_pass(
                 break  # the last word's own pass feeds only its state
             if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
                 cache.reorder_cache(depth.parent)  # each prefix's cache: its parent's
-            last = t == len(depths) - 1 and LOGITS not in points  # the full orders: nothing reads their logits
+            head = heads and (t < len(depths) - 1 or LOGITS in points)  # nothing reads the full orders' logits
             with read.call(len(new)):
-                out, parents = next_tokens(backend, new, cache, keyword, logits=not last), depth.distinct
-            if not last:
+                out, parents = next_tokens(backend, new, cache, keyword, logits=head), depth.distinct
+            if head:
                 logits.append(out.logits[:, -1])
             cache = getattr(out, keyword)
             for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
                 layer.append(h[:, 0])
-    logprob = torch.stack(terms, dim=1).sum(dim=-1)
+    logprob = torch.stack(terms, dim=1).sum(dim=-1) if logprobs else None
     if not states:
         return SharedForward([], logprob)
     rows = torch.cat([torch.zeros_like(orders[:, :1]), 1 + state_rows(depths)], dim=1).flatten()  # (B T): BOS row 0
@@ -136,21 +144,28 @@ def packs(backend: PretrainedBackend, packed_tokens: int) -> bool:
 
 
 def top_pass(
-    backend: PretrainedBackend, layout: TreeLayout, words: torch.Tensor, bos: int, keyword: str, n: int
+    backend: PretrainedBackend,
+    layout: TreeLayout,
+    words: torch.Tensor,
+    bos: int,
+    keyword: str,
+    n: int,
+    heads: bool = True,
 ) -> tuple[list[torch.Tensor], list[list[torch.Tensor]], Any]:
     """The packed depths of `layout` in one call (ancestor mask, each token at its depth's position): the next-token
     logits of the root and of each depth's prefixes, each layer's states of the root and of each depth's prefixes
     (as the walk keeps them), and a slot cache of n + 1 slots holding the deepest packed depth's prefixes' keys and
-    values, each gathered from its tokens' slots in order."""
+    values, each gathered from its tokens' slots in order. heads=False: no logits (none returned, no LM head run)."""
     ids = torch.where(layout.word < 0, bos, words.index_select(0, layout.word.clamp(min=0)))
     blocked = torch.finfo(backend.dtype).min  # as transformers' own additive masks: eager adds it, sdpa takes it
     mask = torch.zeros(layout.mask.shape, dtype=backend.dtype, device=ids.device).masked_fill(~layout.mask, blocked)
     layers = backend.model.config.num_hidden_layers
     given = {keyword: slot_cache(layers, len(ids))}  # filled with every packed token's keys and values
     out = backend.model(input_ids=ids[None], attention_mask=mask[None, None], position_ids=layout.position[None],
-                        use_cache=True, output_hidden_states=True, **given)  # fmt: skip
+                        use_cache=True, output_hidden_states=True, **given,
+                        **({} if heads else no_logits(backend.model, ids)))  # fmt: skip
     rows = [torch.zeros(1, dtype=torch.long, device=ids.device), *layout.rows]  # the root's slot, then each depth's
-    logits = [out.logits[0].index_select(0, slots) for slots in rows]
+    logits = [out.logits[0].index_select(0, slots) for slots in rows] if heads else []
     kept = [[h[0].index_select(0, slots) for slots in rows] for h in out.hidden_states]
     cache = slot_cache(layers, n + 1)
     for walked, packed in zip(cache.layers, getattr(out, keyword).layers, strict=True):
@@ -165,14 +180,9 @@ def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keywo
     (768 x 50,257) is 31% of a token's matmul work."""
     past = 0 if cache is None else cache.get_seq_length()
     mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
-    kept = {} if logits or not keeps_logits(backend.model) else {"logits_to_keep": ids.new_empty(0)}
+    kept = {} if logits else no_logits(backend.model, ids)
     return backend.model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
                          **{keyword: cache}, **kept)  # fmt: skip
-
-
-def keeps_logits(model: Any) -> bool:
-    """Whether the model's forward computes logits at the positions it is given alone (`logits_to_keep`)."""
-    return "logits_to_keep" in inspect.signature(model.forward).parameters
 
 
 def cache_keyword(model: Any) -> str:

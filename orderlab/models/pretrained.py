@@ -32,6 +32,7 @@ from orderlab.metrics import (
     LM_LOGPROB_FAMILY,
     Model,
     Pooling,
+    reads_logprobs,
     reads_states,
 )
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
@@ -97,9 +98,11 @@ def pretrained_adapters(
     if folder is not None or given is not None:
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     # an LM-only run (log-probabilities alone) never reads a state: its shared passes skip the last word's
-    states = attention or reads_states(spec.metrics, "pretrained", CAUSAL_POOLINGS if backend.code.causal
-                                       else ENCODER_POOLINGS)  # fmt: skip
-    shared = Shared(backend, spec.seed, batching, share_prefixes, states)
+    poolings = CAUSAL_POOLINGS if backend.code.causal else ENCODER_POOLINGS
+    states = attention or reads_states(spec.metrics, "pretrained", poolings)
+    # and a run that reads no log-probability never runs the LM head
+    shared = Shared(backend, spec.seed, batching, share_prefixes, states, reads_logprobs(spec.metrics, "pretrained",
+                                                                                          poolings))  # fmt: skip
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
                                                                                  key=model.label)]  # fmt: skip
@@ -145,15 +148,16 @@ def seeded(spec: Spec, words: list[str]) -> Seeded:
 
 class Shared:
     """The loaded model, its round-off twin (made when first asked for), the seed of the ablations, how passes are
-    cut, whether causal passes may share prefixes, and whether the run reads their states (states=False: their
-    log-probabilities alone, so that a shared pass skips the last word's own: models/kv_prefix.py)."""
+    cut, whether causal passes may share prefixes, whether the run reads their states (states=False: their
+    log-probabilities alone, so that a shared pass skips the last word's own: models/kv_prefix.py), and whether it
+    reads a causal LM's log-probabilities (logprobs=False: its states alone, so that no pass runs the LM head)."""
 
     def __init__(
         self, backend: PretrainedBackend, seed: int, batching: Batching, share_prefixes: bool = True,
-        states: bool = True,
+        states: bool = True, logprobs: bool = True,
     ):  # fmt: skip
         self.backend, self.seed, self.batching, self.share_prefixes = backend, seed, batching, share_prefixes
-        self.states = states
+        self.states, self.logprobs = states, logprobs
         self.twin_backend: PretrainedBackend | None = None
         self.finer_shared: Shared | None = None
         self.computed: torch.dtype | None = None
@@ -169,7 +173,7 @@ class Shared:
     def twin(self) -> Shared:
         """The round-off twin runs dense: its one identity pass per input is then one call, where the prefix walk makes
         one per token (n + 1 small calls against one); the round-off line it draws is the same."""
-        return Shared(self.twin_model(), self.seed, self.batching, share_prefixes=False)
+        return Shared(self.twin_model(), self.seed, self.batching, share_prefixes=False, logprobs=self.logprobs)
 
     def finer(self) -> Shared:
         """The twin's model as the run measures with it (escalation: measure/escalation.py). Escalated orders come a
@@ -179,7 +183,8 @@ class Shared:
         round-off twin."""
         if self.finer_shared is None:
             backend = self.twin_model().aligned(self.backend.row_alignment)
-            self.finer_shared = Shared(backend, self.seed, self.batching, self.share_prefixes, self.states)
+            self.finer_shared = Shared(backend, self.seed, self.batching, self.share_prefixes, self.states,
+                                       self.logprobs)  # fmt: skip
         return self.finer_shared
 
     def twin_model(self) -> PretrainedBackend:
@@ -274,7 +279,7 @@ class PretrainedAdapter:
         moved = [sentence.tokens.permuted(order) for sentence, order in rows]
         if len({t.n_tokens for t in moved}) > 1:
             raise ValueError("rows of one pass need the same token count")
-        output = self.backend.forward(torch.tensor([t.ids for t in moved]))  # (R, T)
+        output = self.backend.forward(torch.tensor([t.ids for t in moved]), logits=False)  # (R, T): states alone
         return sentence_vectors(output.hidden[-1])
 
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
@@ -290,7 +295,7 @@ class PretrainedAdapter:
         chunk = self.orders_per_pass(probe.length, attention=False, shared=False)
         for start in range(0, len(tokens), chunk):
             part = tokens[start : start + chunk]
-            output = backend.forward(torch.tensor([t.ids for t in part]))
+            output = backend.forward(torch.tensor([t.ids for t in part]), logits=False)  # states alone
             pooling = torch.from_numpy(np.stack([t.pooling() for t in part]))
             states.append([word_states(h, pooling) for h in output.hidden])
         return [torch.cat(layer) for layer in zip(*states, strict=True)]
@@ -361,9 +366,8 @@ class PretrainedSentence:
         (Batching.packed_tokens: the walk's numbers to round-off)."""
         settings = self.adapter.shared
         packed = 0 if hooks else settings.batching.packed_tokens
-        shared = shared_pass(
-            self.adapter.backend, self.tokens, orders, settings.states or bool(hooks), packed, list(hooks)
-        )
+        shared = shared_pass(self.adapter.backend, self.tokens, orders, settings.states or bool(hooks), packed,
+                             list(hooks), settings.logprobs)  # fmt: skip
         if not shared.hidden:
             return Pass([], {}, shared.logprob)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1
@@ -376,7 +380,8 @@ class PretrainedSentence:
         eager attention, the only kind that returns them)."""
         moved = [self.tokens.permuted(tuple(p)) for p in orders.tolist()]
         ids = torch.tensor([t.ids for t in moved])  # (B, T)
-        output = self.adapter.backend.forward(ids, any(point_of(name) == "pattern" for name in hooks), list(hooks))
+        output = self.adapter.backend.forward(ids, any(point_of(name) == "pattern" for name in hooks), list(hooks),
+                                              self.adapter.shared.logprobs or LOGITS in hooks)  # fmt: skip
         pooling = torch.from_numpy(np.stack([t.pooling() for t in moved]))  # (B, n_words, T)
         words = [word_states(h, pooling) for h in output.hidden]  # L+1 x (B, n, d)
         logprob = None if output.logits is None else sentence_logprob(output.logits, ids)

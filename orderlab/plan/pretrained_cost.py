@@ -9,7 +9,7 @@ corpus.py); tests/pretrained/test_one_loop.py holds the row counts against a rea
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from orderlab.metrics import (
     Keep,
     Needs,
     loop_rows,
+    reads_logprobs,
     reads_states,
 )
 from orderlab.plan.chunks import PRETRAINED_CHUNK, orders_per_pass, pass_values, shared_prefix_values, tiles
@@ -284,7 +285,9 @@ def pretrained_estimate(
     dense = work.batch if corpus else orders_per_pass("pretrained", shape, longest, maps, False, item_bytes,
                                                       device.memory, device.kind)  # fmt: skip
     batch = dense * values * item_bytes if work.passes else 0  # dense passes (none where every order shares a prefix)
-    flops = sum(count * sequence_flops(shape, tokens(words)) for words, count in work.passes)
+    # a run whose metrics read no log-probability runs no LM head (models/pretrained.py, Shared.logprobs)
+    priced = shape if reads_logprobs(spec.metrics, "pretrained", CAUSAL_POOLINGS) else replace(shape, head=False)
+    flops = sum(count * sequence_flops(priced, tokens(words)) for words, count in work.passes)
     calls = sum(math.ceil(count / dense) for _, count in work.passes)
 
     def walked(item: int) -> tuple[float, int, int]:
@@ -292,8 +295,8 @@ def pretrained_estimate(
         `item` bytes (the run's, or the finer one escalation walks in), and that chunk."""
         chunk = orders_per_pass("pretrained", shape, longest, False, True, item, device.memory, device.kind)
         flops = sum(shared_token_states(words, count, chunk, rule, walked_depths(spec, words))
-                    * sequence_flops(shape, tokens(words)) / tokens(words)
-                    - headless_states(spec, words, count, chunk, rule) * head_flops(shape)
+                    * sequence_flops(priced, tokens(words)) / tokens(words)
+                    - headless_states(spec, words, count, chunk, rule) * head_flops(priced)
                     for words, count, rule in work.shared)  # fmt: skip
         calls = sum(math.ceil(count / chunk) * (walked_depths(spec, words) + 1) for words, count, _ in work.shared)
         return flops, calls, chunk

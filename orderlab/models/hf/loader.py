@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -301,9 +302,12 @@ class PretrainedBackend:
                                 f"{self.max_tokens}; expected a shorter sentence")  # fmt: skip
         return WordTokens(tuple(ids), spans)
 
-    def forward(self, ids: torch.Tensor, attention: bool = False, points: Sequence[str] = ()) -> Forward:
-        """ids: (B, T). All hidden states (attention maps if asked for; next-token logits of a causal LM; the named
-        `points` that a module forms, read by forward hooks: models/hf/sites.py).
+    def forward(
+        self, ids: torch.Tensor, attention: bool = False, points: Sequence[str] = (), logits: bool = True
+    ) -> Forward:
+        """ids: (B, T). All hidden states (attention maps if asked for; next-token logits of a causal LM, unless
+        logits=False, which skips its LM head where the model can: no_logits; the named `points` that a module forms,
+        read by forward hooks: models/hf/sites.py).
 
         The batch is padded (repeating its first row) so that B * T fills whole matmul row tiles
         (see orderlab/models/batching.py): a sequence's numbers then do not depend on the batch it is in
@@ -323,8 +327,9 @@ class PretrainedBackend:
             self.widening(),
         ):
             out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
-                             output_attentions=attention)  # fmt: skip
-        logits = out.logits[:count] if self.code.causal and getattr(out, "logits", None) is not None else None
+                             output_attentions=attention, **({} if logits else no_logits(self.model, ids)))  # fmt: skip
+        kept = logits and self.code.causal and getattr(out, "logits", None) is not None
+        logits_read = out.logits[:count] if kept else None
         if attention and not (out.attentions and all(a is not None for a in out.attentions)):
             implementation = self.model.config._attn_implementation
             raise OrderlabError(f"{self.code.name}: its {implementation!r} attention returns no attention "
@@ -332,5 +337,17 @@ class PretrainedBackend:
                                 "of metrics")  # fmt: skip
         attentions = [widened(a[:count]) for a in out.attentions] if attention else []
         return Forward([widened(h[:count]) for h in out.hidden_states], attentions,
-                       None if logits is None else widened(logits),
+                       None if logits_read is None else widened(logits_read),
                        {name: widened(tensor[:count]) for name, tensor in formed.items()})  # fmt: skip
+
+
+def no_logits(model: Any, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The forward's argument that asks a causal LM for logits at no position, skipping its LM head (GPT-2's, 768 x
+    50,257, is 31% of a token's matmul work at 12 layers): `logits_to_keep` (transformers 4.50 and later); none
+    where the forward has no such argument, or is no LM's."""
+    return {"logits_to_keep": ids.new_empty(0)} if keeps_logits(model) else {}
+
+
+def keeps_logits(model: Any) -> bool:
+    """Whether the model's forward computes logits at the positions it is given alone (`logits_to_keep`)."""
+    return "logits_to_keep" in inspect.signature(model.forward).parameters

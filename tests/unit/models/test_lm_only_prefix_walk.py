@@ -10,10 +10,11 @@ import torch
 from causal_walks import CAUSAL, ORDERS, WORDS, fed_tokens, lm_spec
 
 from orderlab.measure.adapters import build_adapters
-from orderlab.metrics import CAUSAL_POOLINGS, ENCODER_POOLINGS, reads_states
+from orderlab.metrics import CAUSAL_POOLINGS, ENCODER_POOLINGS, reads_logprobs, reads_states
 from orderlab.models.devices import CPU
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.chunks import ROW_ALIGNMENT
+from orderlab.plan.decisions import Decisions
 from orderlab.spec.extras import installed
 
 pytestmark = [
@@ -66,3 +67,46 @@ def test_a_walk_with_states_runs_no_lm_head_on_the_full_orders(family):
         handle.remove()
     assert fed[-1] == len(trie_depths(ORDERS, ROW_ALIGNMENT)[-1].word) >= len(ORDERS)  # the full orders, padded
     assert head == [*fed[:-1], 0]  # the rows of every call but the deepest, which gives it no position
+
+
+@pytest.mark.parametrize(
+    ("families", "expected"),
+    [
+        (["lm_logprob"], True),
+        (["minimal_pairs"], True),
+        (["invariance", "lm_logprob"], True),
+        (["equivariance", "invariance"], False),
+        (["prefix_invariance", "attention"], False),
+    ],
+)
+def test_only_log_probability_metrics_read_log_probabilities(families, expected):
+    assert reads_logprobs(families, "pretrained", CAUSAL_POOLINGS) is expected
+
+
+def head_rows(sentence, orders: torch.Tensor) -> tuple[object, list[int]]:
+    """The sentence's pass over `orders`, and the positions its model's LM head was given, call by call."""
+    head: list[int] = []
+    module = sentence.adapter.shared.backend.model.get_output_embeddings()
+    handle = module.register_forward_hook(lambda _m, args, _out: head.append(args[0].shape[0] * args[0].shape[1]))
+    try:
+        with torch.inference_mode():
+            return sentence.forward(orders), head
+    finally:
+        handle.remove()
+
+
+@pytest.mark.parametrize("family", CAUSAL)
+@pytest.mark.parametrize("walk", [True, False])
+def test_a_run_that_reads_no_log_probability_runs_no_lm_head_and_gets_the_same_states(family, walk):
+    states, both = (build_adapters(lm_spec(family, metrics), CPU, Path("spec.yaml"),
+                                   decisions=Decisions(walk, compile=False))[0]
+                    for metrics in (["equivariance", "invariance"], ["equivariance", "lm_logprob"]))  # fmt: skip
+    assert not states.shared.logprobs and both.shared.logprobs
+    (got, head), (expected, head_both) = (head_rows(a.sentence(WORDS), ORDERS[7:57]) for a in (states, both))
+    assert got.logprob is None and expected.logprob is not None
+    assert set(head) == {0} and sum(head_both) > 0  # called, and given no position
+    for layer, (mine, theirs) in enumerate(zip(got.hidden, expected.hidden, strict=True)):
+        assert torch.equal(mine, theirs), layer  # byte for byte: the same calls on the same rows
+    assert all(
+        torch.equal(got.pooled["mean"][layer], expected.pooled["mean"][layer]) for layer in range(len(got.hidden))
+    )

@@ -146,8 +146,9 @@ def test_a_family_s_pass_leaves_its_fast_path_only_for_points_the_fast_path_cann
     taken: list[str] = []
     walk, forward = PretrainedSentence.shared_prefixes, PretrainedBackend.forward
     monkeypatch.setattr(PretrainedSentence, "shared_prefixes", lambda *a: taken.append("shared") or walk(*a))
-    monkeypatch.setattr(PretrainedBackend, "forward", lambda self, ids, attention=False, points=(): taken.append(
-        "dense, eager attention" if attention else "dense") or forward(self, ids, attention, points))  # fmt: skip
+    monkeypatch.setattr(PretrainedBackend, "forward", lambda self, ids, attention=False, points=(), logits=True:
+                        taken.append("dense, eager attention" if attention else "dense")
+                        or forward(self, ids, attention, points, logits))  # fmt: skip
     with torch.inference_mode():
         passed = shared.forward(ORDERS[:4], request_)
     assert taken[0] == path and set(passed.hooks) == set(request_)
