@@ -1,0 +1,133 @@
+"""Is this checkout slower than another commit? bench_zoo's measuring loop against the plain transformers loop, timed
+at this checkout and at `--base` (its files exported by `git archive` into a temporary folder), each side in processes
+of its own, the sides alternating round by round, so that what a shared machine drifts by (load, clocks) falls on both.
+
+A ratio on a loaded 2-core machine moves by 10-20% from one run to the next (benchmarks/results.json's zoo figures
+and an issue's figures were taken on different days), so a "below the figure" is only a regression when the base,
+measured beside it, does better. Each process builds the case (a seeded model, the first --orders orders of a
+--words-word sentence), warms both loops, then times --repeats rounds of the measuring loop and of the plain loop at
+one batch, the same on both sides (in 16 bits the loop runs with `escalate: false` where the checkout has it: the
+plain loop never re-measures an order). Figures go under "against_base" in --results, keyed by dtype.
+
+    python benchmarks/bench_against.py --base 202e44b [--families gpt2 bert] [--dtype bfloat16] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results.json"
+BATCH = {"gpt2": 512, "llama": 128, "bert": 256}  # the plain loop's batch: its best on this CPU in the zoo figures
+
+
+def exported(revision: str, folder: Path) -> str:
+    """The commit `revision` names, its tree written into `folder`; the commit's hash."""
+    commit = git("rev-parse", "--verify", f"{revision}^{{commit}}").strip()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return commit
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def side(root: Path, args: argparse.Namespace, family: str) -> dict[str, Any]:
+    """One process at `root`'s code: its figures (the child's last line)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), "--families", family,
+               "--dtype", args.dtype, "--repeats", str(args.repeats), "--words", str(args.words),
+               "--orders", str(args.orders), "--shape", args.shape,
+               "--batch", str(args.batch or BATCH[family])]  # fmt: skip
+    environment = os.environ | {"PYTHONPATH": os.pathsep.join([str(root), str(root / "benchmarks")])}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_against: the side at {root} failed:\n{done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def child(args: argparse.Namespace) -> None:
+    """In a process whose imports come from args.child: time its measuring loop against its plain loop."""
+    import orderlab  # this side's code, by PYTHONPATH
+
+    root = Path(args.child).resolve()
+    assert Path(orderlab.__file__).resolve().is_relative_to(root), f"orderlab from {orderlab.__file__}, not {root}"
+    import bench_zoo
+    import torch
+
+    bench_zoo.SHAPE.update(zip(("d_model", "n_heads", "n_layers"), map(int, args.shape.split(",")), strict=True))
+    (family,) = args.families
+    with tempfile.TemporaryDirectory() as scratch:
+        case = bench_zoo.Case(family, args.words, args.orders, Path(scratch), torch.device("cpu"), args.dtype)
+        like_for_like = getattr(case, "unescalated", None) is not None
+        loop = case.loop_unescalated if like_for_like else case.loop
+        case.best_batch = args.batch
+        loop()
+        case.plain_best()
+        loops, plains = [], []
+        for _ in range(args.repeats):
+            loops.append(bench_zoo.timed(loop))
+            plains.append(bench_zoo.timed(case.plain_best))
+    print(json.dumps({"loop_seconds": statistics.median(loops), "plain_loop_seconds": statistics.median(plains),
+                      "loop_over_plain_loop": statistics.median(p / q for p, q in zip(plains, loops, strict=True)),
+                      "escalate_false": like_for_like, "load_average": os.getloadavg()}))  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="HEAD", help="the commit to measure against")
+    parser.add_argument("--families", nargs="+", choices=list(BATCH), default=["gpt2", "bert"])
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--rounds", type=int, default=2, help="processes per side, the sides alternating")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds of each loop in a process")
+    parser.add_argument("--words", type=int, default=8)
+    parser.add_argument("--orders", type=int, default=1024)
+    parser.add_argument("--shape", default="768,12,12", help="d_model,n_heads,n_layers")
+    parser.add_argument("--batch", type=int, default=0, help="the plain loop's batch (default: per family)")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    here = git("rev-parse", "HEAD").strip() + (" with changes" if git("status", "--porcelain", "--", "orderlab",
+                                                                        "benchmarks") else "")  # fmt: skip
+    figures: dict[str, Any] = {"this_checkout": here, "words": args.words, "orders": args.orders,
+                               "shape": args.shape, "rounds": args.rounds, "repeats": args.repeats,
+                               "load_average_at_start": os.getloadavg()}  # fmt: skip
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        figures["base"] = exported(args.base, base)
+        for family in args.families:
+            rounds: dict[str, list[dict[str, Any]]] = {"base": [], "this_checkout": []}
+            for _ in range(args.rounds):
+                for name, root in (("base", base), ("this_checkout", ROOT)):
+                    rounds[name].append(side(root, args, family))
+                    print(f"{family} {args.dtype} {name}: loop {rounds[name][-1]['loop_over_plain_loop']:.2f}x the "
+                          f"plain loop", flush=True)  # fmt: skip
+            figures[family] = {"plain_loop_batch": args.batch or BATCH[family], **rounds} | {
+                f"{name}_loop_over_plain_loop": statistics.median(r["loop_over_plain_loop"] for r in runs)
+                for name, runs in rounds.items()
+            }
+    figures["load_average_at_end"] = os.getloadavg()
+    results = json.loads(args.results.read_text()) if args.results.is_file() else {}
+    results.setdefault("against_base", {})[args.dtype] = figures
+    temporary = args.results.with_name(args.results.name + ".tmp")
+    temporary.write_text(json.dumps(results, indent=2) + "\n")
+    temporary.replace(args.results)
+    print(f"wrote {args.results} ('against_base', {args.dtype!r})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""benchmarks/bench_against.py at a tiny shape, against this checkout's own commit: both sides run, each in its own
+processes on its own code, and the figures land beside the file's other keys."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orderlab.spec.extras import installed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def head() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+    pytest.mark.skipif(head() is None, reason="needs a git checkout"),
+]
+
+
+def test_both_sides_are_timed_on_their_own_code_and_the_file_keeps_its_other_keys(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"zoo": {"kept": True}}))
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_against.py"), "--base", "HEAD", "--families", "gpt2",
+               "--words", "4", "--orders", "24", "--shape", "32,2,2", "--rounds", "2", "--repeats", "1",
+               "--results", str(results)]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads(results.read_text())
+    assert written["zoo"] == {"kept": True}
+    figures = written["against_base"]["float32"]
+    assert figures["base"] == head() and figures["this_checkout"].startswith(head())
+    for side in ("base", "this_checkout"):
+        runs = figures["gpt2"][side]
+        assert len(runs) == 2 and all(math.isfinite(r["loop_over_plain_loop"]) and r["loop_seconds"] > 0 for r in runs)
+        assert figures["gpt2"][f"{side}_loop_over_plain_loop"] > 0
