@@ -50,8 +50,7 @@ def side(root: Path, args: argparse.Namespace, family: str) -> dict[str, Any]:
                "--dtype", args.dtype, "--repeats", str(args.repeats), "--words", str(args.words),
                "--orders", str(args.orders), "--shape", args.shape,
                "--batch", str(args.batch or BATCH[family])]  # fmt: skip
-    environment = os.environ | {"PYTHONPATH": os.pathsep.join([str(root), str(root / "benchmarks")])}
-    done = subprocess.run(command, capture_output=True, text=True, env=environment)
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"bench_against: the side at {root} failed:\n{done.stderr[-2000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -59,12 +58,15 @@ def side(root: Path, args: argparse.Namespace, family: str) -> dict[str, Any]:
 
 def child(args: argparse.Namespace) -> None:
     """In a process whose imports come from args.child: time its measuring loop against its plain loop."""
-    import orderlab  # this side's code, by PYTHONPATH
-
     root = Path(args.child).resolve()
-    assert Path(orderlab.__file__).resolve().is_relative_to(root), f"orderlab from {orderlab.__file__}, not {root}"
+    sys.path[:0] = [str(root), str(root / "benchmarks")]  # before this script's own folder, which Python put first
     import bench_zoo
     import torch
+
+    import orderlab
+
+    for module in (orderlab, bench_zoo):
+        assert Path(module.__file__).resolve().is_relative_to(root), f"{module.__name__} from {module.__file__}"
 
     bench_zoo.SHAPE.update(zip(("d_model", "n_heads", "n_layers"), map(int, args.shape.split(",")), strict=True))
     (family,) = args.families
