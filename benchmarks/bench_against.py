@@ -7,7 +7,9 @@ and an issue's figures were taken on different days), so a "below the figure" is
 measured beside it, does better. Each process builds the case (a seeded model, the first --orders orders of a
 --words-word sentence), warms both loops, then times --repeats rounds of the measuring loop and of the plain loop at
 one batch, the same on both sides (in 16 bits the loop runs with `escalate: false` where the checkout has it: the
-plain loop never re-measures an order). Figures go under "against_base" in --results, keyed by dtype.
+plain loop never re-measures an order). The plain loop is the same code on both sides, so it shows the machine's
+drift; the loops' own times, round by round, say which side is faster (base_loop_over_this_loop). Figures go under
+"against_base" in --results, keyed by dtype.
 
     python benchmarks/bench_against.py --base 202e44b [--families gpt2 bert] [--dtype bfloat16] [--rounds 2]
 """
@@ -68,6 +70,7 @@ def child(args: argparse.Namespace) -> None:
     for module in (orderlab, bench_zoo):
         assert Path(module.__file__).resolve().is_relative_to(root), f"{module.__name__} from {module.__file__}"
 
+    bench_zoo.tune_allocator()  # as bench_zoo and `orderlab run` do: the plain loop's large tensors stay mapped
     bench_zoo.SHAPE.update(zip(("d_model", "n_heads", "n_layers"), map(int, args.shape.split(",")), strict=True))
     (family,) = args.families
     with tempfile.TemporaryDirectory() as scratch:
@@ -122,6 +125,11 @@ def main() -> None:
                 f"{name}_loop_over_plain_loop": statistics.median(r["loop_over_plain_loop"] for r in runs)
                 for name, runs in rounds.items()
             }
+            # the same work on both sides, round by round: how much faster this checkout's loop is than the base's
+            figures[family]["base_loop_over_this_loop"] = statistics.median(
+                b["loop_seconds"] / t["loop_seconds"]
+                for b, t in zip(rounds["base"], rounds["this_checkout"], strict=True)
+            )
     figures["load_average_at_end"] = os.getloadavg()
     results = json.loads(args.results.read_text()) if args.results.is_file() else {}
     results.setdefault("against_base", {})[args.dtype] = figures

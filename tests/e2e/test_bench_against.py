@@ -44,3 +44,4 @@ def test_both_sides_are_timed_on_their_own_code_and_the_file_keeps_its_other_key
         runs = figures["gpt2"][side]
         assert len(runs) == 2 and all(math.isfinite(r["loop_over_plain_loop"]) and r["loop_seconds"] > 0 for r in runs)
         assert figures["gpt2"][f"{side}_loop_over_plain_loop"] > 0
+    assert figures["gpt2"]["base_loop_over_this_loop"] > 0
