@@ -106,8 +106,8 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    here = git("rev-parse", "HEAD").strip() + (" with changes" if git("status", "--porcelain", "--", "orderlab",
-                                                                        "benchmarks") else "")  # fmt: skip
+    changed = git("--no-optional-locks", "status", "--porcelain", "--", "orderlab", "benchmarks")
+    here = git("rev-parse", "HEAD").strip() + (" with changes" if changed else "")
     figures: dict[str, Any] = {"this_checkout": here, "words": args.words, "orders": args.orders,
                                "shape": args.shape, "rounds": args.rounds, "repeats": args.repeats,
                                "load_average_at_start": os.getloadavg()}  # fmt: skip
