@@ -23,10 +23,12 @@ cost against one small pass, `validate --plan`'s time estimate against the measu
 process, as a user runs it), a torch.profiler / cProfile breakdown of the GPT-2 run, and the plain BERT loop's matmul
 share and rate against this machine's GEMM peak (the causes written in "gaps" where a target is missed).
 Writes its figures under "zoo" in benchmarks/results.json (with the CPU's flags: amx, avx512_bf16), "zoo_cuda" on a
-GPU, and "_<dtype>" after either in another dtype than float32, leaving the file's other keys as they are.
+GPU, and "_<dtype>" after either in another dtype than float32, then "_vocab_<N>" with --vocab N (every model's
+vocabulary as a checkpoint's, GPT-2's 50,257: the seeded models' own is the sentence's words, where an LM head costs
+next to nothing), leaving the file's other keys as they are.
 
     python benchmarks/bench_zoo.py [--quick] [--rounds 3] [--orders 1024] [--device cpu|cuda|auto] [--dtype D]
-        [--shape 768,12,12] [--results FILE]
+        [--shape 768,12,12] [--vocab N] [--results FILE]
 """
 
 from __future__ import annotations
@@ -455,6 +457,9 @@ def main() -> None:
     parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="auto: a GPU if any")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="the models' dtype, both sides")
     parser.add_argument("--shape", default="768,12,12", help="d_model,n_heads,n_layers of every model")
+    parser.add_argument("--vocab", type=int, default=0,
+                        help="every model's vocabulary, as a checkpoint's (GPT-2: 50257); default: the sentence's "
+                             "words and the specials, where an LM head costs next to nothing")  # fmt: skip
     parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file the figures go into")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--lengths", type=int, nargs="+", default=[6, 7, 8], help="sentence lengths in words")
@@ -469,13 +474,15 @@ def main() -> None:
         print(f"bench_zoo: {error}", file=sys.stderr)
         sys.exit(2)
     SHAPE.update(zip(("d_model", "n_heads", "n_layers"), map(int, args.shape.split(",")), strict=True))
+    if args.vocab:
+        SHAPE["vocab_size"] = args.vocab
     lengths, rounds = ((7,), 1) if args.quick else (tuple(args.lengths), args.rounds)
     families = tuple(args.families or (("gpt2", "bert") if args.quick else FAMILIES))
     orders = args.orders
     tune_allocator()  # as `orderlab run` does, before anything: every side runs under the same allocator
     figures: dict[str, Any] = {
         "model": f"seeded zoo models, {SHAPE['n_layers']} layers, d_model {SHAPE['d_model']}, {SHAPE['n_heads']} "
-                 f"heads, {args.dtype}, ablation trained",
+                 f"heads, {args.dtype}, ablation trained" + (f", a vocabulary of {args.vocab:,}" if args.vocab else ""),
         "device": device.type, "dtype": args.dtype, "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(), "cpu_flags": cpu_flags(),
         **({"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else {}),
@@ -484,6 +491,7 @@ def main() -> None:
     }  # fmt: skip
     key = "zoo" + ("" if device.type == "cpu" else f"_{device.type}") + ("" if args.dtype == "float32" else
                                                                          f"_{args.dtype}")  # fmt: skip
+    key += f"_vocab_{args.vocab}" if args.vocab else ""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         for family in families:
