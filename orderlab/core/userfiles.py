@@ -239,7 +239,7 @@ def validate_as(path: Path, model: type[Model], data: Any, expected: str) -> Mod
         return model.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
+        field = ".".join(map(printable, first["loc"]))
         message = first["msg"].removeprefix("Value error, ").replace("Input should be", "expected")
         given = first.get("input")
         if first["type"] == "missing":
@@ -248,6 +248,13 @@ def validate_as(path: Path, model: type[Model], data: Any, expected: str) -> Mod
             shown = repr(given[:60] if isinstance(given, str) else given)
             message = f"got {shown[:80]}; {message}"
         raise FileProblem(path, message, field) from None
+
+
+def printable(part: object) -> str:
+    """A field path's part as one line shows it: a key a hostile file named with a control character (a carriage
+    return ends the line a terminal shows) escaped, as ascii() writes it."""
+    text = str(part)
+    return text if text.isprintable() else ascii(text)
 
 
 def describe_bytes(count: int) -> str:

@@ -67,6 +67,20 @@ def test_a_malformed_file_is_one_line_naming_file_and_field(tmp_path: Path, text
     assert "\n" not in line and line.startswith(str(path)) and message in line
 
 
+class Counts(FileModel):
+    counts: dict[str, list[int]]
+
+
+@pytest.mark.parametrize("key", ["\r", "\n", "a\x1b[2Jb", "\u2028"])
+def test_a_field_named_with_a_control_character_is_shown_escaped_on_one_line(tmp_path: Path, key: str):
+    path = tmp_path / "partials.json"
+    path.write_text(json.dumps({"counts": {key: None}}))
+    with pytest.raises(FileProblem) as raised:
+        read_json(path, Counts, "a shard's partials")
+    line = str(raised.value)
+    assert line.isprintable() and f"counts.{key!a}: " in line  # a carriage return would end the line shown
+
+
 def test_a_good_file_reads_as_its_model(tmp_path: Path):
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({"name": "dog-bites-man", "index": 3, "unknown": [1, 2]}))
