@@ -131,11 +131,10 @@ def main() -> None:
                 for b, t in zip(rounds["base"], rounds["this_checkout"], strict=True)
             )
     figures["load_average_at_end"] = os.getloadavg()
-    results = json.loads(args.results.read_text()) if args.results.is_file() else {}
-    results.setdefault("against_base", {})[args.dtype] = figures
-    temporary = args.results.with_name(args.results.name + ".tmp")
-    temporary.write_text(json.dumps(results, indent=2) + "\n")
-    temporary.replace(args.results)
+    from bench_zoo import save  # here, not at the top: a side's process imports its own tree's bench_zoo
+
+    earlier = json.loads(args.results.read_text()).get("against_base", {}) if args.results.is_file() else {}
+    save(args.results, "against_base", earlier | {args.dtype: figures})
     print(f"wrote {args.results} ('against_base', {args.dtype!r})")
 
 
