@@ -93,12 +93,16 @@ PROFILED = {  # torch.profiler op names -> the part of a forward they are
 }  # fmt: skip
 
 
-def spec_text(family: str, n: int, orders: int, dtype: str = "float32", lm_only: bool = False) -> dict[str, Any]:
+def spec_text(family: str, n: int, orders: int, dtype: str = "float32", lm_only: bool = False,
+              metrics: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     """The zoo spec: one sentence of n words, its first `orders` reorderings (explicit, in label order) or all.
-    lm_only: a causal LM's log-probabilities alone (lm_logprob), whose prefix walk skips the last word's pass."""
+    lm_only: a causal LM's log-probabilities alone (lm_logprob), whose prefix walk skips the last word's pass;
+    metrics: other metrics than the zoo's (benchmarks/bench_gelu.py)."""
     chosen: Any = "all" if orders >= math.factorial(n) else [list(p) for p in block(n, orders)]
-    metrics = ["equivariance", "invariance", "lm_logprob"] if FAMILIES[family] else ["equivariance", "invariance"]
-    metrics = ["lm_logprob"] if lm_only else metrics
+    if metrics is None:
+        causal = FAMILIES[family]
+        metrics = ["equivariance", "invariance", "lm_logprob"] if causal else ["equivariance", "invariance"]
+        metrics = ["lm_logprob"] if lm_only else metrics
     return {
         "name": f"bench_zoo_{family}_{n}{'_lm_only' if lm_only else ''}", "seed": 0, "rows": "summary",
         "metrics": metrics,
@@ -112,20 +116,26 @@ def block(n: int, orders: int) -> list[tuple[int, ...]]:
     return list(itertools.islice(itertools.permutations(range(n)), orders))
 
 
+def written_spec(folder: Path, family: str, n: int, orders: int, dtype: str = "float32", lm_only: bool = False,
+                 metrics: list[str] | None = None) -> LoadedSpec:  # fmt: skip
+    """The zoo spec (spec_text) written into `folder` and loaded, as `orderlab run` reads it."""
+    path = folder / f"{family}_{n}{'_lm_only' if lm_only else ''}.yaml"
+    path.write_text(yaml.safe_dump(spec_text(family, n, orders, dtype, lm_only, metrics), sort_keys=False,
+                                   default_flow_style=None))  # fmt: skip
+    return load_spec(path)
+
+
 class Case:
     """One family and sentence length: the spec on disk, orderlab's adapters, and the plain loop's inputs.
     lm_only: log-probabilities alone, on both sides (the plain loop then asks for no hidden states)."""
 
     def __init__(
         self, family: str, n: int, orders: int, folder: Path, device: torch.device, dtype: str = "float32",
-        lm_only: bool = False,
+        lm_only: bool = False, metrics: list[str] | None = None,
     ):  # fmt: skip
         self.family, self.n, self.device, self.causal = family, n, device, FAMILIES[family]
         self.lm_only = lm_only
-        self.path = folder / f"{family}_{n}{'_lm_only' if lm_only else ''}.yaml"
-        text = yaml.safe_dump(spec_text(family, n, orders, dtype, lm_only), sort_keys=False, default_flow_style=None)
-        self.path.write_text(text)
-        self.loaded = load_spec(self.path)
+        self.loaded = written_spec(folder, family, n, orders, dtype, lm_only, metrics)
         self.out = folder / "out"
         self.orders = block(n, min(orders, math.factorial(n)))
         self.words = WORDS[:n]

@@ -18,6 +18,7 @@ import torch
 from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES
 from orderlab.families.family import SeededSize
+from orderlab.models.hf.activations import inplace_activations
 from orderlab.models.hf.folder import ModelFolderError, checked_folder
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.head_fit import HeadToFit, fit_linear_head
@@ -75,6 +76,7 @@ class ClassifierBackend:
             self.tokenizer, self.model = _load_folder(transformers, source.folder, self.code.name, source.labels)
         else:
             self.tokenizer, self.model = _load_folder(transformers, source, self.code.name)
+        inplace_activations(self.model)  # the same numbers in fewer buffers (activations.py)
         self.model.to(device=self.device, dtype=self.dtype).eval()
         if isinstance(source, HeadToFit):
             self._fit_head(source)

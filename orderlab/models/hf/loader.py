@@ -31,6 +31,7 @@ from orderlab.errors import OrderlabError
 from orderlab.families import FAMILIES, Family
 from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
+from orderlab.models.hf.activations import inplace_activations
 from orderlab.models.hf.folder import (
     ModelFolderError,
     WeightsFit,
@@ -242,6 +243,7 @@ class PretrainedBackend:
             refusal = self.fit.refusal(source, family, allow_random_init)
             if refusal is not None:
                 raise refusal
+        inplace_activations(self.model)  # the same numbers in fewer buffers (activations.py)
         self.model.to(device=self.device, dtype=self.dtype).eval()
 
     def twin(self, dtype: str) -> PretrainedBackend:

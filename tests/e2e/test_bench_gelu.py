@@ -1,0 +1,36 @@
+"""benchmarks/bench_gelu.py at a tiny shape: both GELUs timed in the walked and the dense loop, the GELU modules'
+own seconds counted, and the figures land beside the file's other keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orderlab.spec.extras import installed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]"),
+]
+
+
+def test_both_gelus_are_timed_in_both_loops_and_the_file_keeps_its_other_keys(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"zoo": {"kept": True}}))
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_gelu.py"), "--rounds", "2", "--orders", "24",
+               "--words", "4", "--shape", "32,2,2", "--results", str(results)]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = json.loads(results.read_text())
+    assert written["zoo"] == {"kept": True}
+    for loop in ("walked", "dense"):
+        figures = written["inplace_gelu"][loop]
+        assert all(len(times) == 2 and min(times) > 0 for times in figures["rounds"].values())
+        assert all(seconds > 0 for seconds in figures["gelu_seconds"].values())  # the clock saw both ways run
+        assert figures["loop_speedup"] > 0
