@@ -1,11 +1,11 @@
-"""GPT-2's and BLOOM's tanh GELU computed with the same float ops in the same order, in two buffers instead of eight.
+"""GPT-2's and BLOOM's tanh GELU computed with the same float ops in the same order, in place.
 
-transformers writes these GELUs as a Python expression: each of its seven elementwise ops allocates and writes a
-tensor the size of the feed-forward layer's activations. Here the same ops, with the same constants, in the same order,
-run in place on one scratch tensor: every number is the same, bit for bit (tests/unit/models/test_inplace_gelu.py),
-and the activation runs 1.2-2.6x faster at GPT-2-small's width, from the walk's rows to a dense chunk's
-(docs/performance.md, "What was tried"). The input is never written (a hook may hold it). Where a gradient is
-taken, transformers' own expression runs.
+transformers writes these GELUs as a Python expression: each of its elementwise ops (GPT-2's eight, BLOOM's nine)
+allocates and writes a tensor the size of the feed-forward layer's activations. Here the same ops, with the same
+constants, in the same order, run in place on one scratch tensor beside the output (BLOOM's: two): every number is
+the same, bit for bit (tests/unit/models/test_inplace_gelu.py), and the activation runs 1.2-2.6x faster at
+GPT-2-small's width, from the walk's rows to a dense chunk's (docs/performance.md, "What was tried"). The input
+is never written (a hook may hold it). Where a gradient is taken, transformers' own expression runs.
 
 Swapped in only in models orderlab builds (seeded, or loaded from a folder); a model object passed from Python is
 the caller's and is never written (models/hf/given.py).
