@@ -99,10 +99,12 @@ def pretrained_adapters(
         refuse_unknown_words(folder or "tokenizer", backend.tokenizer, words)
     # an LM-only run (log-probabilities alone) never reads a state: its shared passes skip the last word's
     poolings = CAUSAL_POOLINGS if backend.code.causal else ENCODER_POOLINGS
-    states = attention or reads_states(spec.metrics, "pretrained", poolings)
     # and a run that reads no log-probability never runs the LM head
-    shared = Shared(backend, spec.seed, batching, share_prefixes, states, reads_logprobs(spec.metrics, "pretrained",
-                                                                                          poolings))  # fmt: skip
+    logprobs = reads_logprobs(spec.metrics, "pretrained", poolings)
+    # a run that reads neither from its passes (decodability alone: its probe's sentences) still passes its own
+    # sentences, with states, as a dense pass would give them
+    states = attention or reads_states(spec.metrics, "pretrained", poolings) or not logprobs
+    shared = Shared(backend, spec.seed, batching, share_prefixes, states, logprobs)
     kind = CausalAdapter if backend.code.causal else PretrainedAdapter
     return [kind(shared, ablation, model.label(ablation)) for ablation in sorted(model.position_embeddings,
                                                                                  key=model.label)]  # fmt: skip

@@ -110,3 +110,13 @@ def test_a_run_that_reads_no_log_probability_runs_no_lm_head_and_gets_the_same_s
     assert all(
         torch.equal(got.pooled["mean"][layer], expected.pooled["mean"][layer]) for layer in range(len(got.hidden))
     )
+
+
+def test_a_run_that_reads_neither_from_its_passes_still_walks_them_with_states():  # decodability alone: its probe's
+    neither, states = (build_adapters(lm_spec("gpt2", metrics), CPU, Path("spec.yaml"),  # sentences are its reading
+                                      decisions=Decisions(True, compile=False))[0]
+                       for metrics in (["decodability"], ["equivariance", "invariance"]))  # fmt: skip
+    assert not neither.shared.logprobs and neither.shared.states  # was: a pass asked for nothing, an AssertionError
+    with torch.inference_mode():
+        got, expected = (adapter.sentence(WORDS).forward(ORDERS[7:57]) for adapter in (neither, states))
+    assert got.logprob is None and all(torch.equal(a, b) for a, b in zip(got.hidden, expected.hidden, strict=True))
