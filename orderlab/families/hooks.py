@@ -92,16 +92,20 @@ def rotary_ablation(model: Any, ablation: str, seed: int) -> Any:
     return rotary_ids(submodule(model, "rotary_emb"), ablation, seed, positions)
 
 
-def moved_ids(ablation: str, ids: torch.Tensor, seed: int, positions: int = MAX_POSITIONS) -> torch.Tensor:
-    """The position ids a rotation sees under `ablation`: ids (B, T) as the model made them. zero: all 0, the
-    identity rotation; shuffled: a seeded permutation of 0..positions-1 read at each id (a table fixed at 512 was an
-    IndexError for a model covering more)."""
+def moved_ids(ids: torch.Tensor, order: torch.Tensor | None) -> torch.Tensor:
+    """The position ids a rotation sees under an ablation: ids (B, T) as the model made them. zero (order None): all
+    0, the identity rotation; shuffled: `order` (shuffled_positions) read at each id."""
     import torch
 
-    if ablation == "zero":
-        return torch.zeros_like(ids)
-    order = torch.randperm(positions, generator=torch.Generator().manual_seed(seed)).to(ids.device)
-    return order[ids]
+    return torch.zeros_like(ids) if order is None else order.to(ids.device)[ids]
+
+
+def shuffled_positions(seed: int, positions: int = MAX_POSITIONS) -> torch.Tensor:
+    """A seeded permutation of 0..positions-1 (a table fixed at 512 was an IndexError for a model covering more),
+    drawn once per ablated pass, outside the hook: a graph torch.compile captures cannot make a generator."""
+    import torch
+
+    return torch.randperm(positions, generator=torch.Generator().manual_seed(seed))
 
 
 @contextmanager
@@ -113,11 +117,12 @@ def rotary_ids(
     if ablation == UNABLATED or rotary is None:
         yield
         return
+    order = None if ablation == "zero" else shuffled_positions(seed, positions)
 
     def moved(_module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if "position_ids" in kwargs:
-            return args, {**kwargs, "position_ids": moved_ids(ablation, kwargs["position_ids"], seed, positions)}
-        return (args[0], moved_ids(ablation, args[1], seed, positions), *args[2:]), kwargs
+            return args, {**kwargs, "position_ids": moved_ids(kwargs["position_ids"], order)}
+        return (args[0], moved_ids(args[1], order), *args[2:]), kwargs
 
     handle = rotary.register_forward_pre_hook(moved, with_kwargs=True)
     try:
