@@ -10,6 +10,7 @@ On a CUDA machine, each step timed and its outcome kept whatever the others do, 
        imported, model built on the card), with the run's time by stage (cProfile) and the plan's time; then the
        same run, and its first 1,024 orders, timed unprofiled each way its passes can go: walking its prefixes depth
        by depth, with its top depths packed in one call (ORDERLAB_PACKED_TOKENS) and dense (ORDERLAB_PREFIX_WALK),
+       and the small run packed with its walk's calls captured by inductor (ORDERLAB_CAPTURE), twice,
      - bench_zoo.py on the card against the best plain loop in the same dtype (--quick: its own --quick, gpt2 and
        bert at 7 words, one round, 512 orders),
   5. (not --quick) `orderlab check --device cuda` of the other shipped specs that load there (those whose extra is
@@ -59,6 +60,9 @@ WAYS = {  # how a causal model's passes can go, as the settings force them (plan
     "dense": {"ORDERLAB_PREFIX_WALK": "never"},
 }
 SMALL_RUN_ORDERS = 1_024  # the all-orders run's first orders again, as bench_zoo's cases
+# The small run again packed with its walk's calls captured (ORDERLAB_CAPTURE: inductor on a card, dynamo's eager
+# backend in a dry run), twice in one process: the first pays the compilation, the second replays its graphs
+CAPTURED = {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": str(PACKED_TOKENS)}
 
 
 def step(command: list[str], timeout: float) -> dict[str, Any]:
@@ -162,7 +166,8 @@ def full_run_step(device: torch.device, dtype: str, dry: bool) -> dict[str, Any]
             "name": "gpu_check_few_orders",
             "inputs": [{"sentence": " ".join(WORDS[:n]), "permutations": first}],
         }
-        small_ways = ways_timed(written_spec(small, Path(scratch) / "small.yaml"), Path(scratch) / "few", device)
+        small_ways = ways_timed(written_spec(small, Path(scratch) / "small.yaml"), Path(scratch) / "few", device,
+                                captured=True)  # fmt: skip
         plan = plan_against_run(loaded, Path(scratch), math.factorial(n), device)  # `orderlab run`, a fresh process
     started = time.perf_counter()
     backend = PretrainedBackend(Seeded(d_model, heads, layers, tuple(sorted(set(WORDS[:n]))), 0), dtype, device,
@@ -199,21 +204,25 @@ def written_spec(data: dict[str, Any], path: Path) -> Any:
     return load_spec(path)
 
 
-def ways_timed(loaded: Any, out: Path, device: torch.device) -> dict[str, dict[str, Any]]:
-    """One run of the spec, unprofiled, each way a causal model's passes can go (WAYS), with how its manifest says
-    they went: what decides whether a card should walk, pack or run dense (plan/decisions.py)."""
+def ways_timed(loaded: Any, out: Path, device: torch.device, captured: bool = False) -> dict[str, dict[str, Any]]:
+    """One run of the spec, unprofiled, each way a causal model's passes can go (WAYS; captured: and CAPTURED twice),
+    with how its manifest says they went: what decides whether a card should walk, pack, capture or run dense
+    (plan/decisions.py)."""
     from orderlab.commands.run import write_experiment
     from orderlab.measure.run_options import RunOptions
 
     timings = {}
-    for way, settings in WAYS.items():
+    capture = {"ORDERLAB_CAPTURE": "inductor" if device.type == "cuda" else "eager"} | CAPTURED
+    ways = WAYS | ({"captured": capture, "captured_again": capture} if captured else {})
+    for way, settings in ways.items():
         with mock.patch.dict(os.environ, settings):
             started = time.perf_counter()
             write_experiment(loaded, out / way, RunOptions(device, force=True))
             synchronize(device)
             seconds = time.perf_counter() - started
         manifest = json.loads((out / way / "manifest.json").read_text())
-        timings[way] = {"seconds": seconds, "prefix_sharing": manifest["prefix_sharing"]}
+        compiled = manifest.get("torch_compile")  # a captured way's calls (ORDERLAB_CAPTURE); else None
+        timings[way] = {"seconds": seconds, "prefix_sharing": manifest["prefix_sharing"], "torch_compile": compiled}
     return timings
 
 

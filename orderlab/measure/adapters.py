@@ -15,11 +15,11 @@ import torch
 
 from orderlab.measure.chunking import device_batching, run_device
 from orderlab.models import kv_prefix
-from orderlab.models.adapter_protocol import Adapter, Pass, Sentence
+from orderlab.models.adapter_protocol import Adapter, Pass, Sentence, compile_records
 from orderlab.models.hf.given import UserModel
 from orderlab.models.precision import require_dtype, use_matmul_precision
-from orderlab.models.stack_adapter import compile_records, stack_adapters
 from orderlab.models.stack_adapter import prefix_sharing as stack_prefix_sharing
+from orderlab.models.stack_adapter import stack_adapters
 from orderlab.models.user_hooks import UserHook
 from orderlab.plan.decisions import GPU_PACKED_TOKENS, Decisions, compile_pays, decide
 from orderlab.plan.device import rates_file, read_rates
@@ -55,7 +55,7 @@ def build_adapters(
     require_dtype(spec.model.dtype, device)
     use_matmul_precision(spec.model.matmul_precision, device)
     decided = decisions or run_decisions(spec, spec_file, device)
-    batching = replace(device_batching(device), packed_tokens=decided.packed_tokens)
+    batching = replace(device_batching(device), packed_tokens=decided.packed_tokens, capture=decided.capture)
     if uses_backend(spec):
         from orderlab.models.pretrained import pretrained_adapters  # lazy: transformers, an optional extra
 
@@ -72,9 +72,10 @@ def run_decisions(spec: Spec, spec_file: Path, device: torch.device) -> Decision
     """How a run of `spec` computes on `device`, decided once (plan/decisions.py): prefixes shared always on the CPU,
     elsewhere where the plan prices the walk cheaper at the device's measured rate; compilation as
     ORDERLAB_COMPILE asks; top depths packed as ORDERLAB_PACKED_TOKENS asks (by default on a GPU only); the walk
-    forced on or off by ORDERLAB_PREFIX_WALK."""
+    forced on or off by ORDERLAB_PREFIX_WALK; its calls captured as ORDERLAB_CAPTURE asks."""
     priced = None if device.type == "cpu" else run_device(device, spec.model.dtype, read_rates(rates_file()))
-    return decide(spec, spec_file, priced, compile_setting(), packed_setting(device), walk_setting())
+    return decide(spec, spec_file, priced, compile_setting(), packed_setting(device), walk_setting(),
+                  capture_setting())  # fmt: skip
 
 
 def compile_wanted(spec: Spec) -> bool:
@@ -92,6 +93,12 @@ def walk_setting() -> str:
     return os.environ.get("ORDERLAB_PREFIX_WALK", "auto")
 
 
+def capture_setting() -> str:
+    """ORDERLAB_CAPTURE: off (the default) or the torch.compile backend of a causal LM's walk calls
+    (models/hf/capture.py): opt-in, as nothing here has measured it pay."""
+    return os.environ.get("ORDERLAB_CAPTURE", "off")
+
+
 def packed_setting(device: torch.device) -> str:
     """ORDERLAB_PACKED_TOKENS: the token budget of a causal prefix walk's packed top depths (0: off); unset, off on
     the CPU (its committed baselines were measured walking) and GPU_PACKED_TOKENS on a GPU."""
@@ -102,7 +109,9 @@ def prefix_sharing(spec: Spec, decisions: Decisions) -> dict[str, str]:
     """manifest.json's `prefix_sharing`: how each condition's causal passes ran under the run's decisions, shared
     prefixes or dense (empty for a spec without causal models)."""
     notes = (
-        kv_prefix.prefix_sharing(spec, decisions.packed_tokens) if uses_backend(spec) else stack_prefix_sharing(spec)
+        kv_prefix.prefix_sharing(spec, decisions.packed_tokens, decisions.capture)
+        if uses_backend(spec)
+        else stack_prefix_sharing(spec)
     )
     if notes and not decisions.share_prefixes:
         dense = NOT_ASKED if decisions.walk_forced else NOT_PAYING

@@ -13,9 +13,9 @@ for the points that path cannot form. Each adapter names the points its model ex
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 
@@ -143,3 +143,23 @@ class Adapter(Protocol):
     def random_sentences(self, probe: DecodabilitySpec, seed: int) -> list[torch.Tensor]:
         """L+1 x (S, length, d): word states of the position probe's seeded random sentences."""
         ...
+
+
+@runtime_checkable
+class Compiles(Protocol):
+    """An adapter some of whose passes may go through torch.compile: the stack's dense passes, a causal LM's walk."""
+
+    label: str
+
+    def compilation(self) -> dict[str, float | str] | None:
+        """How torch.compile served its passes (manifest.json's torch_compile); None where it was not asked."""
+        ...
+
+
+def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) -> list[dict[str, object]]:
+    """One record per adapter whose passes were asked to go through torch.compile (Compiles.compilation)."""
+    return [
+        {"encoding": adapter.label, **columns, **record}
+        for adapter in adapters
+        if isinstance(adapter, Compiles) and (record := adapter.compilation()) is not None
+    ]

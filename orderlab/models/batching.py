@@ -37,6 +37,9 @@ class Batching:
     # A causal LM's prefix walk runs its top depths as one packed call while they hold at most this many tokens
     # (models/kv_prefix.py, top_pass): fewer, larger calls for a GPU. 0: a call per depth, as every committed result.
     packed_tokens: int = 0
+    # A causal LM's prefix walk runs each depth's call through torch.compile with this backend, its rows padded to
+    # static shape buckets (models/hf/capture.py). "": eager, as every committed result.
+    capture: str = ""
 
 
 def aligned_batch(x: torch.Tensor, alignment: int) -> torch.Tensor:
@@ -48,5 +51,10 @@ def aligned_batch(x: torch.Tensor, alignment: int) -> torch.Tensor:
 
 def pad_to_tiles(rows: torch.Tensor, alignment: int) -> torch.Tensor:
     """rows (U,) with copies of rows[0] appended up to a multiple of `alignment` (row-tile determinism)."""
-    pad = -len(rows) % alignment
+    return padded_to(rows, len(rows) + -len(rows) % alignment)
+
+
+def padded_to(rows: torch.Tensor, size: int) -> torch.Tensor:
+    """rows (U,) with copies of rows[0] appended up to `size`."""
+    pad = size - len(rows)
     return torch.cat([rows, rows[:1].expand(pad)]) if pad else rows

@@ -29,7 +29,8 @@ import torch
 from orderlab.core.hook_points import LOGITS
 from orderlab.families import FAMILIES, Family
 from orderlab.metrics import ATTENTION_FAMILY
-from orderlab.models.batching import pad_to_tiles
+from orderlab.models.batching import pad_to_tiles, padded_to
+from orderlab.models.hf.capture import Capture, bucket
 from orderlab.models.hf.grouping import WordTokens
 from orderlab.models.hf.loader import PretrainedBackend, no_logits
 from orderlab.models.hf.slot_cache import cache_classes, slot_cache
@@ -65,6 +66,7 @@ def shared_pass(
     packed_tokens: int = 0,
     points: Sequence[str] = (),
     logprobs: bool = True,
+    capture: Capture | None = None,
 ) -> SharedForward:
     """The dense pass over tokens reordered by orders (B, n), each distinct word prefix run once (see the module).
 
@@ -76,8 +78,10 @@ def shared_pass(
     points: hook points to read (models/walk_points.py: those a module forms; logits), each as the dense pass's; with
     states and one call per depth only.
     logprobs=False: no log-probabilities (logprob None), and no call runs the LM head unless the logits are a point
-    read: a run whose metrics read states alone."""
-    assert not points or (states and not packed_tokens), "points are read at each depth's own call"
+    read: a run whose metrics read states alone.
+    capture: each depth's own call runs through it (models/hf/capture.py) on its rows padded to a static shape
+    bucket; the root's and the packed call run eager. Not with points, whose hooks change at every call."""
+    assert not points or (states and not packed_tokens and capture is None), "points are read at each depth's call"
     assert states or logprobs, "a pass reads its states, its log-probabilities or both"
     heads = logprobs or LOGITS in points  # whether any call's logits are read
     B, n = orders.shape
@@ -101,6 +105,7 @@ def shared_pass(
             logits = [out.logits[:, -1]] if heads else []
             kept, cache = [[h[:1, 0]] for h in out.hidden_states], getattr(out, keyword)
         parents = 1 if packed == 0 else run[packed - 1].distinct  # distinct prefixes in the cache
+        cached = len(kept[0][-1]) if packed else backend.row_alignment  # rows in the cache (its prefixes, padded)
         for t, depth in enumerate(depths):  # logits[t]: the next-token logits of depth t's parents
             new = words.index_select(0, depth.word)  # (U,)
             if logprobs:
@@ -111,16 +116,18 @@ def shared_pass(
                 continue  # its own pass is in the packed call
             if t == len(run):
                 break  # the last word's own pass feeds only its state
-            if depth.distinct != parents:  # else parent[i] == i (sorted keys; padding repeats row 0): keep the cache
-                cache.reorder_cache(depth.parent)  # each prefix's cache: its parent's
+            size = len(new) if capture is None else bucket(len(new), backend.row_alignment)
+            if depth.distinct != parents or cached != size:  # else parent[i] == i (sorted keys; padding repeats row 0)
+                cache.reorder_cache(padded_to(depth.parent, size))  # each prefix's cache: its parent's
             head = heads and (t < len(depths) - 1 or LOGITS in points)  # nothing reads the full orders' logits
             with read.call(len(new)):
-                out, parents = next_tokens(backend, new, cache, keyword, logits=head), depth.distinct
+                out = next_tokens(backend, padded_to(new, size), cache, keyword, logits=head, capture=capture)
+            parents, cached = depth.distinct, size
             if head:
-                logits.append(out.logits[:, -1])
+                logits.append(out.logits[: len(new), -1])
             cache = getattr(out, keyword)
             for layer, h in zip(kept, out.hidden_states, strict=True) if states else ():
-                layer.append(h[:, 0])
+                layer.append(h[: len(new), 0])
     logprob = torch.stack(terms, dim=1).sum(dim=-1) if logprobs else None
     if not states:
         return SharedForward([], logprob)
@@ -173,16 +180,21 @@ def top_pass(
     return logits, kept, cache
 
 
-def next_tokens(backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str, logits: bool = True) -> Any:
-    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output.
+def next_tokens(
+    backend: PretrainedBackend, ids: torch.Tensor, cache: Any, keyword: str, logits: bool = True,
+    capture: Capture | None = None,
+) -> Any:  # fmt: skip
+    """One token per row, ids (U,), after the cache's prefixes (None: the first token); the model's output, from the
+    model itself or through `capture` (models/hf/capture.py).
     logits=False: the LM head skipped where the model's forward can (`logits_to_keep`, transformers 4.50 and later):
     its logits then hold no position. At 8 words the deepest depth holds 37% of a chunk's prefixes, and GPT-2's head
     (768 x 50,257) is 31% of a token's matmul work."""
     past = 0 if cache is None else cache.get_seq_length()
     mask = torch.ones(len(ids), past + 1, dtype=torch.long, device=ids.device) if backend.code.needs_mask else None
     kept = {} if logits else no_logits(backend.model, ids)
-    return backend.model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
-                         **{keyword: cache}, **kept)  # fmt: skip
+    model = backend.model if capture is None else capture
+    return model(input_ids=ids[:, None], attention_mask=mask, use_cache=True, output_hidden_states=True,
+                 **{keyword: cache}, **kept)  # fmt: skip
 
 
 def cache_keyword(model: Any) -> str:
@@ -191,11 +203,12 @@ def cache_keyword(model: Any) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def prefix_sharing(spec: Spec, packed_tokens: int = 0) -> dict[str, str]:
+def prefix_sharing(spec: Spec, packed_tokens: int = 0, capture: str = "") -> dict[str, str]:
     """For a spec with a causal zoo model, how each ablation runs (manifest.json's `prefix_sharing`); else empty.
 
     Keyed by the ablation's label (spec/model_specs.py), or by 'family/label' where the family is swept.
-    packed_tokens: the run's budget for packed top depths (Decisions.packed_tokens; 0: off).
+    packed_tokens: the run's budget for packed top depths (Decisions.packed_tokens; 0: off); capture: the walk
+    calls' torch.compile backend (Decisions.capture; "": eager).
     """
     model = spec.model
     if not isinstance(model, HFModelSpec):
@@ -210,6 +223,7 @@ def prefix_sharing(spec: Spec, packed_tokens: int = 0) -> dict[str, str]:
             not model.seeded,
             bool(model.user_hooks),
             packed_tokens,
+            capture,
         )
         for family in families
         if FAMILIES.get(family).causal
@@ -218,11 +232,12 @@ def prefix_sharing(spec: Spec, packed_tokens: int = 0) -> dict[str, str]:
 
 
 def sharing_note(
-    code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False, packed_tokens: int = 0
-) -> str:
+    code: Family, ablation: str, maps: bool, checkpoint: bool, hooked: bool = False, packed_tokens: int = 0,
+    capture: str = "",
+) -> str:  # fmt: skip
     """'shared', or 'dense: why', for one ablation of a causal family (checkpoint: its own tokenizer, which may split
     a word; hooked: with the user's functions at hook points; packed_tokens: the run's budget for packed top depths,
-    named where the family packs this ablation)."""
+    named where the family packs this ablation; capture: the walk calls' torch.compile backend, named if any)."""
     if maps:
         return "dense: attention maps asked for (the attention metric); cached passes do not return them"
     if hooked:
@@ -231,6 +246,8 @@ def sharing_note(
         return f"dense: {code.name} does not declare {ablation} exact with a KV cache (Family.cached_ablations)"
     packed = f", top depths packed in one call up to {packed_tokens} tokens" if packed_tokens else ""
     packed = packed if ablation in code.packed_ablations else ""
+    if capture:
+        packed += f", calls captured by torch.compile ({capture}) in static shape buckets"
     if checkpoint:
         return f"shared{packed} for sentences whose every word is one token; dense for the others"
     return f"shared{packed}"

@@ -38,6 +38,7 @@ from orderlab.metrics import (
 from orderlab.models.adapter_protocol import HookRequest, Pass, requested
 from orderlab.models.attention_stack import Hooks
 from orderlab.models.batching import Batching
+from orderlab.models.hf.capture import Capture
 from orderlab.models.hf.folder import refuse_unknown_words
 from orderlab.models.hf.given import UserModel
 from orderlab.models.hf.grouping import WordTokens
@@ -163,6 +164,14 @@ class Shared:
         self.twin_backend: PretrainedBackend | None = None
         self.finer_shared: Shared | None = None
         self.computed: torch.dtype | None = None
+        self.walk_capture: Capture | None = None
+
+    def capture(self) -> Capture | None:
+        """The prefix walk's calls through torch.compile as the run asks (Batching.capture; None: eager), made once:
+        every ablation's walk shares its graphs."""
+        if self.batching.capture and self.walk_capture is None:
+            self.walk_capture = Capture(self.backend.model, self.batching.capture)
+        return self.walk_capture
 
     def computed_dtype(self, tokens: WordTokens) -> torch.dtype:
         """What the model computes in, watched over one dense pass of `tokens` (models/precision.py), once."""
@@ -240,6 +249,12 @@ class PretrainedAdapter:
 
     def sentence(self, words: list[str]) -> PretrainedSentence:
         return PretrainedSentence(self, words)
+
+    def compilation(self) -> dict[str, float | str] | None:
+        """How torch.compile served this model's prefix walk (manifest.json's torch_compile); None if not asked or
+        no walk ran. Every ablation's walk runs through one Capture, so each reports the same record."""
+        capture = self.shared.walk_capture
+        return None if capture is None else capture.record()
 
     def twin(self) -> PretrainedAdapter:
         return type(self)(self.shared.twin(), self.ablation, self.label)
@@ -368,8 +383,9 @@ class PretrainedSentence:
         (Batching.packed_tokens: the walk's numbers to round-off)."""
         settings = self.adapter.shared
         packed = 0 if hooks else settings.batching.packed_tokens
+        capture = None if hooks else settings.capture()
         shared = shared_pass(self.adapter.backend, self.tokens, orders, settings.states or bool(hooks), packed,
-                             list(hooks), settings.logprobs)  # fmt: skip
+                             list(hooks), settings.logprobs, capture)  # fmt: skip
         if not shared.hidden:
             return Pass([], {}, shared.logprob)
         words = [h[:, 1:] for h in shared.hidden]  # one token per word after BOS: word slot i is token slot i + 1

@@ -7,7 +7,7 @@ sequence's numbers do not depend on the chunk it landed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import ClassVar
 
@@ -114,15 +114,6 @@ def writable_on_stack(config: ModelSpec, hooks: Mapping[str, UserHook]) -> None:
             problem = f"{name!r}: {function!r}; expected a function of the point's tensor"
         if problem is not None:
             raise OrderlabError(f"hooks: {problem}")
-
-
-def compile_records(adapters: Sequence[Adapter], columns: Mapping[str, object]) -> list[dict[str, object]]:
-    """One record per adapter whose dense passes were asked to go through torch.compile (see compilation)."""
-    return [
-        {"encoding": adapter.label, **columns, **record}
-        for adapter in adapters
-        if isinstance(adapter, StackAdapter) and (record := adapter.compilation()) is not None
-    ]
 
 
 class StackAdapter:

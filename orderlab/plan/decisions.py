@@ -22,6 +22,9 @@ from orderlab.spec.schema import Spec
 
 COMPILE_SETTINGS = ("auto", "always", "never")  # ORDERLAB_COMPILE's values
 WALK_SETTINGS = ("auto", "always", "never")  # ORDERLAB_PREFIX_WALK's values
+# ORDERLAB_CAPTURE's values: off, or the torch.compile backend of a causal LM's walk calls (eager: dynamo's graphs
+# run as they are, for tests; inductor: fused kernels, fewer launches on a card)
+CAPTURE_SETTINGS = ("off", "eager", "aot_eager", "inductor")
 # The packed call holds as many tokens as a walk's call of that many prefixes, and a (T, T) mask and scores per head
 MAX_PACKED_TOKENS = 4096
 # On a GPU the walk's top depths are packed in one call by default: an H200 ran the 40,320-order 8-word GPT-2 run
@@ -40,17 +43,20 @@ class Decisions:
     # the numbers equal the walk's to round-off, not bit for bit, so the CPU, whose baselines walk, packs on request
     packed_tokens: int = 0
     walk_forced: bool = False  # share_prefixes as ORDERLAB_PREFIX_WALK asked, not as the plan priced it
+    # a causal LM's prefix walk runs each depth's call through torch.compile with this backend, in static shape
+    # buckets ("": eager); its numbers are the walk's to the backend's round-off, so it runs on request only
+    capture: str = ""
 
 
 def decide(
     spec: Spec, spec_file: str | Path, device: Device | None, compile_setting: str, packed_setting: str = "0",
-    walk_setting: str = "auto",
+    walk_setting: str = "auto", capture_setting: str = "off",
 ) -> Decisions:  # fmt: skip
     """The run's decisions: prefixes shared as `walk_setting` asks (walks), compilation as `compile_setting` asks,
-    top depths packed as `packed_setting` asks (packed_tokens)."""
+    top depths packed as `packed_setting` asks (packed_tokens), walk calls captured as `capture_setting` asks."""
     return Decisions(share_prefixes=walks(spec, spec_file, device, walk_setting),
                      compile=compile_pays(spec, compile_setting), packed_tokens=packed_tokens(packed_setting),
-                     walk_forced=walk_setting != "auto")  # fmt: skip
+                     walk_forced=walk_setting != "auto", capture=capture_backend(capture_setting))  # fmt: skip
 
 
 def walks(spec: Spec, spec_file: str | Path, device: Device | None, setting: str) -> bool:
@@ -62,6 +68,13 @@ def walks(spec: Spec, spec_file: str | Path, device: Device | None, setting: str
     if setting != "auto":
         return setting == "always"
     return device is None or prefix_walk_pays(spec, spec_file, device)
+
+
+def capture_backend(setting: str) -> str:
+    """ORDERLAB_CAPTURE as a torch.compile backend ("": off)."""
+    if setting not in CAPTURE_SETTINGS:
+        raise OrderlabError(f"ORDERLAB_CAPTURE={setting!r}; expected one of {', '.join(CAPTURE_SETTINGS)}")
+    return "" if setting == "off" else setting
 
 
 def packed_tokens(setting: str) -> int:

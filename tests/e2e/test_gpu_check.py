@@ -40,6 +40,14 @@ def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
     for ways in (run["ways"], run["ways_at_24_orders"]):  # each way the passes can go, as the manifest says it went
         assert set(ways["dense"]["prefix_sharing"].values()) == {"dense: ORDERLAB_PREFIX_WALK=never"}
         assert all(note.startswith("shared") for note in ways["walked"]["prefix_sharing"].values())
+    for way in ("captured", "captured_again"):  # the small run packed and captured (dynamo's eager backend on a CPU)
+        captured = run["ways_at_24_orders"][way]
+        assert set(captured["prefix_sharing"].values()) == {
+            "shared, top depths packed in one call up to 512 tokens, calls captured by torch.compile (eager) in static "
+            "shape buckets"
+        }
+        records = captured["torch_compile"]  # 5 words fit the packed call whole: no depth left to walk
+        assert records == [{"capture": "eager", "calls": 0, "encoding": label} for label in ("seeded", "zero")]
     plan = run["plan"]  # validate --plan's time beside `orderlab run`'s in a fresh process
     assert plan["cli_seconds"] > 0 and plan["plan_over_measured"] == plan["plan_seconds"] / plan["cli_seconds"]
     assert set(check["device_rates"]["rates"]) == {"float32", "bfloat16"}  # what the plan prices with
