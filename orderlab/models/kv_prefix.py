@@ -244,10 +244,9 @@ def sharing_note(
         return "dense: the user's hooks (model.user_hooks) see whole sequences, never one token after a cache"
     if ablation not in code.cached_ablations:
         return f"dense: {code.name} does not declare {ablation} exact with a KV cache (Family.cached_ablations)"
-    packed = f", top depths packed in one call up to {packed_tokens} tokens" if packed_tokens else ""
-    packed = packed if ablation in code.packed_ablations else ""
-    if capture:
-        packed += f", calls captured by torch.compile ({capture}) in static shape buckets"
+    packs = packed_tokens and ablation in code.packed_ablations
+    how = f", top depths packed in one call up to {packed_tokens} tokens" if packs else ""
+    how += f", calls captured by torch.compile ({capture}) in static shape buckets" if capture else ""
     if checkpoint:
-        return f"shared{packed} for sentences whose every word is one token; dense for the others"
-    return f"shared{packed}"
+        return f"shared{how} for sentences whose every word is one token; dense for the others"
+    return f"shared{how}"

@@ -1,10 +1,10 @@
 """A causal LM's prefix-walk calls captured by torch.compile, in static shape buckets (opt-in: ORDERLAB_CAPTURE).
 
 On a GPU at 1,024 orders the walk is launch-bound: each depth is one call of a few hundred rows through every layer,
-and the card waits on the host to launch its kernels (docs/performance.md). A compiled call fuses them and, with
-the `cudagraphs` backend, replays them at once, but a compiled graph serves one shape: so each call's rows are
-padded to a bucket (a power of two of row tiles: a handful of shapes per depth, reused by every chunk of a run)
-with copies of its first row, whose results are dropped. Rows padded to whole row tiles do not change another
+and the card waits on the host to launch its kernels (docs/performance.md). A compiled call fuses them into fewer
+(inductor), but a compiled graph serves one shape: so each call's rows are padded to a bucket (a power of two of
+row tiles: a handful of shapes per depth, reused by every chunk of a run) with copies of its first row, whose
+results are dropped. Rows padded to whole row tiles do not change another
 row's numbers (models/batching.py), so a walk in buckets gives the walk's numbers bit for bit under the `eager`
 backend (tests/unit/models/test_walk_capture.py); a compiling backend's fused kernels, to round-off.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-# Graphs a run may compile: per bucket, per depth (the cache's length is part of the shape), per hook layout and
-# per logits kept or not; a 12-word walk in 8 buckets stays well under it
+# Graphs a run may compile: per depth (the cache's length is part of the shape), per bucket, per hook layout and per
+# logits kept or not: at 12 words, 13 depths x 10 buckets x 3 layouts x 2 = 780 at the very most
 RECOMPILE_LIMIT = 1024
 
 
