@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import gc
 import itertools
 import json
 import math
@@ -535,6 +536,8 @@ def main() -> None:
                 figures[family][f"{n}_words"] = entry
                 print_entry(family, n, entry)
                 save(args.results, key, figures | {"partial": True})  # a bench cut short keeps what it measured
+                del case  # one case in memory at a time: its end-to-end run allocates beside no other case's models
+                gc.collect()
                 if FAMILIES[family]:  # the same model's log-probabilities alone: the walk skips its deepest depth
                     lm_only = Case(family, n, orders, folder, device, args.dtype, lm_only=True)
                     with torch.inference_mode():
@@ -545,6 +548,8 @@ def main() -> None:
                     figures.setdefault(f"{family}_lm_only", {})[f"{n}_words"] = entry
                     print_entry(f"{family} (lm_logprob only)", n, entry)
                     save(args.results, key, figures | {"partial": True})
+                    del lm_only
+                    gc.collect()
         case = Case("gpt2", 7, orders, folder, device, args.dtype)
         figures["twin"] = twin_cost(case)
         twin = figures["twin"]
