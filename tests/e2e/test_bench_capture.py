@@ -3,16 +3,10 @@ numbers the walk's bit for bit, and the figures land beside the file's other key
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from bench_scripts import bench_figures
 
 from orderlab.spec.extras import installed
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,15 +15,8 @@ pytestmark = [
 
 
 def test_each_way_is_timed_and_the_captured_run_agrees_with_the_walk(tmp_path):
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps({"zoo": {"kept": True}}))
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_capture.py"), "--backend", "eager", "--orders", "24",
-               "--words", "4", "--shape", "32,2,2", "--results", str(results)]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    written = json.loads(results.read_text())
-    assert written["zoo"] == {"kept": True}
-    figures = written["walk_capture"]
+    args = ["--backend", "eager", "--orders", "24", "--words", "4", "--shape", "32,2,2"]
+    figures = bench_figures("bench_capture.py", args, tmp_path)["walk_capture"]
     assert list(figures["runs"]) == ["walked", "captured", "captured_again", "walked_again"]
     assert all(run["seconds"] > 0 for run in figures["runs"].values())
     assert figures["runs"]["walked"]["torch_compile"] is None

@@ -3,16 +3,10 @@ own seconds counted, and the figures land beside the file's other keys."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from bench_scripts import bench_figures
 
 from orderlab.spec.extras import installed
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,14 +15,8 @@ pytestmark = [
 
 
 def test_both_gelus_are_timed_in_both_loops_and_the_file_keeps_its_other_keys(tmp_path):
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps({"zoo": {"kept": True}}))
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_gelu.py"), "--rounds", "2", "--orders", "24",
-               "--words", "4", "--shape", "32,2,2", "--results", str(results)]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    written = json.loads(results.read_text())
-    assert written["zoo"] == {"kept": True}
+    args = ["--rounds", "2", "--orders", "24", "--words", "4", "--shape", "32,2,2"]
+    written = bench_figures("bench_gelu.py", args, tmp_path)
     for loop in ("walked", "dense"):
         figures = written["inplace_gelu"][loop]
         assert all(len(times) == 2 and min(times) > 0 for times in figures["rounds"].values())
