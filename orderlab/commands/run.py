@@ -213,7 +213,7 @@ def run_manifest(loaded: LoadedSpec, run: SweepMeasurement, device: torch.device
         manifest["model"] = {"kind": "stack", "user_hooks": spec.stack.user_hooks}
     if sharing := prefix_sharing(spec, run.decisions):
         manifest["prefix_sharing"] = sharing  # how each condition's causal passes ran: shared prefixes or dense
-    if run.compiled:  # ORDERLAB_COMPILE: each compiled stack's compilation time, or why it fell back to eager
+    if run.compiled:  # ORDERLAB_COMPILE, ORDERLAB_CAPTURE: each compiled stack or walk, its compile time or fallback
         manifest["torch_compile"] = run.compiled
     if maps:  # attention.csv's input and reorderings, written once rather than on every row
         # (a seed sweep with a `random:` rule draws the default reordering per seed: the manifest names the first's)

@@ -85,7 +85,7 @@ class SweepMeasurement:
         # Per combination and weights: its loop and the shard's units of it (None: all its work).
         self.groups: list[tuple[Configuration, str | None, MeasuringLoop, list[Unit] | None]] = []
         self.trained: list[tuple[Configuration, TrainedStack]] = []  # every stack trained, for the checkpoints
-        self.compiled: list[dict[str, object]] = []  # torch.compile's time per compiled stack (manifest.json)
+        self.compiled: list[dict[str, object]] = []  # torch.compile per compiled stack or walk (manifest.json)
         self.model_files: dict[str, list[str]] | None = None  # a checkpoint folder's unmeasured parts (manifest.json)
         self.token_logprobs: list[pd.DataFrame] = []  # token_logprobs.csv's rows per combination (token_logprobs: true)
         self.opened = set() if units is None else opened_combinations(units, spec)  # a shard's: its token rows
