@@ -1,15 +1,17 @@
-"""Is this checkout slower than another commit? bench_zoo's measuring loop against the plain transformers loop, timed
-at this checkout and at `--base` (its files exported by `git archive` into a temporary folder), each side in processes
-of its own, the sides alternating round by round, so that what a shared machine drifts by (load, clocks) falls on both.
+"""Is this checkout slower than another commit? bench_zoo's measuring loop and its end-to-end run against the plain
+transformers loop, timed at this checkout and at `--base` (its files exported by `git archive` into a temporary
+folder), each side in processes of its own, the sides alternating round by round, so that what a shared machine drifts
+by (load, clocks) falls on both.
 
 A ratio on a loaded 2-core machine moves by 10-20% from one run to the next (benchmarks/results.json's zoo figures
 and an issue's figures were taken on different days), so a "below the figure" is only a regression when the base,
 measured beside it, does better. Each process builds the case (a seeded model, the first --orders orders of a
---words-word sentence), warms both loops, then times --repeats rounds of the measuring loop and of the plain loop at
-one batch, the same on both sides (in 16 bits the loop runs with `escalate: false` where the checkout has it: the
-plain loop never re-measures an order). The plain loop is the same code on both sides, so it shows the machine's
-drift; the loops' own times, round by round, say which side is faster (base_loop_over_this_loop). Figures go under
-"against_base" in --results, keyed by dtype.
+--words-word sentence), warms each side's calls, then times --repeats rounds of the measuring loop, of the end-to-end
+run (bench_zoo's Case.end_to_end: `orderlab run` without the terminal table) and of the plain loop at one batch, the
+same on both sides (in 16 bits the loop and the run use `escalate: false` where the checkout has it: the plain loop
+never re-measures an order). The plain loop is the same code on both sides, so it shows the machine's drift; the
+sides' own times, round by round, say which is faster (base_loop_over_this_loop, base_end_to_end_over_this_end_to_end).
+Figures go under "against_base" in --results, keyed by dtype.
 
     python benchmarks/bench_against.py --base 202e44b [--families gpt2 bert] [--dtype bfloat16] [--rounds 2]
 """
@@ -76,17 +78,21 @@ def child(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         case = bench_zoo.Case(family, args.words, args.orders, Path(scratch), torch.device("cpu"), args.dtype)
         like_for_like = getattr(case, "unescalated", None) is not None
-        loop = case.loop_unescalated if like_for_like else case.loop
+        calls = {"loop": case.loop_unescalated if like_for_like else case.loop,
+                 "end_to_end": case.end_to_end_unescalated if like_for_like else case.end_to_end,
+                 "plain_loop": case.plain_best}  # fmt: skip
         case.best_batch = args.batch
-        loop()
-        case.plain_best()
-        loops, plains = [], []
+        for call in calls.values():
+            bench_zoo.timed(call)
+        times: dict[str, list[float]] = {name: [] for name in calls}
         for _ in range(args.repeats):
-            loops.append(bench_zoo.timed(loop))
-            plains.append(bench_zoo.timed(case.plain_best))
-    print(json.dumps({"loop_seconds": statistics.median(loops), "plain_loop_seconds": statistics.median(plains),
-                      "loop_over_plain_loop": statistics.median(p / q for p, q in zip(plains, loops, strict=True)),
-                      "escalate_false": like_for_like, "load_average": os.getloadavg()}))  # fmt: skip
+            for name, call in calls.items():
+                times[name].append(bench_zoo.timed(call))
+    figures: dict[str, Any] = {f"{name}_seconds": statistics.median(t) for name, t in times.items()}
+    for name in ("loop", "end_to_end"):
+        ratios = (p / q for p, q in zip(times["plain_loop"], times[name], strict=True))
+        figures[f"{name}_over_plain_loop"] = statistics.median(ratios)
+    print(json.dumps(figures | {"escalate_false": like_for_like, "load_average": os.getloadavg()}))
 
 
 def main() -> None:
@@ -119,17 +125,19 @@ def main() -> None:
             for _ in range(args.rounds):
                 for name, root in (("base", base), ("this_checkout", ROOT)):
                     rounds[name].append(side(root, args, family))
-                    print(f"{family} {args.dtype} {name}: loop {rounds[name][-1]['loop_over_plain_loop']:.2f}x the "
-                          f"plain loop", flush=True)  # fmt: skip
-            figures[family] = {"plain_loop_batch": args.batch or BATCH[family], **rounds} | {
-                f"{name}_loop_over_plain_loop": statistics.median(r["loop_over_plain_loop"] for r in runs)
-                for name, runs in rounds.items()
-            }
-            # the same work on both sides, round by round: how much faster this checkout's loop is than the base's
-            figures[family]["base_loop_over_this_loop"] = statistics.median(
-                b["loop_seconds"] / t["loop_seconds"]
-                for b, t in zip(rounds["base"], rounds["this_checkout"], strict=True)
-            )
+                    last = rounds[name][-1]
+                    print(f"{family} {args.dtype} {name}: loop {last['loop_over_plain_loop']:.2f}x, end to end "
+                          f"{last['end_to_end_over_plain_loop']:.2f}x the plain loop", flush=True)  # fmt: skip
+            figures[family] = {"plain_loop_batch": args.batch or BATCH[family], **rounds}
+            for what in ("loop", "end_to_end"):
+                for name, runs in rounds.items():
+                    ratio = statistics.median(r[f"{what}_over_plain_loop"] for r in runs)
+                    figures[family][f"{name}_{what}_over_plain_loop"] = ratio
+                # the same work on both sides, round by round: how much faster this checkout is than the base
+                figures[family][f"base_{what}_over_this_{what}"] = statistics.median(
+                    b[f"{what}_seconds"] / t[f"{what}_seconds"]
+                    for b, t in zip(rounds["base"], rounds["this_checkout"], strict=True)
+                )
     figures["load_average_at_end"] = os.getloadavg()
     from bench_zoo import save  # here, not at the top: a side's process imports its own tree's bench_zoo
 

@@ -42,6 +42,9 @@ def test_both_sides_are_timed_on_their_own_code_and_the_file_keeps_its_other_key
     assert figures["base"] == head() and figures["this_checkout"].startswith(head())
     for side in ("base", "this_checkout"):
         runs = figures["gpt2"][side]
-        assert len(runs) == 2 and all(math.isfinite(r["loop_over_plain_loop"]) and r["loop_seconds"] > 0 for r in runs)
-        assert figures["gpt2"][f"{side}_loop_over_plain_loop"] > 0
+        assert len(runs) == 2
+        for what in ("loop", "end_to_end"):
+            assert all(math.isfinite(r[f"{what}_over_plain_loop"]) and r[f"{what}_seconds"] > 0 for r in runs)
+            assert figures["gpt2"][f"{side}_{what}_over_plain_loop"] > 0
     assert figures["gpt2"]["base_loop_over_this_loop"] > 0
+    assert figures["gpt2"]["base_end_to_end_over_this_end_to_end"] > 0
