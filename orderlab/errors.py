@@ -82,6 +82,19 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(str(low) if low == high else f"{low}-{high}" for low, high in spans)
 
 
+def first_line(error: BaseException) -> str:
+    """A library's message in one line: its first, without the colon that announces the rest; the error's type where
+    its message is empty (a bare `RuntimeError()`)."""
+    lines = str(error).strip().splitlines()
+    return (lines[0].strip().rstrip(":") if lines else "") or type(error).__name__
+
+
+def failure_line(error: BaseException) -> str:
+    """Why a compiler failed, as a fallback records it: `RuntimeError: no C compiler found`, or the type alone."""
+    name, line = type(error).__name__, first_line(error)
+    return name if line == name else f"{name}: {line}"
+
+
 def as_one(problems: list[SpecError]) -> SpecError:
     """The one problem as itself, several as SpecErrors."""
     return problems[0] if len(problems) == 1 else SpecErrors(problems)

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from orderlab.core.hook_points import hook_name
 from orderlab.encodings.encoding import PositionalEncoding
+from orderlab.errors import failure_line
 from orderlab.models.user_hooks import UserHook, applied
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, as a spec types them in
@@ -181,7 +182,7 @@ class AttentionStack:
         try:
             hidden = compiled(x)
         except Exception as error:  # any compiler failure (no C compiler, no headers, an unsupported op): run eager
-            self.compiled, self.compile_failure = None, f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            self.compiled, self.compile_failure = None, failure_line(error)
             return StackOutput(self.fused_hidden(x), [])
         self.compile_seconds = time.perf_counter() - started
         return StackOutput(hidden, [])

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from orderlab.models.hf.loader import first_line
+from orderlab.errors import failure_line
 
 # Graphs a run may compile: per depth (the cache's length is part of the shape), per bucket, per hook layout and per
 # logits kept or not: at 12 words, 13 depths x 10 buckets x 3 layouts x 2 = 780 at the very most
@@ -57,7 +57,7 @@ class Capture:
                                             accumulated_recompile_limit=RECOMPILE_LIMIT):  # fmt: skip
                 out = self.compiled(**kwargs)
         except Exception as error:  # any compiler failure (no C compiler, an op it cannot trace): run eager
-            self.failure = f"{type(error).__name__}: {first_line(error)}"
+            self.failure = failure_line(error)
             return self.model(**kwargs)
         if self.first_call_seconds is None:
             self.first_call_seconds = time.perf_counter() - started

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from orderlab.errors import OrderlabError
+from orderlab.errors import OrderlabError, first_line
 from orderlab.families import FAMILIES
 from orderlab.families.family import SeededSize
 from orderlab.models.hf.activations import inplace_activations
@@ -26,7 +26,6 @@ from orderlab.models.hf.loader import (
     Seeded,
     converted_copy,
     drawn_in,
-    first_line,
     import_transformers,
     transformers_class,
     word_level_tokenizer,

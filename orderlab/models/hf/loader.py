@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import torch
 
-from orderlab.errors import OrderlabError
+from orderlab.errors import OrderlabError, first_line
 from orderlab.families import FAMILIES, Family
 from orderlab.families.family import SeededSize
 from orderlab.models.batching import aligned_batch
@@ -162,11 +162,6 @@ def load_folder(
     except (OSError, ValueError, RuntimeError) as error:
         raise ModelFolderError(f"cannot load a model from {folder}: {first_line(error)}") from None
     return tokenizer, model, weights_fit(model, info, heads_read, code.unused_parts)
-
-
-def first_line(error: Exception) -> str:
-    """A library's message in one line: its first, without the colon that announces the rest."""
-    return (str(error).strip().splitlines() or [type(error).__name__])[0].strip().rstrip(":")
 
 
 def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:

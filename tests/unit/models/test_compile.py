@@ -51,6 +51,18 @@ def test_a_compiler_that_fails_falls_back_to_eager_and_says_why():
         torch.testing.assert_close(h_fallback, h_eager, rtol=0, atol=0)
 
 
+def test_a_compiler_failing_without_a_message_falls_back_and_names_the_error():
+    stack = make_stack("sinusoidal", d_model=16, n_heads=2, n_layers=1)
+
+    def silent(x: torch.Tensor) -> list[torch.Tensor]:
+        raise RuntimeError()
+
+    stack.compiled = silent
+    with torch.inference_mode():
+        stack(small_inputs(), attention_maps=False)
+    assert stack.compiled is None and stack.compile_failure == "RuntimeError"
+
+
 def test_maps_and_hooks_never_take_the_compiled_path():
     stack = make_stack("none", d_model=16, n_heads=2, n_layers=1)
     stack.compiled = lambda x: pytest.fail("compiled path taken")  # type: ignore[assignment,return-value]
