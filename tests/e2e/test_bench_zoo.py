@@ -49,3 +49,17 @@ def test_a_16_bit_run_with_states_is_timed_with_and_without_escalation(bench_zoo
     lm_only = bench_zoo.Case("gpt2", 5, 24, tmp_path, torch.device("cpu"), "bfloat16", lm_only=True)
     float32 = bench_zoo.Case("gpt2", 5, 24, tmp_path, torch.device("cpu"))
     assert lm_only.unescalated is None and float32.unescalated is None  # nothing to compare like for like
+
+
+def test_the_encoders_misses_are_explained_by_the_bert_runs_own_profile(bench_zoo, tmp_path):
+    prof = bench_zoo.profile(bench_zoo.Case("bert", 5, 24, tmp_path, torch.device("cpu")))
+    stages = {k: v for k, v in prof["stages"].items() if k != "of which the metrics"}  # a part of the chunks' share
+    assert sum(stages.values()) == pytest.approx(1) and stages["building the seeded model"] > 0
+    assert prof["loop_ops"]["matmuls"] > 0 and sum(prof["loop_ops"].values()) == pytest.approx(1)
+    plain = {"matmul_share": 0.9, "matmul_gflops": 100.0, "fraction_of_peak": 0.8, "gemm_peak_gflops": 125.0}
+    causes = bench_zoo.encoder_causes({"profile_bert": prof, "plain_bert_matmuls": plain}, load=1.0)
+    end_to_end, loop = (causes[f"encoder (bert) {what} the best plain loop"]
+                        for what in ("end to end >= 0.95x", "measuring loop >= 1.2x"))  # fmt: skip
+    assert bench_zoo.shares_line(prof["stages"]) in end_to_end and "BERT run" in end_to_end
+    assert bench_zoo.shares_line(prof["loop_ops"]) in loop and "BERT loop" in loop
+    assert bench_zoo.encoder_causes({}, load=1.0) == {}  # no BERT measured: no encoder target to explain
