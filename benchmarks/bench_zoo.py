@@ -75,6 +75,7 @@ RESULTS = ROOT / "benchmarks" / "results.json"
 WORDS = "the old dog chased a red ball today".split()  # distinct words; the first n are used
 SHAPE = {"d_model": 768, "n_heads": 12, "n_layers": 12}  # --shape
 FAMILIES = {"gpt2": True, "bert": False, "llama": True}  # family -> causal LM
+NAMES = {"gpt2": "GPT-2", "bert": "BERT", "llama": "Llama"}  # as the gaps' lines name them
 BATCH = 64  # the plain loop's batch, as a user would pick
 BEST_BATCHES = (64, 128, 256, 512, 1024, 2048, 4096)  # the plain loop's batches tried for its best
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -559,15 +560,16 @@ def main() -> None:
         del case
         print("gpt2 end to end by stage: " + shares_line(figures["profile_gpt2"]["stages"]))
         print("gpt2 loop by op: " + shares_line(figures["profile_gpt2"]["loop_ops"]))
-        if "bert" in families:  # the encoder's misses explained by its own run, not GPT-2's
+        if "bert" in families:
             figures["plain_bert_matmuls"] = matmul_efficiency(Case("bert", 7, BATCH, folder, device, args.dtype))
             print(
                 "plain bert loop's matmuls: "
                 + ", ".join(f"{k} {v:.2f}" for k, v in figures["plain_bert_matmuls"].items())
             )
-            figures["profile_bert"] = profile(Case("bert", 7, orders, folder, device, args.dtype))
-            print("bert end to end by stage: " + shares_line(figures["profile_bert"]["stages"]))
-            print("bert loop by op: " + shares_line(figures["profile_bert"]["loop_ops"]))
+        for family in sorted(set(families) - {"gpt2"}):  # each family's misses explained by its own run
+            figures[f"profile_{family}"] = profile(Case(family, 7, orders, folder, device, args.dtype))
+            print(f"{family} end to end by stage: " + shares_line(figures[f"profile_{family}"]["stages"]))
+            print(f"{family} loop by op: " + shares_line(figures[f"profile_{family}"]["loop_ops"]))
         if not args.quick:
             n, chunk = 8, figures.get("gpt2", {}).get("8_words", {}).get("chunk_size", orders)
             # 4 chunks and 8: glibc's heap settles over a run's first chunks, then holds
@@ -673,12 +675,14 @@ def plan_within(figures: dict[str, Any]) -> float:
 def explain_gaps(figures: dict[str, Any]) -> list[str]:
     """The causes of each missed target, from this run's own profile, token counts and load figures."""
     load = max(figures["load_average_at_start"][0], figures["load_average_at_end"][0])
-    prof = figures["profile_gpt2"]
-    stages, ops = shares_line(prof["stages"]), shares_line(prof["loop_ops"])
     twin = figures["twin"]
     causes = {}
     for family in ("gpt2", "llama"):
         entries = lengths_of(figures, family)
+        if family not in figures:
+            continue  # not measured: no target of its own to explain
+        prof, name = figures[f"profile_{family}"], NAMES[family]
+        stages, ops = shares_line(prof["stages"]), shares_line(prof["loop_ops"])
         ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
                           for n, e in sorted(entries.items()))  # fmt: skip
         chunks = sorted({e.get("chunk_size", 0) for e in entries.values()})
@@ -686,7 +690,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         causes[f"{family} with prefix sharing >= 2.0x the best plain loop at 7 words (loop)"] = (
             f"the trie computes fewer token states ({ideal}), but walks them depth by depth: n + 1 model calls per "
             f"chunk of {chunks} orders, the first ones of one row tile (16 rows) that read every weight; by "
-            f"torch.profiler over the GPT-2 loop, matmuls on one row tile take "
+            f"torch.profiler over the {name} loop, matmuls on one row tile take "
             f"{prof['loop_matmuls_of_one_row_tile']:.0%} of its time and the KV cache's and states' concatenations "
             f"{prof['loop_concatenations']:.0%} (all ops: {ops}); load {load:.1f}"
         )
@@ -698,12 +702,12 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
             f"the loop (above), plus what the plain loop, timed on a built model, leaves out: building the seeded "
             f"model (transformers draws most weights two or three times; docs/performance.md: skipping the draws "
             f"that are overwritten gave no gain), the round-off twin and writing the folder; by cProfile over the "
-            f"GPT-2 run: {stages}; load {load:.1f}"
+            f"{name} run: {stages}; load {load:.1f}"
         )  # fmt: skip
         causes[f"{family} speed-up grows with length"] = (
             f"the trie's saving grows with length ({ideal}), but what it does not share grows with the words too: "
             f"every order's states gathered back to (B, T, d) for the metrics, the metrics over them, and each "
-            f"sentence's fixed work (its round-off twin's pass); by torch.profiler over the GPT-2 loop, gathers, "
+            f"sentence's fixed work (its round-off twin's pass); by torch.profiler over the {name} loop, gathers, "
             f"copies and concatenations take {gathers:.0%} of it; load {load:.1f}"
         )
     causes |= encoder_causes(figures, load)
@@ -744,14 +748,15 @@ def encoder_causes(figures: dict[str, Any], load: float) -> dict[str, str]:
         return {}
     prof = figures["profile_bert"]
     plain = figures["plain_bert_matmuls"]
+    twin = "float32" if figures["dtype"] in LOW_PRECISION else "float64"
     return {
         "encoder (bert) measuring loop >= 1.2x the best plain loop": (
             f"the plain loop's matmuls (batches of {BATCH}) take {plain['matmul_share']:.0%} of its time at "
             f"{plain['matmul_gflops']:.0f} GFLOP/s, {plain['fraction_of_peak']:.0%} of this machine's GEMM peak "
             f"({plain['gemm_peak_gflops']:.0f} GFLOP/s): both run the same transformers forward on the same rows "
             "(9 tokens each), and an encoder's every token attends to every other, so no state is shared between "
-            "orders: 1.2x would need fewer FLOPs than the forward itself; the loop adds its round-off twin's float64 "
-            f"pass and its metrics (by torch.profiler over the BERT loop: {shares_line(prof['loop_ops'])}); "
+            "orders: 1.2x would need fewer FLOPs than the forward itself; the loop adds its round-off twin's "
+            f"{twin} pass and its metrics (by torch.profiler over the BERT loop: {shares_line(prof['loop_ops'])}); "
             f"load {load:.1f}"
         ),
         "encoder (bert) end to end >= 0.95x the best plain loop": (

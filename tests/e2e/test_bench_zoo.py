@@ -57,9 +57,26 @@ def test_the_encoders_misses_are_explained_by_the_bert_runs_own_profile(bench_zo
     assert sum(stages.values()) == pytest.approx(1) and stages["building the seeded model"] > 0
     assert prof["loop_ops"]["matmuls"] > 0 and sum(prof["loop_ops"].values()) == pytest.approx(1)
     plain = {"matmul_share": 0.9, "matmul_gflops": 100.0, "fraction_of_peak": 0.8, "gemm_peak_gflops": 125.0}
-    causes = bench_zoo.encoder_causes({"profile_bert": prof, "plain_bert_matmuls": plain}, load=1.0)
+    causes = bench_zoo.encoder_causes({"profile_bert": prof, "plain_bert_matmuls": plain, "dtype": "float32"}, 1.0)
     end_to_end, loop = (causes[f"encoder (bert) {what} the best plain loop"]
                         for what in ("end to end >= 0.95x", "measuring loop >= 1.2x"))  # fmt: skip
     assert bench_zoo.shares_line(prof["stages"]) in end_to_end and "BERT run" in end_to_end
-    assert bench_zoo.shares_line(prof["loop_ops"]) in loop and "BERT loop" in loop
+    assert bench_zoo.shares_line(prof["loop_ops"]) in loop and "BERT loop" in loop and "twin's float64" in loop
     assert bench_zoo.encoder_causes({}, load=1.0) == {}  # no BERT measured: no encoder target to explain
+
+
+def test_a_causal_familys_misses_are_explained_by_its_own_profile(bench_zoo, tmp_path):
+    profiles = {f"profile_{f}": bench_zoo.profile(bench_zoo.Case(f, 4, 24, tmp_path, torch.device("cpu")))
+                for f in ("gpt2", "llama")}  # fmt: skip
+    entry = {"token_states_dense": 9216, "token_states_shared": 2787, "chunk_size": 1024, "plan_over_measured": 1.0,
+             "speedup_over_best_plain_loop": {"orderlab_loop": 2.0, "orderlab_end_to_end": 1.5}}  # fmt: skip
+    missed = ["llama with states >= 2.7x the best plain loop at 8 words (loop)",
+              "llama with states >= 2.0x the best plain loop at 8 words (end to end)"]  # fmt: skip
+    figures = {"dtype": "float32", "device": "cpu", "load_average_at_start": [1.0], "load_average_at_end": [1.0],
+               "twin": {"twin_pass_in_small_passes": 1.0, "twin_weights_mb": 1.0, "twin_made_seconds": 0.1},
+               "gpt2": {"8_words": entry}, "llama": {"8_words": entry}, **profiles,
+               "targets": dict.fromkeys(missed, False)}  # fmt: skip
+    loop, end_to_end = bench_zoo.explain_gaps(figures)
+    llama = profiles["profile_llama"]
+    assert "over the Llama loop" in loop and bench_zoo.shares_line(llama["loop_ops"]) in loop
+    assert "over the Llama run" in end_to_end and bench_zoo.shares_line(llama["stages"]) in end_to_end
