@@ -410,7 +410,7 @@ def profile(case: Case) -> dict[str, Any]:
     everything = sum(event.self_cpu_time_total for event in events)
     ops = {part: sum(e.self_cpu_time_total for e in events if e.key in names) / everything
            for part, names in PROFILED.items()}  # fmt: skip
-    one_tile = sum(e.self_cpu_time_total for e in events if e.key == "aten::addmm" and small_rows(e.input_shapes))
+    one_tile = sum(e.self_cpu_time_total for e in events if one_row_tile(e.key, e.input_shapes))
     return {
         "end_to_end_seconds": total, "stages": shares, "loop_ops": ops | {"everything else": 1 - sum(ops.values())},
         "loop_matmuls_of_one_row_tile": one_tile / everything,
@@ -469,9 +469,11 @@ def matmul_efficiency(case: Case) -> dict[str, float]:
             "gemm_peak_gflops": peak / 1e9, "fraction_of_peak": flops / seconds / peak}  # fmt: skip
 
 
-def small_rows(shapes: list[list[int]]) -> bool:
-    """Whether an addmm's input (its second operand) has at most one row tile (16 rows): all weights for few rows."""
-    return len(shapes) > 1 and len(shapes[1]) == 2 and shapes[1][0] <= 16
+def one_row_tile(op: str, shapes: list[list[int]]) -> bool:
+    """Whether a matmul takes at most one row tile (16 rows) against a weight: aten::addmm (bias, rows, weight), or
+    aten::mm (rows, weight), which a linear without a bias (Llama's) calls."""
+    rows = {"aten::addmm": 1, "aten::mm": 0}.get(op)
+    return rows is not None and len(shapes) > rows + 1 and len(shapes[rows]) == 2 and shapes[rows][0] <= 16
 
 
 def main() -> None:

@@ -78,5 +78,14 @@ def test_a_causal_familys_misses_are_explained_by_its_own_profile(bench_zoo, tmp
                "targets": dict.fromkeys(missed, False)}  # fmt: skip
     loop, end_to_end = bench_zoo.explain_gaps(figures)
     llama = profiles["profile_llama"]
+    assert llama["loop_matmuls_of_one_row_tile"] > 0  # its linears have no bias: aten::mm, counted too
     assert "over the Llama loop" in loop and bench_zoo.shares_line(llama["loop_ops"]) in loop
     assert "over the Llama run" in end_to_end and bench_zoo.shares_line(llama["stages"]) in end_to_end
+
+
+def test_a_matmul_of_one_row_tile_is_found_with_or_without_a_bias(bench_zoo):
+    assert bench_zoo.one_row_tile("aten::addmm", [[768], [16, 768], [768, 3072]])
+    assert bench_zoo.one_row_tile("aten::mm", [[16, 768], [768, 3072]])  # a linear without a bias (Llama's)
+    assert not bench_zoo.one_row_tile("aten::mm", [[32, 768], [768, 3072]])
+    assert not bench_zoo.one_row_tile("aten::addmm", [[768], [1024, 768], [768, 3072]])
+    assert not bench_zoo.one_row_tile("aten::bmm", [[16, 1, 64], [16, 64, 9]])
