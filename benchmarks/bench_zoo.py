@@ -680,9 +680,9 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
     twin = figures["twin"]
     causes = {}
     for family in ("gpt2", "llama"):
-        entries = lengths_of(figures, family)
         if family not in figures:
             continue  # not measured: no target of its own to explain
+        entries = lengths_of(figures, family)
         prof, name = figures[f"profile_{family}"], NAMES[family]
         stages, ops = shares_line(prof["stages"]), shares_line(prof["loop_ops"])
         ideal = ", ".join(f"{n} words {e['token_states_dense'] / e['token_states_shared']:.2f}x"
