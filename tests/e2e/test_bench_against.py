@@ -3,13 +3,12 @@ processes on its own code, and the figures land beside the file's other keys."""
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import bench_figures
 
 from orderlab.spec.extras import installed
 
@@ -29,15 +28,9 @@ pytestmark = [
 
 
 def test_both_sides_are_timed_on_their_own_code_and_the_file_keeps_its_other_keys(tmp_path):
-    results = tmp_path / "results.json"
-    results.write_text(json.dumps({"zoo": {"kept": True}}))
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_against.py"), "--base", "HEAD", "--families", "gpt2",
-               "--words", "4", "--orders", "24", "--shape", "32,2,2", "--rounds", "2", "--repeats", "1",
-               "--results", str(results)]  # fmt: skip
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    written = json.loads(results.read_text())
-    assert written["zoo"] == {"kept": True}
+    written = bench_figures("bench_against.py", ["--base", "HEAD", "--families", "gpt2", "--words", "4", "--orders",
+                                                 "24", "--shape", "32,2,2", "--rounds", "2", "--repeats", "1"],
+                            tmp_path)  # fmt: skip
     figures = written["against_base"]["float32"]
     assert figures["base"] == head() and figures["this_checkout"].startswith(head())
     for side in ("base", "this_checkout"):
