@@ -93,7 +93,7 @@ def shared_pass(
     keyword = cache_keyword(backend.model)
     packed = packed_depths(run, packed_tokens, backend.row_alignment) if packs(backend, packed_tokens) else 0
     read = WalkPoints(backend, points)
-    with backend.code.ablate(backend.model, backend.ablation, backend.seed), backend.widening():
+    with backend.reading(), backend.widening():
         if packed:
             logits, kept, cache = top_pass(backend, tree_layout(run[:packed], backend.row_alignment), words,
                                            tokens.ids[0], keyword, n, heads)  # fmt: skip

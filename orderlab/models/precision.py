@@ -43,41 +43,75 @@ class _DowncastWatch(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-class _Widening(TorchFunctionMode):
-    """Every op computes in `wide`: 16-bit tensor arguments are widened to it, and a cast to the 16-bit dtype (a
-    model's `.to(self.weight.dtype)`, `dtype=` of a factory) asks for `wide` instead."""
+class _Converting(TorchFunctionMode):
+    """Every op reads the tensors `converts` picks in `dtype`, each converted while the op reads it: an embedding's
+    table after the lookup (its rows, not the whole table; rounding commutes with a gather), a linear weight above
+    WIDEN_NUMBERS a piece of output rows at a time."""
 
-    def __init__(self, narrow: torch.dtype, wide: torch.dtype):
+    def __init__(self, dtype: torch.dtype):
         super().__init__()
-        self.narrow, self.wide = narrow, wide
+        self.dtype = dtype
 
-    def _widen(self, item: Any) -> Any:
-        if isinstance(item, torch.Tensor) and item.dtype == self.narrow:
-            return item.to(self.wide)
-        return self.wide if item is self.narrow else item
+    def converts(self, tensor: torch.Tensor) -> bool:
+        raise NotImplementedError
+
+    def _convert(self, item: Any) -> Any:
+        return item.to(self.dtype) if isinstance(item, torch.Tensor) and self.converts(item) else item
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if func in (torch.Tensor.bfloat16, torch.Tensor.half):
-            return args[0].to(self.wide)
         kwargs = kwargs or {}
-        if func is F.embedding and isinstance(args[1], torch.Tensor) and args[1].dtype == self.narrow:
-            return func(*args, **kwargs).to(self.wide)  # a lookup copies rows: widened after, not the whole table
-        if func is F.linear and args[1].dtype == self.narrow and args[1].numel() > WIDEN_NUMBERS:
+        if func is F.embedding and isinstance(args[1], torch.Tensor) and self.converts(args[1]):
+            return func(*args, **kwargs).to(self.dtype)
+        if func is F.linear and self.converts(args[1]) and args[1].numel() > WIDEN_NUMBERS:
             return self._linear_in_pieces(*args, **kwargs)
-        args = tuple(self._widen(item) for item in args)
-        kwargs = {name: self._widen(item) for name, item in kwargs.items()}
+        args = tuple(self._convert(item) for item in args)
+        kwargs = {name: self._convert(item) for name, item in kwargs.items()}
         return func(*args, **kwargs)
 
     def _linear_in_pieces(
         self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """x @ weight.T (+ bias) with a weight too big to widen whole (an LM head over a 128k vocabulary): its output
-        rows in pieces of WIDEN_NUMBERS numbers, each piece widened while it is used."""
-        x, rows = self._widen(x), max(1, WIDEN_NUMBERS // weight.shape[1])
-        pieces = [F.linear(x, self._widen(weight[start : start + rows]),
-                           None if bias is None else self._widen(bias[start : start + rows]))
+        """x @ weight.T (+ bias) with a weight too big to convert whole (an LM head over a 128k vocabulary): its output
+        rows in pieces of WIDEN_NUMBERS numbers, each piece converted while it is used."""
+        x, rows = self._convert(x), max(1, WIDEN_NUMBERS // weight.shape[1])
+        pieces = [F.linear(x, weight[start : start + rows].to(self.dtype),
+                           None if bias is None else bias[start : start + rows].to(self.dtype))
                   for start in range(0, weight.shape[0], rows)]  # fmt: skip
         return torch.cat(pieces, dim=-1)
+
+
+class _Widening(_Converting):
+    """Every op computes in `wide`: 16-bit tensor arguments are widened to it, and a cast to the 16-bit dtype (a
+    model's `.to(self.weight.dtype)`, `dtype=` of a factory) asks for `wide` instead."""
+
+    def __init__(self, narrow: torch.dtype, wide: torch.dtype):
+        super().__init__(wide)
+        self.narrow = narrow
+
+    def converts(self, tensor: torch.Tensor) -> bool:
+        return tensor.dtype == self.narrow
+
+    def _convert(self, item: Any) -> Any:
+        return self.dtype if item is self.narrow else super()._convert(item)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func in (torch.Tensor.bfloat16, torch.Tensor.half):
+            return args[0].to(self.dtype)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class _Borrowing(_Converting):
+    """Every op that reads one of `model`'s own weights (a parameter or floating buffer, known by identity) reads it
+    in `dtype`; nothing else is touched, so a cast the model makes on purpose (Llama's RMS norm in float32) stays
+    as a copy of the model in `dtype` would make it."""
+
+    def __init__(self, model: torch.nn.Module, dtype: torch.dtype):
+        super().__init__(dtype)
+        owned = [*model.parameters(), *model.buffers()]
+        self.owned = {id(tensor) for tensor in owned if tensor.is_floating_point() and tensor.dtype != dtype}
+
+    def converts(self, tensor: torch.Tensor) -> bool:
+        return id(tensor) in self.owned
 
 
 @contextmanager
@@ -85,6 +119,15 @@ def widened_ops(narrow: torch.dtype, wide: torch.dtype) -> Iterator[None]:
     """While open, a model whose weights are `narrow` computes in `wide`, each weight widened only while an op reads
     it: a 16-bit model's round-off twin without a copy of the model (at most one widened matrix at a time)."""
     with _Widening(narrow, wide):
+        yield
+
+
+@contextmanager
+def borrowed_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[None]:
+    """While open, `model` computes as a copy of it in `dtype` would, bit for bit, each weight converted only while an
+    op reads it: a float32 model's float64 round-off twin (or a float64 one's float32 twin) for one pass, without
+    the copy, whose fresh memory (0.9 GB for a 12-layer Llama-shaped model) costs more than the pass."""
+    with _Borrowing(model, dtype):
         yield
 
 

@@ -193,7 +193,9 @@ class Shared:
         order's number depends on which others escalated with it. Made once: every ablation's shares it, and its own
         round-off twin."""
         if self.finer_shared is None:
-            backend = self.twin_model().aligned(self.backend.row_alignment)
+            twin = self.twin_model()
+            twin.hold_copy()  # the finer model walks every escalated chunk: a copy, shared with the twin's passes
+            backend = twin.aligned(self.backend.row_alignment)
             self.finer_shared = Shared(backend, self.seed, self.batching, self.share_prefixes, self.states,
                                        self.logprobs)  # fmt: skip
         return self.finer_shared

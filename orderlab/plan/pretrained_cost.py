@@ -373,9 +373,11 @@ def _model_name(model: PretrainedModelSpec | HFModelSpec) -> str:
 
 def model_weight_bytes(shape: ModelShape, dtype: str, twin_copied: bool = False) -> float:
     """A zoo model's weights at their peak. float32 and float64: loaded in float32 (4 bytes), then held in the run's
-    dtype and in its round-off twin's, the other one (4 + 8). A 16-bit model is drawn or loaded straight in its
-    dtype, and its twin borrows its weights, widening each to float32 while an op reads it, a vocabulary-wide one a
-    piece at a time (models/precision.py); twin_copied: a classifier's twin, a float32 copy of the whole model."""
+    dtype and in its round-off twin's, the other one (4 + 8): the twin borrows the weights for its first pass and
+    holds a copy from its second (models/hf/loader.PretrainedBackend.reading), priced here. A 16-bit model is drawn
+    or loaded straight in its dtype, and its twin borrows its weights, widening each to float32 while an op reads
+    it, a vocabulary-wide one a piece at a time (models/precision.py); twin_copied: a classifier's twin, a float32
+    copy of the whole model."""
     if dtype in ("float32", "float64"):
         return shape.parameters * 16
     twin = shape.parameters * 4 if twin_copied else min(shape.vocab * shape.d_model, WIDEN_NUMBERS) * 4

@@ -44,9 +44,10 @@ SECONDS_PER_DRAW = 5e-6
 START_SECONDS = 3.0
 # A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
 # (seeded: two or three times, the layer's own initialisation, then the family's, GPT-2's output projections a third:
-# 206 M numbers for its 85 M weights) or read from a folder, and copied into the round-off twin; its tokenizer and
-# config. The zoo's quiet figures give 1.9 s (BERT) and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M
-# weights, the build most of it (drawing is ~95% of a build: docs/performance.md): about 20 ns a weight.
+# 206 M numbers for its 85 M weights) or read from a folder, and copied into the round-off twin where it runs more than
+# one pass (models/hf/loader.PretrainedBackend.reading); its tokenizer and config. The zoo's quiet figures give 1.9 s
+# (BERT) and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M weights, the build most of it (drawing is
+# ~95% of a build: docs/performance.md): about 20 ns a weight.
 TRANSFORMERS_IMPORT_SECONDS = 2.5
 SECONDS_PER_MODEL_WEIGHT = 20e-9
 MODEL_BUILD_SECONDS = 0.2

@@ -73,7 +73,8 @@ def test_a_causal_familys_misses_are_explained_by_its_own_profile(bench_zoo, tmp
     missed = ["llama with states >= 2.7x the best plain loop at 8 words (loop)",
               "llama with states >= 2.0x the best plain loop at 8 words (end to end)"]  # fmt: skip
     figures = {"dtype": "float32", "device": "cpu", "load_average_at_start": [1.0], "load_average_at_end": [1.0],
-               "twin": {"twin_pass_in_small_passes": 1.0, "twin_weights_mb": 1.0, "twin_made_seconds": 0.1},
+               "twin": {"twin_pass_in_small_passes": 1.0, "twin_weights_mb": 1.0, "twin_borrowed_pass_seconds": 0.1,
+                        "twin_copy_made_seconds": 0.1},
                "gpt2": {"8_words": entry}, "llama": {"8_words": entry}, **profiles,
                "targets": dict.fromkeys(missed, False)}  # fmt: skip
     loop, end_to_end = bench_zoo.explain_gaps(figures)

@@ -180,3 +180,30 @@ def test_a_twin_widens_a_vocabulary_wide_weight_a_piece_at_a_time(family, monkey
     torch.testing.assert_close(pieces.logits, whole.logits, rtol=1e-6, atol=1e-6)
     for a, b in zip(pieces.hidden, whole.hidden, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(("run", "finer"), [("float32", "float64"), ("float64", "float32")])
+def test_a_float_twin_borrows_the_weights_for_one_pass_then_holds_a_copy_that_computes_alike(family, run, finer):
+    """A float32 model's float64 twin (a float64 one's float32 twin) runs its first pass on the model's own weights,
+    each read in its dtype, the sinusoidal ablation's table made from them: bit for bit the copy's numbers, which its
+    second pass, on a copy of its own, computes."""
+    needs_minilm()
+    import torch
+
+    from orderlab.models.hf.loader import PretrainedBackend, Seeded
+
+    backend = PretrainedBackend(Seeded(32, 4, 2, ("dog", "bites", "man"), 1), run, family=family)
+    ids = torch.tensor([backend.word_tokens(["man", "bites", "dog"]).ids])
+    twin = backend.twin(finer)
+    twin.set_positions("sinusoidal", 3)
+    with torch.inference_mode():
+        borrowed = twin.forward(ids)
+        assert twin.model is backend.model  # no copy for one pass
+        held = twin.forward(ids)
+    assert twin.model is not backend.model and {p.dtype for p in twin.model.parameters()} == {getattr(torch, finer)}
+    for a, b in zip(borrowed.hidden, held.hidden, strict=True):
+        assert a.dtype == getattr(torch, finer) and torch.equal(a, b)
+    assert (borrowed.logits is None) == (held.logits is None)
+    assert borrowed.logits is None or torch.equal(borrowed.logits, held.logits)
+    assert {p.dtype for p in backend.model.parameters()} == {getattr(torch, run)}  # left as it was

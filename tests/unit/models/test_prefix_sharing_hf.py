@@ -201,12 +201,15 @@ def test_encoders_record_no_prefix_sharing(cli, write_spec, tmp_path):
 
 @pytest.mark.parametrize("family", CAUSAL)
 def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weights(family: str) -> None:
-    """The twin's identity pass is one dense call (not one per token); its weights are the model's, cast, in storage
-    of their own, tied ones still tied: as copy.deepcopy(model).to(float64) would give, without the float32 copy."""
+    """The twin's identity pass is one dense call (not one per token). It borrows the model until it holds a copy
+    (PretrainedBackend.reading); the copy's weights are the model's, cast, in storage of their own, tied ones still
+    tied: as copy.deepcopy(model).to(float64) would give, without the float32 copy."""
     adapter = build_adapters(zoo_spec(family, ["trained"]), CPU, Path("spec.yaml"))[0]
     twin = adapter.twin()
     assert adapter.shares_prefixes and not twin.shares_prefixes
     assert not twin.sentence(WORDS).shares_prefixes
+    assert twin.shared.backend.model is adapter.shared.backend.model
+    twin.shared.backend.hold_copy()
     model, copied = adapter.shared.backend.model, twin.shared.backend.model
     expected = {name: t.double() if t.is_floating_point() else t for name, t in model.state_dict().items()}
     got = copied.state_dict()
@@ -217,6 +220,16 @@ def test_the_round_off_twin_runs_dense_in_the_other_precision_with_the_same_weig
     assert not storages & {t.untyped_storage().data_ptr() for t in [*copied.parameters(), *copied.buffers()]}
     tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
     assert (copied.get_output_embeddings().weight is copied.get_input_embeddings().weight) == tied
+
+
+def test_a_float32_models_finer_model_holds_the_copy_its_twin_then_shares() -> None:
+    """Escalation walks every escalated chunk in float64: the finer model holds a copy (no weight converted again at
+    each call), made once and shared with the twin's own passes."""
+    adapter = build_adapters(zoo_spec("gpt2", ["trained"]), CPU, Path("spec.yaml"))[0]
+    twin, finer = adapter.twin(), adapter.finer()
+    model = adapter.shared.backend.model
+    assert finer.shared.backend.model is twin.shared.backend.model is not model
+    assert {p.dtype for p in finer.shared.backend.model.parameters()} == {torch.float64}
 
 
 @pytest.mark.parametrize("family", CAUSAL)
