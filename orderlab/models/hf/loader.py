@@ -286,7 +286,7 @@ class PretrainedBackend:
         model's own, widened as read (widening), as every 16-bit baseline was measured."""
         if self.borrowed and self.borrowed_pass:
             self.hold_copy()
-        ablate = self.code.ablate(self.model, self.ablation, self.seed)
+        ablate: AbstractContextManager[None] = self.code.ablate(self.model, self.ablation, self.seed)
         if not self.borrowed:
             return ablate
         self.borrowed_pass = True
