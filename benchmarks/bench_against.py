@@ -11,7 +11,9 @@ run (bench_zoo's Case.end_to_end: `orderlab run` without the terminal table) and
 same on both sides (in 16 bits the loop and the run use `escalate: false` where the checkout has it: the plain loop
 never re-measures an order). The plain loop is the same code on both sides, so it shows the machine's drift; the
 sides' own times, round by round, say which is faster (base_loop_over_this_loop, base_end_to_end_over_this_end_to_end).
-Figures go under "against_base" in --results, keyed by dtype.
+Right after the build, before anything is warm, each process also times its round-off twin made and its first pass,
+once, as a run pays them (twin_first_pass_seconds); --twin-only times that alone. Figures go under "against_base" in
+--results, keyed by dtype (`<dtype>_twin_only` for --twin-only).
 
     python benchmarks/bench_against.py --base 202e44b [--families gpt2 bert] [--dtype bfloat16] [--rounds 2]
 """
@@ -53,7 +55,7 @@ def side(root: Path, args: argparse.Namespace, family: str) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(root), "--families", family,
                "--dtype", args.dtype, "--repeats", str(args.repeats), "--words", str(args.words),
                "--orders", str(args.orders), "--shape", args.shape,
-               "--batch", str(args.batch or BATCH[family])]  # fmt: skip
+               "--batch", str(args.batch or BATCH[family]), *(["--twin-only"] if args.twin_only else [])]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"bench_against: the side at {root} failed:\n{done.stderr[-2000:]}")
@@ -77,10 +79,13 @@ def child(args: argparse.Namespace) -> None:
     (family,) = args.families
     with tempfile.TemporaryDirectory() as scratch:
         case = bench_zoo.Case(family, args.words, args.orders, Path(scratch), torch.device("cpu"), args.dtype)
+        twin = twin_first_pass(case, bench_zoo.timed, torch)
         like_for_like = getattr(case, "unescalated", None) is not None
         calls = {"loop": case.loop_unescalated if like_for_like else case.loop,
                  "end_to_end": case.end_to_end_unescalated if like_for_like else case.end_to_end,
                  "plain_loop": case.plain_best}  # fmt: skip
+        if args.twin_only:
+            calls = {}
         case.best_batch = args.batch
         for call in calls.values():
             bench_zoo.timed(call)
@@ -89,10 +94,20 @@ def child(args: argparse.Namespace) -> None:
             for name, call in calls.items():
                 times[name].append(bench_zoo.timed(call))
     figures: dict[str, Any] = {f"{name}_seconds": statistics.median(t) for name, t in times.items()}
-    for name in ("loop", "end_to_end"):
+    figures["twin_first_pass_seconds"] = twin
+    for name in ("loop", "end_to_end") if calls else ():
         ratios = (p / q for p, q in zip(times["plain_loop"], times[name], strict=True))
         figures[f"{name}_over_plain_loop"] = statistics.median(ratios)
     print(json.dumps(figures | {"escalate_false": like_for_like, "load_average": os.getloadavg()}))
+
+
+def twin_first_pass(case: Any, timed: Any, torch: Any) -> float:
+    """The round-off twin made and its first identity pass, timed as a run pays them: once, in a fresh process, right
+    after the model is built (each side's Adapter.twin and Sentence.forward, and its bench_zoo's timer)."""
+    adapter = case.adapters[0]
+    identity = torch.arange(case.n)[None]
+    with torch.inference_mode():
+        return float(timed(lambda: adapter.twin().sentence(case.words).forward(identity)))
 
 
 def main() -> None:
@@ -107,6 +122,11 @@ def main() -> None:
     parser.add_argument("--shape", default="768,12,12", help="d_model,n_heads,n_layers")
     parser.add_argument("--batch", type=int, default=0, help="the plain loop's batch (default: per family)")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--twin-only",
+        action="store_true",
+        help="time only the round-off twin made and its first pass, in each side's fresh processes",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -125,12 +145,10 @@ def main() -> None:
             for _ in range(args.rounds):
                 for name, root in (("base", base), ("this_checkout", ROOT)):
                     rounds[name].append(side(root, args, family))
-                    last = rounds[name][-1]
-                    print(f"{family} {args.dtype} {name}: loop {last['loop_over_plain_loop']:.2f}x, end to end "
-                          f"{last['end_to_end_over_plain_loop']:.2f}x the plain loop", flush=True)  # fmt: skip
+                    print(f"{family} {args.dtype} {name}: {shown(rounds[name][-1])}", flush=True)
             figures[family] = {"plain_loop_batch": args.batch or BATCH[family], **rounds}
-            for what in ("loop", "end_to_end"):
-                for name, runs in rounds.items():
+            for what in ("twin_first_pass",) if args.twin_only else ("loop", "end_to_end", "twin_first_pass"):
+                for name, runs in rounds.items() if what != "twin_first_pass" else ():
                     ratio = statistics.median(r[f"{what}_over_plain_loop"] for r in runs)
                     figures[family][f"{name}_{what}_over_plain_loop"] = ratio
                 # the same work on both sides, round by round: how much faster this checkout is than the base
@@ -142,8 +160,20 @@ def main() -> None:
     from bench_zoo import save  # here, not at the top: a side's process imports its own tree's bench_zoo
 
     earlier = json.loads(args.results.read_text()).get("against_base", {}) if args.results.is_file() else {}
-    save(args.results, "against_base", earlier | {args.dtype: figures})
-    print(f"wrote {args.results} ('against_base', {args.dtype!r})")
+    key = f"{args.dtype}_twin_only" if args.twin_only else args.dtype
+    save(args.results, "against_base", earlier | {key: figures})
+    print(f"wrote {args.results} ('against_base', {key!r})")
+
+
+def shown(figures: dict[str, Any]) -> str:
+    """A process's figures, as the terminal shows them."""
+    twin = f"twin made and its first pass {figures['twin_first_pass_seconds']:.2f} s"
+    if "loop_over_plain_loop" not in figures:
+        return twin
+    return (
+        f"loop {figures['loop_over_plain_loop']:.2f}x, end to end {figures['end_to_end_over_plain_loop']:.2f}x "
+        f"the plain loop; {twin}"
+    )
 
 
 if __name__ == "__main__":

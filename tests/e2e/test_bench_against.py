@@ -41,3 +41,16 @@ def test_both_sides_are_timed_on_their_own_code_and_the_file_keeps_its_other_key
             assert figures["gpt2"][f"{side}_{what}_over_plain_loop"] > 0
     assert figures["gpt2"]["base_loop_over_this_loop"] > 0
     assert figures["gpt2"]["base_end_to_end_over_this_end_to_end"] > 0
+    assert figures["gpt2"]["base_twin_first_pass_over_this_twin_first_pass"] > 0
+    assert all(r["twin_first_pass_seconds"] > 0 for side in ("base", "this_checkout") for r in figures["gpt2"][side])
+
+
+def test_twin_only_times_the_twins_first_pass_alone_under_a_key_of_its_own(tmp_path):
+    written = bench_figures("bench_against.py", ["--base", "HEAD", "--families", "llama", "--words", "4", "--shape",
+                                                 "32,2,2", "--rounds", "1", "--twin-only"], tmp_path)  # fmt: skip
+    assert set(written["against_base"]) == {"float32_twin_only"}
+    figures = written["against_base"]["float32_twin_only"]["llama"]
+    for side in ("base", "this_checkout"):
+        (run,) = figures[side]
+        assert run["twin_first_pass_seconds"] > 0 and "loop_seconds" not in run
+    assert figures["base_twin_first_pass_over_this_twin_first_pass"] > 0
