@@ -126,7 +126,7 @@ def widened_ops(narrow: torch.dtype, wide: torch.dtype) -> Iterator[None]:
 def borrowed_weights(model: torch.nn.Module, dtype: torch.dtype) -> Iterator[None]:
     """While open, `model` computes as a copy of it in `dtype` would, bit for bit, each weight converted only while an
     op reads it: a float32 model's float64 round-off twin (or a float64 one's float32 twin) for one pass, without
-    the copy, whose fresh memory (0.9 GB for a 12-layer Llama-shaped model) costs more than the pass."""
+    the copy (0.9 GB for a 12-layer Llama-shaped model), which takes longer to make than the pass."""
     with _Borrowing(model, dtype):
         yield
 

@@ -260,8 +260,8 @@ class PretrainedBackend:
 
     def hold_copy(self) -> None:
         """A borrowing twin's own copy of the model in its dtype, from now on: a borrowed pass converts every weight
-        again (a 12-layer Llama-shaped model: 0.25 s a pass more than a copy's), where making the copy, its memory
-        fresh, costs about four passes once. Nothing to do for any other backend."""
+        again (a 12-layer Llama-shaped model: 0.25 s a pass more than a copy's), about what making the copy costs
+        once. Nothing to do for any other backend."""
         if self.borrowed:
             self.model, self.borrowed = converted_copy(self.model, self.dtype).eval(), False
 
@@ -281,9 +281,9 @@ class PretrainedBackend:
         """Around every pass, dense or walked, before anything else: the ablation (set_positions) over the weights as
         this backend reads them. A borrowing twin's first pass reads the model's weights in its own dtype
         (precision.borrowed_weights), its ablation tables made from them, computing what a copy would, bit for bit:
-        a run that asks its twin for one pass (one sentence, one condition) never copies the model, which took 15% of
-        a 1,024-order Llama-shaped run. A second pass holds a copy (hold_copy). A 16-bit twin's tables are the
-        model's own, widened as read (widening), as every 16-bit baseline was measured."""
+        a run that asks its twin for one pass (one sentence, one condition) never copies the model (0.2-0.3 s a run
+        at the zoo's 12-layer shapes, and room for the copy). A second pass holds a copy (hold_copy). A 16-bit twin's
+        tables are the model's own, widened as read (widening), as every 16-bit baseline was measured."""
         if self.borrowed and self.borrowed_pass:
             self.hold_copy()
         ablate: AbstractContextManager[None] = self.code.ablate(self.model, self.ablation, self.seed)
