@@ -147,10 +147,12 @@ def main() -> None:
                     rounds[name].append(side(root, args, family))
                     print(f"{family} {args.dtype} {name}: {shown(rounds[name][-1])}", flush=True)
             figures[family] = {"plain_loop_batch": args.batch or BATCH[family], **rounds}
-            for what in ("twin_first_pass",) if args.twin_only else ("loop", "end_to_end", "twin_first_pass"):
-                for name, runs in rounds.items() if what != "twin_first_pass" else ():
+            against_plain = () if args.twin_only else ("loop", "end_to_end")
+            for what in against_plain:
+                for name, runs in rounds.items():
                     ratio = statistics.median(r[f"{what}_over_plain_loop"] for r in runs)
                     figures[family][f"{name}_{what}_over_plain_loop"] = ratio
+            for what in (*against_plain, "twin_first_pass"):
                 # the same work on both sides, round by round: how much faster this checkout is than the base
                 figures[family][f"base_{what}_over_this_{what}"] = statistics.median(
                     b[f"{what}_seconds"] / t[f"{what}_seconds"]
