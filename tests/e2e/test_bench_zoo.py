@@ -90,3 +90,31 @@ def test_a_matmul_of_one_row_tile_is_found_with_or_without_a_bias(bench_zoo):
     assert not bench_zoo.one_row_tile("aten::mm", [[32, 768], [768, 3072]])
     assert not bench_zoo.one_row_tile("aten::addmm", [[768], [1024, 768], [768, 3072]])
     assert not bench_zoo.one_row_tile("aten::bmm", [[16, 1, 64], [16, 64, 9]])
+
+
+def test_the_peak_rss_probe_reads_the_peak_chunk_by_chunk_and_explains_a_miss_from_it(bench_zoo, tmp_path):
+    small, large = (bench_zoo.peak_rss("gpt2", 5, orders, tmp_path, "cpu", "float32", 8) for orders in (16, 32))
+    assert len(small["peak_mb_by_chunk"]) == 2 and len(large["peak_mb_by_chunk"]) == 4  # one reading a chunk
+    by_chunk = large["peak_mb_by_chunk"]
+    assert by_chunk == sorted(by_chunk) and large["after_imports_mb"] < by_chunk[0] <= large["peak_mb"]
+    assert bench_zoo.growth_in_run(large) == large["peak_mb"] - by_chunk[1]  # from the half's chunk to the end
+    large["token_states_by_chunk"] = [30, 31, 30, 32]
+    figures = {"peak_rss": [small, large], "rss_growth_in_run_mb": bench_zoo.growth_in_run(large)}
+    cause = bench_zoo.rss_cause(figures)
+    assert ", ".join(f"{peak:.0f}" for peak in by_chunk) in cause and "walk 30-32 token states each" in cause
+    assert f"grew {figures['rss_growth_in_run_mb']:.0f} MB from its 4th chunk" in cause
+    assert f"peaked {large['peak_mb'] - small['peak_mb']:.0f} MB apart" in cause
+
+
+def test_a_target_the_bench_did_not_measure_is_neither_met_nor_missed(bench_zoo):
+    entry = {"speedup_over_best_plain_loop": {"orderlab_loop": 2.0, "orderlab_end_to_end": 1.5},
+             "plan_over_measured": 1.0}  # fmt: skip
+    figures = {"dtype": "float32", "device": "cpu", "gpt2": {"8_words": entry},
+               "twin": {"twin_pass_in_small_passes": 1.0},
+               "rss_growth_mb": 150.0, "rss_growth_in_run_mb": 20.0}  # fmt: skip
+    targets = bench_zoo.check_targets(figures)
+    assert not any("bert" in target for target in targets)  # no BERT measured: no verdict on it
+    assert targets["gpt2 with states >= 2.7x the best plain loop at 8 words (loop)"] is False
+    assert targets["peak RSS flat in the number of orders (< 100 MB growth for 2x the orders)"]  # judged in one run
+    with_bert = bench_zoo.check_targets(figures | {"bert": {"8_words": entry}})
+    assert with_bert["encoder (bert) end to end >= 0.95x the best plain loop"] is True
