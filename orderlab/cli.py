@@ -284,7 +284,6 @@ def check(
 
 
 def main() -> None:
-    from orderlab.report.streams import safe_output_streams
+    from orderlab.report.command_line import run_as_process
 
-    safe_output_streams()
-    app()
+    run_as_process(app)
