@@ -594,11 +594,12 @@ def main() -> None:
                 print("peak RSS: a probe failed: " + next(p["error"] for p in figures["peak_rss"] if "error" in p))
             else:
                 figures["rss_growth_mb"] = peaks[1] - peaks[0]
-                figures["rss_growth_in_run_mb"] = growth_in_run(figures["peak_rss"][1])
-                orders_run = torch.tensor(block(n, figures["peak_rss"][1]["orders"]))  # its chunks' own sizes
-                figures["peak_rss"][1]["token_states_by_chunk"] = [
-                    walked_states(orders_run[at : at + chunk], False) for at in range(0, len(orders_run), chunk)
-                ]
+                if len(figures["peak_rss"][1]["peak_mb_by_chunk"]) > 1:  # a reading per chunk: growth within a run
+                    figures["rss_growth_in_run_mb"] = growth_in_run(figures["peak_rss"][1])
+                    orders_run = torch.tensor(block(n, figures["peak_rss"][1]["orders"]))  # its chunks' own sizes
+                    figures["peak_rss"][1]["token_states_by_chunk"] = [
+                        walked_states(orders_run[at : at + chunk], False) for at in range(0, len(orders_run), chunk)
+                    ]
                 print("peak RSS (MB): " + ", ".join(f"{r['orders']} orders {r['peak_mb']:.0f}"
                                                     for r in figures["peak_rss"]))  # fmt: skip
     figures["load_average_at_end"] = os.getloadavg()
