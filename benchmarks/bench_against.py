@@ -81,11 +81,10 @@ def child(args: argparse.Namespace) -> None:
         case = bench_zoo.Case(family, args.words, args.orders, Path(scratch), torch.device("cpu"), args.dtype)
         twin = twin_first_pass(case, bench_zoo.timed, torch)
         like_for_like = getattr(case, "unescalated", None) is not None
-        calls = {"loop": case.loop_unescalated if like_for_like else case.loop,
-                 "end_to_end": case.end_to_end_unescalated if like_for_like else case.end_to_end,
-                 "plain_loop": case.plain_best}  # fmt: skip
-        if args.twin_only:
-            calls = {}
+        calls = {} if args.twin_only else {  # --twin-only: the twin's first pass above, nothing else
+            "loop": case.loop_unescalated if like_for_like else case.loop,
+            "end_to_end": case.end_to_end_unescalated if like_for_like else case.end_to_end,
+            "plain_loop": case.plain_best}  # fmt: skip
         case.best_batch = args.batch
         for call in calls.values():
             bench_zoo.timed(call)

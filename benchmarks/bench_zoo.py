@@ -586,7 +586,7 @@ def main() -> None:
             print(f"{family} loop by op: " + shares_line(figures[f"profile_{family}"]["loop_ops"]))
         if not args.quick:
             n, chunk = 8, figures.get("gpt2", {}).get("8_words", {}).get("chunk_size", orders)
-            # 4 chunks and 8: glibc's heap settles over a run's first chunks, then holds
+            # 4 chunks and 8, the peak read after each chunk: it rises in steps, not with each chunk (rss_cause)
             figures["peak_rss"] = [peak_rss("gpt2", n, k, folder, device.type, args.dtype, chunk)
                                    for k in (4 * chunk, 8 * chunk)]  # fmt: skip
             peaks = [probe.get("peak_mb") for probe in figures["peak_rss"]]
