@@ -30,6 +30,7 @@ from orderlab.models.hf.loader import (
     transformers_class,
     word_level_tokenizer,
 )
+from orderlab.models.kept_draws import drawing_kept_weights
 
 Words = Sequence[str]
 Encoded = dict[str, list[list[int]]]  # a tokenizer's columns (input_ids, attention_mask, ...), per sequence
@@ -61,7 +62,8 @@ class ClassifierBackend:
             )  # fmt: skip
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                self.model = _auto_class(transformers).from_config(config, **drawn_in(dtype))
+                with drawing_kept_weights():  # the same weights without the draws overwritten (kept_draws.py)
+                    self.model = _auto_class(transformers).from_config(config, **drawn_in(dtype))
         elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
             self.tokenizer, self.given = source.tokenizer, True
             if not type(source.model).__name__.endswith("ForSequenceClassification"):

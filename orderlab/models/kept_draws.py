@@ -1,0 +1,155 @@
+"""A seeded build that draws only the weights it keeps, every number as a full build draws it.
+
+transformers draws most of a seeded model's weights two or three times: a layer's own initialisation in its
+constructor, then the family's in `post_init`, GPT-2's output projections a third time (206 M numbers for GPT-2's
+85 M weights), and drawing is most of a build. `drawing_kept_weights` holds each whole-tensor draw back (a
+TorchFunctionMode) with its place in the generator's stream; a later draw or fill of the same tensor cancels it,
+and any other op that touches the tensor runs it first. At the end every draw still held runs from its own place
+(the generator moved there: generator_jump.py), and the generator is left where the full build leaves it. A
+random op it does not hold back runs with every held draw done first. tests/unit/models/test_kept_draws.py checks
+every family's weights, bit for bit, and the generator's end state against a build that draws everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+from orderlab.models.generator_jump import advance
+
+HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # one 32-bit output a number (double: two)
+# Ops that draw from the generator (torch's and torch.nn.init's names); any of them not held back runs in order.
+RANDOM_OPS = frozenset({
+    "normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_", "rand",
+    "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli", "multinomial",
+    "poisson", "dropout", "trunc_normal_", "orthogonal_", "sparse_", "xavier_uniform_", "xavier_normal_",
+    "kaiming_uniform_", "kaiming_normal_",
+})  # fmt: skip
+FILLS = frozenset({"zeros_", "ones_", "constant_", "zero_", "fill_"})  # write every number, read none
+# Ops that read a tensor's shape or make an alias of it, never its numbers.
+SHAPE_ONLY = frozenset({
+    "dim", "size", "numel", "is_floating_point", "__get__", "detach", "requires_grad_", "is_contiguous", "stride",
+    "storage_offset", "element_size", "__len__",
+})  # fmt: skip
+
+
+def outputs_drawn(name: str, tensor: torch.Tensor) -> int | None:
+    """How many 32-bit outputs torch's CPU kernels take to fill this tensor with `name` (torch 2.x), or None when
+    the draw is not one held back. normal_ fills 16 at a time (Box-Muller): float32's kernel draws a number for
+    each, then the last 16 again after a remainder; 16-bit ones draw whole blocks of 16; below 16 numbers it draws
+    in float64 with a cached sample (not held). uniform_ takes one output a number."""
+    if tensor.device.type != "cpu" or tensor.dtype not in HELD_DTYPES or not tensor.is_contiguous():
+        return None
+    numbers = tensor.numel()
+    if name == "normal_":
+        if numbers < 16:
+            return None
+        return numbers + (16 if numbers % 16 else 0) if tensor.dtype == torch.float32 else -(-numbers // 16) * 16
+    if name in ("uniform_", "kaiming_uniform_"):
+        return numbers or None
+    return None
+
+
+Region = tuple[int, int, int]  # storage address, offset, numbers
+
+
+def region(tensor: torch.Tensor) -> Region:
+    return tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()), tensor.numel()
+
+
+@dataclass
+class HeldDraw:
+    place: int  # outputs into the stream since the last time the generator was in step
+    outputs: int
+    run: Callable[[], Any]
+
+
+@dataclass
+class KeptDraws(TorchFunctionMode):
+    """The mode: held draws by the region they fill; `skipped`: outputs of the draws cancelled."""
+
+    held: dict[Region, HeldDraw] = field(default_factory=dict)
+    stream: int = 0  # outputs the full build would have drawn since `states[0]`
+    states: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (place, generator state) known
+    skipped: int = 0
+
+    def __post_init__(self) -> None:
+        super().__init__()
+        self.in_step()
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        target = args[0] if args else kwargs.get("tensor")
+        outputs = None
+        if name in ("normal_", "uniform_", "kaiming_uniform_") and isinstance(target, torch.Tensor):
+            outputs = None if kwargs.get("generator") is not None else outputs_drawn(name, target)
+        if outputs is not None and isinstance(target, torch.Tensor):
+            self.overwritten(target)
+            self.held[region(target)] = HeldDraw(self.stream, outputs, lambda: func(*args, **kwargs))
+            self.stream += outputs
+            return target
+        if name in RANDOM_OPS or (getattr(func, "__module__", "") == "torch.nn.init" and name not in FILLS):
+            self.settle()
+            result = func(*args, **kwargs)
+            self.in_step()  # the stream counted from where that op left the generator
+            return result
+        if self.held:
+            tensors = [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)]
+            if name in FILLS and tensors and tensors[0].is_contiguous():
+                self.overwritten(tensors[0])
+                tensors = tensors[1:]
+            if name not in SHAPE_ONLY:
+                self.draw_held_in(tensors)
+        return func(*args, **kwargs)
+
+    def overwritten(self, tensor: torch.Tensor) -> None:
+        """A whole-tensor write: a draw held for exactly this tensor is cancelled, any other in its storage drawn."""
+        place = region(tensor)
+        draw = self.held.pop(place, None)
+        if draw is not None:
+            self.skipped += draw.outputs
+        self.draw_held_in([tensor])
+
+    def draw_held_in(self, tensors: list[torch.Tensor]) -> None:
+        """Draws held in these tensors' storage run now: an op is about to read or partly write them."""
+        touched = {tensor.untyped_storage().data_ptr() for tensor in tensors}
+        for place in [place for place in self.held if place[0] in touched]:
+            self.draw(self.held.pop(place))
+
+    def draw(self, draw: HeldDraw) -> None:
+        """Run a held draw from its own place in the stream, from the nearest known state before it."""
+        self.move_to(draw.place)
+        draw.run()
+        self.states.append((draw.place + draw.outputs, torch.get_rng_state()))
+
+    def move_to(self, place: int) -> None:
+        known, state = max((known for known in self.states if known[0] <= place), key=lambda known: known[0])
+        torch.set_rng_state(state)
+        advance(place - known)
+
+    def settle(self) -> None:
+        """Every held draw run, in the stream's order, and the generator where the full build would have it."""
+        for draw in sorted(self.held.values(), key=lambda draw: draw.place):
+            self.draw(draw)
+        self.held.clear()
+        self.move_to(self.stream)
+        self.in_step()
+
+    def in_step(self) -> None:
+        self.stream, self.states = 0, [(0, torch.get_rng_state())]
+
+
+@contextmanager
+def drawing_kept_weights() -> Iterator[KeptDraws]:
+    """Within: whole-tensor draws of a seeded build held back, those overwritten never drawn (module docstring)."""
+    mode = KeptDraws()
+    with mode:
+        yield mode
+    mode.settle()

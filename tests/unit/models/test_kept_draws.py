@@ -1,0 +1,110 @@
+"""A seeded build that draws only the weights it keeps (models/kept_draws.py): every family's weights bit for bit
+and the generator's end state as a build that draws everything, with draws really skipped; the rules behind it (a
+draw's count of outputs, a held draw run before anything reads it, a random op it does not hold back run in
+order) on plain tensors."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orderlab.families import FAMILIES
+from orderlab.families.family import SeededSize
+from orderlab.models.generator_jump import advance
+from orderlab.models.kept_draws import HELD_DTYPES, KeptDraws, drawing_kept_weights, outputs_drawn
+from orderlab.spec.extras import installed
+
+
+@settings(max_examples=60, deadline=None)
+@given(numbers=st.integers(0, 3000), dtype=st.sampled_from(HELD_DTYPES), name=st.sampled_from(["normal_", "uniform_"]))
+def test_outputs_drawn_is_what_torch_draws(numbers: int, dtype: torch.dtype, name: str) -> None:
+    tensor = torch.empty(numbers, dtype=dtype)
+    outputs = outputs_drawn(name, tensor)
+    assert (outputs is None) == (numbers == 0 or (name == "normal_" and numbers < 16))
+    if outputs is None:
+        return
+    torch.manual_seed(numbers)
+    getattr(tensor, name)()
+    after_draw = torch.get_rng_state()
+    torch.manual_seed(numbers)
+    advance(outputs)
+    assert torch.equal(after_draw, torch.get_rng_state())
+
+
+def test_no_draw_of_another_dtype_layout_or_generator_is_held() -> None:
+    assert outputs_drawn("normal_", torch.empty(64, dtype=torch.float64)) is None  # two outputs a number
+    assert outputs_drawn("uniform_", torch.empty(8, 8).t()) is None
+    with drawing_kept_weights() as mode:
+        torch.empty(64).normal_(generator=torch.Generator().manual_seed(0))
+        assert not mode.held
+
+
+def script() -> list[torch.Tensor]:
+    """Draws, reads, fills and a random op not held back, in an order that exercises each rule."""
+    w, v, u, r, q = torch.empty(64), torch.empty(40), torch.empty(32), torch.empty(48), torch.empty(100)
+    w.normal_()
+    torch.nn.init.uniform_(v)  # overwritten below (40 outputs skipped)
+    w.mul_(2)  # reads w: its draw runs first
+    v.normal_()
+    u.uniform_()
+    u.zero_()  # a fill overwrites the draw (32 skipped)
+    r.normal_()
+    r[:16].normal_()  # part of r drawn again: r's whole draw runs first
+    noise = torch.randn(5)  # not held: every held draw runs first
+    torch.nn.init.kaiming_uniform_(q.view(10, 10))
+    return [w, v, u, r, noise, q]
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_script_comes_out_as_drawn(seed: int) -> None:
+    torch.manual_seed(seed)
+    want, want_state = script(), torch.get_rng_state()
+    torch.manual_seed(seed)
+    with drawing_kept_weights() as mode:
+        got = script()
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert torch.equal(torch.get_rng_state(), want_state)
+    assert mode.skipped == 40 + 32
+
+
+def seeded_build(family: str, dtype: str, kept: bool, classifier: bool = False) -> tuple[dict[str, Any], Any, int]:
+    import transformers
+
+    from orderlab.models.hf.loader import drawn_in, transformers_class
+
+    code = FAMILIES.get(family)
+    config = transformers_class(transformers, code.config_class, code.name)(
+        **code.seeded_config(SeededSize(16, 2, 2, 40)), **({"num_labels": 3} if classifier else {})
+    )
+    build = (transformers.AutoModelForSequenceClassification.from_config if classifier else
+             transformers_class(transformers, code.model_class, code.name)._from_config)  # fmt: skip
+    torch.manual_seed(7)
+    context: AbstractContextManager[Any] = drawing_kept_weights() if kept else nullcontext()
+    with context as mode:
+        model = build(config, **drawn_in(dtype))
+    return model.state_dict(), torch.get_rng_state(), mode.skipped if isinstance(mode, KeptDraws) else 0
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_builds_the_same_weights_drawing_fewer(family: str, dtype: str) -> None:
+    full, full_state, _ = seeded_build(family, dtype, kept=False)
+    kept, kept_state, skipped = seeded_build(family, dtype, kept=True)
+    assert full.keys() == kept.keys()
+    assert all(torch.equal(full[name], kept[name]) for name in full)
+    assert torch.equal(full_state, kept_state)
+    assert skipped > sum(tensor.numel() for tensor in kept.values()) // 4  # draws really skipped
+
+
+@pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+def test_a_classifier_builds_the_same_weights() -> None:
+    full, full_state, _ = seeded_build("bert", "float32", kept=False, classifier=True)
+    kept, kept_state, skipped = seeded_build("bert", "float32", kept=True, classifier=True)
+    assert all(torch.equal(full[name], kept[name]) for name in full) and torch.equal(full_state, kept_state)
+    assert skipped > 0
