@@ -85,6 +85,8 @@ def jumped(key: np.ndarray, position: int, steps: int) -> tuple[np.ndarray, int]
     polynomial's recurrence from x[1] on: x[1 + e + j] = XOR over the set coefficients i of t^e mod it of
     x[1 + i + j]."""
     blocks, offset = divmod(position + steps, WORDS)
+    if offset == 0:  # torch holds "the next block untwisted" as the last one used up (left = 1)
+        blocks, offset = blocks - 1, WORDS
     start = blocks * WORDS
     if start < 2 * DEGREE:  # a short way: the words themselves are as cheap as the polynomial
         return state_words(key, start + WORDS)[start:].copy(), offset

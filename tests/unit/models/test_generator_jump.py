@@ -4,6 +4,7 @@ moves (numpy's engine stepped) and long ones (the polynomial jump), from any pla
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -75,11 +76,15 @@ def test_a_jump_lands_where_stepping_does(seed: int, before: int, steps: int) ->
     assert np.array_equal(engine(*jumped(key, position, steps)).random_raw(2 * WORDS + 5), want)
 
 
-def test_a_long_advance_jumps_to_where_drawing_goes() -> None:
+@pytest.mark.parametrize("landing", [0, 1, 345, WORDS - 1])
+def test_a_long_advance_jumps_to_where_drawing_goes(landing: int) -> None:
+    """Landing anywhere in a block, its first word too (which torch holds as the block before, used up)."""
+    steps = JUMP_FROM + (landing - 100 - JUMP_FROM) % WORDS
     torch.manual_seed(11)
     drawn(100)
-    advance(JUMP_FROM + 12_345)
+    advance(steps)
     moved = torch.get_rng_state()
     torch.manual_seed(11)
-    drawn(100 + JUMP_FROM + 12_345)
+    drawn(100 + steps)
     assert torch.equal(moved, torch.get_rng_state())
+    assert read_state(moved)[1] == (landing or WORDS)

@@ -1,0 +1,110 @@
+"""Building a seeded zoo model drawing only the weights it keeps (models/kept_draws.py) against drawing every one.
+
+Per family and dtype, one seeded model of the zoo's shape (12 layers, d_model 768, 12 heads; --shape) over the zoo's
+8-word sentence, built as `orderlab run` builds it (models/hf/loader.PretrainedBackend) and with the draws that a
+later draw overwrites drawn too, in alternating rounds after a warm-up of each, in one process. Both give the same
+weights, bit for bit (tests/unit/models/test_kept_draws.py; checked here once more per case). Writes its figures
+under "seeded_build" in benchmarks/results.json with the load average, leaving the file's other keys as they are.
+
+    python benchmarks/bench_build.py [--rounds 3] [--families gpt2 llama bert] [--dtypes float32 bfloat16]
+        [--shape 768,12,12] [--results FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import bench_zoo  # a sibling script (the script's folder is on the path): its sentence and writer
+import torch
+
+import orderlab.models.hf.loader as loader
+from orderlab.models.hf.loader import PretrainedBackend, Seeded
+from orderlab.models.kept_draws import KeptDraws, drawing_kept_weights
+
+WAYS = ("every_draw", "kept_draws")
+
+
+class Counted:
+    """drawing_kept_weights, keeping the last build's mode (its skipped outputs)."""
+
+    def __init__(self) -> None:
+        self.mode: KeptDraws | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Any:
+        with drawing_kept_weights() as mode:
+            self.mode = mode
+            yield mode
+
+
+def built(family: str, dtype: str, shape: tuple[int, int, int], way: str, counted: Counted) -> tuple[float, Any]:
+    """Seconds to build, and the model: as a run builds it, or with every draw drawn."""
+    loader.drawing_kept_weights = counted if way == "kept_draws" else contextlib.nullcontext  # type: ignore[assignment]
+    try:
+        started = time.perf_counter()
+        backend = PretrainedBackend(Seeded(*shape, tuple(bench_zoo.WORDS), 0), dtype=dtype, family=family)
+        return time.perf_counter() - started, backend.model
+    finally:
+        loader.drawing_kept_weights = drawing_kept_weights
+
+
+def measure(family: str, dtype: str, shape: tuple[int, int, int], rounds: int) -> dict[str, Any]:
+    counted = Counted()
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    weights: dict[str, dict[str, torch.Tensor]] = {}
+    for warm_up in (True, *([False] * rounds)):
+        for way in WAYS:
+            seconds, model = built(family, dtype, shape, way, counted)
+            if warm_up:
+                weights[way] = model.state_dict()
+            else:
+                times[way].append(seconds)
+            del model
+    full, kept = weights["every_draw"], weights["kept_draws"]
+    assert all(torch.equal(full[name], kept[name]) for name in full), f"{family} {dtype}: the weights differ"
+    assert counted.mode is not None
+    return {
+        "seconds": {way: statistics.median(t) for way, t in times.items()},
+        "speedup": statistics.median(f / k for f, k in zip(times["every_draw"], times["kept_draws"], strict=True)),
+        "rounds": times,
+        "weights": sum(tensor.numel() for tensor in kept.values()),
+        "outputs_skipped": counted.mode.skipped,
+        "load_average": os.getloadavg(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
+    parser.add_argument("--families", nargs="+", default=["gpt2", "llama", "bert"])
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
+    parser.add_argument("--shape", default="768,12,12", help="d_model,n_heads,n_layers")
+    parser.add_argument("--results", type=Path, default=bench_zoo.RESULTS, help="the JSON file the figures go into")
+    args = parser.parse_args()
+    d_model, n_heads, n_layers = map(int, args.shape.split(","))
+    figures: dict[str, Any] = {
+        "model": f"seeded zoo shape {args.shape} over the zoo's {len(bench_zoo.WORDS)}-word sentence",
+        "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "cores": os.cpu_count(),
+        "rounds": args.rounds, "load_average_at_start": os.getloadavg(),
+    }  # fmt: skip
+    for family in args.families:
+        for dtype in args.dtypes:
+            entry = measure(family, dtype, (d_model, n_heads, n_layers), args.rounds)
+            figures[f"{family}_{dtype}"] = entry
+            seconds = entry["seconds"]
+            print(f"{family} {dtype}: {seconds['every_draw']:.2f} s drawing every weight, {seconds['kept_draws']:.2f} "
+                  f"s drawing those kept ({entry['speedup']:.2f}x; {entry['outputs_skipped'] / 1e6:.1f} M outputs "
+                  f"skipped for {entry['weights'] / 1e6:.1f} M weights)", flush=True)  # fmt: skip
+    figures["load_average_at_end"] = os.getloadavg()
+    bench_zoo.save(args.results, "seeded_build", figures)
+    print(f"wrote {args.results} ('seeded_build')")
+
+
+if __name__ == "__main__":
+    main()
