@@ -43,13 +43,13 @@ SECONDS_PER_DRAW = 5e-6
 # matplotlib's (no longer imported without --plot) included.
 START_SECONDS = 3.0
 # A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
-# (seeded: two or three times, the layer's own initialisation, then the family's, GPT-2's output projections a third:
-# 206 M numbers for its 85 M weights) or read from a folder, and copied into the round-off twin where it runs more than
-# one pass (models/hf/loader.PretrainedBackend.reading); its tokenizer and config. The zoo's quiet figures give 1.9 s
-# (BERT) and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M weights, the build most of it (drawing is
-# ~95% of a build: docs/performance.md): about 20 ns a weight.
+# (seeded: each weight kept drawn once, the draws a later one overwrites skipped: models/kept_draws.py) or read from a
+# folder, and copied into the round-off twin where it runs more than one pass
+# (models/hf/loader.PretrainedBackend.reading); its tokenizer and config. The zoo's quiet figures gave 1.9 s (BERT)
+# and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M weights while every draw was drawn; drawing only
+# the kept ones saves 0.4-0.9 s of that (benchmarks/results.json, seeded_build): about 17 ns a weight.
 TRANSFORMERS_IMPORT_SECONDS = 2.5
-SECONDS_PER_MODEL_WEIGHT = 20e-9
+SECONDS_PER_MODEL_WEIGHT = 17e-9
 MODEL_BUILD_SECONDS = 0.2
 # A materialised permutation of n tokens (tuple, set entry, sort label): 325 B measured at n = 13, 5 kB at n = 300.
 PERMUTATION_BYTES, PERMUTATION_BYTES_PER_TOKEN = 200, 16
