@@ -24,8 +24,9 @@ import bench_zoo  # a sibling script (the script's folder is on the path): its s
 import torch
 
 import orderlab.models.hf.loader as loader
+import orderlab.models.kept_draws as kept_draws
 from orderlab.models.hf.loader import PretrainedBackend, Seeded
-from orderlab.models.kept_draws import KeptDraws, drawing_kept_weights
+from orderlab.models.kept_draws import KeptDraws, built_drawing_kept, drawing_kept_weights
 
 WAYS = ("every_draw", "kept_draws")
 
@@ -44,14 +45,18 @@ class Counted:
 
 
 def built(family: str, dtype: str, shape: tuple[int, int, int], way: str, counted: Counted) -> tuple[float, Any]:
-    """Seconds to build, and the model: as a run builds it, or with every draw drawn."""
-    loader.drawing_kept_weights = counted if way == "kept_draws" else contextlib.nullcontext  # type: ignore[assignment]
+    """Seconds to build, and the model: as a run builds it (its held draws counted), or drawing every weight."""
+    if way == "kept_draws":
+        kept_draws.drawing_kept_weights = counted  # type: ignore[assignment]
+    else:
+        loader.built_drawing_kept = lambda build: build()  # type: ignore[assignment]
     try:
         started = time.perf_counter()
         backend = PretrainedBackend(Seeded(*shape, tuple(bench_zoo.WORDS), 0), dtype=dtype, family=family)
         return time.perf_counter() - started, backend.model
     finally:
-        loader.drawing_kept_weights = drawing_kept_weights
+        kept_draws.drawing_kept_weights = drawing_kept_weights
+        loader.built_drawing_kept = built_drawing_kept
 
 
 def measure(family: str, dtype: str, shape: tuple[int, int, int], rounds: int) -> dict[str, Any]:
@@ -68,7 +73,7 @@ def measure(family: str, dtype: str, shape: tuple[int, int, int], rounds: int) -
             del model
     full, kept = weights["every_draw"], weights["kept_draws"]
     assert all(torch.equal(full[name], kept[name]) for name in full), f"{family} {dtype}: the weights differ"
-    assert counted.mode is not None
+    assert counted.mode is not None and not counted.mode.out_of_place
     return {
         "seconds": {way: statistics.median(t) for way, t in times.items()},
         "speedup": statistics.median(f / k for f, k in zip(times["every_draw"], times["kept_draws"], strict=True)),

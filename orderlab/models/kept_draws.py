@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -56,6 +56,7 @@ def outputs_drawn(name: str, tensor: torch.Tensor) -> int | None:
     return None
 
 
+Built = TypeVar("Built")
 Region = tuple[int, int, int]  # storage address, offset, numbers
 
 
@@ -78,6 +79,7 @@ class KeptDraws(TorchFunctionMode):
     stream: int = 0  # outputs the full build would have drawn since `states[0]`
     states: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (place, generator state) known
     skipped: int = 0
+    out_of_place: str = ""  # an op that drew though it was not known to: the weights may not be the full build's
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -107,7 +109,15 @@ class KeptDraws(TorchFunctionMode):
                 tensors = tensors[1:]
             if name not in SHAPE_ONLY:
                 self.draw_held_in(tensors)
-        return func(*args, **kwargs)
+        if name in SHAPE_ONLY:
+            return func(*args, **kwargs)
+        before = torch.get_rng_state()
+        result = func(*args, **kwargs)
+        if not torch.equal(before, torch.get_rng_state()):  # an op not known to draw drew
+            if self.stream:  # from where the held draws left the generator, not from its place in the stream
+                self.out_of_place = name
+            self.in_step()
+        return result
 
     def overwritten(self, tensor: torch.Tensor) -> None:
         """A whole-tensor write: a draw held for exactly this tensor is cancelled, any other in its storage drawn."""
@@ -153,3 +163,16 @@ def drawing_kept_weights() -> Iterator[KeptDraws]:
     with mode:
         yield mode
     mode.settle()
+
+
+def built_drawing_kept(build: Callable[[], Built]) -> Built:
+    """`build()` drawing only the weights it keeps; built again drawing every one, from the same generator state,
+    where an op not known to draw did (an initialisation this module has not met): the same weights either way."""
+    start = torch.get_rng_state()
+    with drawing_kept_weights() as mode:
+        built = build()
+    if not mode.out_of_place:
+        return built
+    del built
+    torch.set_rng_state(start)
+    return build()

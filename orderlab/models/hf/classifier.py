@@ -30,7 +30,7 @@ from orderlab.models.hf.loader import (
     transformers_class,
     word_level_tokenizer,
 )
-from orderlab.models.kept_draws import drawing_kept_weights
+from orderlab.models.kept_draws import built_drawing_kept
 
 Words = Sequence[str]
 Encoded = dict[str, list[list[int]]]  # a tokenizer's columns (input_ids, attention_mask, ...), per sequence
@@ -62,8 +62,9 @@ class ClassifierBackend:
             )  # fmt: skip
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                with drawing_kept_weights():  # the same weights without the draws overwritten (kept_draws.py)
-                    self.model = _auto_class(transformers).from_config(config, **drawn_in(dtype))
+                self.model = built_drawing_kept(  # the same weights without the draws overwritten (kept_draws.py)
+                    lambda: _auto_class(transformers).from_config(config, **drawn_in(dtype))
+                )
         elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
             self.tokenizer, self.given = source.tokenizer, True
             if not type(source.model).__name__.endswith("ForSequenceClassification"):

@@ -44,7 +44,7 @@ from orderlab.models.hf.given import UserModel, eager_attention
 from orderlab.models.hf.grouping import WordTokens, spans_from_word_ids
 from orderlab.models.hf.interventions import user_hooks_applied
 from orderlab.models.hf.sites import points_read
-from orderlab.models.kept_draws import drawing_kept_weights
+from orderlab.models.kept_draws import built_drawing_kept
 from orderlab.models.precision import borrowed_weights, widened, widened_ops
 from orderlab.models.user_hooks import UserHook
 from orderlab.spec.extras import MissingExtraError, missing_message, packaged_model_folder
@@ -228,9 +228,9 @@ class PretrainedBackend:
             )
             with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state left alone
                 torch.manual_seed(source.seed)
-                with drawing_kept_weights():  # the same weights without the draws overwritten (kept_draws.py)
-                    self.model = model_class._from_config(config, attn_implementation=implementation,
-                                                          **drawn_in(dtype))  # fmt: skip
+                self.model = built_drawing_kept(  # the same weights without the draws overwritten (kept_draws.py)
+                    lambda: model_class._from_config(config, attn_implementation=implementation, **drawn_in(dtype))
+                )
         elif isinstance(source, UserModel):  # the object itself, never written; a copy in another dtype or device
             self.tokenizer, self.given = source.tokenizer, True
             weight = next(source.model.parameters())

@@ -13,10 +13,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import orderlab.models.kept_draws as kept_draws
 from orderlab.families import FAMILIES
 from orderlab.families.family import SeededSize
 from orderlab.models.generator_jump import advance
-from orderlab.models.kept_draws import HELD_DTYPES, KeptDraws, drawing_kept_weights, outputs_drawn
+from orderlab.models.kept_draws import HELD_DTYPES, KeptDraws, built_drawing_kept, drawing_kept_weights, outputs_drawn
 from orderlab.spec.extras import installed
 
 
@@ -70,6 +71,32 @@ def test_a_script_comes_out_as_drawn(seed: int) -> None:
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     assert torch.equal(torch.get_rng_state(), want_state)
     assert mode.skipped == 40 + 32
+
+
+def an_unknown_draw_first() -> list[torch.Tensor]:
+    noise = torch.randn(5)
+    weight = torch.empty(64)
+    weight.normal_()
+    return [noise, weight]
+
+
+@pytest.mark.parametrize("body", [script, an_unknown_draw_first])
+def test_an_op_not_known_to_draw_is_caught_and_the_build_drawn_again(monkeypatch, body) -> None:
+    """randn taken off the list of random ops: where it draws with draws held, the mode says so and
+    built_drawing_kept builds again drawing everything; with none held, it is harmless and the mode goes on."""
+    monkeypatch.setattr(kept_draws, "RANDOM_OPS", kept_draws.RANDOM_OPS - {"randn"})
+    torch.manual_seed(3)
+    want, want_state = body(), torch.get_rng_state()
+    torch.manual_seed(3)
+    with drawing_kept_weights() as mode:
+        held = body()
+    assert mode.out_of_place == ("randn" if body is script else "")
+    if body is an_unknown_draw_first:
+        assert all(torch.equal(a, b) for a, b in zip(held, want, strict=True))
+    torch.manual_seed(3)
+    got = built_drawing_kept(body)
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert torch.equal(torch.get_rng_state(), want_state)
 
 
 def seeded_build(family: str, dtype: str, kept: bool, classifier: bool = False) -> tuple[dict[str, Any], Any, int]:
