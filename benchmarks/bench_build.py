@@ -6,8 +6,11 @@ later draw overwrites drawn too, in alternating rounds after a warm-up of each, 
 weights, bit for bit (tests/unit/models/test_kept_draws.py; checked here once more per case). Writes its figures
 under "seeded_build" in benchmarks/results.json with the load average, leaving the file's other keys as they are.
 
+With --end-to-end ORDERS, also bench_zoo's end-to-end run of that many orders of 8 words (build, measure, write the
+folder) both ways, alternating, per family and dtype.
+
     python benchmarks/bench_build.py [--rounds 3] [--families gpt2 llama bert] [--dtypes float32 bfloat16]
-        [--shape 768,12,12] [--results FILE]
+        [--shape 768,12,12] [--end-to-end ORDERS] [--results FILE]
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import argparse
 import contextlib
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +49,48 @@ class Counted:
             yield mode
 
 
-def built(family: str, dtype: str, shape: tuple[int, int, int], way: str, counted: Counted) -> tuple[float, Any]:
-    """Seconds to build, and the model: as a run builds it (its held draws counted), or drawing every weight."""
+@contextlib.contextmanager
+def building(way: str, counted: Counted) -> Iterator[None]:
+    """Seeded models built as a run builds them (their held draws counted), or drawing every weight."""
     if way == "kept_draws":
         kept_draws.drawing_kept_weights = counted  # type: ignore[assignment]
     else:
         loader.built_drawing_kept = lambda build: build()  # type: ignore[assignment]
     try:
-        started = time.perf_counter()
-        backend = PretrainedBackend(Seeded(*shape, tuple(bench_zoo.WORDS), 0), dtype=dtype, family=family)
-        return time.perf_counter() - started, backend.model
+        yield
     finally:
         kept_draws.drawing_kept_weights = drawing_kept_weights
         loader.built_drawing_kept = built_drawing_kept
+
+
+def built(family: str, dtype: str, shape: tuple[int, int, int], way: str, counted: Counted) -> tuple[float, Any]:
+    """Seconds to build, and the model."""
+    with building(way, counted):
+        started = time.perf_counter()
+        backend = PretrainedBackend(Seeded(*shape, tuple(bench_zoo.WORDS), 0), dtype=dtype, family=family)
+        return time.perf_counter() - started, backend.model
+
+
+def end_to_end(family: str, dtype: str, orders: int, rounds: int, folder: Path) -> dict[str, Any]:
+    """bench_zoo's end-to-end run (8 words, build, measure, write the folder) both ways, alternating after a
+    warm-up of each: what the build's gain is worth to a whole run, measured in one process."""
+    folder.mkdir()
+    case = bench_zoo.Case(family, 8, orders, folder, torch.device("cpu"), dtype)
+    counted = Counted()
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    for warm_up in (True, *([False] * rounds)):
+        for way in WAYS:
+            with building(way, counted):
+                seconds = bench_zoo.timed(case.end_to_end)
+            if not warm_up:
+                times[way].append(seconds)
+    return {
+        "orders": orders,
+        "seconds": {way: statistics.median(t) for way, t in times.items()},
+        "speedup": statistics.median(f / k for f, k in zip(times["every_draw"], times["kept_draws"], strict=True)),
+        "rounds": times,
+        "load_average": os.getloadavg(),
+    }
 
 
 def measure(family: str, dtype: str, shape: tuple[int, int, int], rounds: int) -> dict[str, Any]:
@@ -90,6 +124,8 @@ def main() -> None:
     parser.add_argument("--families", nargs="+", default=["gpt2", "llama", "bert"])
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
     parser.add_argument("--shape", default="768,12,12", help="d_model,n_heads,n_layers")
+    parser.add_argument("--end-to-end", type=int, default=0, metavar="ORDERS",
+                        help="also bench_zoo's end-to-end run of this many orders of 8 words both ways")  # fmt: skip
     parser.add_argument("--results", type=Path, default=bench_zoo.RESULTS, help="the JSON file the figures go into")
     args = parser.parse_args()
     d_model, n_heads, n_layers = map(int, args.shape.split(","))
@@ -106,6 +142,12 @@ def main() -> None:
             print(f"{family} {dtype}: {seconds['every_draw']:.2f} s drawing every weight, {seconds['kept_draws']:.2f} "
                   f"s drawing those kept ({entry['speedup']:.2f}x; {entry['outputs_skipped'] / 1e6:.1f} M outputs "
                   f"skipped for {entry['weights'] / 1e6:.1f} M weights)", flush=True)  # fmt: skip
+            if args.end_to_end:
+                with tempfile.TemporaryDirectory() as scratch:
+                    run = end_to_end(family, dtype, args.end_to_end, args.rounds, Path(scratch) / "run")
+                entry["end_to_end"] = run
+                print(f"  end to end, {args.end_to_end} orders: {run['seconds']['every_draw']:.2f} s against "
+                      f"{run['seconds']['kept_draws']:.2f} s ({run['speedup']:.2f}x)", flush=True)  # fmt: skip
     figures["load_average_at_end"] = os.getloadavg()
     bench_zoo.save(args.results, "seeded_build", figures)
     print(f"wrote {args.results} ('seeded_build')")

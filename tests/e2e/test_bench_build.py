@@ -15,10 +15,25 @@ pytestmark = [
 
 
 def test_both_ways_of_building_are_timed_and_the_file_keeps_its_other_keys(tmp_path):
-    args = ["--rounds", "2", "--families", "gpt2", "bert", "--dtypes", "float32", "bfloat16", "--shape", "32,2,2"]
+    args = [
+        "--rounds",
+        "2",
+        "--families",
+        "gpt2",
+        "bert",
+        "--dtypes",
+        "float32",
+        "bfloat16",
+        "--shape",
+        "32,2,2",
+        "--end-to-end",
+        "12",
+    ]
     written = bench_figures("bench_build.py", args, tmp_path)["seeded_build"]
     for case in ("gpt2_float32", "gpt2_bfloat16", "bert_float32", "bert_bfloat16"):
         figures = written[case]
         assert all(len(times) == 2 and min(times) > 0 for times in figures["rounds"].values())
         assert figures["outputs_skipped"] > figures["weights"] // 4 > 0  # the overwritten draws were not drawn
         assert figures["speedup"] > 0
+        run = figures["end_to_end"]
+        assert run["orders"] == 12 and all(len(times) == 2 and min(times) > 0 for times in run["rounds"].values())
