@@ -23,14 +23,16 @@ WINDOW = 8  # bits a reduction clears a step (a table of 2**WINDOW multiples of 
 ROWS_AT_ONCE = 48  # state words summed at once: a 48 x ~10,000 gather, about 2 MB
 
 
-def advance(steps: int) -> None:
-    """Move torch's default CPU generator on by `steps` 32-bit outputs, as that many draws of one output would."""
+def advance(steps: int, generator: torch.Generator | None = None) -> None:
+    """Move a CPU generator (torch's default one unless given) on by `steps` 32-bit outputs, as that many draws of
+    one output would."""
     if steps <= 0:
         return
-    raw = torch.get_rng_state()
+    generator = generator or torch.default_generator
+    raw = generator.get_state()
     key, position = read_state(raw)
     key, position = jumped(key, position, steps) if steps >= JUMP_FROM else stepped(key, position, steps)
-    torch.set_rng_state(written_state(raw, key, position))
+    generator.set_state(written_state(raw, key, position))
 
 
 def read_state(raw: torch.Tensor) -> tuple[np.ndarray, int]:

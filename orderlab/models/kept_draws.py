@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, TypeVar
 
 import torch
@@ -24,6 +25,8 @@ from torch.utils._pytree import tree_leaves
 from orderlab.models.generator_jump import advance
 
 HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # one 32-bit output a number (double: two)
+HELD_OPS = ("normal_", "uniform_", "kaiming_uniform_")  # the draws held back (kaiming_uniform_: a uniform_)
+RULE_PROBES = (16, 33, 48, 1030)  # sizes that rule_holds draws: whole blocks of 16 and remainders
 # Ops that draw from the generator (torch's and torch.nn.init's names); any of them not held back runs in order.
 RANDOM_OPS = frozenset({
     "normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_", "rand",
@@ -40,20 +43,39 @@ SHAPE_ONLY = frozenset({
 
 
 def outputs_drawn(name: str, tensor: torch.Tensor) -> int | None:
-    """How many 32-bit outputs torch's CPU kernels take to fill this tensor with `name` (torch 2.x), or None when
-    the draw is not one held back. normal_ fills 16 at a time (Box-Muller): float32's kernel draws a number for
-    each, then the last 16 again after a remainder; 16-bit ones draw whole blocks of 16; below 16 numbers it draws
-    in float64 with a cached sample (not held). uniform_ takes one output a number."""
-    if tensor.device.type != "cpu" or tensor.dtype not in HELD_DTYPES or not tensor.is_contiguous():
+    """How many 32-bit outputs torch's CPU kernel takes to fill this tensor with `name`, or None when the draw is
+    not one held back: another device, dtype or layout, fewer than 16 normal numbers (drawn in float64 with a
+    cached sample), or a kernel on this machine that does not draw as `outputs_counted` says (rule_holds)."""
+    if name not in HELD_OPS or tensor.device.type != "cpu" or tensor.dtype not in HELD_DTYPES:
         return None
+    if not tensor.is_contiguous():
+        return None
+    kind = "normal_" if name == "normal_" else "uniform_"
     numbers = tensor.numel()
-    if name == "normal_":
-        if numbers < 16:
-            return None
-        return numbers + (16 if numbers % 16 else 0) if tensor.dtype == torch.float32 else -(-numbers // 16) * 16
-    if name in ("uniform_", "kaiming_uniform_"):
-        return numbers or None
-    return None
+    if numbers < (16 if kind == "normal_" else 1) or not rule_holds(kind, tensor.dtype):
+        return None
+    return outputs_counted(kind, tensor.dtype, numbers)
+
+
+def outputs_counted(kind: str, dtype: torch.dtype, numbers: int) -> int:
+    """torch 2.x's CPU kernels: normal_ fills 16 at a time (Box-Muller), float32's drawing a number for each and
+    then the last 16 again after a remainder, the 16-bit ones drawing whole blocks of 16; uniform_ one a number."""
+    if kind == "uniform_":
+        return numbers
+    return numbers + (16 if numbers % 16 else 0) if dtype == torch.float32 else -(-numbers // 16) * 16
+
+
+@cache
+def rule_holds(kind: str, dtype: torch.dtype) -> bool:
+    """Whether this machine's kernel draws as outputs_counted says (a kernel may differ by CPU and torch build):
+    probe draws on a private generator against a generator moved on by the count without drawing."""
+    for numbers in RULE_PROBES:
+        drawn, moved = torch.Generator().manual_seed(numbers), torch.Generator().manual_seed(numbers)
+        getattr(torch.empty(numbers, dtype=dtype), kind)(generator=drawn)
+        advance(outputs_counted(kind, dtype, numbers), moved)
+        if not torch.equal(drawn.get_state(), moved.get_state()):
+            return False
+    return True
 
 
 Built = TypeVar("Built")
@@ -90,7 +112,7 @@ class KeptDraws(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         target = args[0] if args else kwargs.get("tensor")
         outputs = None
-        if name in ("normal_", "uniform_", "kaiming_uniform_") and isinstance(target, torch.Tensor):
+        if name in HELD_OPS and isinstance(target, torch.Tensor):
             outputs = None if kwargs.get("generator") is not None else outputs_drawn(name, target)
         if outputs is not None and isinstance(target, torch.Tensor):
             self.overwritten(target)

@@ -17,7 +17,14 @@ import orderlab.models.kept_draws as kept_draws
 from orderlab.families import FAMILIES
 from orderlab.families.family import SeededSize
 from orderlab.models.generator_jump import advance
-from orderlab.models.kept_draws import HELD_DTYPES, KeptDraws, built_drawing_kept, drawing_kept_weights, outputs_drawn
+from orderlab.models.kept_draws import (
+    HELD_DTYPES,
+    KeptDraws,
+    built_drawing_kept,
+    drawing_kept_weights,
+    outputs_drawn,
+    rule_holds,
+)
 from orderlab.spec.extras import installed
 
 
@@ -43,6 +50,26 @@ def test_no_draw_of_another_dtype_layout_or_generator_is_held() -> None:
     with drawing_kept_weights() as mode:
         torch.empty(64).normal_(generator=torch.Generator().manual_seed(0))
         assert not mode.held
+
+
+def test_a_count_this_machine_does_not_draw_is_found_and_nothing_held(monkeypatch) -> None:
+    """rule_holds probes the kernels once a process: here every count holds; one too many is found, and then no
+    draw is held and the script comes out as drawn."""
+    assert all(rule_holds(kind, dtype) for kind in ("normal_", "uniform_") for dtype in HELD_DTYPES)
+    monkeypatch.setattr(kept_draws, "outputs_counted", lambda kind, dtype, numbers: numbers + 1)
+    rule_holds.cache_clear()
+    try:
+        assert not rule_holds("normal_", torch.float32) and not rule_holds("uniform_", torch.bfloat16)
+        torch.manual_seed(2)
+        want, want_state = script(), torch.get_rng_state()
+        torch.manual_seed(2)
+        with drawing_kept_weights() as mode:
+            got = script()
+        assert mode.skipped == 0
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+        assert torch.equal(torch.get_rng_state(), want_state)
+    finally:
+        rule_holds.cache_clear()
 
 
 def script() -> list[torch.Tensor]:
