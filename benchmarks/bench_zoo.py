@@ -722,9 +722,9 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         causes[f"{family} with states >= {TARGETS['causal_end_to_end_8_words']}x the best plain loop at 8 words "
                "(end to end)"] = (
             f"the loop (above), plus what the plain loop, timed on a built model, leaves out: building the seeded "
-            f"model (transformers draws most weights two or three times; docs/performance.md: skipping the draws "
-            f"that are overwritten gave no gain), the round-off twin and writing the folder; by cProfile over the "
-            f"{name} run: {stages}; load {load:.1f}"
+            f"model (each weight kept drawn once, at ~10 ns, the draws transformers overwrites skipped: "
+            f"models/kept_draws.py, results.json seeded_build), the round-off twin and writing the folder; by "
+            f"cProfile over the {name} run (which inflates the build's Python work): {stages}; load {load:.1f}"
         )  # fmt: skip
         causes[f"{family} speed-up grows with length"] = (
             f"the trie's saving grows with length ({ideal}), but what it does not share grows with the words too: "
