@@ -21,7 +21,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,21 +71,16 @@ def built(family: str, dtype: str, shape: tuple[int, int, int], way: str, counte
         return time.perf_counter() - started, backend.model
 
 
-def end_to_end(family: str, dtype: str, orders: int, rounds: int, folder: Path) -> dict[str, Any]:
-    """bench_zoo's end-to-end run (8 words, build, measure, write the folder) both ways, alternating after a
-    warm-up of each: what the build's gain is worth to a whole run, measured in one process."""
-    folder.mkdir()
-    case = bench_zoo.Case(family, 8, orders, folder, torch.device("cpu"), dtype)
-    counted = Counted()
+def alternated(rounds: int, timed: Callable[[str, bool], float]) -> dict[str, Any]:
+    """Both ways in alternating rounds after a warm-up of each (`timed(way, warm_up)`: seconds): their medians, the
+    median of the per-round ratios, every round."""
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     for warm_up in (True, *([False] * rounds)):
         for way in WAYS:
-            with building(way, counted):
-                seconds = bench_zoo.timed(case.end_to_end)
+            seconds = timed(way, warm_up)
             if not warm_up:
                 times[way].append(seconds)
     return {
-        "orders": orders,
         "seconds": {way: statistics.median(t) for way, t in times.items()},
         "speedup": statistics.median(f / k for f, k in zip(times["every_draw"], times["kept_draws"], strict=True)),
         "rounds": times,
@@ -94,28 +89,36 @@ def end_to_end(family: str, dtype: str, orders: int, rounds: int, folder: Path) 
 
 
 def measure(family: str, dtype: str, shape: tuple[int, int, int], rounds: int) -> dict[str, Any]:
+    """The build both ways; the warm-up's weights compared, the outputs the kept-draws build skipped counted."""
     counted = Counted()
-    times: dict[str, list[float]] = {way: [] for way in WAYS}
     weights: dict[str, dict[str, torch.Tensor]] = {}
-    for warm_up in (True, *([False] * rounds)):
-        for way in WAYS:
-            seconds, model = built(family, dtype, shape, way, counted)
-            if warm_up:
-                weights[way] = model.state_dict()
-            else:
-                times[way].append(seconds)
-            del model
+
+    def timed(way: str, warm_up: bool) -> float:
+        seconds, model = built(family, dtype, shape, way, counted)
+        if warm_up:
+            weights[way] = model.state_dict()
+        return seconds
+
+    entry = alternated(rounds, timed)
     full, kept = weights["every_draw"], weights["kept_draws"]
     assert all(torch.equal(full[name], kept[name]) for name in full), f"{family} {dtype}: the weights differ"
     assert counted.mode is not None and not counted.mode.out_of_place
-    return {
-        "seconds": {way: statistics.median(t) for way, t in times.items()},
-        "speedup": statistics.median(f / k for f, k in zip(times["every_draw"], times["kept_draws"], strict=True)),
-        "rounds": times,
-        "weights": sum(tensor.numel() for tensor in kept.values()),
-        "outputs_skipped": counted.mode.skipped,
-        "load_average": os.getloadavg(),
-    }
+    weights_kept = sum(tensor.numel() for tensor in kept.values())
+    return {**entry, "weights": weights_kept, "outputs_skipped": counted.mode.skipped}
+
+
+def end_to_end(family: str, dtype: str, orders: int, rounds: int, folder: Path) -> dict[str, Any]:
+    """bench_zoo's end-to-end run (8 words, build, measure, write the folder) both ways: what the build's gain is
+    worth to a whole run, measured in one process."""
+    folder.mkdir()
+    case = bench_zoo.Case(family, 8, orders, folder, torch.device("cpu"), dtype)
+    counted = Counted()
+
+    def timed(way: str, _warm_up: bool) -> float:
+        with building(way, counted):
+            return bench_zoo.timed(case.end_to_end)
+
+    return {"orders": orders, **alternated(rounds, timed)}
 
 
 def main() -> None:
