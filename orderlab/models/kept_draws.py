@@ -48,7 +48,7 @@ def outputs_drawn(name: str, tensor: torch.Tensor) -> int | None:
     cached sample), or a kernel on this machine that does not draw as `outputs_counted` says (rule_holds)."""
     if name not in HELD_OPS or tensor.device.type != "cpu" or tensor.dtype not in HELD_DTYPES:
         return None
-    if not tensor.is_contiguous():
+    if tensor.layout != torch.strided or not tensor.is_contiguous():
         return None
     kind = "normal_" if name == "normal_" else "uniform_"
     numbers = tensor.numel()
@@ -83,7 +83,16 @@ Region = tuple[int, int, int]  # storage address, offset, numbers
 
 
 def region(tensor: torch.Tensor) -> Region:
-    return tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()), tensor.numel()
+    return storage_address(tensor), int(tensor.storage_offset()), tensor.numel()
+
+
+def storage_address(tensor: torch.Tensor) -> int:
+    """Where the tensor's numbers live; -1 for a tensor without a storage of its own (sparse, a subclass's
+    wrapper), which no held draw fills."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return -1
 
 
 @dataclass
@@ -151,7 +160,7 @@ class KeptDraws(TorchFunctionMode):
 
     def draw_held_in(self, tensors: list[torch.Tensor]) -> None:
         """Draws held in these tensors' storage run now: an op is about to read or partly write them."""
-        touched = {tensor.untyped_storage().data_ptr() for tensor in tensors}
+        touched = {storage_address(tensor) for tensor in tensors}
         for place in [place for place in self.held if place[0] in touched]:
             self.draw(self.held.pop(place))
 

@@ -47,6 +47,7 @@ def test_outputs_drawn_is_what_torch_draws(numbers: int, dtype: torch.dtype, nam
 def test_no_draw_of_another_dtype_layout_or_generator_is_held() -> None:
     assert outputs_drawn("normal_", torch.empty(64, dtype=torch.float64)) is None  # two outputs a number
     assert outputs_drawn("uniform_", torch.empty(8, 8).t()) is None
+    assert outputs_drawn("normal_", torch.zeros(32, 32).to_sparse()) is None
     with drawing_kept_weights() as mode:
         torch.empty(64).normal_(generator=torch.Generator().manual_seed(0))
         assert not mode.held
