@@ -64,6 +64,7 @@ def engine(key: np.ndarray, position: int) -> np.random.MT19937:
 
 
 def stepped(key: np.ndarray, position: int, steps: int) -> tuple[np.ndarray, int]:
+    """The state `steps` outputs on, numpy's engine run that far with no output kept."""
     generator = engine(key, position)
     generator.random_raw(steps, output=False)
     state = generator.state["state"]
@@ -120,6 +121,7 @@ def power_of_t(exponent: int) -> int:
 
 
 def squared(polynomial: int) -> int:
+    """The square over GF(2): each bit i moved to 2i, a byte at a time."""
     spread = spread_table()[np.frombuffer(polynomial.to_bytes((polynomial.bit_length() + 7) // 8 or 1, "little"),
                                           np.uint8)]  # fmt: skip
     return int.from_bytes(spread.astype("<u2").tobytes(), "little")
