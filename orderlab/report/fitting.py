@@ -3,11 +3,13 @@ that no cell, header or name is ever cropped at any width (60, 80 or 120 columns
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions
 from rich.table import Table
 from rich.text import Text
 
@@ -116,3 +118,33 @@ def fitted_tables(
 def as_text(cell: Text | str) -> Text:
     """A cell as text, never read as markup: a word such as '[b]' or '[unused0]' is shown as it is."""
     return cell if isinstance(cell, Text) else Text(cell)
+
+
+class LegendCaption:
+    """A caption wrapped at its table's width, never between a mark and its meaning: "✗ = order-sensitive" and
+    "(0 = the input" keep the words either side of their "=" on one line. A rich renderable, which rich's Table
+    draws as a caption as it draws a string (in the caption's style), though its type names only text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        yield Text("\n".join(legend_lines(self.text, options.max_width)), style="table.caption")
+
+
+def legend_lines(text: str, width: int) -> list[str]:
+    """`text` cut at spaces into lines of at most `width` cells, each "a = b" kept whole (a longer one alone on
+    its line, where rich wraps it further)."""
+    words: list[str] = []
+    for word in text.split(" "):
+        if words and (word == "=" or words[-1].endswith(" =")):
+            words[-1] += f" {word}"
+        else:
+            words.append(word)
+    lines: list[str] = []
+    for word in words:
+        if lines and cell_len(f"{lines[-1]} {word}") <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines

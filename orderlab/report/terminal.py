@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pandas as pd
 from rich import box
@@ -36,7 +36,14 @@ from orderlab.core import progress as work
 from orderlab.core.minimal_pair_file import PAIR_GROUP_COLUMNS, PHENOMENON_COLUMN, UID_COLUMN
 from orderlab.core.pair_relations import NO_WORD_MATCH, RELATION_COLUMN, RELATIONS
 from orderlab.metrics import POSITION_ACCURACY, POSITION_CHANCE, metric_names, reduction_of
-from orderlab.report.fitting import COLUMN_CHROME, Column, column_width, fitted_tables, fitting_groups
+from orderlab.report.fitting import (
+    COLUMN_CHROME,
+    Column,
+    LegendCaption,
+    column_width,
+    fitted_tables,
+    fitting_groups,
+)
 from orderlab.report.shown import first_layer_text, rate_counts, share_of, share_text, tone, verdict_text
 from orderlab.results.outcome import RunView
 from orderlab.spec.sweep import describe
@@ -288,7 +295,8 @@ def summary_table(
     firsts = firsts if shown_firsts else []
     if firsts:
         notes += f"; {FIRST_LAYER}: where order first shows (0 = the input, - = at none), per encoding in column order"
-    table = Table(title=title or None, caption=notes if caption else None, title_justify="left")
+    legend = cast(Text, LegendCaption(notes))  # rich draws any renderable as a caption (fitting.LegendCaption)
+    table = Table(title=title or None, caption=legend if caption else None, title_justify="left")
     table.add_column("metric", min_width=metric_column_width(summary) - COLUMN_CHROME)  # an input's heading wraps
     for name in encodings:
         table.add_column(name, justify="right", no_wrap=True)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
 from terminaltext import assert_nothing_cropped, render
 from typer.testing import CliRunner
 
 from orderlab.cli import app
 from orderlab.measure.summaries import summarize
 from orderlab.metrics import RATE_COUNT
+from orderlab.report.fitting import legend_lines
 from orderlab.report.terminal import rate_text, summary_tables
 from orderlab.spec.extras import installed
 
@@ -196,3 +200,33 @@ def test_compare_of_every_encoding_fits_80_columns(tmp_path):
     assert_nothing_cropped(result.output, 80)
     for name in ENCODINGS:
         assert f" {name} " in result.output, name
+
+
+# --- the caption: wrapped at the table's width, a mark never cut from its meaning ----------------------------
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_the_caption_never_cuts_a_mark_from_its_meaning(width):
+    summary = fake_summary()
+    summary["rope first layer"] = 1
+    text = render(summary_tables(summary, ["rope"], "one", "float64", width=width), width=width)
+    caption = [line.strip() for line in text.split("┘", 1)[1].splitlines() if line.strip()]
+    assert caption and not any(line.endswith((" =", "✓", "✗", "!", "(0")) or line.startswith("=") for line in caption)
+    assert "✗ = order-sensitive" in " ".join(caption) and "(0 = the input" in " ".join(caption)
+    assert max(len(line) for line in text.splitlines()) <= width
+
+
+WORDS = st.sampled_from(["✗", "order-sensitive,", "a", "longer-word", "(0", "x;"])
+
+
+@given(words=st.lists(st.one_of(WORDS, st.just("=")), min_size=1, max_size=30).filter(
+    lambda words: words[0] != "=" and words[-1] != "="), width=st.integers(8, 40))  # fmt: skip
+def test_legend_lines_keep_each_equation_whole_and_every_word(words, width):
+    text = " ".join(words)
+    lines = legend_lines(text, width)
+    assert " ".join(lines) == text  # every word, in order
+    for index, line in enumerate(lines):
+        assert not line.endswith(" =") and (index == 0 or not line.startswith("= "))
+        tokens = line.split(" ")
+        breaks = [i for i in range(len(tokens) - 1) if "=" not in (tokens[i], tokens[i + 1])]
+        assert cell_len(line) <= width or not breaks  # too wide only where nothing could break
