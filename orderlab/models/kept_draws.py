@@ -6,8 +6,10 @@ constructor, then the family's in `post_init`, GPT-2's output projections a thir
 TorchFunctionMode) with its place in the generator's stream; a later draw or fill of the same tensor cancels it,
 and any other op that touches the tensor runs it first. At the end every draw still held runs from its own place
 (the generator moved there: generator_jump.py), and the generator is left where the full build leaves it. A
-random op it does not hold back runs with every held draw done first. tests/unit/models/test_kept_draws.py checks
-every family's weights, bit for bit, and the generator's end state against a build that draws everything.
+random op it does not hold back runs with every held draw done first. Two guards: a draw is held only where this
+machine's kernel draws as counted (`rule_holds`), and an op not known to draw that moves the generator while draws
+are held sends the build round again, drawing everything (`built_drawing_kept`). tests/unit/models/test_kept_draws.py
+checks every family's weights, bit for bit, and the generator's end state against a build that draws everything.
 """
 
 from __future__ import annotations
@@ -124,28 +126,26 @@ class KeptDraws(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         target = args[0] if args else kwargs.get("tensor")
-        outputs = None
-        if name in HELD_OPS and isinstance(target, torch.Tensor):
-            outputs = None if kwargs.get("generator") is not None else outputs_drawn(name, target)
-        if outputs is not None and isinstance(target, torch.Tensor):
-            self.overwritten(target)
-            self.held[region(target)] = HeldDraw(self.stream, outputs, lambda: func(*args, **kwargs))
-            self.stream += outputs
-            return target
+        if isinstance(target, torch.Tensor) and kwargs.get("generator") is None:
+            outputs = outputs_drawn(name, target)
+            if outputs is not None:
+                self.overwritten(target)
+                self.held[region(target)] = HeldDraw(self.stream, outputs, lambda: func(*args, **kwargs))
+                self.stream += outputs
+                return target
         if name in RANDOM_OPS or (getattr(func, "__module__", "") == "torch.nn.init" and name not in FILLS):
             self.settle()
             result = func(*args, **kwargs)
             self.in_step()  # the stream counted from where that op left the generator
             return result
+        if name in SHAPE_ONLY:
+            return func(*args, **kwargs)
         if self.held:
             tensors = [leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, torch.Tensor)]
             if name in FILLS and tensors and tensors[0].is_contiguous():
                 self.overwritten(tensors[0])
                 tensors = tensors[1:]
-            if name not in SHAPE_ONLY:
-                self.draw_held_in(tensors)
-        if name in SHAPE_ONLY:
-            return func(*args, **kwargs)
+            self.draw_held_in(tensors)
         before = torch.get_rng_state()
         result = func(*args, **kwargs)
         if not torch.equal(before, torch.get_rng_state()):  # an op not known to draw drew
