@@ -5,7 +5,8 @@ constructor, then the family's in `post_init`, GPT-2's output projections a thir
 85 M weights), and drawing is most of a build. `drawing_kept_weights` holds each whole-tensor draw back (a
 TorchFunctionMode) with its place in the generator's stream; a later draw or fill of the same tensor cancels it,
 and any other op that touches the tensor runs it first. At the end every draw still held runs from its own place
-(the generator moved there: generator_jump.py), and the generator is left where the full build leaves it. A
+(a generator moved there: generator_jump.py), shared out over threads in runs of consecutive draws (each thread's
+generator jumped to where its run starts), and the generator is left where the full build leaves it. A
 random op it does not hold back runs with every held draw done first. Two guards: a draw is held only where this
 machine's kernel draws as counted (`rule_holds`), and an op not known to draw that moves the generator while draws
 are held sends the build round again, drawing everything (`built_drawing_kept`). tests/unit/models/test_kept_draws.py
@@ -15,6 +16,7 @@ checks every family's weights, bit for bit, and the generator's end state agains
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,6 +31,9 @@ from orderlab.models.generator_jump import advance
 HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # one 32-bit output a number (double: two)
 HELD_OPS = ("normal_", "uniform_", "kaiming_uniform_")  # the draws held back (kaiming_uniform_: a uniform_)
 RULE_PROBES = (16, 33, 48, 1030)  # sizes that rule_holds draws: whole blocks of 16 and remainders
+# Outputs a thread draws at the least when the held draws are shared out at the end: below, the move to where its
+# share starts (a jump, ~0.1 s: generator_jump.py) costs more than drawing half of it in parallel saves.
+SHARE_FROM = 16_000_000
 # Ops that draw from the generator (torch's and torch.nn.init's names); any of them not held back runs in order.
 RANDOM_OPS = frozenset({
     "normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_", "rand",
@@ -105,18 +110,64 @@ def storage_address(tensor: torch.Tensor) -> int:
 class HeldDraw:
     place: int  # outputs into the stream since the last time the generator was in step
     outputs: int
-    run: Callable[[], Any]
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad: bool  # whether gradients were recorded where it was called,
+    inference: bool  # and inference mode on: a thread's own settings, the caller's wherever it runs
+
+    def run(self, generator: torch.Generator) -> None:
+        with torch.inference_mode(self.inference), torch.set_grad_enabled(self.grad):
+            self.func(*self.args, **{**self.kwargs, "generator": generator})
+
+
+def stream_shares(draws: list[HeldDraw], workers: int, least: int) -> list[list[HeldDraw]]:
+    """Held draws, in the stream's order, cut into at most `workers` runs of consecutive draws: each run but the
+    last closed once it holds an equal share of the outputs, a share of `least` outputs or more (one run where they
+    hold less)."""
+    total = sum(draw.outputs for draw in draws)
+    share = total / max(1, min(workers, total // max(least, 1)))
+    shares: list[list[HeldDraw]] = [[]]
+    held = 0  # outputs in the last run
+    for draw in draws:
+        if held >= share:
+            shares.append([])
+            held = 0
+        shares[-1].append(draw)
+        held += draw.outputs
+    return shares
+
+
+def thread_modes() -> tuple[bool, bool]:
+    """This thread's grad and inference modes, which a draw held here runs under in any thread."""
+    return torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+
+
+def drawn_in_turn(draws: list[HeldDraw], known: tuple[int, torch.Tensor]) -> tuple[int, torch.Tensor]:
+    """Consecutive held draws run on a generator of their own, from a known (place, generator state) before the
+    first, moving it over the outputs between them: the place and state after the last."""
+    at, state = known
+    generator = torch.Generator()
+    generator.set_state(state)
+    for draw in draws:
+        advance(draw.place - at, generator)
+        draw.run(generator)
+        at = draw.place + draw.outputs
+    return at, generator.get_state()
 
 
 @dataclass
 class KeptDraws(TorchFunctionMode):
-    """The mode: held draws by the region they fill; `skipped`: outputs of the draws cancelled."""
+    """The mode: held draws by the region they fill; `skipped`: outputs of the draws cancelled. The draws held at
+    the end run in up to `workers` threads (torch's thread count unless given), each from its own place."""
 
     held: dict[Region, HeldDraw] = field(default_factory=dict)
     stream: int = 0  # outputs the full build would have drawn since `states[0]`
     states: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (place, generator state) known
     skipped: int = 0
     out_of_place: str = ""  # an op that drew though it was not known to: the weights may not be the full build's
+    workers: int = 0
+    share_from: int = SHARE_FROM
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -126,11 +177,12 @@ class KeptDraws(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         target = args[0] if args else kwargs.get("tensor")
-        if isinstance(target, torch.Tensor) and kwargs.get("generator") is None:
+        own_generator = kwargs.get("generator") is not None or any(isinstance(arg, torch.Generator) for arg in args)
+        if isinstance(target, torch.Tensor) and not own_generator:
             outputs = outputs_drawn(name, target)
             if outputs is not None:
                 self.overwritten(target)
-                self.held[region(target)] = HeldDraw(self.stream, outputs, lambda: func(*args, **kwargs))
+                self.held[region(target)] = HeldDraw(self.stream, outputs, func, args, kwargs, *thread_modes())
                 self.stream += outputs
                 return target
         if name in RANDOM_OPS or (getattr(func, "__module__", "") == "torch.nn.init" and name not in FILLS):
@@ -170,20 +222,28 @@ class KeptDraws(TorchFunctionMode):
 
     def draw(self, draw: HeldDraw) -> None:
         """Run a held draw from its own place in the stream, from the nearest known state before it."""
-        self.move_to(draw.place)
-        draw.run()
-        self.states.append((draw.place + draw.outputs, torch.get_rng_state()))
+        self.states.append(drawn_in_turn([draw], self.known_before(draw.place)))
+
+    def known_before(self, place: int) -> tuple[int, torch.Tensor]:
+        return max((known for known in self.states if known[0] <= place), key=lambda known: known[0])
 
     def move_to(self, place: int) -> None:
-        known, state = max((known for known in self.states if known[0] <= place), key=lambda known: known[0])
+        known, state = self.known_before(place)
         torch.set_rng_state(state)
         advance(place - known)
 
     def settle(self) -> None:
-        """Every held draw run, in the stream's order, and the generator where the full build would have it."""
-        for draw in sorted(self.held.values(), key=lambda draw: draw.place):
-            self.draw(draw)
+        """Every held draw run, shared out in runs of consecutive draws over threads (each draw from its own place
+        in the stream, so the numbers do not depend on the sharing), and the generator where the full build would
+        have it."""
+        draws = sorted(self.held.values(), key=lambda draw: draw.place)
         self.held.clear()
+        if draws:
+            shares = stream_shares(draws, self.workers or torch.get_num_threads(), self.share_from)
+            starts = [self.known_before(share[0].place) for share in shares]
+            with ThreadPoolExecutor(max(len(shares) - 1, 1)) as pool:
+                others = pool.map(drawn_in_turn, shares[1:], starts[1:])  # under way while this thread draws the first
+                self.states += [drawn_in_turn(shares[0], starts[0]), *others]
         self.move_to(self.stream)
         self.in_step()
 
@@ -192,9 +252,11 @@ class KeptDraws(TorchFunctionMode):
 
 
 @contextmanager
-def drawing_kept_weights() -> Iterator[KeptDraws]:
-    """Within: whole-tensor draws of a seeded build held back, those overwritten never drawn (module docstring)."""
-    mode = KeptDraws()
+def drawing_kept_weights(workers: int = 0, share_from: int = SHARE_FROM) -> Iterator[KeptDraws]:
+    """Within: whole-tensor draws of a seeded build held back, those overwritten never drawn (module docstring);
+    those held at the end drawn in up to `workers` threads (0: torch's thread count), each drawing `share_from`
+    outputs or more."""
+    mode = KeptDraws(workers=workers, share_from=share_from)
     with mode:
         yield mode
     mode.settle()

@@ -1,7 +1,7 @@
 """A seeded build that draws only the weights it keeps (models/kept_draws.py): every family's weights bit for bit
-and the generator's end state as a build that draws everything, with draws really skipped; the rules behind it (a
-draw's count of outputs, a held draw run before anything reads it, a random op it does not hold back run in
-order) on plain tensors."""
+and the generator's end state as a build that draws everything, with draws really skipped, whether the held draws
+run in one thread or shared out over several; the rules behind it (a draw's count of outputs, a held draw run
+before anything reads it, a random op it does not hold back run in order, the sharing) on plain tensors."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from orderlab.families.family import SeededSize
 from orderlab.models.generator_jump import advance
 from orderlab.models.kept_draws import (
     HELD_DTYPES,
+    HeldDraw,
     KeptDraws,
     built_drawing_kept,
     drawing_kept_weights,
     outputs_drawn,
     rule_holds,
+    stream_shares,
 )
 from orderlab.spec.extras import installed
 
@@ -89,16 +91,49 @@ def script() -> list[torch.Tensor]:
     return [w, v, u, r, noise, q]
 
 
+SHARED_OUT = {"workers": 3, "share_from": 1}  # the held draws shared out over threads, however few they are
+
+
+@pytest.mark.parametrize("sharing", [{"workers": 1}, SHARED_OUT])
 @pytest.mark.parametrize("seed", [0, 5])
-def test_a_script_comes_out_as_drawn(seed: int) -> None:
+def test_a_script_comes_out_as_drawn(seed: int, sharing: dict[str, int]) -> None:
     torch.manual_seed(seed)
     want, want_state = script(), torch.get_rng_state()
     torch.manual_seed(seed)
-    with drawing_kept_weights() as mode:
+    with drawing_kept_weights(**sharing) as mode:
         got = script()
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     assert torch.equal(torch.get_rng_state(), want_state)
     assert mode.skipped == 40 + 32
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_a_draw_held_in_a_mode_runs_in_it_in_any_thread(mode) -> None:
+    """Draws on parameters held under no_grad, or on tensors made in inference mode, run so in threads that are not
+    (grad and inference modes are per thread), where torch would refuse them."""
+    with mode():
+        weights = [torch.nn.Parameter(torch.empty(64)) for _ in range(3)]
+        with drawing_kept_weights(**SHARED_OUT):
+            for weight in weights:
+                weight.normal_()
+    with pytest.raises(RuntimeError, match=r"leaf Variable|inference tensor"), drawing_kept_weights(**SHARED_OUT):
+        weights[0].normal_()  # outside the mode torch refuses it, as it would have at the call
+
+
+@settings(max_examples=80, deadline=None)
+@given(outputs=st.lists(st.integers(1, 100), min_size=1, max_size=30), workers=st.integers(1, 6),
+       least=st.integers(1, 400))  # fmt: skip
+def test_stream_shares_are_runs_of_consecutive_draws_about_equal(outputs: list[int], workers: int, least: int) -> None:
+    draws, place = [], 0
+    for count in outputs:
+        draws.append(HeldDraw(place, count, torch.Tensor.normal_, (), {}, False, False))
+        place += count
+    shares = stream_shares(draws, workers, least)
+    assert [draw for share in shares for draw in share] == draws and all(shares)
+    total, sizes = sum(outputs), [sum(draw.outputs for draw in share) for share in shares]
+    assert len(shares) <= max(1, min(workers, total // least))
+    assert max(sizes) <= total / len(shares) + max(outputs)  # none longer than an equal share and one draw
+    assert all(size >= least for size in sizes[:-1])
 
 
 def an_unknown_draw_first() -> list[torch.Tensor]:
@@ -127,7 +162,9 @@ def test_an_op_not_known_to_draw_is_caught_and_the_build_drawn_again(monkeypatch
     assert torch.equal(torch.get_rng_state(), want_state)
 
 
-def seeded_build(family: str, dtype: str, kept: bool, classifier: bool = False) -> tuple[dict[str, Any], Any, int]:
+def seeded_build(
+    family: str, dtype: str, kept: bool, classifier: bool = False, sharing: dict[str, int] | None = None
+) -> tuple[dict[str, Any], Any, int]:
     import transformers
 
     from orderlab.models.hf.loader import drawn_in, transformers_class
@@ -139,18 +176,19 @@ def seeded_build(family: str, dtype: str, kept: bool, classifier: bool = False) 
     build = (transformers.AutoModelForSequenceClassification.from_config if classifier else
              transformers_class(transformers, code.model_class, code.name)._from_config)  # fmt: skip
     torch.manual_seed(7)
-    context: AbstractContextManager[Any] = drawing_kept_weights() if kept else nullcontext()
+    context: AbstractContextManager[Any] = drawing_kept_weights(**(sharing or {})) if kept else nullcontext()
     with context as mode:
         model = build(config, **drawn_in(dtype))
     return model.state_dict(), torch.get_rng_state(), mode.skipped if isinstance(mode, KeptDraws) else 0
 
 
 @pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
+@pytest.mark.parametrize("sharing", [{"workers": 1}, SHARED_OUT])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_every_family_builds_the_same_weights_drawing_fewer(family: str, dtype: str) -> None:
+def test_every_family_builds_the_same_weights_drawing_fewer(family: str, dtype: str, sharing: dict[str, int]) -> None:
     full, full_state, _ = seeded_build(family, dtype, kept=False)
-    kept, kept_state, skipped = seeded_build(family, dtype, kept=True)
+    kept, kept_state, skipped = seeded_build(family, dtype, kept=True, sharing=sharing)
     assert full.keys() == kept.keys()
     assert all(torch.equal(full[name], kept[name]) for name in full)
     assert torch.equal(full_state, kept_state)
@@ -160,6 +198,6 @@ def test_every_family_builds_the_same_weights_drawing_fewer(family: str, dtype: 
 @pytest.mark.skipif(not installed("transformers"), reason="needs the optional extra: orderlab[hf]")
 def test_a_classifier_builds_the_same_weights() -> None:
     full, full_state, _ = seeded_build("bert", "float32", kept=False, classifier=True)
-    kept, kept_state, skipped = seeded_build("bert", "float32", kept=True, classifier=True)
+    kept, kept_state, skipped = seeded_build("bert", "float32", kept=True, classifier=True, sharing=SHARED_OUT)
     assert all(torch.equal(full[name], kept[name]) for name in full) and torch.equal(full_state, kept_state)
     assert skipped > 0
