@@ -722,8 +722,9 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
         causes[f"{family} with states >= {TARGETS['causal_end_to_end_8_words']}x the best plain loop at 8 words "
                "(end to end)"] = (
             f"the loop (above), plus what the plain loop, timed on a built model, leaves out: building the seeded "
-            f"model (each weight kept drawn once, at ~10 ns, the draws transformers overwrites skipped: "
-            f"models/kept_draws.py, results.json seeded_build), the round-off twin and writing the folder; by "
+            f"model (each weight kept drawn once, the draws transformers overwrites skipped and the rest shared "
+            f"out over torch's threads: models/kept_draws.py, results.json seeded_build), the round-off twin and "
+            f"writing the folder; by "
             f"cProfile over the {name} run (which inflates the build's Python work): {stages}; load {load:.1f}"
         )  # fmt: skip
         causes[f"{family} speed-up grows with length"] = (
