@@ -269,10 +269,11 @@ def test_a_measured_rate_is_finite_and_positive_on_the_gpu():
 @needs_cuda
 def test_seeded_weights_on_the_gpu_are_the_cpu_builds():
     from orderlab.measure.adapters import build_adapters
+    from orderlab.spec.sweep import plan
 
-    spec_path = EXPERIMENTS / "causal_prefix.yaml"
-    loaded = load_spec(spec_path)
-    cpu, gpu = (build_adapters(loaded.spec, torch.device(d), loaded.path)[0] for d in ("cpu", "cuda"))
+    loaded = load_spec(EXPERIMENTS / "causal_prefix.yaml")
+    spec = plan(loaded.spec)[-1].spec  # a sweep: its deepest causal stack, one concrete model
+    cpu, gpu = (build_adapters(spec, torch.device(d), loaded.path)[0] for d in ("cpu", "cuda"))
 
     def weights(adapter: object) -> list[torch.Tensor]:
         layers = adapter.stack.layers  # type: ignore[attr-defined]
