@@ -314,10 +314,12 @@ def walked_states(orders: torch.Tensor, lm_only: bool) -> int:
     return sum(depth.distinct for depth in depths[: len(depths) - lm_only])
 
 
-def cli_seconds(spec: Path, out: Path, threads: int) -> float:
+def cli_seconds(spec: Path, out: Path, threads: int, device: torch.device) -> float:
     """Wall time of `orderlab run` on the spec in a fresh process, as a user runs it (imports, model, measuring,
-    folder), at the benchmark's thread count: what `validate --plan` estimates."""
-    command = [sys.executable, "-m", "orderlab", "run", str(spec), "--out", str(out / "cli"), "-q", "--force"]
+    folder), on the device the plan prices and at the benchmark's thread count: what `validate --plan` estimates.
+    (Until session 24 a card's bench ran this on its host's CPU: the plan's GPU figures were read against that.)"""
+    command = [sys.executable, "-m", "orderlab", "run", str(spec), "--out", str(out / "cli"), "-q", "--force",
+               "--device", device.type]  # fmt: skip
     environment = os.environ | {"OMP_NUM_THREADS": str(threads)}
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=environment)
@@ -329,7 +331,7 @@ def plan_against_run(loaded: LoadedSpec, out: Path, orders: int, device: torch.d
     to every order measured again in the twin's precision) and, compared, its figure at the share of orders the run
     re-measured (its manifest)."""
     estimates = priced_plan(loaded.spec, loaded.path, device).estimates
-    measured = cli_seconds(loaded.path, out, torch.get_num_threads())
+    measured = cli_seconds(loaded.path, out, torch.get_num_threads(), device)
     manifest = json.loads((out / "cli" / loaded.spec.name / "manifest.json").read_text())
     conditions = (manifest.get("resolution") or {}).get("conditions", {})
     remeasured = sum(record["remeasured"] for record in conditions.values()) / max(1, orders * len(conditions))
