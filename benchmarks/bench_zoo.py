@@ -22,7 +22,7 @@ Also: peak RSS of an orderlab run in a fresh process at 4 and 8 chunks of orders
 done (the target: growth within the 8-chunk run from its 4th chunk to its end), the round-off twin's
 cost against one small pass, `validate --plan`'s time estimate against the measured time of `orderlab run` (a fresh
 process, as a user runs it, started before this one builds any model: plans_against_runs), a torch.profiler /
-cProfile breakdown of the GPT-2 run, and the plain BERT loop's matmul share and rate against this machine's GEMM
+stage-clock breakdown of the GPT-2 run, and the plain BERT loop's matmul share and rate against this machine's GEMM
 peak (the causes written in "gaps" where a target is missed).
 Writes its figures under "zoo" in benchmarks/results.json (with the CPU's flags: amx, avx512_bf16), "zoo_cuda" on a
 GPU, and "_<dtype>" after either in another dtype than float32, then "_vocab_<N>" with --vocab N (every model's
@@ -36,14 +36,14 @@ next to nothing), leaving the file's other keys as they are.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
-import cProfile
+import functools
 import gc
 import itertools
 import json
 import math
 import os
-import pstats
 import statistics
 import subprocess
 import sys
@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import torch
 import yaml
@@ -59,16 +60,18 @@ import yaml
 from orderlab.commands.pricing import priced_plan
 from orderlab.commands.run import write_experiment
 from orderlab.errors import OrderlabError
+from orderlab.measure import loop as loop_module
 from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.run_options import RunOptions
 from orderlab.models.devices import resolve_device
-from orderlab.models.hf.loader import import_transformers
+from orderlab.models.hf.loader import PretrainedBackend, import_transformers
 from orderlab.models.prefix_trie import trie_depths
 from orderlab.plan.cost import run_seconds
 from orderlab.plan.device import cpu_flags
 from orderlab.spec.fields import LOW_PRECISION
 from orderlab.spec.load import LoadedSpec, load_spec
+from orderlab.spec.yamlsource import MAX_SPEC_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -400,9 +403,14 @@ print(json.dumps([before, hwm(), list(chunks.values())]))
 def peak_rss(family: str, n: int, orders: int, folder: Path, device: str, dtype: str, chunk: int) -> dict[str, Any]:
     """VmHWM (MB) of a fresh process that runs the spec end to end in chunks of `chunk` orders (imports first, then
     the run), and as each chunk is done (`peak_mb_by_chunk`: where the peak grows, and whether by chunk or in steps);
-    the end of its error where it failed (the bench's other figures stand)."""
+    the end of its error where it failed (the bench's other figures stand). Orders too many to list in a spec (a
+    card's chunks are large: 16,384 orders took 464 KiB) are all the sentence's orders instead."""
     path = folder / f"rss_{family}_{n}_{orders}.yaml"
-    path.write_text(yaml.safe_dump(spec_text(family, n, orders, dtype), sort_keys=False, default_flow_style=None))
+    text = yaml.safe_dump(spec_text(family, n, orders, dtype), sort_keys=False, default_flow_style=None)
+    if len(text.encode()) > MAX_SPEC_BYTES:
+        orders = math.factorial(n)
+        text = yaml.safe_dump(spec_text(family, n, orders, dtype), sort_keys=False, default_flow_style=None)
+    path.write_text(text)
     code = RSS_PROBE.format(root=str(ROOT), path=str(path), device=device, out=str(folder / "rss_out"), chunk=chunk)
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=False)
     measured = {"orders": min(orders, math.factorial(n))}
@@ -413,7 +421,7 @@ def peak_rss(family: str, n: int, orders: int, folder: Path, device: str, dtype:
 
 
 def profile(case: Case) -> dict[str, Any]:
-    """Where the end-to-end run's time goes: cProfile by orderlab's own stages, torch.profiler by op."""
+    """Where the end-to-end run's time goes: a clock around each of orderlab's own stages, torch.profiler by op."""
     from torch.profiler import profile as torch_profile  # lazy: only the benchmark profiles
 
     total, shares = stage_shares(case.end_to_end)
@@ -431,30 +439,48 @@ def profile(case: Case) -> dict[str, Any]:
     }  # fmt: skip
 
 
+STAGES = {  # orderlab's stages, each timed at its function (disjoint: none calls another)
+    "building the seeded model": (PretrainedBackend, "__init__"),
+    "making the round-off twin": (PretrainedBackend, "twin"),
+    "the twin's pass and its metrics": (MeasuringLoop, "measure_noise"),
+    "the first chunk's pass (the reference its first row)": (MeasuringLoop, "first_pass"),
+    "the chunks' passes and metrics": (MeasuringLoop, "measure_chunk"),
+}
+METRICS = (loop_module, "record_metrics")  # inside the passes' stages: "of which the metrics"
+
+
 def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
-    """run()'s seconds and, by cProfile, the share of them each of orderlab's stages takes (gpu_check.py too)."""
-    recorder = cProfile.Profile()
-    recorder.enable()
-    total = timed(run)
-    recorder.disable()
-    stats = pstats.Stats(recorder).stats  # type: ignore[attr-defined]
-    stages = {"building the seeded model": "loader.py:__init__", "making the round-off twin": "loader.py:twin",
-              "the twin's pass and its metrics": "loop.py:measure_noise",
-              "the first chunk's pass (the reference its first row)": "loop.py:first_pass",
-              "the chunks' passes and metrics": "loop.py:measure_chunk"}  # disjoint: none calls another  # fmt: skip
-    shares = {}
-    for stage, where in stages.items():
-        file, function = where.split(":")
-        seconds = [s[3] for (f, _, fn), s in stats.items() if f.endswith(file) and fn == function]
-        shares[stage] = max(seconds, default=0.0) / total
-    metrics = [
-        s[3] for (f, _, fn), s in stats.items() if f.endswith("metric_computations.py") and fn == "record_metrics"
-    ]
-    shares["of which the metrics"] = max(metrics, default=0.0) / total
-    shares["writing the folder, everything else"] = 1 - sum(
-        share for stage, share in shares.items() if stage != "of which the metrics"
-    )
+    """run()'s seconds and the share of them each of orderlab's stages takes (gpu_check.py too), by a clock around
+    each stage's function, a card's queue drained as it ends. Not cProfile: on Python 3.12 (a card's machine) it lost
+    its call stack under torch and gave every stage 0% (session 24), and it inflates Python's share of a run."""
+    spent = dict.fromkeys([*STAGES, "of which the metrics"], 0.0)
+    with contextlib.ExitStack() as patches:
+        for stage, (owner, name) in [*STAGES.items(), ("of which the metrics", METRICS)]:
+            patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), stage, spent)))
+        total = timed(run)
+    shares = {stage: seconds / total for stage, seconds in spent.items()}
+    shares["writing the folder, everything else"] = 1 - sum(shares[stage] for stage in STAGES)
     return total, shares
+
+
+def clocked(function: Callable[..., Any], stage: str, spent: dict[str, float]) -> Callable[..., Any]:
+    """`function`, its calls' seconds added to spent[stage] (a call within a call of it counted once)."""
+    depth = [0]
+
+    @functools.wraps(function)
+    def timed_call(*args: Any, **kwargs: Any) -> Any:
+        depth[0] += 1
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                if torch.cuda.is_initialized():
+                    torch.cuda.synchronize()
+                spent[stage] += time.perf_counter() - started
+
+    return timed_call
 
 
 def matmul_efficiency(case: Case) -> dict[str, float]:
@@ -726,8 +752,7 @@ def explain_gaps(figures: dict[str, Any]) -> list[str]:
             f"the loop (above), plus what the plain loop, timed on a built model, leaves out: building the seeded "
             f"model (each weight kept drawn once, the draws transformers overwrites skipped and the rest shared "
             f"out over torch's threads: models/kept_draws.py, results.json seeded_build), the round-off twin and "
-            f"writing the folder; by "
-            f"cProfile over the {name} run (which inflates the build's Python work): {stages}; load {load:.1f}"
+            f"writing the folder; by a clock around each stage of the {name} run: {stages}; load {load:.1f}"
         )  # fmt: skip
         causes[f"{family} speed-up grows with length"] = (
             f"the trie's saving grows with length ({ideal}), but what it does not share grows with the words too: "
@@ -812,7 +837,7 @@ def encoder_causes(figures: dict[str, Any], load: float) -> dict[str, str]:
         "encoder (bert) end to end >= 0.95x the best plain loop": (
             "the loop alone is no faster than the best plain loop (above), and the end-to-end run also builds the "
             "seeded model, its round-off twin and writes the folder, which the plain loop, timed on a built model, "
-            f"leaves out; by cProfile over the BERT run: {shares_line(prof['stages'])}; load {load:.1f}"
+            f"leaves out; by a clock around each stage of the BERT run: {shares_line(prof['stages'])}; load {load:.1f}"
         ),
     }  # fmt: skip
 

@@ -7,10 +7,11 @@ On a CUDA machine, each step timed and its outcome kept whatever the others do, 
   4. in float32, then in bfloat16 (--quick: the all-orders run in float32 only):
      - the 40,320-order 8-word GPT-2 run (12 x 768 x 12, ablations trained and zero, 80,642 sequences) end to end
        against the best plain transformers loop over the same sequences, both timed from the same start (library
-       imported, model built on the card), with the run's time by stage (cProfile) and the plan's time; then the
-       same run, and its first 1,024 orders, timed unprofiled each way its passes can go: walking its prefixes depth
-       by depth, with its top depths packed in one call (ORDERLAB_PACKED_TOKENS) and dense (ORDERLAB_PREFIX_WALK),
-       and the small run packed with its walk's calls captured by inductor (ORDERLAB_CAPTURE), twice,
+       imported, model built on the card), with the run's time by stage (a clock around each) and the plan's time;
+       then the same run, and its first 1,024 orders, timed unprofiled each way its passes can go: walking its
+       prefixes depth by depth, with its top depths packed in one call (ORDERLAB_PACKED_TOKENS) and dense
+       (ORDERLAB_PREFIX_WALK), and the small run packed with its walk's calls captured by inductor
+       (ORDERLAB_CAPTURE), twice,
      - bench_zoo.py on the card against the best plain loop in the same dtype (--quick: its own --quick, gpt2 and
        bert at 7 words, one round, 512 orders),
   5. (not --quick) `orderlab check --device cuda` of the other shipped specs that load there (those whose extra is

@@ -81,7 +81,7 @@ def test_a_causal_familys_misses_are_explained_by_its_own_profile(bench_zoo, tmp
     llama = profiles["profile_llama"]
     assert llama["loop_matmuls_of_one_row_tile"] > 0  # its linears have no bias: aten::mm, counted too
     assert "over the Llama loop" in loop and bench_zoo.shares_line(llama["loop_ops"]) in loop
-    assert "over the Llama run" in end_to_end and bench_zoo.shares_line(llama["stages"]) in end_to_end
+    assert "of the Llama run" in end_to_end and bench_zoo.shares_line(llama["stages"]) in end_to_end
 
 
 def test_a_matmul_of_one_row_tile_is_found_with_or_without_a_bias(bench_zoo):
@@ -104,6 +104,13 @@ def test_the_peak_rss_probe_reads_the_peak_chunk_by_chunk_and_explains_a_miss_fr
     assert ", ".join(f"{peak:.0f}" for peak in by_chunk) in cause and "walk 30-32 token states each" in cause
     assert f"grew {figures['rss_growth_in_run_mb']:.0f} MB from its 4th chunk" in cause
     assert f"peaked {large['peak_mb'] - small['peak_mb']:.0f} MB apart" in cause
+
+
+def test_orders_too_many_to_list_in_a_spec_are_probed_as_all_the_sentences_orders(bench_zoo, tmp_path, monkeypatch):
+    listed = bench_zoo.peak_rss("gpt2", 5, 16, tmp_path, "cpu", "float32", 8)
+    monkeypatch.setattr(bench_zoo, "MAX_SPEC_BYTES", 200)  # a card's chunks: 16,384 listed orders took 464 KiB
+    everything = bench_zoo.peak_rss("gpt2", 5, 16, tmp_path, "cpu", "float32", 60)
+    assert listed["orders"] == 16 and everything["orders"] == 120 and len(everything["peak_mb_by_chunk"]) == 2
 
 
 def test_a_target_the_bench_did_not_measure_is_neither_met_nor_missed(bench_zoo):
