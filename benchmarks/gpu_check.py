@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_zoo import plan_against_run, save, stage_shares  # noqa: E402  (as the zoo bench measures them)
 
+from orderlab.plan.decisions import MAX_PACKED_TOKENS  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results.json"
 WORDS = "the old dog chased a red ball today".split()
 QUICK_SPECS = ("experiments/dog_bites_man.yaml", "experiments/zoo_causal.yaml")
@@ -58,6 +60,9 @@ PACKED_TOKENS = 512  # the all-orders run again with its top depths packed in on
 WAYS = {  # how a causal model's passes can go, as the settings force them (plan/decisions.py)
     "walked": {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": "0"},
     "packed": {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": str(PACKED_TOKENS)},
+    # as many top depths packed as the setting allows: at 1,024 orders the card is launch-bound (session 24: loops
+    # 0.27-1.06x the plain loop's best batch), and fewer, larger calls are what it lacks
+    "packed_most": {"ORDERLAB_PREFIX_WALK": "always", "ORDERLAB_PACKED_TOKENS": str(MAX_PACKED_TOKENS)},
     "dense": {"ORDERLAB_PREFIX_WALK": "never"},
 }
 SMALL_RUN_ORDERS = 1_024  # the all-orders run's first orders again, as bench_zoo's cases

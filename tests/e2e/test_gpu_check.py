@@ -40,6 +40,8 @@ def test_the_gpu_check_runs_every_step_as_a_dry_run(tmp_path):
     for ways in (run["ways"], run["ways_at_24_orders"]):  # each way the passes can go, as the manifest says it went
         assert set(ways["dense"]["prefix_sharing"].values()) == {"dense: ORDERLAB_PREFIX_WALK=never"}
         assert all(note.startswith("shared") for note in ways["walked"]["prefix_sharing"].values())
+        most = set(ways["packed_most"]["prefix_sharing"].values())  # as many top depths as the setting allows
+        assert most == {"shared, top depths packed in one call up to 4096 tokens"}
     for way in ("captured", "captured_again"):  # the small run packed and captured (dynamo's eager backend on a CPU)
         captured = run["ways_at_24_orders"][way]
         assert set(captured["prefix_sharing"].values()) == {
