@@ -319,8 +319,7 @@ def walked_states(orders: torch.Tensor, lm_only: bool) -> int:
 
 def cli_seconds(spec: Path, out: Path, threads: int, device: torch.device) -> float:
     """Wall time of `orderlab run` on the spec in a fresh process, as a user runs it (imports, model, measuring,
-    folder), on the device the plan prices and at the benchmark's thread count: what `validate --plan` estimates.
-    (Until session 24 a card's bench ran this on its host's CPU: the plan's GPU figures were read against that.)"""
+    folder), on the device the plan prices and at the benchmark's thread count: what `validate --plan` estimates."""
     command = [sys.executable, "-m", "orderlab", "run", str(spec), "--out", str(out / "cli"), "-q", "--force",
                "--device", device.type]  # fmt: skip
     environment = os.environ | {"OMP_NUM_THREADS": str(threads)}
