@@ -42,15 +42,17 @@ SECONDS_PER_DRAW = 5e-6
 # more than the same run in a warm process (benchmarks/results.json, zoo, 7 words), transformers' import (below) and
 # matplotlib's (no longer imported without --plot) included.
 START_SECONDS = 3.0
-# A zoo or packaged model: importing transformers, once a run (2.5 s measured), then per model its weights, drawn
+# A zoo or packaged model: importing transformers, once a run, then per model its weights, drawn
 # (seeded: each weight kept drawn once, the draws a later one overwrites skipped: models/kept_draws.py) or read from a
 # folder, and copied into the round-off twin where it runs more than one pass
 # (models/hf/loader.PretrainedBackend.reading); its tokenizer and config. The zoo's quiet figures gave 1.9 s (BERT)
 # and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M weights while every draw was drawn; drawing only
 # the kept ones saves 0.3-1.1 s of that: about 17 ns a weight. Sharing the kept draws over two threads saves 0.2-0.4 s
 # more (benchmarks/results.json, seeded_build); the price stays, as the plan already reads 0.71-0.78 of a fresh run on
-# the Intel Xeon (docs/performance.md, session 23).
-TRANSFORMERS_IMPORT_SECONDS = 2.5
+# the Intel Xeon (docs/performance.md, session 23). transformers' import (its modeling modules pull in
+# torch.distributed.tensor, dynamo, sympy and scipy) took 2.5 s on the AMD EPYC and 5.4-6.9 s on the Intel Xeon: at
+# 5.0 s the plan reads 0.67-1.43 of every fresh zoo run recorded on either, in float32 and bfloat16 (session 25).
+TRANSFORMERS_IMPORT_SECONDS = 5.0
 SECONDS_PER_MODEL_WEIGHT = 17e-9
 MODEL_BUILD_SECONDS = 0.2
 # A materialised permutation of n tokens (tuple, set entry, sort label): 325 B measured at n = 13, 5 kB at n = 300.
