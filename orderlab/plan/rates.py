@@ -51,7 +51,7 @@ START_SECONDS = 3.0
 # more (benchmarks/results.json, seeded_build); the price stays, as the plan already reads 0.71-0.78 of a fresh run on
 # the Intel Xeon (docs/performance.md, session 23). transformers' import (its modeling modules pull in
 # torch.distributed.tensor, dynamo, sympy and scipy) took 2.5 s on the AMD EPYC and 5.4-6.9 s on the Intel Xeon: at
-# 5.0 s the plan reads 0.67-1.43 of every fresh zoo run recorded on either, in float32 and bfloat16 (session 25).
+# 5.0 s the plan reads 0.67-1.43 of every fresh zoo run recorded on either, float32 and bfloat16 (docs/performance.md).
 TRANSFORMERS_IMPORT_SECONDS = 5.0
 SECONDS_PER_MODEL_WEIGHT = 17e-9
 MODEL_BUILD_SECONDS = 0.2
