@@ -57,13 +57,16 @@ from unittest import mock
 import torch
 import yaml
 
+from orderlab.commands import run as run_command
 from orderlab.commands.pricing import priced_plan
 from orderlab.commands.run import write_experiment
 from orderlab.errors import OrderlabError
 from orderlab.measure import loop as loop_module
+from orderlab.measure import sweep_measure
 from orderlab.measure.adapters import build_adapters
 from orderlab.measure.loop import MeasuringLoop, tune_allocator
 from orderlab.measure.run_options import RunOptions
+from orderlab.measure.sweep_measure import SweepMeasurement
 from orderlab.models.devices import resolve_device
 from orderlab.models.hf.loader import PretrainedBackend, import_transformers
 from orderlab.models.prefix_trie import trie_depths
@@ -438,46 +441,68 @@ def profile(case: Case) -> dict[str, Any]:
     }  # fmt: skip
 
 
-STAGES = {  # orderlab's stages, each timed at its function (disjoint: none calls another)
+STAGES = {  # orderlab's stages, each timed at its function; a stage called within another's is its own time alone
+    "deciding how to compute (the plan priced on the device)": (sweep_measure, "run_decisions"),
+    "building the adapters beside the model (tokenizer, ablations)": (sweep_measure, "build_adapters"),
     "building the seeded model": (PretrainedBackend, "__init__"),
     "making the round-off twin": (PretrainedBackend, "twin"),
+    "the twin's copy of the model": (PretrainedBackend, "hold_copy"),
+    "the finer model orders escalate to": (MeasuringLoop, "finer_pair"),
     "the twin's pass and its metrics": (MeasuringLoop, "measure_noise"),
     "the first chunk's pass (the reference its first row)": (MeasuringLoop, "first_pass"),
     "the chunks' passes and metrics": (MeasuringLoop, "measure_chunk"),
+    "the summary tables": (SweepMeasurement, "tables"),
+    "the manifest": (run_command, "run_manifest"),
 }
 METRICS = (loop_module, "record_metrics")  # inside the passes' stages: "of which the metrics"
 
 
 def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
     """run()'s seconds and the share of them each of orderlab's stages takes (gpu_check.py too), by a clock around
-    each stage's function, a card's queue drained as it ends. Not cProfile: on Python 3.12 (a card's machine) it lost
-    its call stack under torch and gave every stage 0% (session 24), and it inflates Python's share of a run."""
+    each stage's function, a card's queue drained as it ends: each stage's own time, less the stages it calls (the
+    twin's copy is made within a pass), so that the shares add up and "everything else" is what no stage names. Not
+    cProfile: on Python 3.12 (a card's machine) it lost its call stack under torch and gave every stage 0% (session
+    24), and it inflates Python's share of a run."""
     spent = dict.fromkeys([*STAGES, "of which the metrics"], 0.0)
+    nested: list[float] = []  # per stage call open now: the seconds of the stages it called
     with contextlib.ExitStack() as patches:
-        for stage, (owner, name) in [*STAGES.items(), ("of which the metrics", METRICS)]:
-            patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), stage, spent)))
+        for stage, (owner, name) in STAGES.items():
+            patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), stage, spent, nested)))
+        owner, name = METRICS
+        patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), "of which the metrics",
+                                                                     spent)))  # fmt: skip
         total = timed(run)
     shares = {stage: seconds / total for stage, seconds in spent.items()}
     shares["writing the folder, everything else"] = 1 - sum(shares[stage] for stage in STAGES)
     return total, shares
 
 
-def clocked(function: Callable[..., Any], stage: str, spent: dict[str, float]) -> Callable[..., Any]:
-    """`function`, its calls' seconds added to spent[stage] (a call within a call of it counted once)."""
+def clocked(
+    function: Callable[..., Any], stage: str, spent: dict[str, float], nested: list[float] | None = None
+) -> Callable[..., Any]:
+    """`function`, its calls' seconds added to spent[stage]. nested: the open calls of the clocked stages, each call's
+    time then its own alone, less the stages it calls; None: all of its time (a call within a call of it once)."""
     depth = [0]
 
     @functools.wraps(function)
     def timed_call(*args: Any, **kwargs: Any) -> Any:
         depth[0] += 1
+        if nested is not None:
+            nested.append(0.0)
         started = time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
             depth[0] -= 1
-            if depth[0] == 0:
-                if torch.cuda.is_initialized():
-                    torch.cuda.synchronize()
-                spent[stage] += time.perf_counter() - started
+            if torch.cuda.is_initialized() and (nested is not None or depth[0] == 0):
+                torch.cuda.synchronize()
+            elapsed = time.perf_counter() - started
+            if nested is None:
+                spent[stage] += elapsed if depth[0] == 0 else 0.0
+            else:
+                spent[stage] += elapsed - nested.pop()
+                if nested:
+                    nested[-1] += elapsed
 
     return timed_call
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,20 @@ def test_a_target_the_bench_did_not_measure_is_neither_met_nor_missed(bench_zoo)
     assert targets["peak RSS flat in the number of orders (< 100 MB growth for 2x the orders)"]  # judged in one run
     with_bert = bench_zoo.check_targets(figures | {"bert": {"8_words": entry}})
     assert with_bert["encoder (bert) end to end >= 0.95x the best plain loop"] is True
+
+
+def test_a_stage_called_within_another_is_its_own_time_alone(bench_zoo):
+    """stage_shares' clock: a stage's share leaves out the stages it calls (the twin's copy is made within a pass),
+    so that the shares add up to the run and "everything else" is what no stage names."""
+    spent, nested = {"outer": 0.0, "inner": 0.0}, []
+    inner = bench_zoo.clocked(lambda: time.sleep(0.1), "inner", spent, nested)
+
+    def body() -> None:
+        time.sleep(0.02)
+        inner()
+        inner()
+
+    outer = bench_zoo.clocked(body, "outer", spent, nested)
+    took = bench_zoo.timed(outer)
+    assert spent["inner"] >= 0.2 and 0.02 <= spent["outer"] < spent["inner"]
+    assert spent["outer"] + spent["inner"] == pytest.approx(took, abs=0.01) and nested == []
