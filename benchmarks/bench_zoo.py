@@ -468,9 +468,9 @@ def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
     with contextlib.ExitStack() as patches:
         for stage, (owner, name) in STAGES.items():
             patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), stage, spent, nested)))
-        owner, name = METRICS
+        owner, name = METRICS  # a stack of its own: a part of the passes' shares, not taken out of them
         patches.enter_context(mock.patch.object(owner, name, clocked(getattr(owner, name), "of which the metrics",
-                                                                     spent)))  # fmt: skip
+                                                                     spent, [])))  # fmt: skip
         total = timed(run)
     shares = {stage: seconds / total for stage, seconds in spent.items()}
     shares["writing the folder, everything else"] = 1 - sum(shares[stage] for stage in STAGES)
@@ -478,31 +478,24 @@ def stage_shares(run: Callable[[], object]) -> tuple[float, dict[str, float]]:
 
 
 def clocked(
-    function: Callable[..., Any], stage: str, spent: dict[str, float], nested: list[float] | None = None
+    function: Callable[..., Any], stage: str, spent: dict[str, float], nested: list[float]
 ) -> Callable[..., Any]:
-    """`function`, its calls' seconds added to spent[stage]. nested: the open calls of the clocked stages, each call's
-    time then its own alone, less the stages it calls; None: all of its time (a call within a call of it once)."""
-    depth = [0]
+    """`function`, each call's own time added to spent[stage]: its seconds less those of the calls clocked on the same
+    `nested` stack (the stages' open calls, each holding the seconds of the clocked calls it made) that it made."""
 
     @functools.wraps(function)
     def timed_call(*args: Any, **kwargs: Any) -> Any:
-        depth[0] += 1
-        if nested is not None:
-            nested.append(0.0)
+        nested.append(0.0)
         started = time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
-            depth[0] -= 1
-            if torch.cuda.is_initialized() and (nested is not None or depth[0] == 0):
+            if torch.cuda.is_initialized():
                 torch.cuda.synchronize()
             elapsed = time.perf_counter() - started
-            if nested is None:
-                spent[stage] += elapsed if depth[0] == 0 else 0.0
-            else:
-                spent[stage] += elapsed - nested.pop()
-                if nested:
-                    nested[-1] += elapsed
+            spent[stage] += elapsed - nested.pop()
+            if nested:
+                nested[-1] += elapsed
 
     return timed_call
 

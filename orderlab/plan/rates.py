@@ -47,11 +47,11 @@ START_SECONDS = 3.0
 # folder, and copied into the round-off twin where it runs more than one pass
 # (models/hf/loader.PretrainedBackend.reading); its tokenizer and config. The zoo's quiet figures gave 1.9 s (BERT)
 # and 2.4 s (GPT-2) of a warm run beside its measuring loop at 86 M weights while every draw was drawn; drawing only
-# the kept ones saves 0.3-1.1 s of that: about 17 ns a weight. Sharing the kept draws over two threads saves 0.2-0.4 s
-# more (benchmarks/results.json, seeded_build); the price stays, as the plan already reads 0.71-0.78 of a fresh run on
-# the Intel Xeon (docs/performance.md, session 23). transformers' import (its modeling modules pull in
-# torch.distributed.tensor, dynamo, sympy and scipy) took 2.5 s on the AMD EPYC and 5.4-6.9 s on the Intel Xeon: at
-# 5.0 s the plan reads 0.67-1.43 of every fresh zoo run recorded on either, float32 and bfloat16 (docs/performance.md).
+# the kept ones saves 0.3-1.1 s of that: about 17 ns a weight (sharing them over two threads saves 0.2-0.4 s more,
+# within a fresh run's spread: benchmarks/results.json, seeded_build). transformers' import (its modeling modules pull
+# in torch.distributed.tensor, dynamo, sympy and scipy) took 2.5 s on the AMD EPYC and 5.4-6.9 s on the Intel Xeon:
+# at 5.0 s the plan reads 0.67-1.43 of every fresh zoo run recorded on either, float32 and bfloat16
+# (docs/performance.md).
 TRANSFORMERS_IMPORT_SECONDS = 5.0
 SECONDS_PER_MODEL_WEIGHT = 17e-9
 MODEL_BUILD_SECONDS = 0.2
