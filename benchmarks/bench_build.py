@@ -3,7 +3,8 @@
 Per family and dtype, one seeded model of the zoo's shape (12 layers, d_model 768, 12 heads; --shape) over the zoo's
 8-word sentence, built three ways in alternating rounds after a warm-up of each, in one process: as `orderlab run`
 builds it (models/hf/loader.PretrainedBackend: the kept draws shared out over torch's threads), the same with the
-kept draws in one thread, and with the draws that a later draw overwrites drawn too. All give the same weights, bit
+kept draws in one thread, and with the draws that a later draw overwrites drawn too (kept_draws.built_drawing_every;
+a 16-bit model's draws in float32 and rounded each way: models/rounded_draws.py). All give the same weights, bit
 for bit (tests/unit/models/test_kept_draws.py; checked here once more per case). Writes its figures under
 "seeded_build" in benchmarks/results.json with the load average, leaving the file's other keys as they are.
 
@@ -32,7 +33,7 @@ import torch
 import orderlab.models.hf.loader as loader
 import orderlab.models.kept_draws as kept_draws
 from orderlab.models.hf.loader import PretrainedBackend, Seeded
-from orderlab.models.kept_draws import KeptDraws, built_drawing_kept, drawing_kept_weights
+from orderlab.models.kept_draws import KeptDraws, built_drawing_every, built_drawing_kept, drawing_kept_weights
 
 WAYS = ("every_draw", "kept_draws_one_thread", "kept_draws")
 KEPT = WAYS[1:]  # the ways whole runs are timed: what sharing the draws out is worth to a run
@@ -60,7 +61,7 @@ def building(way: str, counted: Counted) -> Iterator[None]:
         counted.one_thread = way == "kept_draws_one_thread"
         kept_draws.drawing_kept_weights = counted  # type: ignore[assignment]
     else:
-        loader.built_drawing_kept = lambda build: build()  # type: ignore[assignment]
+        loader.built_drawing_kept = built_drawing_every
     try:
         yield
     finally:

@@ -9,8 +9,9 @@ and any other op that touches the tensor runs it first. At the end every draw st
 generator jumped to where its run starts), and the generator is left where the full build leaves it. A
 random op it does not hold back runs with every held draw done first. Two guards: a draw is held only where this
 machine's kernel draws as counted (`rule_holds`), and an op not known to draw that moves the generator while draws
-are held sends the build round again, drawing everything (`built_drawing_kept`). tests/unit/models/test_kept_draws.py
-checks every family's weights, bit for bit, and the generator's end state against a build that draws everything.
+are held sends the build round again, drawing everything (`built_drawing_kept`). A draw into a 16-bit tensor, held or
+not, runs in float32 and is rounded in (rounded_draws.py). tests/unit/models/test_kept_draws.py checks every family's
+weights, bit for bit, and the generator's end state against a build that draws everything.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, TypeVar
 
 import torch
@@ -27,8 +28,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
 from orderlab.models.generator_jump import advance
+from orderlab.models.rounded_draws import RoundedDraws, drawn_rounded, rounds
 
-HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # one 32-bit output a number (double: two)
+HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # drawn as float32: one 32-bit output a number
 HELD_OPS = ("normal_", "uniform_", "kaiming_uniform_")  # the draws held back (kaiming_uniform_: a uniform_)
 RULE_PROBES = (16, 33, 48, 1030)  # sizes that rule_holds draws: whole blocks of 16 and remainders
 # Outputs a thread draws at the least when the held draws are shared out at the end: below, the move to where its
@@ -50,38 +52,39 @@ SHAPE_ONLY = frozenset({
 
 
 def outputs_drawn(name: str, tensor: torch.Tensor) -> int | None:
-    """How many 32-bit outputs torch's CPU kernel takes to fill this tensor with `name`, or None when the draw is
-    not one held back: another device, dtype or layout, fewer than 16 normal numbers (drawn in float64 with a
-    cached sample), or a kernel on this machine that does not draw as `outputs_counted` says (rule_holds)."""
+    """How many 32-bit outputs torch's float32 CPU kernel takes to fill this tensor with `name` (a 16-bit tensor's
+    draw runs in float32: rounded_draws.py), or None when the draw is not one held back: another device, dtype or
+    layout, fewer than 16 normal numbers (drawn in float64 with a cached sample), or a kernel on this machine that
+    does not draw as `outputs_counted` says (rule_holds)."""
     if name not in HELD_OPS or tensor.device.type != "cpu" or tensor.dtype not in HELD_DTYPES:
         return None
     if tensor.layout != torch.strided or not tensor.is_contiguous():
         return None
     kind = "normal_" if name == "normal_" else "uniform_"
     numbers = tensor.numel()
-    if numbers < (16 if kind == "normal_" else 1) or not rule_holds(kind, tensor.dtype):
+    if numbers < (16 if kind == "normal_" else 1) or not rule_holds(kind):
         return None
-    return outputs_counted(kind, tensor.dtype, numbers)
+    return outputs_counted(kind, numbers)
 
 
-def outputs_counted(kind: str, dtype: torch.dtype, numbers: int) -> int:
-    """torch 2.x's CPU kernels: normal_ fills 16 at a time (Box-Muller), float32's drawing a number for each and
-    then the last 16 again after a remainder, the 16-bit ones drawing whole blocks of 16; uniform_ one a number."""
+def outputs_counted(kind: str, numbers: int) -> int:
+    """torch 2.x's float32 CPU kernels: normal_ fills 16 at a time (Box-Muller), drawing a number for each and then
+    the last 16 again after a remainder; uniform_ one a number."""
     if kind == "uniform_":
         return numbers
-    return numbers + (16 if numbers % 16 else 0) if dtype == torch.float32 else -(-numbers // 16) * 16
+    return numbers + (16 if numbers % 16 else 0)
 
 
 @cache
-def rule_holds(kind: str, dtype: torch.dtype) -> bool:
-    """Whether this machine's kernel draws as outputs_counted says (a kernel may differ by CPU and torch build):
-    probe draws on a private generator against a generator moved on by the count without drawing. A generator
-    state laid out otherwise than generator_jump reads it fails here too."""
+def rule_holds(kind: str) -> bool:
+    """Whether this machine's float32 kernel draws as outputs_counted says (a kernel may differ by CPU and torch
+    build): probe draws on a private generator against a generator moved on by the count without drawing. A
+    generator state laid out otherwise than generator_jump reads it fails here too."""
     for numbers in RULE_PROBES:
         drawn, moved = torch.Generator().manual_seed(numbers), torch.Generator().manual_seed(numbers)
-        getattr(torch.empty(numbers, dtype=dtype), kind)(generator=drawn)
+        getattr(torch.empty(numbers, dtype=torch.float32), kind)(generator=drawn)  # whatever the default dtype
         try:
-            advance(outputs_counted(kind, dtype, numbers), moved)
+            advance(outputs_counted(kind, numbers), moved)
         except (RuntimeError, ValueError):  # torch refused the state written, or numpy the one read
             return False
         if not torch.equal(drawn.get_state(), moved.get_state()):
@@ -176,7 +179,10 @@ class KeptDraws(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
+        initialises = getattr(func, "__module__", "") == "torch.nn.init"
         target = args[0] if args else kwargs.get("tensor")
+        if rounds(func, target):  # drawn in float32 and rounded, held or not
+            func = partial(drawn_rounded, func)
         own_generator = kwargs.get("generator") is not None or any(isinstance(arg, torch.Generator) for arg in args)
         if isinstance(target, torch.Tensor) and not own_generator:
             outputs = outputs_drawn(name, target)
@@ -185,7 +191,7 @@ class KeptDraws(TorchFunctionMode):
                 self.held[region(target)] = HeldDraw(self.stream, outputs, func, args, kwargs, *thread_modes())
                 self.stream += outputs
                 return target
-        if name in RANDOM_OPS or (getattr(func, "__module__", "") == "torch.nn.init" and name not in FILLS):
+        if name in RANDOM_OPS or (initialises and name not in FILLS):
             self.settle()
             result = func(*args, **kwargs)
             self.in_step()  # the stream counted from where that op left the generator
@@ -264,7 +270,8 @@ def drawing_kept_weights(workers: int = 0, share_from: int = SHARE_FROM) -> Iter
 
 def built_drawing_kept(build: Callable[[], Built]) -> Built:
     """`build()` drawing only the weights it keeps; built again drawing every one, from the same generator state,
-    where an op not known to draw did (an initialisation this module has not met): the same weights either way."""
+    where an op not known to draw did (an initialisation this module has not met): the same weights either way,
+    a 16-bit tensor's drawn in float32 and rounded (rounded_draws.py)."""
     start = torch.get_rng_state()
     with drawing_kept_weights() as mode:
         built = build()
@@ -272,4 +279,11 @@ def built_drawing_kept(build: Callable[[], Built]) -> Built:
         return built
     del built
     torch.set_rng_state(start)
-    return build()
+    return built_drawing_every(build)
+
+
+def built_drawing_every(build: Callable[[], Built]) -> Built:
+    """`build()` drawing every weight, the draws that later ones overwrite too, a 16-bit tensor's in float32 and
+    rounded (rounded_draws.py): what built_drawing_kept builds, the long way."""
+    with RoundedDraws():
+        return build()

@@ -180,8 +180,10 @@ def converted_copy(model: torch.nn.Module, dtype: torch.dtype) -> Any:
 
 def drawn_in(dtype: str) -> dict[str, torch.dtype]:
     """How a 16-bit model is built: its weights created, drawn or loaded straight in its dtype (transformers'
-    `dtype`), so that no float32 copy of it is ever held. float32 and float64 models are drawn in float32 and cast,
-    as they always were (their seeded weights, and the committed baselines, stay the same)."""
+    `dtype`), so that no float32 copy of it is ever held; a seeded draw is made in float32 a piece at a time and
+    rounded in (kept_draws.built_drawing_kept, rounded_draws.py), the float32 model's weights rounded on any torch.
+    float32 and float64 models are drawn in float32 and cast, as they always were (their seeded weights, and the
+    committed baselines, stay the same)."""
     return {"dtype": getattr(torch, dtype)} if dtype in LOW_PRECISION else {}
 
 

@@ -102,15 +102,17 @@ FAMILIES = ["bert", "gpt2", "llama", "bloom", "t5", "deberta"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_16_bit_seeded_model_is_drawn_straight_in_its_dtype(family):
-    """Every floating tensor its build makes, watched op by op: the weights are bfloat16 from the start, and no
-    float32 or float64 tensor bigger than a handful of numbers (Llama's rotary frequencies) is ever made. The same
+def test_a_16_bit_seeded_model_holds_no_float32_copy(family, monkeypatch):
+    """Every floating tensor its build makes, watched op by op: the weights are bfloat16 from the start, each draw
+    made in float32 a piece at a time (models/rounded_draws.py; a piece of 4,096 numbers here, the token table's
+    64,000 in 16 pieces), and no float32 tensor bigger than a piece, nor any float64 one, is ever made. The same
     build in float32 makes its token table in float32, as it always did."""
     needs_minilm()
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
 
+    import orderlab.models.rounded_draws as rounded_draws
     from orderlab.models.hf.loader import PretrainedBackend, Seeded
 
     class Largest(TorchDispatchMode):
@@ -125,14 +127,16 @@ def test_a_16_bit_seeded_model_is_drawn_straight_in_its_dtype(family):
                     self.numel[tensor.dtype] = max(self.numel.get(tensor.dtype, 0), tensor.numel())
             return out
 
+    piece = 4096
+    monkeypatch.setattr(rounded_draws, "PIECE", piece)
     built = {}
     for dtype in ("bfloat16", "float32"):
         with Largest() as watch:
             backend = PretrainedBackend(Seeded(64, 4, 2, ("dog", "bites", "man"), 0, vocab=1000), dtype, family=family)
         built[dtype] = watch.numel
         assert {p.dtype for p in backend.model.parameters()} == {getattr(torch, dtype)}
-    assert built["bfloat16"][torch.bfloat16] >= 1000 * 64  # the token table, drawn in bfloat16
-    assert built["bfloat16"].get(torch.float32, 0) <= 64 and torch.float64 not in built["bfloat16"]
+    assert built["bfloat16"][torch.bfloat16] >= 1000 * 64  # the token table, made in bfloat16
+    assert built["bfloat16"].get(torch.float32, 0) <= piece and torch.float64 not in built["bfloat16"]
     assert built["float32"][torch.float32] >= 1000 * 64
 
 
