@@ -26,6 +26,10 @@ from torch.overrides import TorchFunctionMode
 SIXTEEN_BIT = (torch.bfloat16, torch.float16)
 PIECE = 1 << 20  # float32 numbers a piece of a tensor's own draw holds at most (4 MiB); a multiple of 16
 TENSOR_DRAWS = frozenset({"normal_", "uniform_"})  # each number placed by position: drawn a piece at a time
+# torch.nn.init's draws (its fills write the same rounded numbers in any dtype); of these, torch 2.13 hands uniform_,
+# normal_ and kaiming_uniform_ to a mode, the others only their tensor's own draws
+INIT_DRAWS = frozenset({"uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+                        "kaiming_normal_", "orthogonal_", "sparse_"})  # fmt: skip
 
 
 class RoundedDraws(TorchFunctionMode):
@@ -41,9 +45,9 @@ class RoundedDraws(TorchFunctionMode):
 
 def rounds(func: Callable[..., Any], tensor: object) -> bool:
     """Whether this call draws into a 16-bit CPU tensor, and so runs in float32 (drawn_rounded): a tensor's own
-    normal_ or uniform_, or a torch.nn.init draw."""
+    normal_ or uniform_ (or a wrapper of that name, as transformers' initialisation), or a torch.nn.init draw."""
     name = getattr(func, "__name__", "")
-    draws = name in TENSOR_DRAWS or (getattr(func, "__module__", "") == "torch.nn.init" and name.endswith("_"))
+    draws = name in TENSOR_DRAWS or (getattr(func, "__module__", "") == "torch.nn.init" and name in INIT_DRAWS)
     return (
         draws
         and isinstance(tensor, torch.Tensor)

@@ -69,4 +69,5 @@ def test_what_torch_refuses_is_refused_and_what_is_not_16_bit_left_to_torch() ->
     assert not rounds(torch.Tensor.normal_, torch.empty(32))
     assert not rounds(torch.Tensor.normal_, torch.empty(8, 8, dtype=torch.bfloat16).t())
     assert not rounds(torch.Tensor.mul_, torch.empty(32, dtype=torch.bfloat16))
+    assert not rounds(torch.nn.init.zeros_, torch.empty(32, dtype=torch.bfloat16))  # a fill: no scratch needed
     assert rounds(torch.nn.init.normal_, torch.empty(32, dtype=torch.float16))
