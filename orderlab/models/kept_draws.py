@@ -28,7 +28,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
 from orderlab.models.generator_jump import advance
-from orderlab.models.rounded_draws import RoundedDraws, drawn_rounded, rounds
+from orderlab.models.rounded_draws import RoundedDraws, drawn_rounded, initialises, rounds
 
 HELD_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # drawn as float32: one 32-bit output a number
 HELD_OPS = ("normal_", "uniform_", "kaiming_uniform_")  # the draws held back (kaiming_uniform_: a uniform_)
@@ -179,7 +179,7 @@ class KeptDraws(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        initialises = getattr(func, "__module__", "") == "torch.nn.init"
+        init = initialises(func)
         target = args[0] if args else kwargs.get("tensor")
         if rounds(func, target):  # drawn in float32 and rounded, held or not
             func = partial(drawn_rounded, func)
@@ -191,7 +191,7 @@ class KeptDraws(TorchFunctionMode):
                 self.held[region(target)] = HeldDraw(self.stream, outputs, func, args, kwargs, *thread_modes())
                 self.stream += outputs
                 return target
-        if name in RANDOM_OPS or (initialises and name not in FILLS):
+        if name in RANDOM_OPS or (init and name not in FILLS):
             self.settle()
             result = func(*args, **kwargs)
             self.in_step()  # the stream counted from where that op left the generator

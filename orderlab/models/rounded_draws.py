@@ -47,7 +47,7 @@ def rounds(func: Callable[..., Any], tensor: object) -> bool:
     """Whether this call draws into a 16-bit CPU tensor, and so runs in float32 (drawn_rounded): a tensor's own
     normal_ or uniform_ (or a wrapper of that name, as transformers' initialisation), or a torch.nn.init draw."""
     name = getattr(func, "__name__", "")
-    draws = name in TENSOR_DRAWS or (getattr(func, "__module__", "") == "torch.nn.init" and name in INIT_DRAWS)
+    draws = name in TENSOR_DRAWS or (initialises(func) and name in INIT_DRAWS)
     return (
         draws
         and isinstance(tensor, torch.Tensor)
@@ -58,12 +58,16 @@ def rounds(func: Callable[..., Any], tensor: object) -> bool:
     )
 
 
+def initialises(func: Callable[..., Any]) -> bool:
+    """Whether func is one of torch.nn.init's functions (which write outside autograd)."""
+    return getattr(func, "__module__", "") == "torch.nn.init"
+
+
 def drawn_rounded(func: Callable[..., Any], tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """func(tensor, *args, **kwargs) as it draws into a float32 tensor of the same shape, rounded into `tensor`
     (as torch.nn.init writes, outside autograd; a tensor's own draw within it, refused on a leaf that needs grad)."""
     name = getattr(func, "__name__", "")
-    initialises = getattr(func, "__module__", "") == "torch.nn.init"
-    with torch.no_grad() if initialises else nullcontext():
+    with torch.no_grad() if initialises(func) else nullcontext():
         if name not in TENSOR_DRAWS:  # an init whose numbers depend on the shape (a fan, a matrix): one scratch
             scratch = torch.empty(tensor.shape, dtype=torch.float32)
             func(scratch, *args, **kwargs)
